@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Build a PufferLib 3.0.0 wheel from its PyPI sdist, offline apart from the package index.
+# The sdist's setup.py downloads raylib/box2d from GitHub; this script does what it needs without that:
+# fetch the sdist from the index's simple page (sha256 checked), drop impulse_wars (box2d), create the
+# empty folders setup.py looks for, keep only the Ocean envs genome_lab uses, and build with NO_TRAIN=1.
+# Usage: tools/build_pufferlib.sh PYTHON OUTDIR   (PYTHON must already have torch, numpy<2, setuptools)
+set -euo pipefail
+PY=$(command -v "${1:?usage: build_pufferlib.sh PYTHON OUTDIR}") || { echo "build_pufferlib: no python at $1" >&2; exit 1; }
+PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")
+OUT=${2:?usage: build_pufferlib.sh PYTHON OUTDIR}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+VERSION=3.0.0
+SHA256=7df3a3e3f5f894d78d2a1f5374097890aec01473183e748abefe4f3faa10eaa9
+KEEP_ENVS="snake tetris"   # Ocean envs whose C extension is compiled
+
+fail() { echo "build_pufferlib: $*" >&2; exit 1; }
+mkdir -p "$OUT"
+if ls "$OUT"/pufferlib-"$VERSION"-*.whl >/dev/null 2>&1; then exit 0; fi
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+
+index=${PIP_INDEX_URL:-$("$PY" -c 'from pip._internal.models.index import PyPI; print(PyPI.simple_url)')}
+index=${index%/}
+echo "build_pufferlib: looking up pufferlib $VERSION on $index"
+page=$(curl -fsSL "$index/pufferlib/") || fail "cannot read $index/pufferlib/ (is the package index reachable?)"
+url=$(printf '%s' "$page" | grep -o "href=\"[^\"]*pufferlib-$VERSION\.tar\.gz[^\"]*\"" | head -1 | sed 's/^href="//; s/"$//; s/&amp;/\&/g')
+[ -n "$url" ] || fail "no pufferlib-$VERSION.tar.gz link on $index/pufferlib/"
+case "$url" in http*) ;; /*) url="${index%%/simple*}$url" ;; *) url="$index/pufferlib/$url" ;; esac
+curl -fsSL -o "$work/sdist.tar.gz" "${url%%#*}" || fail "download of ${url%%#*} failed"
+got=$(sha256sum "$work/sdist.tar.gz" | cut -d' ' -f1)
+[ "$got" = "$SHA256" ] || fail "sha256 mismatch for the sdist: expected $SHA256, got $got"
+
+tar xzf "$work/sdist.tar.gz" -C "$work" || fail "cannot unpack the sdist"
+src="$work/pufferlib-$VERSION"
+rm -rf "$src/pufferlib/ocean/impulse_wars"
+mkdir -p "$src/raylib-5.5_webassembly" "$src/box2d-web" "$src/box2d-linux-amd64"
+[ -f "$src/raylib-5.5_linux_amd64/lib/libraylib.a" ] || fail "the sdist has no raylib-5.5_linux_amd64/lib/libraylib.a"
+for b in "$src"/pufferlib/ocean/*/binding.c; do
+  env=$(basename "$(dirname "$b")")
+  case " $KEEP_ENVS " in *" $env "*) ;; *) rm -f "$b" ;; esac
+done
+echo "build_pufferlib: compiling Ocean envs: $KEEP_ENVS"
+(cd "$src" && NO_TRAIN=1 "$PY" -m pip wheel --no-build-isolation --no-deps -w "$OUT" . >"$work/build.log" 2>&1) \
+  || { tail -40 "$work/build.log" >&2; fail "pip wheel failed (log tail above)"; }
+ls "$OUT"/pufferlib-"$VERSION"-*.whl >/dev/null 2>&1 || fail "no wheel was written to $OUT"
+echo "build_pufferlib: built $(ls "$OUT"/pufferlib-"$VERSION"-*.whl)"
