@@ -1,0 +1,47 @@
+"""Agent-steps/s of each arena with uniform random actions and with PufferLib's trained policy in the loop.
+
+Both measurements run in this process, one after the other, on the same arena (1024 agents by default:
+4 snake maps of 640x360 with 256 snakes each; 1024 tetris boards). The policy loop includes observation
+transfer, the batched LinearLSTM forward (greedy) and the env step. Prints one line per arena and mode, and
+the ratio random/policy.  Usage: python bench/arena_throughput.py [--seconds 5] [--threads 1] [--agents 1024]
+"""
+import argparse, time
+import numpy as np, torch
+from genome_lab.arenas import SnakeArena, TetrisArena
+from genome_lab.policies import load_pufferlib_policy
+
+def rate(arena, step_fn, seconds):
+    "Agent-steps/s of `step_fn` over about `seconds` (after 20 warm-up steps)."
+    for _ in range(20): step_fn()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds: step_fn(); n += 1
+    return n * arena.num_agents / (time.perf_counter() - t0)
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--seconds', type=float, default=5.0, help='measuring time per arena and mode')
+    ap.add_argument('--threads', type=int, default=1, help='torch threads')
+    ap.add_argument('--agents', type=int, default=1024, help='agents per arena (snake: multiple of 256)')
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    print(f"torch {torch.__version__}, {a.threads} thread(s), {a.agents} agents, {a.seconds} s per measurement")
+    arenas = {'snake': lambda: SnakeArena(num_envs=max(1, a.agents // 256), num_snakes=min(256, a.agents)),
+              'tetris': lambda: TetrisArena(num_envs=a.agents)}
+    for name, make in arenas.items():
+        arena, rng = make(), np.random.default_rng(0)
+        cache = rng.integers(0, arena.num_actions, (1024, arena.num_agents)).astype(np.int32)
+        arena.reset(0); i = [0]
+        def random_step(): arena.step(cache[i[0] % 1024]); i[0] += 1
+        r_random = rate(arena, random_step, a.seconds)
+        pol = load_pufferlib_policy(name)
+        obs, st = arena.reset(0), [pol.initial_state(arena.num_agents)]
+        def policy_step():
+            acts, st[0] = pol.act(arena.obs, st[0])
+            arena.step(acts)
+        r_policy = rate(arena, policy_step, a.seconds)
+        print(f"{name:6s} random actions: {r_random:12,.0f} agent-steps/s")
+        print(f"{name:6s} pufferlib policy: {r_policy:11,.0f} agent-steps/s")
+        print(f"{name:6s} ratio random/policy: {r_random / r_policy:.1f}x")
+        arena.close()
+
+if __name__ == '__main__': main()

@@ -1,0 +1,71 @@
+"""Checks of the project around the notebooks: the pipeline CLI, parameter cells, README, benchmark, install script."""
+import json, os, subprocess, sys
+from pathlib import Path
+import nbformat, pytest
+from genome_lab.pipeline import list_notebooks, notebooks_dir, notebook_parameters
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+def test_every_notebook_has_one_parsable_parameters_cell():
+    names = list_notebooks()
+    assert '00_registry' in names and '90_pipeline' in names
+    for n in names:
+        nb = nbformat.read(notebooks_dir()/f'{n}.ipynb', as_version=4)
+        cells = [c for c in nb.cells if 'parameters' in c.metadata.get('tags', [])]
+        assert len(cells) == 1, f"{n} must have exactly one cell tagged 'parameters'"
+        assert notebook_parameters(notebooks_dir()/f'{n}.ipynb'), f"{n}: no parameters parsed"
+
+def test_no_notebook_exports_on_run():
+    for n in list_notebooks():
+        src = ''.join(c.source for c in nbformat.read(notebooks_dir()/f'{n}.ipynb', as_version=4).cells)
+        assert 'nbdev_export(' not in src, f"{n} would re-export the package when papermill runs it"
+
+def test_cli_run_writes_run_folder(tmp_path):
+    r = subprocess.run([BIN/'genome-lab', 'run', '00a_arenas', '-p', 'seed=3', '--runs-dir', tmp_path, '--run-id', 'r1'],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads((tmp_path/'r1'/'run.json').read_text())
+    assert rec['status'] == 'ok' and rec['results']['00a_arenas']['parameters'] == {'seed': 3}
+    assert rec['versions']['pufferlib'] == '3.0.0' and (tmp_path/'r1'/'00a_arenas.ipynb').exists()
+    assert not (tmp_path/'resources').exists() and not (tmp_path/'r1'/'resources').exists()
+
+def test_cli_rejects_unknown_parameter(tmp_path):
+    r = subprocess.run([BIN/'genome-lab', 'run', '00a_arenas', '-p', 'sead=3', '--runs-dir', tmp_path],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "unknown parameter 'sead'" in r.stderr and 'seed' in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+def test_cli_resume_skips_finished(tmp_path):
+    run = lambda *a: subprocess.run([BIN/'genome-lab', 'run', *a, '--runs-dir', tmp_path], capture_output=True, text=True)
+    assert run('00a_arenas', '--run-id', 'r2').returncode == 0
+    mtime = (tmp_path/'r2'/'00a_arenas.ipynb').stat().st_mtime_ns
+    r = run('--run-id', 'r2', '--resume')
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path/'r2'/'00a_arenas.ipynb').stat().st_mtime_ns == mtime
+
+def test_readme_is_generated_from_index():
+    r = subprocess.run([sys.executable, ROOT/'tools'/'readme.py', '--check'], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+
+def test_arena_benchmark_runs():
+    r = subprocess.run([sys.executable, ROOT/'bench'/'arena_throughput.py', '--seconds', '0.2', '--agents', '256'],
+                       capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert r.returncode == 0, r.stderr
+    for arena in ('snake', 'tetris'): assert f"{arena} ratio random/policy:" in r.stdout.replace('  ', ' ')
+
+def test_build_script_refuses_a_wrong_checksum(tmp_path):
+    "A package index on loopback that serves a wrong sdist: the build stops with a clear error and writes no wheel."
+    import functools, http.server, threading
+    (tmp_path/'simple'/'pufferlib').mkdir(parents=True)
+    (tmp_path/'pufferlib-3.0.0.tar.gz').write_bytes(b'not the sdist')
+    (tmp_path/'simple'/'pufferlib'/'index.html').write_text('<a href="/pufferlib-3.0.0.tar.gz#sha256=00">x</a>')
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        r = subprocess.run(['bash', ROOT/'tools'/'build_pufferlib.sh', sys.executable, tmp_path/'out'], capture_output=True,
+                           text=True, timeout=60, env={**os.environ, 'PIP_INDEX_URL': f'http://127.0.0.1:{srv.server_port}/simple'})
+    finally: srv.shutdown()
+    assert r.returncode != 0 and 'sha256 mismatch' in r.stderr, r.stderr
+    assert not list((tmp_path/'out').glob('*.whl'))

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install everything genome_lab needs into .venv/ (idempotent: a second call reuses what is installed).
+# CPU torch 2.13.0, numpy<2, PufferLib 3.0.0 built from its sdist (tools/build_pufferlib.sh), then this
+# package with its dev extras, editable. Set GENOME_LAB_PYTHON to choose the interpreter (default: python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${GENOME_LAB_PYTHON:-python3}
+VENV=.venv
+stamp_src=$(cat pyproject.toml tools/setup.sh tools/build_pufferlib.sh | sha256sum | cut -d' ' -f1)
+if [ -f "$VENV/.genome_lab_installed" ] && [ "$(cat "$VENV/.genome_lab_installed")" = "$stamp_src" ]; then
+  exit 0
+fi
+fail() { echo "setup: $*" >&2; exit 1; }
+echo "setup: installing into $VENV (once; later calls reuse it)"
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV" || fail "cannot create a virtual environment with $PY"
+pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@" 2> >(grep -v -E '^WARNING: Location .* is ignored' >&2); }
+# CPU torch first: a plain 'torch' requirement would pull the CUDA build.
+"$VENV/bin/python" -c 'import torch' 2>/dev/null || pip install 'torch==2.13.0'
+"$VENV/bin/python" -c 'import torch' 2>/dev/null || fail "torch did not install"
+pip install 'numpy<2' setuptools wheel
+"$VENV/bin/python" -c 'import pufferlib.ocean.snake.binding, pufferlib.ocean.tetris.binding' 2>/dev/null || {
+  bash tools/build_pufferlib.sh "$VENV/bin/python" .cache/wheels
+  pip install --no-deps .cache/wheels/pufferlib-3.0.0-*.whl
+}
+pip install --find-links .cache/wheels -e '.[dev]'
+root=$(pwd)
+(cd /tmp && "$root/$VENV/bin/python" -c 'import genome_lab.registry, pufferlib.ocean.snake.binding') \
+  || fail "genome_lab or pufferlib does not import after the install"
+echo "$stamp_src" > "$VENV/.genome_lab_installed"
+echo "setup: done"

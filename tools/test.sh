@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The tests: install what is missing, then every notebook (nbdev-test; cells flagged slow or cuda are skipped),
+# then the pytest suite. Any failure, or pytest collecting no test (exit 5), fails the script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+echo "== nbdev-test"
+.venv/bin/nbdev-test --n-workers 2
+echo "== pytest"
+.venv/bin/python -m pytest -q tests
