@@ -1,0 +1,27 @@
+"""Tournament backends and benchmark."""
+import os, subprocess, sys
+from pathlib import Path
+import numpy as np, pytest
+from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
+from genome_lab.tournament import play_games
+
+ROOT = Path(__file__).resolve().parent.parent
+
+def test_ray_backend_matches_local():
+    import ray  # a dev dependency (tools/setup.sh installs it)
+    pols = [load_pufferlib_policy('snake'), SnakeHeuristic(), RandomPolicy(4)]
+    games = [(0, 1, 2), (2, 0, 1)]
+    kw = dict(snakes_per_genome=4, steps=60, width=40, height=30, num_food=60)
+    local = play_games(pols, games, seed=5, progress=False, **kw)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try: remote = play_games(pols, games, seed=5, backend='ray', **kw)
+    finally: ray.shutdown()
+    for a, b in zip(local, remote):
+        for f in ('score', 'survival', 'kills', 'deaths', 'team_kills'): np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    assert sum(r.deaths.sum() for r in local) > 0
+
+def test_tournament_benchmark_runs():
+    r = subprocess.run([sys.executable, ROOT/'bench'/'tournament.py', '--ladder-games', '3', '--seeds', '1', '--steps', '30'],
+                       capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert 'agent-steps/s' in r.stdout and 'ladder openskill: final tau' in r.stdout and 'ladder elo: final tau' in r.stdout
