@@ -22,8 +22,8 @@ def main(argv=None):
     ap.add_argument('--games', type=int, default=16, help='held-out games per player')
     ap.add_argument('--heldout-ticks', type=int, default=MAX_TICKS)
     ap.add_argument('--evals', type=int, default=6, help='sandboxed evaluations timed')
-    ap.add_argument('--generations', type=int, default=2)
-    ap.add_argument('--children', type=int, default=4)
+    ap.add_argument('--generations', type=int, default=3)
+    ap.add_argument('--children', type=int, default=6)
     ap.add_argument('--games-per-eval', type=int, default=2)
     ap.add_argument('--max-ticks', type=int, default=400)
     ap.add_argument('--out', default='')
@@ -51,11 +51,14 @@ def main(argv=None):
     print(json.dumps(res['run'], default=float), flush=True)
     best = (out/'best_program.py').read_text()
     held = list(range(100_000, 100_000 + a.games))
-    rows = compare_heldout({'best evolved': best, 'template (gen 0)': TetrisConfig().player_template(),
-                            'dellacherie': player_source(DELLACHERIE_WEIGHTS, 'dellacherie'),
-                            'el-tetris': player_source(EL_TETRIS_WEIGHTS, 'el-tetris')}, held, a.heldout_ticks)
+    players = {'best evolved': best, 'template (gen 0)': TetrisConfig().player_template(),
+               'dellacherie': player_source(DELLACHERIE_WEIGHTS, 'dellacherie'), 'el-tetris': player_source(EL_TETRIS_WEIGHTS, 'el-tetris')}
+    rows = compare_heldout({}, held, a.heldout_ticks, pufferlib=True)
+    for name, src in players.items():
+        rows += compare_heldout({name: src}, held, a.heldout_ticks, pufferlib=False)
+        r = rows[-1]; print(f"{r['player']:>18}: {r['mean']:8.2f} ± {r['std']:7.2f} lines/game (n={r['n']}, {r['ticks']:.0f} ticks/game, {r['seconds']} s)", flush=True)
     res['heldout'] = rows
-    for r in rows: print(f"{r['player']:>18}: {r['mean']:8.2f} ± {r['std']:7.2f} lines/game (n={r['n']}, {r['ticks']:.0f} ticks/game, {r['seconds']} s)", flush=True)
+    for r in rows[:1]: print(f"{r['player']:>18}: {r['mean']:8.2f} ± {r['std']:7.2f} lines/game (n={r['n']}, {r['ticks']:.0f} ticks/game, {r['seconds']} s)", flush=True)
     pl = next(r for r in rows if r['player'] == 'pufferlib genome'); be = next(r for r in rows if r['player'] == 'best evolved')
     res['best_vs_pufferlib'] = dict(ratio=be['mean']/pl['mean'], difference=be['mean'] - pl['mean'])
     print(json.dumps(res['best_vs_pufferlib']))
