@@ -125,3 +125,12 @@ def test_budget_limit_with_llm(tmp_path, server, monkeypatch):
 def test_cli(tmp_path, capsys):
     assert evolve_cli([str(tmp_path), '--env', 'cartpole', '--max-generations', '1', '--children-per-generation', '1', '--max-ticks', '50']) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])['stop_reason'] == 'completed'
+
+def test_bench_runs_with_tiny_settings(tmp_path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('bench_llm', Path(__file__).parents[1]/'bench'/'llm_evolution.py')
+    bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
+    res = bench.main(['--games', '1', '--heldout-ticks', '150', '--evals', '1', '--generations', '1', '--children', '1',
+                      '--max-ticks', '100', '--out', str(tmp_path)])
+    assert res['harness']['evals_per_s'] > 0 and {r['player'] for r in res['heldout']} >= {'pufferlib genome', 'best evolved', 'dellacherie', 'el-tetris'}
+    assert all(r['n'] == 1 for r in res['heldout'])
