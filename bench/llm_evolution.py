@@ -6,7 +6,7 @@
    most, the env's own limit): lines per game (mean, std, n) of PufferLib's tetris genome, the Dellacherie and
    El-Tetris placement players, and the best evolved program, all on the same held-out seeds.
 
-Usage: OMP_NUM_THREADS=1 python bench/llm_evolution.py [--games 16] [--evals 6] [--generations 2] [--children 4] [--out DIR]
+Usage: OMP_NUM_THREADS=1 python bench/llm_evolution.py [--games 16] [--ref-games 16] [--evals 6] [--generations 2] [--children 4] [--out DIR]
 """
 import argparse, json, os, sys, tempfile, time
 from pathlib import Path
@@ -20,6 +20,7 @@ from genome_lab.sandbox import play_games, SandboxLimits
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument('--games', type=int, default=16, help='held-out games per player')
+    ap.add_argument('--ref-games', type=int, default=0, help='held-out games of the Dellacherie and El-Tetris players (0: --games)')
     ap.add_argument('--heldout-ticks', type=int, default=MAX_TICKS)
     ap.add_argument('--evals', type=int, default=6, help='sandboxed evaluations timed')
     ap.add_argument('--generations', type=int, default=3)
@@ -54,11 +55,12 @@ def main(argv=None):
     players = {'best evolved': best, 'template (gen 0)': TetrisConfig().player_template(),
                'dellacherie': player_source(DELLACHERIE_WEIGHTS, 'dellacherie'), 'el-tetris': player_source(EL_TETRIS_WEIGHTS, 'el-tetris')}
     rows = compare_heldout({}, held, a.heldout_ticks, pufferlib=True)
+    r = rows[0]; print(f"{r['player']:>18}: {r['mean']:8.2f} ± {r['std']:7.2f} lines/game (n={r['n']}, {r['ticks']:.0f} ticks/game, {r['seconds']} s)", flush=True)
     for name, src in players.items():
-        rows += compare_heldout({name: src}, held, a.heldout_ticks, pufferlib=False)
+        n = a.ref_games if a.ref_games and name in ('dellacherie', 'el-tetris') else a.games
+        rows += compare_heldout({name: src}, held[:n], a.heldout_ticks, pufferlib=False)
         r = rows[-1]; print(f"{r['player']:>18}: {r['mean']:8.2f} ± {r['std']:7.2f} lines/game (n={r['n']}, {r['ticks']:.0f} ticks/game, {r['seconds']} s)", flush=True)
     res['heldout'] = rows
-    for r in rows[:1]: print(f"{r['player']:>18}: {r['mean']:8.2f} ± {r['std']:7.2f} lines/game (n={r['n']}, {r['ticks']:.0f} ticks/game, {r['seconds']} s)", flush=True)
     pl = next(r for r in rows if r['player'] == 'pufferlib genome'); be = next(r for r in rows if r['player'] == 'best evolved')
     res['best_vs_pufferlib'] = dict(ratio=be['mean']/pl['mean'], difference=be['mean'] - pl['mean'])
     print(json.dumps(res['best_vs_pufferlib']))

@@ -1,5 +1,5 @@
 "Evolution runs: offline and openai backends, hard limits, checkpoint and resume, run-folder layout."
-import json, shutil, threading
+import json, shutil, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
@@ -77,7 +77,8 @@ class FakeLLM(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
         cls = type(self)
         cls.calls.append(body)
-        if cls.fail_first: cls.fail_first = False; self.send_response(500); self.end_headers(); return  # the client must retry
+        if cls.fail_first == 'slow': cls.fail_first = False; time.sleep(3)  # the client times out and retries
+        elif cls.fail_first: cls.fail_first = False; self.send_response(500); self.end_headers(); return  # the client must retry
         role = 'root' if body['messages'][0]['content'].startswith('You are the root LLM') else 'child'
         k = sum(1 for b in cls.calls[1:] if b['messages'][0]['content'].startswith('You are the root LLM') == (role == 'root')) - 1
         a = cls.answers[role][k % len(cls.answers[role])]
@@ -134,3 +135,10 @@ def test_bench_runs_with_tiny_settings(tmp_path):
                       '--max-ticks', '100', '--out', str(tmp_path)])
     assert res['harness']['evals_per_s'] > 0 and {r['player'] for r in res['heldout']} >= {'pufferlib genome', 'best evolved', 'dellacherie', 'el-tetris'}
     assert all(r['n'] == 1 for r in res['heldout'])
+
+def test_llm_timeout_is_retried(tmp_path, server, monkeypatch):
+    monkeypatch.setenv('OPENAI_API_KEY', 'test-key')
+    FakeLLM.fail_first = 'slow'
+    s = EvolutionRun(tmp_path, cfg(backend='openai', base_url=server, model='m', max_generations=1, llm_timeout_s=1.0)).run()
+    assert s['stop_reason'] == 'completed' and s['programs'] == 3
+    assert len(FakeLLM.calls) == 1 + 3  # the timed-out request was sent again
