@@ -142,3 +142,10 @@ def test_llm_timeout_is_retried(tmp_path, server, monkeypatch):
     s = EvolutionRun(tmp_path, cfg(backend='openai', base_url=server, model='m', max_generations=1, llm_timeout_s=1.0)).run()
     assert s['stop_reason'] == 'completed' and s['programs'] == 3
     assert len(FakeLLM.calls) == 1 + 3  # the timed-out request was sent again
+
+def test_repl_is_persistent_and_guarded(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=1))
+    exec("x = 41", run.repl); exec("x += 1", run.repl)
+    assert run.repl['x'] == 42 and run.repl['program_database'] is run.db
+    with pytest.raises(ImportError): exec("import os", run.repl)
+    with pytest.raises(NameError): exec("open('/tmp/x', 'w')", run.repl)
