@@ -1,0 +1,151 @@
+"Evolution runs: offline and openai backends, hard limits, checkpoint and resume, run-folder layout."
+import json, shutil, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+import numpy as np
+import pytest
+from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, CartPoleConfig, TetrisConfig,
+                                      ChildCallLimitExceeded, evolve_cli)
+
+def cfg(**kw):
+    d = dict(env='cartpole', max_generations=2, children_per_generation=2, games_per_eval=2, max_ticks=200, seed=1)
+    d.update(kw); return EvolutionConfig(**d)
+
+def test_offline_cartpole_run_and_layout(tmp_path):
+    s = EvolutionRun(tmp_path, cfg()).run()
+    assert s['stop_reason'] == 'completed' and s['programs'] == 5 and s['backend'] == 'offline'
+    assert s['best_metrics']['avg_score'] >= s['seed_score']
+    for f in ('config.json', 'evolution_log.jsonl', 'root_llm_log.jsonl', 'summary.json', 'best_program.py',
+              'generations/gen_000/generation_summary.json', 'generations/gen_002/generation_summary.json',
+              'checkpoints/checkpoint_gen_002.json', 'visualizations/scores.png', 'visualizations/lineage.png',
+              'visualizations/diversity.png'):
+        assert (tmp_path/f).exists(), f
+    progs = sorted((tmp_path/'generations').glob('gen_*/programs/prog_*'))
+    assert len(progs) == 5 and all({p.name for p in d.iterdir()} == {'metadata.json', 'code.py', 'metrics.json', 'parent_info.json'} for d in progs)
+    assert len(list((tmp_path/'rllm_logs').glob('*.json'))) == 4
+    root = [json.loads(l) for l in (tmp_path/'root_llm_log.jsonl').read_text().splitlines()]
+    assert [r['generation'] for r in root] == [1, 2] and all('spawn_rllm' in r['code'] and not r['error'] for r in root)
+
+class Killed(BaseException): "stands in for SIGKILL: nothing in the run catches it"
+
+def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
+    c = dict(env='tetris', max_generations=2, children_per_generation=2, games_per_eval=1, max_ticks=120, seed=3)
+    ref = EvolutionRun(tmp_path/'ref', cfg(**c)); ref.run()
+    run = EvolutionRun(tmp_path/'b', cfg(**c))
+    calls, orig = [0], run.backend.child
+    def dying(req, rng):
+        calls[0] += 1
+        if calls[0] == 4: raise Killed()  # during generation 2, after one of its children
+        return orig(req, rng)
+    run.backend.child = dying
+    with pytest.raises(Killed): run.run()
+    assert (tmp_path/'b/checkpoints/checkpoint_gen_001.json').exists() and not (tmp_path/'b/generations/gen_002').exists()
+    resumed = EvolutionRun(tmp_path/'b', resume=True)
+    assert resumed.gen == 2 and len(resumed.db) == 3
+    resumed.run()
+    assert [(p.id, p.code, p.parents, p.metrics) for p in resumed.db.values()] == [(p.id, p.code, p.parents, p.metrics) for p in ref.db.values()]
+    ids = [json.loads(l)['id'] for l in (tmp_path/'b/evolution_log.jsonl').read_text().splitlines() if json.loads(l)['event'] == 'program']
+    assert len(ids) == len(set(ids)) == 5
+    assert len(list((tmp_path/'b/rllm_logs').glob('*.json'))) == 4
+
+def test_hard_limits_end_the_run_cleanly(tmp_path):
+    run = EvolutionRun(tmp_path/'a', cfg(max_child_calls_per_generation=1))
+    run.backend.root = lambda messages, rng: dict(text="```python\nfor i in range(3): spawn_rllm('more')\n```", prompt_tokens=0, completion_tokens=0)
+    s = run.run()
+    assert s['stop_reason'].startswith('ChildCallLimitExceeded') and (tmp_path/'a/best_program.py').exists()
+    assert (tmp_path/'a/generations/gen_001/generation_summary.json').exists()  # the partial generation is kept
+    s = EvolutionRun(tmp_path/'w', cfg(max_wall_s=0.0)).run()
+    assert s['stop_reason'].startswith('WallTimeExceeded')
+    run = EvolutionRun(tmp_path/'m', cfg())
+    with pytest.raises(PermissionError): run.repl['modify_parameters'](max_generations=100)
+    assert run.repl['modify_parameters'](games_per_eval=3)['games_per_eval'] == 3
+
+def test_failed_children_are_recorded_and_the_run_goes_on(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=1))
+    run._seed_generation()
+    bad = run.repl['evaluate_program']("def choose_action(obs, view, memory):\n    while True: pass")
+    assert not bad['ok'] and bad['failure'] in ('timeout', 'cpu')
+    assert run.repl['evaluate_program'](CartPoleConfig().player_template())['ok']
+
+# ---- the openai backend against a local chat-completions server ----
+REPLAY = json.loads((Path(__file__).parent/'data'/'llm_replay.json').read_text())
+
+class FakeLLM(BaseHTTPRequestHandler):
+    answers, calls, fail_first = None, None, True
+    def log_message(self, *a): pass
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+        cls = type(self)
+        cls.calls.append(body)
+        if cls.fail_first == 'slow': cls.fail_first = False; time.sleep(3)  # the client times out and retries
+        elif cls.fail_first: cls.fail_first = False; self.send_response(500); self.end_headers(); return  # the client must retry
+        role = 'root' if body['messages'][0]['content'].startswith('You are the root LLM') else 'child'
+        k = sum(1 for b in cls.calls[1:] if b['messages'][0]['content'].startswith('You are the root LLM') == (role == 'root')) - 1
+        a = cls.answers[role][k % len(cls.answers[role])]
+        out = dict(id=f'c{len(cls.calls)}', object='chat.completion', created=0, model=body['model'],
+                   choices=[dict(index=0, finish_reason='stop', message=dict(role='assistant', content=a['text']))],
+                   usage=dict(prompt_tokens=a['prompt_tokens'], completion_tokens=a['completion_tokens'],
+                              total_tokens=a['prompt_tokens'] + a['completion_tokens']))
+        data = json.dumps(out).encode()
+        self.send_response(200); self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(data)))
+        self.end_headers(); self.wfile.write(data)
+
+@pytest.fixture
+def server():
+    FakeLLM.answers, FakeLLM.calls, FakeLLM.fail_first = REPLAY, [], True
+    srv = ThreadingHTTPServer(('127.0.0.1', 0), FakeLLM)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()
+
+def test_openai_backend_run_tokens_cache_and_replay(tmp_path, server, monkeypatch):
+    monkeypatch.setenv('OPENAI_API_KEY', 'test-key')
+    c = cfg(backend='openai', base_url=server, model='replayed-model', max_generations=1)
+    s = EvolutionRun(tmp_path/'live', c).run()
+    assert s['stop_reason'] == 'completed' and s['programs'] == 3 and s['backend'] == 'openai'
+    assert len(FakeLLM.calls) == 1 + 3  # one retried 500, one root call, two child calls
+    assert s['tokens'] == 900 + 120 + 600 + 90 + 610 + 40
+    progs = json.loads((tmp_path/'live/checkpoints/checkpoint_gen_001.json').read_text())['programs']
+    assert [p['strategy'] for p in progs] == ['seed', 'llm:rewrite', 'llm:rewrite'] and progs[1]['metrics']['avg_score'] > progs[0]['metrics']['avg_score']
+    root = [json.loads(l) for l in (tmp_path/'live/root_llm_log.jsonl').read_text().splitlines()]
+    assert root[0]['prompt_tokens'] == 900 and 'prog_00001' in root[0]['stdout']
+    assert len((tmp_path/'live/llm_cache.jsonl').read_text().splitlines()) == 3
+    # replay: the cache alone answers, the server is not asked again
+    (tmp_path/'replay').mkdir(); shutil.copy(tmp_path/'live/llm_cache.jsonl', tmp_path/'replay/llm_cache.jsonl')
+    n = len(FakeLLM.calls)
+    s2 = EvolutionRun(tmp_path/'replay', cfg(backend='openai', base_url='http://127.0.0.1:9/v1', model='replayed-model',
+                                             max_generations=1, replay_only=True)).run()
+    assert len(FakeLLM.calls) == n and s2['stop_reason'] == 'completed' and s2['tokens'] == s['tokens']
+    assert s2['best_metrics'] == s['best_metrics']
+
+def test_budget_limit_with_llm(tmp_path, server, monkeypatch):
+    monkeypatch.setenv('OPENAI_API_KEY', 'test-key')
+    s = EvolutionRun(tmp_path, cfg(backend='openai', base_url=server, model='m', max_tokens=1500)).run()
+    assert s['stop_reason'].startswith('BudgetExceeded') and (tmp_path/'best_program.py').exists()
+
+def test_cli(tmp_path, capsys):
+    assert evolve_cli([str(tmp_path), '--env', 'cartpole', '--max-generations', '1', '--children-per-generation', '1', '--max-ticks', '50']) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])['stop_reason'] == 'completed'
+
+def test_bench_runs_with_tiny_settings(tmp_path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('bench_llm', Path(__file__).parents[1]/'bench'/'llm_evolution.py')
+    bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
+    res = bench.main(['--games', '1', '--heldout-ticks', '150', '--evals', '1', '--generations', '1', '--children', '1',
+                      '--max-ticks', '100', '--out', str(tmp_path)])
+    assert res['harness']['evals_per_s'] > 0 and {r['player'] for r in res['heldout']} >= {'pufferlib genome', 'best evolved', 'dellacherie', 'el-tetris'}
+    assert all(r['n'] == 1 for r in res['heldout'])
+
+def test_llm_timeout_is_retried(tmp_path, server, monkeypatch):
+    monkeypatch.setenv('OPENAI_API_KEY', 'test-key')
+    FakeLLM.fail_first = 'slow'
+    s = EvolutionRun(tmp_path, cfg(backend='openai', base_url=server, model='m', max_generations=1, llm_timeout_s=1.0)).run()
+    assert s['stop_reason'] == 'completed' and s['programs'] == 3
+    assert len(FakeLLM.calls) == 1 + 3  # the timed-out request was sent again
+
+def test_repl_is_persistent_and_guarded(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=1))
+    exec("x = 41", run.repl); exec("x += 1", run.repl)
+    assert run.repl['x'] == 42 and run.repl['program_database'] is run.db
+    with pytest.raises(ImportError): exec("import os", run.repl)
+    with pytest.raises(NameError): exec("open('/tmp/x', 'w')", run.repl)
