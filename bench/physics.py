@@ -1,0 +1,84 @@
+"""Creature-steps/s of the batched creature simulator next to the same physics stepped one creature at a time, and
+the wall time of a long turbo run.
+
+1. For each batch size (64, 1024, 8192 by default) and each mode (eager, torch.compile): creature-steps/s of
+   `physics_steps` (controller + muscles + gravity + ground + pellets + disqualification, 4 steps per call) on random
+   creatures with 3-8 nodes (padded to 8 nodes, 16 muscles), and the same physics stepped one creature at a time
+   (seed 003's sequential design: batch size 1, `--seq-creatures` creatures in turn); the ratio batched/sequential.
+   Rates are given by wall clock and by this process's CPU time (the machine is shared: CPU time is less
+   sensitive to other jobs). Compile time is reported separately.
+2. Wall time of `--generations` generations at `--ga-population` creatures, 20 s episodes, turbo mode, compiled
+   (compile time included), in a temporary run store.
+Usage: python bench/physics.py [--steps 240] [--populations 64,1024,8192] [--generations 1000] [--no-compile] [--skip-run]
+"""
+import argparse, tempfile, time
+from pathlib import Path
+import torch
+from genome_lab.physics import random_population, prepare, pellet_course, physics_steps, stepper, STEPS_PER_FRAME
+from genome_lab.creature_store import CreatureStore, evolve_run
+
+def initial_state(c):
+    P = c['nm'].shape[0]
+    return (c['x0'].clone(), c['y0'].clone(), torch.zeros_like(c['x0']), torch.zeros_like(c['y0']), torch.zeros(()),
+            torch.zeros(P, dtype=torch.int64), torch.ones(P), torch.zeros(P, dtype=torch.int64))
+
+def rate(fn, pop, course, steps):
+    "(wall creature-steps/s, cpu creature-steps/s, first-call seconds) of `steps` steps of the whole batch."
+    with torch.inference_mode():   # as in `simulate`: all inference tensors, so a compiled graph is built once
+        c = prepare(pop); P = len(pop['node_mask'])
+        st = initial_state(c)
+        t0 = time.perf_counter()
+        st = fn(st, c, course, STEPS_PER_FRAME)
+        first = time.perf_counter() - t0
+        st = fn(st, c, course, STEPS_PER_FRAME)
+        w0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(steps // STEPS_PER_FRAME): st = fn(st, c, course, STEPS_PER_FRAME)
+        w, cp = time.perf_counter() - w0, time.process_time() - c0
+    n = P * (steps // STEPS_PER_FRAME) * STEPS_PER_FRAME
+    return n / w, n / cp, first
+
+def sequential(fn, pop, course, steps, k):
+    "The same physics, one creature at a time (batch size 1), over the first `k` creatures."
+    ws, cs, n = 0.0, 0.0, 0
+    for i in range(k):
+        w, c, _ = rate(fn, {key: v[i:i+1] for key, v in pop.items()}, course, steps)
+        ws += steps / w; cs += steps / c; n += steps
+    return n / ws, n / cs
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--populations', default='64,1024,8192', help='batch sizes, comma separated')
+    ap.add_argument('--steps', type=int, default=240, help='physics steps measured per batch size')
+    ap.add_argument('--seq-creatures', type=int, default=16, help='creatures stepped one at a time for the baseline')
+    ap.add_argument('--generations', type=int, default=1000, help='generations of the turbo run')
+    ap.add_argument('--ga-population', type=int, default=20, help='population of the turbo run')
+    ap.add_argument('--seconds', type=float, default=20.0, help='episode length of the turbo run')
+    ap.add_argument('--threads', type=int, default=1, help='torch threads')
+    ap.add_argument('--no-compile', action='store_true', help='eager only')
+    ap.add_argument('--skip-run', action='store_true', help='skip the turbo run')
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    course = pellet_course(0)
+    modes = ['eager'] + ([] if a.no_compile else ['compiled'])
+    print(f"torch {torch.__version__}, {a.threads} thread(s), {a.steps} steps per measurement, dt = 1/60 s")
+    for mode in modes:
+        fn = stepper(mode == 'compiled')
+        seq_pop = random_population(a.seq_creatures, 1)
+        sw, sc = sequential(fn, seq_pop, course, a.steps, a.seq_creatures)
+        print(f"{mode:8s} sequential (1 creature at a time): {sw:12,.0f} creature-steps/s wall, {sc:12,.0f} cpu")
+        for P in map(int, a.populations.split(',')):
+            w, c, first = rate(fn, random_population(P, 0), course, a.steps)
+            print(f"{mode:8s} batched P={P:5d}: {w:12,.0f} creature-steps/s wall, {c:12,.0f} cpu; "
+                  f"ratio batched/sequential {w/sw:7.1f}x wall, {c/sc:7.1f}x cpu; first call {first:.1f} s")
+    if not a.skip_run:
+        store = CreatureStore(Path(tempfile.mkdtemp())/'bench.sqlite')
+        w0, c0 = time.perf_counter(), time.process_time()
+        rid = evolve_run(store, a.generations, a.ga_population, seed=0, turbo=True, compile=not a.no_compile,
+                         seconds=a.seconds, checkpoint_every=50, progress=False)
+        w, c = time.perf_counter() - w0, time.process_time() - c0
+        last = store.generation(rid, a.generations - 1)
+        print(f"turbo run: {a.generations} generations x {a.ga_population} creatures x {a.seconds:g} s episodes "
+              f"({'eager' if a.no_compile else 'compiled'}): {w:.1f} s wall, {c:.1f} s cpu (compile included); "
+              f"last best fitness {last['best']:.2f}")
+
+if __name__ == '__main__': main()
