@@ -67,7 +67,8 @@ def main(argv=None):
     ap.add_argument('--max-examples', type=int, default=100, help="schemathesis examples per operation and phase")
     ap.add_argument('--min-requests', type=int, default=1000, help="fail when fewer requests were served")
     ap.add_argument('--seed', type=int, default=0, help="schemathesis seed")
-    ap.add_argument('--max-time', type=float, default=900, help="schemathesis time budget in seconds")
+    ap.add_argument('--max-time', type=int, default=900, help="schemathesis time budget in seconds")
+    ap.add_argument('--phases', default='examples,coverage,fuzzing,stateful', help="schemathesis phases")
     a = ap.parse_args(argv)
     import uvicorn
     from genome_lab.registry import Registry, seed_founders
@@ -85,7 +86,7 @@ def main(argv=None):
     while not server.started: time.sleep(0.05)
     st = Path(sys.executable).parent/'schemathesis'
     cmd = [st, 'run', f'http://{HOST}:{port}/openapi.json', '--max-examples', str(a.max_examples), '--seed', str(a.seed),
-           '--checks', 'all', '--exclude-checks', 'positive_data_acceptance', '--max-time', str(a.max_time),
+           '--checks', 'all', '--exclude-checks', 'positive_data_acceptance', '--max-time', str(a.max_time), '--phases', a.phases,
            '-H', f'Authorization: Bearer {token}', '--workers', '1']
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, 'NO_COLOR': '1'})
@@ -94,6 +95,7 @@ def main(argv=None):
     out = r.stdout.splitlines()
     summary = out[out.index(next(l for l in out if 'SUMMARY' in l)):] if any('SUMMARY' in l for l in out) else out[-30:]
     print('\n'.join(l for l in summary if l.strip()))
+    if r.returncode not in (0, 1): print(r.stderr[-3000:])
     total, n5xx = sum(app.codes.values()), sum(v for k, v in app.codes.items() if k >= 500)
     bad, counts = check_intact(root, founders)
     print(f"\nserver side: {total} requests in {dt:.0f} s; statuses {dict(sorted(app.codes.items()))}; 5xx: {n5xx} {app.errors[:5]}")
