@@ -432,3 +432,11 @@ def test_fuzz_small_budget():
                         '--phases', 'fuzzing,stateful'],
                        capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
     assert r.returncode == 0 and 'fuzz: OK' in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+
+def test_a_damaged_genome_file_is_not_served(root):
+    with Registry(root) as reg: gid = reg.by_name('RandomSnake')
+    path = root/'genomes'/f'{gid}.safetensors'
+    path.write_bytes(path.read_bytes()[:-4] + b'\0\0\0\1')
+    with TestClient(create_app(root), raise_server_exceptions=False) as http:
+        r = http.get(f'/get_genome/{gid}')
+        assert r.status_code == 500 and 'damaged' in r.json()['detail']
