@@ -15,7 +15,7 @@ Tournament jobs started by the fuzzer run the real evaluation with `max_steps` c
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/fuzz_server.py [--max-examples 100] [--min-requests 1000]
 """
-import argparse, collections, hashlib, json, os, socket, subprocess, sys, tempfile, threading, time
+import argparse, collections, hashlib, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 
 HOST = '127.0.0.1'
@@ -73,7 +73,8 @@ def main(argv=None):
     import uvicorn
     from genome_lab.registry import Registry, seed_founders
     from genome_lab.server import create_app, evaluation_job
-    root = Path(tempfile.mkdtemp(prefix='genome_lab_fuzz_'))
+    work = Path(tempfile.mkdtemp(prefix='genome_lab_fuzz_'))
+    root = work/'registry'
     with Registry(root) as reg:
         seed_founders(reg)
         founders = snapshot(reg)
@@ -89,7 +90,7 @@ def main(argv=None):
            '--checks', 'all', '--exclude-checks', 'positive_data_acceptance', '--max-time', str(a.max_time), '--phases', a.phases,
            '-H', f'Authorization: Bearer {token}', '--workers', '1']
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, 'NO_COLOR': '1'})
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, 'NO_COLOR': '1'}, cwd=work)  # its .schemathesis cache goes there
     dt = time.perf_counter() - t0
     server.should_exit = True; th.join(15)
     out = r.stdout.splitlines()
@@ -102,6 +103,8 @@ def main(argv=None):
     print(f"registry after: {counts}; intact: {not bad}{' ' + str(bad) if bad else ''}")
     print(f"schemathesis exit status {r.returncode} (non-zero when a check other than 5xx failed; see the summary above)")
     ok = n5xx == 0 and not bad and total >= a.min_requests
+    if ok: shutil.rmtree(work, ignore_errors=True)
+    else: print(f"the fuzzed registry is kept in {root}")
     print("fuzz: OK" if ok else f"fuzz: FAILED (5xx={n5xx}, problems={len(bad)}, requests={total} < {a.min_requests}?)")
     return 0 if ok else 1
 

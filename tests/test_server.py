@@ -440,3 +440,10 @@ def test_a_damaged_genome_file_is_not_served(root):
     with TestClient(create_app(root), raise_server_exceptions=False) as http:
         r = http.get(f'/get_genome/{gid}')
         assert r.status_code == 500 and 'damaged' in r.json()['detail']
+
+def test_a_crowded_snake_map_is_refused(http):
+    "PufferLib's snake looks for free cells in a loop that holds the GIL: a full map would freeze the server."
+    r = http.post('/run_tournament', headers=AUTH, json=dict(snake_width=16, snake_height=16, agents=256, num_food=4096))
+    assert r.status_code == 422 and 'crowd' in r.text
+    r = http.post('/run_tournament', headers=AUTH, json=dict(arena='tetris', snake_width=16, snake_height=16, agents=4, num_food=4096))
+    assert r.status_code == 202
