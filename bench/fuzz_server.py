@@ -80,7 +80,8 @@ def main(argv=None):
         founders = snapshot(reg)
     token = 'fuzz-token-' + os.urandom(6).hex()
     capped = lambda reg, req, progress: evaluation_job(reg, req.model_copy(update=dict(max_steps=min(req.max_steps, 200))), progress)
-    app = CountStatuses(create_app(root, token=token, job=capped))
+    inner = create_app(root, token=token, job=capped)
+    app = CountStatuses(inner)
     with socket.socket() as s: s.bind((HOST, 0)); port = s.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level='warning'))
     th = threading.Thread(target=server.run, daemon=True); th.start()
@@ -92,6 +93,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, 'NO_COLOR': '1'}, cwd=work)  # its .schemathesis cache goes there
     dt = time.perf_counter() - t0
+    t1 = time.time()
+    while inner.state.runner.busy() and time.time() - t1 < 300: time.sleep(0.2)  # a tournament job still running ends first
     server.should_exit = True; th.join(15)
     out = r.stdout.splitlines()
     summary = out[out.index(next(l for l in out if 'SUMMARY' in l)):] if any('SUMMARY' in l for l in out) else out[-30:]

@@ -445,5 +445,10 @@ def test_a_crowded_snake_map_is_refused(http):
     "PufferLib's snake looks for free cells in a loop that holds the GIL: a full map would freeze the server."
     r = http.post('/run_tournament', headers=AUTH, json=dict(snake_width=16, snake_height=16, agents=256, num_food=4096))
     assert r.status_code == 422 and 'crowd' in r.text
-    r = http.post('/run_tournament', headers=AUTH, json=dict(arena='tetris', snake_width=16, snake_height=16, agents=4, num_food=4096))
+    r = http.post('/run_tournament', headers=AUTH, json=dict(arena='tetris', snake_width=16, snake_height=16, agents=4, num_food=4096,
+                                                             max_steps=100))
     assert r.status_code == 202
+    for _ in range(300):  # let the job end before the test does
+        if http.get(f"/tournament_status/{r.json()['id']}").json()['status'] == 'done': break
+        time.sleep(0.1)
+    assert http.get(f"/tournament_status/{r.json()['id']}").json()['status'] == 'done'
