@@ -1,0 +1,139 @@
+"""Load benchmark of the genome server, on loopback only.
+
+1. Requests/s and p50/p99 latency of the manifest (`/get_genome_manifest`) and of a 1 MB genome download
+   (`/get_genome/{id}`, PufferLib's snake policy: 1,027,092 floats bytes) at 1, 16 and 64 concurrent keep-alive
+   connections, next to the same bytes served as static files by the same server process (`/static/...`,
+   Starlette's StaticFiles, which streams the file from disk in 64 KiB chunks): the issue's ceiling. Ratio =
+   endpoint / static. The genome endpoint answers from its checked in-memory cache of files, so it can beat it.
+2. Concurrent stats updates: C clients (threads, one HTTP connection each) each record G game results, one request
+   per game; then the registry must hold every one of the C x G games (each carries a distinct score).
+
+The server runs in its own process (uvicorn, as `genome-lab serve` runs it); the load generator is a small asyncio
+HTTP/1.1 client in this process. Every phase is bounded by a request count and a duration.
+
+    OMP_NUM_THREADS=1 .venv/bin/python bench/server_load.py [--seconds 3] [--clients 32 --games 100]
+"""
+import argparse, asyncio, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
+from pathlib import Path
+import numpy as np
+import httpx
+
+HOST = '127.0.0.1'
+TOKEN = 'bench-token-' + os.urandom(6).hex()
+
+SERVER = """
+import sys, uvicorn
+from genome_lab.server import create_app
+root, static, port, token = sys.argv[1:5]
+uvicorn.run(create_app(root, token=token, static_dir=static), host='127.0.0.1', port=int(port), log_level='warning')
+"""
+
+def free_port()->int:
+    with socket.socket() as s: s.bind((HOST, 0)); return s.getsockname()[1]
+
+def start_server(root:Path, static:Path)->tuple:
+    port = free_port()
+    env = {**os.environ, 'OMP_NUM_THREADS': '1'}
+    proc = subprocess.Popen([sys.executable, '-c', SERVER, str(root), str(static), str(port), TOKEN], env=env, cwd=root)
+    for _ in range(600):
+        try:
+            if httpx.get(f'http://{HOST}:{port}/health', timeout=1).status_code == 200: return proc, port
+        except httpx.HTTPError: pass
+        if proc.poll() is not None: raise SystemExit(f"server exited with {proc.returncode}")
+        time.sleep(0.1)
+    proc.kill(); raise SystemExit("server did not start in 60 s")
+
+async def _conn(port:int, path:str, deadline:float, budget:list, lat:list, nbytes:list):
+    r, w = await asyncio.open_connection(HOST, port)
+    req = f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
+    try:
+        while time.perf_counter() < deadline and budget[0] > 0:
+            budget[0] -= 1
+            t0 = time.perf_counter()
+            w.write(req); await w.drain()
+            head = await r.readuntil(b"\r\n\r\n")
+            status = int(head[9:12])
+            cl = next(int(l.split(b':', 1)[1]) for l in head.lower().split(b'\r\n') if l.startswith(b'content-length:'))
+            await r.readexactly(cl)
+            if status != 200: raise RuntimeError(f"{path}: status {status}")
+            lat.append(time.perf_counter() - t0); nbytes[0] += cl
+    finally:
+        w.close()
+
+def load(port:int, path:str, conns:int, seconds:float, max_requests:int)->dict:
+    "Requests/s, p50 and p99 latency (ms) of GET `path` over `conns` keep-alive connections."
+    lat, budget, nbytes = [], [max_requests], [0]
+    async def main():
+        deadline = time.perf_counter() + seconds
+        await asyncio.gather(*[_conn(port, path, deadline, budget, lat, nbytes) for _ in range(conns)])
+    t0 = time.perf_counter(); asyncio.run(main()); dt = time.perf_counter() - t0
+    ms = np.array(lat) * 1e3
+    return dict(n=len(lat), rps=len(lat)/dt, p50=float(np.percentile(ms, 50)), p99=float(np.percentile(ms, 99)),
+                mbps=nbytes[0]/dt/2**20)
+
+def stats_storm(port:int, gid:str, clients:int, games:int)->dict:
+    "`clients` threads each POST `games` single-game results; returns timings and the scores sent."
+    errors, t0 = [], time.perf_counter()
+    def client(c):
+        with httpx.Client(base_url=f'http://{HOST}:{port}', timeout=60, headers={'Authorization': f'Bearer {TOKEN}'}) as h:
+            for k in range(games):
+                r = h.post('/update_genome_stats', json=dict(genome_id=gid, player=f'p{c}',
+                                                             results=[dict(score=float(c*100_000 + k), survival=1.0)]))
+                if r.status_code != 200: errors.append((c, k, r.status_code, r.text[:200]))
+    ts = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    dt = time.perf_counter() - t0
+    sent = sorted(float(c*100_000 + k) for c in range(clients) for k in range(games))
+    return dict(seconds=dt, rps=clients*games/dt, errors=errors, sent=sent)
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--seconds', type=float, default=3.0, help='duration of each load measurement')
+    ap.add_argument('--max-requests', type=int, default=20_000, help='request cap of each load measurement')
+    ap.add_argument('--conns', default='1,16,64', help='concurrent connections, comma-separated')
+    ap.add_argument('--clients', type=int, default=32, help='concurrent clients recording results')
+    ap.add_argument('--games', type=int, default=100, help='game results per client (one request each)')
+    a = ap.parse_args(argv)
+    from genome_lab.registry import Registry, seed_founders
+    import genome_lab.server  # noqa: F401 (Registry.games, record_games)
+    work = Path(tempfile.mkdtemp(prefix='genome_lab_bench_server_'))
+    root, static = work/'registry', work/'static'
+    with Registry(root) as reg:
+        ids = seed_founders(reg)
+        gid = ids['PufferSnake']
+        size = reg.genome(gid)['size_bytes']
+        static.mkdir()
+        shutil.copy(reg._genome_path(gid), static/'genome.safetensors')
+    proc, port = start_server(root, static)
+    try:
+        manifest = httpx.get(f'http://{HOST}:{port}/get_genome_manifest').content
+        (static/'manifest.json').write_bytes(manifest)
+        print(f"server on {HOST}:{port} (uvicorn, 1 process); genome {gid}: {size:,} bytes; manifest: {len(manifest):,} bytes; "
+              f"{a.seconds} s per point (at most {a.max_requests} requests); OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+        print(f"{'target':10s} {'conns':>5s} {'endpoint req/s':>15s} {'p50 ms':>8s} {'p99 ms':>8s} {'static req/s':>13s} "
+              f"{'p50 ms':>8s} {'p99 ms':>8s} {'ratio':>6s}")
+        for name, path, spath in [('manifest', '/get_genome_manifest', '/static/manifest.json'),
+                                  ('genome 1MB', f'/get_genome/{gid}', '/static/genome.safetensors')]:
+            for c in [int(x) for x in a.conns.split(',')]:
+                e = load(port, path, c, a.seconds, a.max_requests)
+                s = load(port, spath, c, a.seconds, a.max_requests)
+                print(f"{name:10s} {c:5d} {e['rps']:15.1f} {e['p50']:8.2f} {e['p99']:8.2f} {s['rps']:13.1f} "
+                      f"{s['p50']:8.2f} {s['p99']:8.2f} {e['rps']/s['rps']:6.2f}", flush=True)
+        with Registry(root) as reg: before = reg.games(gid)
+        st = stats_storm(port, gid, a.clients, a.games)
+        with Registry(root) as reg:
+            got = sorted(r[0] for r in reg.db.execute(
+                "SELECT r.score FROM results r JOIN evaluations e ON e.id = r.evaluation WHERE r.genome=? AND e.kind='game'", (gid,)))
+            after = reg.games(gid)
+        ok = got == st['sent'] and after - before == a.clients * a.games and not st['errors']
+        print(f"stats updates: {a.clients} clients x {a.games} results = {a.clients*a.games} requests in {st['seconds']:.1f} s "
+              f"({st['rps']:.0f} req/s); counted {after - before} of {a.clients*a.games}; every score present: {got == st['sent']}; "
+              f"errors: {len(st['errors'])}{' ' + str(st['errors'][:3]) if st['errors'] else ''}")
+        print("stats updates: OK" if ok else "stats updates: LOST UPDATES")
+        return 0 if ok else 1
+    finally:
+        proc.terminate(); proc.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
+
+if __name__ == '__main__': sys.exit(main())

@@ -1,0 +1,454 @@
+"""The genome server (genome_lab.server) and client (genome_lab.client): API, security, atomic writes, concurrency,
+tournament jobs, the CLI, the leaderboard page in headless Chromium, and smoke runs of the load and fuzz scripts."""
+import contextlib, hashlib, json, os, pickle, re, shutil, socket, subprocess, sys, tempfile, threading, time
+from html.parser import HTMLParser
+from pathlib import Path
+import numpy as np, pytest, torch, httpx
+from fastapi.testclient import TestClient
+from genome_lab.registry import Registry, Genome, genome_to_bytes, seed_founders
+from genome_lab.policies import build_policy, RandomPolicy
+from genome_lab.server import create_app, evaluation_job, TournamentRequest
+from genome_lab.client import GenomeClient
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+TOKEN = 'test-token-123'
+AUTH = {'Authorization': f'Bearer {TOKEN}'}
+
+@pytest.fixture
+def root(tmp_path):
+    with Registry(tmp_path/'reg') as reg: seed_founders(reg)
+    return tmp_path/'reg'
+
+@pytest.fixture
+def http(root):
+    with TestClient(create_app(root, token=TOKEN, max_upload_bytes=2 << 20), raise_server_exceptions=False) as c: yield c
+
+def free_port():
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+@contextlib.contextmanager
+def live(app):
+    "The app under uvicorn on loopback in a thread; yields its base URL."
+    import uvicorn
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host='127.0.0.1', port=port, log_level='warning'))
+    th = threading.Thread(target=server.run, daemon=True); th.start()
+    t0 = time.time()
+    while not server.started:
+        assert time.time() - t0 < 30 and th.is_alive(), "server did not start"
+        time.sleep(0.02)
+    try: yield f'http://127.0.0.1:{port}'
+    finally: server.should_exit = True; th.join(10)
+
+def state(root):
+    "Everything a failed write must leave as it was: genome rows, lineage, result count, files."
+    with Registry(root) as reg:
+        return (sorted(tuple(r) for r in reg.db.execute('SELECT id, sha256, status FROM genomes')),
+                reg.db.execute('SELECT COUNT(*) FROM lineage').fetchone()[0],
+                reg.db.execute('SELECT COUNT(*) FROM results').fetchone()[0],
+                sorted(p.name for p in (root/'genomes').iterdir()))
+
+def genome_file(root, name='Child', **kw):
+    with Registry(root) as reg:
+        g, p = reg.load(reg.by_name('PufferSnake'))
+    meta = dict(name=name, type='hybrid', arena='snake', arch='linear_lstm', config=g.config, source='test',
+                parents=[dict(id=g.id, relation='finetune')])
+    meta.update(kw)
+    return genome_to_bytes(Genome(**meta), p), g
+
+# --- API and schema
+
+def test_openapi_names_models_and_security(http):
+    s = http.get('/openapi.json').json()
+    for p in ['/get_genome_manifest', '/get_genome/{genome_id}', '/update_genome_stats', '/submit_genome',
+              '/run_tournament', '/tournament_status/{job_id}', '/leaderboard']: assert p in s['paths'], p
+    body = s['paths']['/update_genome_stats']['post']['requestBody']['content']['application/json']['schema']
+    assert body['$ref'].endswith('/StatsUpdate')
+    assert 'application/octet-stream' in s['paths']['/submit_genome']['post']['requestBody']['content']
+    assert s['paths']['/get_genome_manifest']['get']['responses']['200']['content']['application/json']['schema']['$ref'].endswith('/ManifestOut')
+    assert s['components']['securitySchemes']['HTTPBearer']['scheme'] == 'bearer'
+    assert s['paths']['/submit_genome']['post']['security'] and 'security' not in s['paths']['/get_genome_manifest']['get']
+
+def test_manifest_and_genome_download(http, root):
+    man = http.get('/get_genome_manifest').json()
+    assert sorted(g['name'] for g in man['genomes']) == ['HeuristicSnake', 'PufferSnake', 'PufferTetris', 'RandomSnake', 'RandomTetris']
+    assert man['max_active'] == 15
+    g = next(g for g in man['genomes'] if g['name'] == 'PufferTetris')
+    r = http.get(f"/get_genome/{g['id']}")
+    assert r.status_code == 200 and r.headers['content-type'] == 'application/octet-stream'
+    assert int(r.headers['content-length']) == len(r.content) == g['size_bytes']
+    assert r.headers['etag'] == f'"{g["sha256"]}"' == f'"{hashlib.sha256(r.content).hexdigest()}"'
+    assert (root/'genomes'/f"{g['id']}.safetensors").read_bytes() == r.content
+    r2 = http.get(f"/get_genome/{g['id']}", headers={'If-None-Match': r.headers['etag']})
+    assert r2.status_code == 304 and r2.content == b''
+    assert http.get(f"/get_genome/{g['id']}", headers={'If-None-Match': '"other"'}).status_code == 200
+
+def test_path_parameters_cannot_escape(root, http):
+    (root/'secret.safetensors').write_bytes(b'secret')
+    for bad in ['..%2Fsecret', '%2e%2e%2fsecret', '..%5Csecret', 'a.b', 'x' * 65, '%00', 'secret%2Esafetensors']:
+        r = http.get(f'/get_genome/{bad}')
+        assert r.status_code in (404, 422) and b'secret' != r.content, bad
+    assert http.get('/get_genome/secret').status_code == 404
+    with live(create_app(root)) as url:  # raw bytes on the wire: no client-side normalisation of '..'
+        port = int(url.rsplit(':', 1)[1])
+        for path in ['/get_genome/../secret.safetensors', '/get_genome/..%2F..%2Fsecret', '/get_genome/%2e%2e/secret']:
+            with socket.create_connection(('127.0.0.1', port)) as s:
+                s.sendall(f'GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'.encode())
+                data = b''
+                while chunk := s.recv(65536): data += chunk
+            assert data.split(b' ')[1] in (b'404', b'422') and b'secret' not in data.split(b'\r\n\r\n', 1)[1], (path, data[:100])
+
+# --- security and uploads
+
+def test_writes_need_the_token(http, root):
+    data, _ = genome_file(root)
+    before = state(root)
+    assert http.post('/submit_genome', content=data).status_code == 401
+    assert http.post('/submit_genome', content=data, headers={'Authorization': 'Bearer wrong-token-123'}).status_code == 403
+    assert http.post('/submit_genome', content=data, headers={'Authorization': f'Basic {TOKEN}'}).status_code == 401
+    gid = http.get('/get_genome_manifest').json()['genomes'][0]['id']
+    assert http.post('/update_genome_stats', json=dict(genome_id=gid, results=[dict(score=1, survival=1)])).status_code == 401
+    assert http.post('/run_tournament', json={}).status_code == 401
+    assert state(root) == before
+    with TestClient(create_app(root)) as ro:
+        r = ro.post('/submit_genome', content=data, headers=AUTH)
+        assert r.status_code == 403 and 'read-only' in r.json()['detail']
+        assert ro.get('/get_genome_manifest').status_code == 200
+    assert state(root) == before
+
+def _tamper(data, fn):
+    "Rewrite the safetensors header of `data` with `fn(header)`."
+    n = int.from_bytes(data[:8], 'little'); h = json.loads(data[8:8+n]); fn(h); hb = json.dumps(h).encode()
+    return len(hb).to_bytes(8, 'little') + hb + data[8+n:]
+
+def _meta(data, **kw):
+    def fn(h):
+        m = json.loads(h['__metadata__']['genome']); m.update(kw); h['__metadata__']['genome'] = json.dumps(m)
+    return _tamper(data, fn)
+
+def test_bad_uploads_get_4xx_and_leave_nothing(http, root, monkeypatch):
+    unpickled = []
+    for mod, name in [(pickle, 'loads'), (pickle, 'load'), (torch, 'load')]:
+        monkeypatch.setattr(mod, name, lambda *a, _n=name, **k: unpickled.append(_n))
+    good, src = genome_file(root)
+    with Registry(root) as reg: _, params = reg.load(src.id)
+    params = {k: v.clone() for k, v in params.items()}; params['actor.bias'][0] = float('nan')
+    nan = genome_to_bytes(Genome(name='N', type='rl', arena='snake', arch='linear_lstm', config=src.config, source='t'), params)
+    cases = [
+        (b'', 400, 'safetensors'), (b'hello world, not a genome', 400, 'safetensors'), (good[:5000], 400, 'safetensors'), (good[:300], 400, 'header length'),
+        (pickle.dumps({'w': torch.zeros(3)}), 400, 'safetensors'),
+        (torch.save.__module__.encode() * 10, 400, 'safetensors'),
+        (_tamper(good, lambda h: h.pop('__metadata__')), 400, 'genome_lab metadata'),
+        (_meta(good, arch='os.system'), 400, 'unknown architecture'),
+        (_meta(good, type='virus'), 400, 'bad genome metadata'),
+        (_meta(good, id='../../etc'), 400, 'bad genome metadata'),
+        (_meta(good, config=dict(src.config, hidden=64)), 400, 'wrong shape'),
+        (_meta(good, arch='snake_heuristic', config=dict(vision=10_000)), 400, 'limit'),
+        (_meta(good, parents=[dict(id='nosuchgenome', relation='clone')]), 400, 'not a genome of this registry'),
+        (_tamper(good, lambda h: h.pop('actor.bias')), 400, None),
+        (nan, 400, 'NaN'),
+        (good + b'\0' * (2 << 20), 413, 'limit'),
+    ]
+    before = state(root)
+    for data, code, why in cases:
+        r = http.post('/submit_genome', content=data, headers=AUTH)
+        assert r.status_code == code, (why, r.status_code, r.text[:300])
+        assert why is None or why in r.json()['detail'], (why, r.json())
+        assert state(root) == before, why
+    assert unpickled == []  # nothing was ever unpickled
+
+def test_submit_stores_a_candidate_with_lineage(http, root):
+    data, src = genome_file(root, parents=[dict(id='ada', relation='player')])
+    data = _meta(data, parents=[dict(id='ada', relation='player'), dict(id=src.id, relation='finetune')])
+    r = http.post('/submit_genome', content=data, headers=AUTH)
+    assert r.status_code == 201, r.text
+    out = r.json()
+    with Registry(root) as reg:
+        g = reg.genome(out['id'])
+        assert g['status'] == 'candidate' and g['parents'] == [dict(id='ada', relation='player'), dict(id=src.id, relation='finetune')]
+        assert torch.equal(reg.load(out['id'])[1]['actor.weight'], reg.load(src.id)[1]['actor.weight'])
+    assert http.get(f"/get_genome/{out['id']}").headers['etag'] == f'"{out["sha256"]}"'
+    assert http.post('/submit_genome', content=data, headers=AUTH).status_code == 409
+    assert out['id'] not in [g['id'] for g in http.get('/get_genome_manifest').json()['genomes']]  # candidates are not served as active
+
+def test_a_failing_write_leaves_nothing_half_written(http, root, monkeypatch):
+    "A crash between the file write and the commit (the rename fails) leaves no file and no row."
+    import genome_lab.registry as R
+    data, _ = genome_file(root)
+    before = state(root)
+    def boom(*a): raise OSError("disk failed")
+    monkeypatch.setattr(R.os, 'replace', boom)
+    assert http.post('/submit_genome', content=data, headers=AUTH).status_code == 500
+    assert state(root) == before
+    monkeypatch.undo()
+    assert http.post('/submit_genome', content=data, headers=AUTH).status_code == 201
+
+# --- game results and concurrency
+
+def test_update_genome_stats(http, root):
+    gid = http.get('/get_genome_manifest').json()['genomes'][0]['id']
+    r = http.post('/update_genome_stats', headers=AUTH,
+                  json=dict(genome_id=gid, player='ada', results=[dict(score=2, survival=10), dict(score=4, survival=30, kills=1)]))
+    assert r.status_code == 200, r.text
+    assert r.json()['recorded'] == 2 and r.json()['stats']['games'] == 2 and r.json()['stats']['avg_score'] == 3
+    for bad in [dict(genome_id=gid, results=[]), dict(genome_id=gid, results=[dict(score=float('inf'), survival=1)]),
+                dict(genome_id=gid, results=[dict(score=1e300, survival=1)]), dict(genome_id=gid, results=[dict(score=True, survival=1)]),
+                dict(genome_id=gid, results=[dict(score=1, survival=1, extra=1)])]:
+        assert http.post('/update_genome_stats', headers=AUTH, content=json.dumps(bad)).status_code in (400, 422), bad
+    assert http.post('/update_genome_stats', headers=AUTH, json=dict(genome_id='nope', results=[dict(score=1, survival=1)])).status_code == 404
+    with Registry(root) as reg: assert reg.games(gid) == 2
+
+def test_concurrent_stats_updates_lose_nothing(root):
+    "32 clients on their own connections each record 10 games at once on a live server: all 320 are counted."
+    C, G = 32, 10
+    with Registry(root) as reg: gid = reg.by_name('PufferSnake')
+    errors = []
+    with live(create_app(root, token=TOKEN)) as url:
+        def client(c):
+            with httpx.Client(base_url=url, headers=AUTH, timeout=60) as h:
+                for k in range(G):
+                    r = h.post('/update_genome_stats', json=dict(genome_id=gid, results=[dict(score=c*1000 + k, survival=1)]))
+                    if r.status_code != 200: errors.append(r.text)
+        ts = [threading.Thread(target=client, args=(c,)) for c in range(C)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+    assert errors == []
+    with Registry(root) as reg:
+        got = sorted(r[0] for r in reg.db.execute('SELECT score FROM results WHERE genome=?', (gid,)))
+    assert got == sorted(float(c*1000 + k) for c in range(C) for k in range(G))
+
+# --- tournament jobs
+
+def test_run_tournament_job_reports_progress_and_result(root):
+    with TestClient(create_app(root, token=TOKEN)) as http:
+        r = http.post('/run_tournament', headers=AUTH, json=dict(agents=8, max_steps=200, snake_width=32, snake_height=24, num_food=16))
+        assert r.status_code == 202
+        job = r.json(); seen = set()
+        for _ in range(600):
+            job = http.get(f"/tournament_status/{job['id']}").json(); seen.add(job['status'])
+            if job['status'] not in ('queued', 'running'): break
+            time.sleep(0.1)
+        assert job['status'] == 'done', job
+        assert job['progress'] == 1.0 and job['finished']
+        with Registry(root) as reg:
+            assert sorted(job['result']) == sorted(reg.ids('active'))
+            kinds = [r[0] for r in reg.db.execute('SELECT kind FROM evaluations')]
+            assert kinds.count('tournament') == 5
+            for gid, res in job['result'].items(): assert res['n'] == reg.games(gid) and res['n'] + res['censored'] == 8
+            assert sum(res['n'] for res in job['result'].values()) > 0
+        assert http.get('/get_genome_manifest').json()['last_tournament'] is not None
+        assert http.get('/tournament_status/ffff').status_code == 404
+
+def test_tournament_job_is_pluggable_and_one_at_a_time(root):
+    go, calls = threading.Event(), []
+    def job(registry, req, progress):
+        progress(0.5, 'half way'); calls.append(req.seed); go.wait(10)
+        return dict(winner=registry.ids('active')[0])
+    with TestClient(create_app(root, token=TOKEN, job=job)) as http:
+        j = http.post('/run_tournament', headers=AUTH, json=dict(seed=7)).json()
+        for _ in range(100):
+            s = http.get(f"/tournament_status/{j['id']}").json()
+            if s['message'] == 'half way': break
+            time.sleep(0.02)
+        assert s['status'] == 'running' and s['progress'] == 0.5 and s['kind'] == 'job'
+        assert http.post('/run_tournament', headers=AUTH, json={}).status_code == 409
+        go.set()
+        for _ in range(100):
+            s = http.get(f"/tournament_status/{j['id']}").json()
+            if s['status'] == 'done': break
+            time.sleep(0.02)
+        assert s['result']['winner'] in Registry(root).ids('active') and calls == [7]
+    def failing(registry, req, progress): raise RuntimeError("no arena")
+    with TestClient(create_app(root, token=TOKEN, job=failing)) as http:
+        j = http.post('/run_tournament', headers=AUTH, json={}).json()
+        for _ in range(100):
+            s = http.get(f"/tournament_status/{j['id']}").json()
+            if s['status'] != 'running' and s['status'] != 'queued': break
+            time.sleep(0.02)
+        assert s['status'] == 'failed' and 'no arena' in s['error']
+
+# --- the CLI
+
+def test_serve_refuses_to_start_writable_without_a_token(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != 'GENOME_LAB_TOKEN'}
+    r = subprocess.run([BIN/'genome-lab', 'serve', '--registry', tmp_path/'r', '--port', str(free_port())],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and 'no token' in r.stderr
+
+def test_serve_cli_serves_and_guards_writes(tmp_path):
+    port = free_port()
+    p = subprocess.Popen([BIN/'genome-lab', 'serve', '--registry', tmp_path/'r', '--port', str(port), '--seed-founders'],
+                         env={**os.environ, 'GENOME_LAB_TOKEN': TOKEN}, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f'http://127.0.0.1:{port}/health').json()['writable']: break
+            except httpx.HTTPError: time.sleep(0.1)
+        man = httpx.get(f'http://127.0.0.1:{port}/get_genome_manifest').json()
+        assert len(man['genomes']) == 5
+        gid = man['genomes'][0]['id']
+        body = dict(genome_id=gid, results=[dict(score=1, survival=2)])
+        assert httpx.post(f'http://127.0.0.1:{port}/update_genome_stats', json=body).status_code == 401
+        assert httpx.post(f'http://127.0.0.1:{port}/update_genome_stats', json=body, headers=AUTH).status_code == 200
+    finally:
+        p.terminate(); p.wait(20)
+
+# --- the client
+
+def add_random_genomes(root, n, arena='snake', status='active'):
+    ids = []
+    with Registry(root) as reg:
+        for k in range(n):
+            g = Genome(name=f'R{k:02d}', type='baseline', arena=arena, arch='random', config=dict(num_actions=4), source='test')
+            pol = RandomPolicy(4); pol.logits.data[:] = torch.arange(4.) * k  # distinct bytes
+            reg.add(g, pol.state_dict(), status=status); ids.append(g.id)
+    return ids
+
+def test_client_progressive_loading_and_cache(root, tmp_path):
+    with TestClient(create_app(root, token=TOKEN)) as http:
+        c = GenomeClient(http=http, cache_dir=tmp_path/'cache', arena='snake')
+        c.refresh()
+        order = c.load_order()
+        sizes = [c.genomes[g]['size_bytes'] for g in order]
+        assert sizes == sorted(sizes) and len(order) == 3
+        usable = []
+        for gid in c.load_all():
+            usable.append(len(c.policies))
+            assert gid in c.policies and c.policies[gid].act(np.zeros((2, 11, 11), np.int8))[0].shape == (2,)
+        assert usable == [1, 2, 3] and c.order_loaded == order and (c.downloads, c.cache_hits) == (3, 0)
+        assert sorted(p.name for p in (tmp_path/'cache').iterdir()) == sorted(f"{c.genomes[g]['sha256']}.safetensors" for g in order)
+        c2 = GenomeClient(http=http, cache_dir=tmp_path/'cache', arena='snake')
+        assert list(c2.load_all()) == order and (c2.downloads, c2.cache_hits) == (0, 3)
+        # a cached file that was damaged is fetched again, not trusted
+        (tmp_path/'cache'/f"{c.genomes[order[0]]['sha256']}.safetensors").write_bytes(b'junk')
+        c3 = GenomeClient(http=http, cache_dir=tmp_path/'cache', arena='snake')
+        list(c3.load_all())
+        assert (c3.downloads, c3.cache_hits) == (1, 2)
+
+def test_client_background_loading_makes_genomes_usable_one_by_one(root):
+    gate = threading.Semaphore(0)
+    class Slow(httpx.BaseTransport):
+        def __init__(self, inner): self.inner = inner
+        def handle_request(self, req):
+            if '/get_genome/' in req.url.path: gate.acquire(timeout=10)
+            return self.inner.handle_request(req)
+    with TestClient(create_app(root)) as http:
+        http._transport = Slow(http._transport)
+        c = GenomeClient(http=http, arena='tetris')
+        t = c.start_loading()
+        time.sleep(0.2); assert c.policies == {}
+        gate.release()
+        for _ in range(200):
+            if len(c.policies) == 1: break
+            time.sleep(0.01)
+        assert len(c.policies) == 1 and c.spawn(np.random.default_rng(0))[0] == c.order_loaded[0]
+        gate.release(); t.join(10)
+        assert len(c.policies) == 2
+
+def test_spawn_shares(root):
+    "10% player genome, 30% top 5, 60% default, over 20,000 draws (4 sigma), with 8 genomes ranked by recorded games."
+    ids = add_random_genomes(root, 8)
+    with Registry(root) as reg:
+        for k, gid in enumerate(ids): reg.record_games(gid, [dict(score=float(k), survival=1.0)])
+    with TestClient(create_app(root)) as http:
+        c = GenomeClient(http=http, arena='snake')
+        list(c.load_all())
+        top5 = set(ids[-5:])  # the highest scores
+        assert {g for g in c.genomes if (c.genomes[g]['rank'] or 99) <= 5} == top5
+        player, default = ids[0], ids[1]
+        rng, n = np.random.default_rng(1), 20_000
+        draws = [c.spawn(rng, player_genome=player, default_genome=default) for _ in range(n)]
+        for reason, p, pool in [('player', 0.1, {player}), ('top', 0.3, top5), ('default', 0.6, {default})]:
+            got = [g for g, r in draws if r == reason]
+            assert set(got) <= pool, reason
+            assert abs(len(got)/n - p) < 4*np.sqrt(p*(1-p)/n), (reason, len(got)/n)
+        counts = np.array([sum(g == t for g, r in draws if r == 'top') for t in sorted(top5)])
+        assert abs(counts/counts.sum() - 0.2).max() < 0.03  # uniform over the top 5
+        d2 = [c.spawn(rng, player_genome=player, shares=(0.5, 0.0, 0.5)) for _ in range(4000)]
+        assert abs(sum(r == 'player' for _, r in d2)/4000 - 0.5) < 0.04 and not any(r == 'top' for _, r in d2)
+
+# --- the leaderboard page in headless Chromium
+
+class _Dom(HTMLParser):
+    "Collects elements' attributes and text of the rendered page."
+    def __init__(self):
+        super().__init__(); self.stack, self.items = [], []
+    def handle_starttag(self, tag, attrs):
+        el = dict(tag=tag, attrs=dict(attrs), text=''); self.items.append(el)
+        if tag not in ('br', 'meta', 'img', 'input', 'link'): self.stack.append(el)
+    def handle_endtag(self, tag):
+        while self.stack:
+            el = self.stack.pop()
+            if el['tag'] == tag: break
+    def handle_data(self, data):
+        for el in self.stack: el['text'] += data
+
+CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                  '--disable-background-networking', '--disable-component-update', '--disable-sync']
+
+def test_leaderboard_page_in_headless_chromium(root, tmp_path):
+    chromium = shutil.which('chromium')
+    if chromium is None: pytest.fail("chromium is not installed: run tools/setup_chromium.sh (tools/test.sh does)")
+    ids = add_random_genomes(root, 12)
+    with Registry(root) as reg:
+        for k, gid in enumerate(ids): reg.record_games(gid, [dict(score=float(k), survival=1.0)] * 2, player='ada' if k < 3 else 'bob')
+        child = Genome(name='Kid<script>alert(1)</script>', type='behavioral', arena='snake', arch='random', config=dict(num_actions=4),
+                       source='test', parents=[dict(id='ada', relation='player'), dict(id=ids[-1], relation='clone')])
+        reg.add(child, RandomPolicy(4).state_dict())
+        n_genomes = len(reg.ids()); n_edges = reg.db.execute('SELECT COUNT(*) FROM lineage').fetchone()[0]
+    with live(create_app(root)) as url:
+        r = subprocess.run([chromium, *CHROMIUM_FLAGS, f'--user-data-dir={tmp_path/"chromium"}', '--virtual-time-budget=3000',
+                            '--dump-dom', f'{url}/leaderboard'], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    dom = _Dom(); dom.feed(r.stdout)
+    find = lambda tag, **kw: [e for e in dom.items if e['tag'] == tag and all(e['attrs'].get(k.replace('_', '-')) == v for k, v in kw.items())]
+    assert find('body', data_rendered='yes'), "the page's script did not render"
+    rows = [e for e in dom.items if e['tag'] == 'tr' and e['attrs'].get('class') == 'genome-row']
+    snake_table = find('table', data_arena='snake')[0]
+    names = re.findall(r'R\d\d', snake_table['text'])
+    assert names == [f'R{k:02d}' for k in range(11, 1, -1)]  # top 10 by mean score, best first
+    assert len(rows) == 10
+    players = {e['attrs']['data-player']: e['text'] for e in find('tr', **{'class': 'player-row'})}
+    assert set(players) == {'ada', 'bob'}
+    assert players['ada'] == 'ada61' and players['bob'] == 'bob180'  # games reported, genomes with the player as parent
+    nodes = [e for e in dom.items if e['tag'] == 'g' and 'node' in e['attrs'].get('class', '')]
+    edges = [e for e in dom.items if e['tag'] == 'line' and e['attrs'].get('class') == 'edge']
+    assert len(nodes) == n_genomes + 1 and len(edges) == n_edges == 2  # + the player node 'ada'
+    assert {(e['attrs']['data-parent'], e['attrs']['data-relation']) for e in edges} == {('ada', 'player'), (ids[-1], 'clone')}
+    assert any(e['text'] == 'Kid<script>alert(1)</script>' for e in nodes)  # shown as text, never parsed as HTML
+    assert not any(e['tag'] == 'script' and e['text'].strip() == 'alert(1)' for e in dom.items)  # no injected script element
+
+# --- the benchmark and the fuzz run, with tiny settings
+
+def test_load_benchmark_runs():
+    r = subprocess.run([sys.executable, ROOT/'bench'/'server_load.py', '--seconds', '0.2', '--conns', '1,4', '--clients', '8', '--games', '5'],
+                       capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'genome 1MB' in r.stdout and 'counted 40 of 40' in r.stdout
+
+def test_fuzz_small_budget():
+    r = subprocess.run([sys.executable, ROOT/'bench'/'fuzz_server.py', '--max-examples', '5', '--min-requests', '40', '--max-time', '30',
+                        '--phases', 'fuzzing,stateful'],
+                       capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
+    assert r.returncode == 0 and 'fuzz: OK' in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+
+def test_a_damaged_genome_file_is_not_served(root):
+    with Registry(root) as reg: gid = reg.by_name('RandomSnake')
+    path = root/'genomes'/f'{gid}.safetensors'
+    path.write_bytes(path.read_bytes()[:-4] + b'\0\0\0\1')
+    with TestClient(create_app(root), raise_server_exceptions=False) as http:
+        r = http.get(f'/get_genome/{gid}')
+        assert r.status_code == 500 and 'damaged' in r.json()['detail']
+
+def test_a_crowded_snake_map_is_refused(http):
+    "PufferLib's snake looks for free cells in a loop that holds the GIL: a full map would freeze the server."
+    r = http.post('/run_tournament', headers=AUTH, json=dict(snake_width=16, snake_height=16, agents=256, num_food=4096))
+    assert r.status_code == 422 and 'crowd' in r.text
+    r = http.post('/run_tournament', headers=AUTH, json=dict(arena='tetris', snake_width=16, snake_height=16, agents=4, num_food=4096,
+                                                             max_steps=100))
+    assert r.status_code == 202
+    for _ in range(300):  # let the job end before the test does
+        if http.get(f"/tournament_status/{r.json()['id']}").json()['status'] == 'done': break
+        time.sleep(0.1)
+    assert http.get(f"/tournament_status/{r.json()['id']}").json()['status'] == 'done'
