@@ -611,7 +611,7 @@ def serve_cli(argv:list)->int: # exit status
     ap.add_argument('--read-only', action='store_true', help='serve without a token: every write answers 403')
     ap.add_argument('--max-upload-mb', type=float, default=8.0, help='size cap of a submitted genome file in MiB')
     ap.add_argument('--seed-founders', action='store_true', help="add the founding genomes the registry lacks, as active")
-    ap.add_argument('--job', default=None, help='run_tournament job as module:function (default: evaluation_job)')
+    ap.add_argument('--job', default='genome_lab.selection:tournament_job', help='run_tournament job as module:function (default: a snake tournament, then selection)')
     a = ap.parse_args(argv)
     token = a.token or os.environ.get('GENOME_LAB_TOKEN') or None
     err = lambda m: (print(f"genome-lab serve: error: {m}", file=sys.stderr), 2)[1]
@@ -623,7 +623,7 @@ def serve_cli(argv:list)->int: # exit status
         if a.seed_founders:
             with Registry(a.registry) as reg: seed_founders(reg)
         app = create_app(a.registry, token=token, max_upload_bytes=int(a.max_upload_mb * 2**20),
-                         job=_load_job(a.job) if a.job else evaluation_job)
+                         job=_load_job(a.job))
     except (ValueError, ImportError, AttributeError, OSError, sqlite3.Error) as e: return err(str(e))
     import uvicorn
     print(f"genome-lab serve: {a.registry} on http://{a.host}:{a.port} ({'read-only' if token is None else 'writes need the token'})", file=sys.stderr)

@@ -25,3 +25,27 @@ def test_tournament_benchmark_runs():
                        capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=600)
     assert r.returncode == 0, r.stderr
     assert 'agent-steps/s' in r.stdout and 'ladder openskill: final tau' in r.stdout and 'ladder elo: final tau' in r.stdout
+
+def test_server_runs_a_real_tournament_and_selection(tmp_path):
+    "`run_tournament` on the server with the tournament job: ratings persist and the selection is logged."
+    import time
+    from fastapi.testclient import TestClient
+    from genome_lab.registry import Registry, seed_founders
+    from genome_lab.server import create_app
+    from genome_lab.selection import tournament_job
+    with Registry(tmp_path/'reg') as reg: seed_founders(reg)
+    auth = {'Authorization': 'Bearer t0k3n-secret'}
+    with TestClient(create_app(tmp_path/'reg', token='t0k3n-secret', job=tournament_job)) as http:
+        job = http.post('/run_tournament', headers=auth, json=dict(agents=12, max_steps=80, snake_width=40, snake_height=30, num_food=20)).json()
+        for _ in range(1200):
+            job = http.get(f"/tournament_status/{job['id']}").json()
+            if job['status'] not in ('queued', 'running'): break
+            time.sleep(0.1)
+    assert job['status'] == 'done', job
+    res = job['result']
+    assert {r['name'] for r in res['leaderboard']} == {'PufferSnake', 'HeuristicSnake', 'RandomSnake'}
+    assert any('behavioral' in v for v in res['violations'])   # no behavioral genome yet: reported, not hidden
+    with Registry(tmp_path/'reg') as reg:
+        assert reg.db.execute('SELECT COUNT(*) FROM ratings').fetchone()[0] == 3
+        assert reg.db.execute('SELECT COUNT(*) FROM replacements').fetchone()[0] >= 1
+        assert reg.manifest()['last_tournament'] is not None
