@@ -69,3 +69,9 @@ def test_build_script_refuses_a_wrong_checksum(tmp_path):
     finally: srv.shutdown()
     assert r.returncode != 0 and 'sha256 mismatch' in r.stderr, r.stderr
     assert not list((tmp_path/'out').glob('*.whl'))
+
+def test_every_preset_names_declared_parameters():
+    from genome_lab.pipeline import PRESETS, resolve_parameters
+    for preset in PRESETS:
+        params = resolve_parameters(list_notebooks(), preset)
+        for nb, vals in PRESETS[preset].items(): assert params[nb] == {k: (float(v) if isinstance(v, float) else v) for k, v in vals.items()}
