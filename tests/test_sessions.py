@@ -118,4 +118,4 @@ def test_human_game_step_and_widget(tmp_path):
     ui.children[2].children[1].click()  # save session
     s = read_session(tmp_path/g.session_id)
     assert s.frame.action.tolist() == [0, 2, 2, 1, 1, 1, 1] and s.meta['kind'] == 'human' and s.player == 'human:ana'
-    assert s.meta['closed'] and 'saved session' in ui.status.value
+    assert s.meta['closed'] and 'saved session' in ui.status.value and ui.buttons['up'].disabled
