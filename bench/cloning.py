@@ -26,6 +26,7 @@ def main(argv=None):
     p.add_argument('--max-steps', type=int, default=20_000)
     p.add_argument('--threads', type=int, default=1)
     p.add_argument('--json', default=None, help='also write the figures to this file')
+    p.add_argument('--save', default=None, help="save the clone's parameters to this safetensors file")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     cfg = CLONE_PRESETS[a.preset]
@@ -52,6 +53,9 @@ def main(argv=None):
         print(f"{who:8s} score {r['mean']:.2f} ± {r['std']:.2f} (n={int(r['n'])}, censored={int(r['censored'])})")
     print(f"ratio clone/teacher: {scores.attrs['ratio']:.3f}")
     print(f"seconds: record {t_rec:.1f}, train {t_train:.1f}, evaluate {t_eval:.1f}")
+    if a.save:
+        from safetensors.torch import save_file
+        save_file({k: v.contiguous() for k, v in student.state_dict().items()}, a.save)
     if a.json:
         out = dict(config=asdict(cfg), arena=kw, seeds=a.seeds, ratio=scores.attrs['ratio'],
                    scores=scores.to_dict(orient='index'), history=hist.to_dict(orient='records'),
