@@ -48,6 +48,7 @@ def main(argv=None):
     print(f"config: {asdict(cfg)}; arena {kw}; {len(sessions)} teacher sessions x {a.steps} steps; "
           f"{len(dag)} DAgger sessions; torch threads {a.threads}")
     print(hist.round(4).to_string(index=False))
+    if 'select/score' in hist: print(f"kept: the iterate with the best select/score on seeds {cfg.select_seeds}")
     for who in ('teacher', 'clone'):
         r = scores.loc[who]
         print(f"{who:8s} score {r['mean']:.2f} ± {r['std']:.2f} (n={int(r['n'])}, censored={int(r['censored'])})")
