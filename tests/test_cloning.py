@@ -10,6 +10,7 @@ from genome_lab.cloning import (CLONE_PRESETS, sequence_logits, session_sequence
                                 ties_params, average_params, contributions)
 from genome_lab.policies import LinearLSTM, load_pufferlib_policy, PUFFERLIB_POLICIES
 from genome_lab.registry import Registry, RegistryError, seed_founders
+from genome_lab.evaluation import evaluate
 from genome_lab.sessions import load_sessions, record_bot_sessions
 
 torch.set_num_threads(1)
@@ -66,9 +67,12 @@ def test_dagger_labels_are_the_teachers_actions(tmp_path):
 
 
 def test_dagger_round_in_clone(teacher_sessions, tmp_path):
-    cfg = replace(CLONE_PRESETS['tiny'], epochs=1, hidden=32, dagger_rounds=1, dagger_steps=30, dagger_epochs=1)
+    cfg = replace(CLONE_PRESETS['tiny'], epochs=1, hidden=32, dagger_rounds=1, dagger_steps=30, dagger_epochs=1, select_seeds=(5,))
     pol, hist, extra = clone(teacher_sessions, cfg, teacher=load_pufferlib_policy('snake'), dagger_root=tmp_path, progress=False, **KW)
     assert list(hist.phase) == ['bc', 'dagger 1'] and len(extra) == KW['num_snakes']
+    # the iterate kept is the one with the best selection score (greedy evaluation is deterministic)
+    kept = evaluate(pol, 'snake', seed=5, progress=False, **KW).episodes.score.mean()
+    assert kept == pytest.approx(hist['select/score'].max())
     with pytest.raises(ValueError, match='teacher'): clone(teacher_sessions, cfg, progress=False)
 
 
