@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 
 # %% ../nbs/05a_creature_store.ipynb #b1157cc7
 from __future__ import annotations
-import argparse, base64, contextlib, io, json, sqlite3, sys, time, uuid, zlib
+import argparse, base64, io, json, sqlite3, sys, time, uuid, zlib
 from dataclasses import asdict
 from pathlib import Path
 import numpy as np
@@ -16,7 +16,7 @@ from safetensors.torch import save as st_save, load as st_load
 from tqdm.auto import tqdm
 from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, simulate, pellet_course,
                                 creature_types, creature_policy, pop_size, DQ_REASONS, FPS, EPISODE_SECONDS, INT_GENES)
-from .registry import Genome, Registry, utcnow
+from .registry import Genome, Registry, SQLiteStore, utcnow
 
 # %% auto #0
 __all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'StoreError', 'CreatureStore', 'pack_frames', 'unpack_frames', 'pack_population',
@@ -46,23 +46,9 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 class StoreError(ValueError):
     "A refused store operation (unknown run, duplicate id, bad import); the store is unchanged."
 
-class CreatureStore:
+class CreatureStore(SQLiteStore):
     "Runs of the creature GA in one SQLite file (WAL, foreign keys on, transactional writes)."
-    def __init__(self, path:str|Path):
-        self.path = Path(path); self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute('PRAGMA journal_mode=WAL'); self.db.execute('PRAGMA foreign_keys=ON')
-        self.db.executescript(STORE_SCHEMA)
-
-    @contextlib.contextmanager
-    def transaction(self):
-        self.db.execute('BEGIN IMMEDIATE')
-        try: yield self.db
-        except BaseException: self.db.execute('ROLLBACK'); raise
-        else: self.db.execute('COMMIT')
-
-    def close(self): self.db.close()
+    def __init__(self, path:str|Path): super().__init__(path, STORE_SCHEMA)
     def run(self, run_id:str)->dict: # the run's row, `config` parsed
         r = self.db.execute('SELECT * FROM runs WHERE id=?', (run_id,)).fetchone()
         if r is None: raise StoreError(f"no run {run_id!r} in {self.path}")
