@@ -1,0 +1,105 @@
+"""Seed 001's success metrics for the replicator dynamics + diffusion hypernetwork on the snake arena, next to plain
+evolution strategies on the policy weights (no genome space, no hypernetwork) with the same evaluation budget.
+
+Prints, for one training run (`ReplicatorTrainingLoop`) and one control run (`run_policy_es`) with the same
+population, arena, steps and seeds:
+1. fitness (first-episode reward, mean and max over the population) every `--report` generations for both runs,
+   the latent distribution's entropy and the fitness estimator's R^2 on genomes it had not seen;
+2. the score-versus-evaluations curve: length at death of the current best genome on PufferLib's training map,
+   against the agent-steps spent in training evaluations;
+3. the final comparisons on PufferLib's training map (640x360, 4096 food, first episode of every snake, greedy,
+   length at death): the best evolved genome (chosen among candidates on a selection seed, scored on another) against
+   the PufferLib-trained snake genome on the same seed (the bar: at least 0.5x its mean), policies developed from new
+   genomes (never sampled in training) against randomly initialised policies of the same architecture, and the ES
+   control's mean policy.
+Usage: python bench/hypernetwork.py [--generations 200] [--population 64] [--hidden 8] [--run-dir DIR [--resume]]
+"""
+import argparse, json, tempfile, time
+from pathlib import Path
+import numpy as np
+import torch
+from genome_lab.hypernetwork import (ReplicatorConfig, HypernetConfig, TrainerConfig, ReplicatorTrainingLoop,
+                                     run_policy_es, DiffusionHypernetwork, policy_config)
+from genome_lab.policies import LinearLSTM, load_pufferlib_policy
+from genome_lab.evaluation import evaluate
+
+def score(policy, snakes, seed, max_steps):
+    r = evaluate(policy, 'snake', seed=seed, max_steps=max_steps, progress=False, num_snakes=snakes)
+    s = r.stats()['score']
+    return s['mean'], s['std'], s['n'], r.censored
+
+def fmt(m, s, n, c): return f"{m:7.2f} ± {s:6.2f} (n={n}{', censored ' + str(c) if c else ''})"
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--generations', type=int, default=200)
+    ap.add_argument('--population', type=int, default=64)
+    ap.add_argument('--agents-each', type=int, default=4)
+    ap.add_argument('--steps', type=int, default=256)
+    ap.add_argument('--hidden', type=int, default=8, help='width of the developed policy')
+    ap.add_argument('--distribution', default='mixture')
+    ap.add_argument('--trainer', default='reinforce')
+    ap.add_argument('--lr', type=float, default=3e-3)
+    ap.add_argument('--exploration', type=float, default=0.5)
+    ap.add_argument('--es-lr', type=float, default=0.05, help="learning rate of the control's ES")
+    ap.add_argument('--eval-interval', type=int, default=25)
+    ap.add_argument('--eval-snakes', type=int, default=64, help='snakes of the curve evaluations')
+    ap.add_argument('--final-snakes', type=int, default=256, help='snakes of the final evaluations (n)')
+    ap.add_argument('--new-genomes', type=int, default=16, help='never-sampled genomes developed and scored')
+    ap.add_argument('--max-steps', type=int, default=20_000, help='step cap of the evaluations')
+    ap.add_argument('--report', type=int, default=10, help='generations between printed fitness rows')
+    ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--run-dir', default='', help='checkpoint folder (default: a temporary one)')
+    ap.add_argument('--resume', action='store_true')
+    ap.add_argument('--skip-control', action='store_true')
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps,
+                           distribution=a.distribution, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
+                           hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration),
+                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr))
+    print(f"config: {json.dumps({k: v for k, v in vars(a).items()})}")
+    t0 = time.perf_counter()
+    loop = ReplicatorTrainingLoop(cfg, Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-')), resume=a.resume)
+    hist = loop.run(progress=False)
+    t_rep = time.perf_counter() - t0
+    ctrl = None
+    if not a.skip_control:
+        t0 = time.perf_counter()
+        ctrl, es = run_policy_es(cfg, progress=False, lr=a.es_lr)
+        t_es = time.perf_counter() - t0
+    print(f"\n1. fitness (first-episode reward, {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
+    print(" gen | replicator mean   max | entropy | estimator R2 | control ES mean   max")
+    for g in range(0, a.generations, a.report):
+        w = slice(g, g + a.report)
+        r = hist.iloc[w]
+        line = f"{g:4d} | {r.fitness_mean.mean():15.3f} {r.fitness_max.mean():5.2f} | {r.entropy.iloc[-1]:7.2f} | {np.nanmean(r.estimator_r2):12.3f}"
+        if ctrl is not None: line += f" | {ctrl.iloc[w].fitness_mean.mean():15.3f} {ctrl.iloc[w].fitness_max.mean():5.2f}"
+        print(line)
+    print(f"replicator run: {t_rep:.0f} s for {a.generations} generations, {int(hist.agent_steps.iloc[-1]):,} agent-steps"
+          + (f"; control: {t_es:.0f} s" if ctrl is not None else ''))
+    print("\n2. score versus evaluations (best genome, training map, length at death)")
+    for c in loop.curve: print(f"  {c['agent_steps']:>12,} agent-steps (generation {c['generation']:4d}): {fmt(c['score'], c['std'], c['n'], c['censored'])}")
+    print(f"\n3. final evaluations on the training map, {a.final_snakes} snakes, first episode each")
+    top = loop.top_genomes(8, seed=a.seed + 12345)
+    params = loop.pm.develop_mean(top)
+    sel = [score(loop.pm.hn.policy(params, i), a.eval_snakes, 101, a.max_steps)[0] for i in range(len(top))]
+    best = loop.pm.hn.policy(params, int(np.argmax(sel)))
+    b, p = score(best, a.final_snakes, 202, a.max_steps), score(load_pufferlib_policy('snake'), a.final_snakes, 202, a.max_steps)
+    print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}")
+    print(f"  PufferLib-trained snake genome:                             {fmt(*p)}")
+    print(f"  ratio {b[0]/p[0]:.3f} (bar 0.5)")
+    new = loop.pm.dist.sample(a.new_genomes, torch.Generator().manual_seed(a.seed + 999))
+    newp = loop.pm.develop_mean(new)
+    dev_scores = [score(loop.pm.hn.policy(newp, i), a.eval_snakes, 303, a.max_steps)[0] for i in range(a.new_genomes)]
+    torch.manual_seed(a.seed + 7)
+    rnd_scores = [score(LinearLSTM(**policy_config(a.hidden)), a.eval_snakes, 303, a.max_steps)[0] for _ in range(a.new_genomes)]
+    print(f"  {a.new_genomes} new genomes, developed:          mean of per-genome means {np.mean(dev_scores):.2f} ± {np.std(dev_scores):.2f}"
+          f" ({a.eval_snakes} snakes each)")
+    print(f"  {a.new_genomes} randomly initialised policies:   mean of per-policy means {np.mean(rnd_scores):.2f} ± {np.std(rnd_scores):.2f}")
+    print(f"  developed above the random policies' mean: {np.mean(np.array(dev_scores) > np.mean(rnd_scores)):.2f}")
+    if ctrl is not None:
+        hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
+        print(f"  control ES mean policy:                                    {fmt(*score(hn.policy(es.mean_params(), 0), a.final_snakes, 202, a.max_steps))}")
+
+if __name__ == '__main__': main()

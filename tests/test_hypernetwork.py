@@ -1,0 +1,107 @@
+"""Diffusion hypernetwork, replicator training loop, `genome-lab train-replicator` (SIGKILL, --resume, registration)
+and the replicator bench with tiny settings."""
+import json, os, signal, subprocess, sys, time
+from pathlib import Path
+import numpy as np, pytest, torch
+from safetensors import safe_open
+from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, HypernetworkTrainer, TrainerConfig,
+                                     ReplicatorConfig, ReplicatorTrainingLoop, evaluate_population)
+from genome_lab.registry import Registry
+from genome_lab.policies import load_pufferlib_policy
+from genome_lab.tournament import play_game
+from genome_lab.arenas import SnakeArena
+
+torch.set_num_threads(1)
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, 'OMP_NUM_THREADS': '1'}
+TINY = ['--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', '4', '--chunk', '64', '--width', '32',
+        '--eval-interval', '0', '--seed', '5']
+
+def _meta(run_dir):
+    with safe_open(str(Path(run_dir)/'checkpoint.safetensors'), 'pt') as f: return json.loads(f.metadata()['replicator'])
+
+def test_generated_policies_equal_their_solo_play():
+    hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32))
+    params = hn.generate_weights(torch.randn(3, 16), torch.Generator().manual_seed(0))
+    arena = SnakeArena(width=64, height=48, num_snakes=3, num_food=40)
+    ev = evaluate_population(hn.policy_config, params, arena, steps=40, seed=2)
+    # each genome alone (one snake) gives another map, so compare the stacked forward pass instead
+    obs = torch.randint(0, 8, (3, 1, 11, 11), dtype=torch.int8)
+    from genome_lab.tournament import StackedLinearLSTM
+    net = StackedLinearLSTM(hn.policy_config, params)
+    logits, _ = net(obs, net.initial_state(1))
+    for i in range(3):
+        pol = hn.policy(params, i)
+        with torch.no_grad(): torch.testing.assert_close(logits[i], pol(obs[i])[0], atol=1e-5, rtol=1e-5)
+    assert ev['fitness'].shape == (3,) and ev['agent_steps'] == 120
+
+def test_trainer_rejects_bad_fitness():
+    hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32))
+    tr = HypernetworkTrainer(hn, TrainerConfig())
+    z = torch.randn(4, 16); dev = tr.develop(z, torch.Generator().manual_seed(0))
+    before = {k: v.clone() for k, v in hn.state_dict().items()}
+    with pytest.raises(ValueError, match='finite'): tr.step(z, dev, torch.tensor([1., float('nan'), 0., 0.]))
+    for k, v in hn.state_dict().items(): assert torch.equal(v, before[k])
+    with pytest.raises(ValueError, match='even'): ReplicatorConfig(population=5, trainer=TrainerConfig(kind='es'))
+
+def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
+    run = lambda *a, **kw: subprocess.run([BIN/'genome-lab', 'train-replicator', *a], capture_output=True, text=True, env=ENV, timeout=300, **kw)
+    r = run('--run-dir', str(tmp_path/'A'), '--generations', '6', '--checkpoint-every', '1', *TINY)
+    assert r.returncode == 0, r.stderr
+    assert 'replicator' in r.stderr and 'fit=' in r.stderr             # the progress bar
+    p = subprocess.Popen([BIN/'genome-lab', 'train-replicator', '--run-dir', str(tmp_path/'B'), '--generations', '6',
+                          '--checkpoint-every', '1', '--no-progress', *TINY], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    t0 = time.time()
+    while time.time() - t0 < 240:
+        time.sleep(0.05)
+        try:
+            if _meta(tmp_path/'B')['generation'] >= 2: break
+        except Exception: pass
+    os.kill(p.pid, signal.SIGKILL); p.wait()
+    assert p.returncode == -signal.SIGKILL
+    got = _meta(tmp_path/'B')['generation']
+    assert 2 <= got < 6, got
+    r = run('--run-dir', str(tmp_path/'B'), '--generations', '6', '--checkpoint-every', '1', '--resume', '--no-progress', *TINY)
+    assert r.returncode == 0, r.stderr
+    a, b = _meta(tmp_path/'A'), _meta(tmp_path/'B')
+    drop = lambda h: [{k: v for k, v in row.items() if k != 'seconds'} for row in h]
+    assert b['generation'] == 6 and drop(a['history']) == drop(b['history'])
+    ta = dict(__import__('safetensors.torch', fromlist=['load_file']).load_file(tmp_path/'A'/'checkpoint.safetensors'))
+    tb = dict(__import__('safetensors.torch', fromlist=['load_file']).load_file(tmp_path/'B'/'checkpoint.safetensors'))
+    assert ta.keys() == tb.keys()
+    for k in ta: torch.testing.assert_close(tb[k], ta[k], rtol=0, atol=0)
+
+def test_cli_refuses_and_keeps_the_checkpoint(tmp_path):
+    run = lambda *a: subprocess.run([BIN/'genome-lab', 'train-replicator', *a], capture_output=True, text=True, env=ENV, timeout=300)
+    assert run('--run-dir', str(tmp_path), '--generations', '1', '--no-progress', *TINY).returncode == 0
+    ck = (tmp_path/'checkpoint.safetensors').read_bytes()
+    r = run('--run-dir', str(tmp_path), '--generations', '2', '--no-progress', *TINY)
+    assert r.returncode == 2 and 'resume it' in r.stderr
+    r = run('--run-dir', str(tmp_path), '--generations', '2', '--resume', '--no-progress', *TINY[:-2], '--seed', '6')
+    assert r.returncode == 2 and 'other settings' in r.stderr
+    r = run('--run-dir', str(tmp_path/'new'), '--resume', '--no-progress', *TINY)
+    assert r.returncode == 2 and 'nothing to resume' in r.stderr
+    assert (tmp_path/'checkpoint.safetensors').read_bytes() == ck
+
+def test_registered_genomes_play_in_a_tournament_game(tmp_path):
+    reg = tmp_path/'reg'
+    r = subprocess.run([BIN/'genome-lab', 'train-replicator', '--run-dir', str(tmp_path/'run'), '--generations', '2',
+                        '--no-progress', '--registry', str(reg), '--register', '2', *TINY], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    registry = Registry(reg)
+    found = registry.db.execute("SELECT id FROM genomes WHERE source='replicator'").fetchall()
+    assert len(found) == 2
+    pols = [registry.policy(g['id']) for g in found]
+    assert all(p.config.get('learned_state') and p.config['hidden'] == 4 for p in pols)
+    res = play_game(pols + [load_pufferlib_policy('snake')], seed=1, snakes_per_genome=2, steps=20, width=40, height=30, num_food=20)
+    assert res.score.shape == (3,) and np.isfinite(res.score).all()
+    desc = json.loads(registry.genome(found[0]['id'])['description'])
+    assert desc['generation'] == 2 and len(desc['latent']) == 16
+
+def test_bench_runs_with_tiny_settings():
+    r = subprocess.run([sys.executable, ROOT/'bench'/'hypernetwork.py', '--generations', '2', '--population', '4', '--agents-each', '1',
+                        '--steps', '16', '--hidden', '4', '--eval-interval', '1', '--eval-snakes', '4', '--final-snakes', '4',
+                        '--new-genomes', '2', '--max-steps', '30', '--report', '1'], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES'): assert s in r.stdout, r.stdout
