@@ -5,7 +5,7 @@ the smaller of the two peaks' masses on the bimodal landscape, the seeds that ke
 large-time share the exact selection equation predicts from the starting density (the baseline). The mixture is run with
 its default `share_rate` (0.1) and with the plain moment closure (`share_rate = 1`).
     python bench/replicator.py [--seeds 8] [--generations 60]"""
-import argparse, math, time
+import argparse, time
 import numpy as np
 import torch
 from genome_lab.replicator import make_distribution, evolve

@@ -85,7 +85,7 @@ def test_state_dict_round_trip(kind):
     sd = st_load(st_save(d.state_dict()))
     assert all(isinstance(v, torch.Tensor) for v in sd.values())
     d2 = distribution_from_state_dict(sd)
-    assert type(d2) is type(d) and d2.config == d.config
+    assert isinstance(d2, LatentDistribution) and type(d2) is type(d) and d2.config == d.config
     assert torch.equal(d2.sample(20, torch.Generator().manual_seed(5)), d.sample(20, torch.Generator().manual_seed(5)))
     x = d.sample(32, torch.Generator().manual_seed(6))
     d.update(x, -x.norm(dim=1), 0.4); d2.update(x, -x.norm(dim=1), 0.4)
