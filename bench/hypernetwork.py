@@ -12,9 +12,9 @@ population, arena, steps and seeds:
    the PufferLib-trained snake genome on the same seed (the bar: at least 0.5x its mean), policies developed from new
    genomes (never sampled in training) against randomly initialised policies of the same architecture, and the ES
    control's mean policy.
-Usage: python bench/hypernetwork.py [--generations 200] [--population 64] [--hidden 8] [--run-dir DIR [--resume]]
+Usage: python bench/hypernetwork.py [--generations 300] [--population 64] [--hidden 16] [--run-dir DIR [--resume]]
 """
-import argparse, json, tempfile, time
+import argparse, json, math, tempfile, time
 from pathlib import Path
 import numpy as np
 import torch
@@ -32,16 +32,16 @@ def fmt(m, s, n, c): return f"{m:7.2f} ± {s:6.2f} (n={n}{', censored ' + str(c)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--generations', type=int, default=200)
+    ap.add_argument('--generations', type=int, default=300)
     ap.add_argument('--population', type=int, default=64)
     ap.add_argument('--agents-each', type=int, default=4)
     ap.add_argument('--steps', type=int, default=256)
-    ap.add_argument('--hidden', type=int, default=8, help='width of the developed policy')
+    ap.add_argument('--hidden', type=int, default=16, help='width of the developed policy')
     ap.add_argument('--distribution', default='mixture')
     ap.add_argument('--trainer', default='reinforce')
-    ap.add_argument('--lr', type=float, default=3e-3)
-    ap.add_argument('--exploration', type=float, default=0.5)
-    ap.add_argument('--es-lr', type=float, default=0.05, help="learning rate of the control's ES")
+    ap.add_argument('--lr', type=float, default=TrainerConfig.lr, help="the denoiser's learning rate")
+    ap.add_argument('--base-lr', type=float, default=TrainerConfig.base_lr, help="the base table's learning rate, and the control's")
+    ap.add_argument('--exploration', type=float, default=HypernetConfig.exploration, help="the chain's last noise, and the control's sigma")
     ap.add_argument('--eval-interval', type=int, default=25)
     ap.add_argument('--eval-snakes', type=int, default=64, help='snakes of the curve evaluations')
     ap.add_argument('--final-snakes', type=int, default=256, help='snakes of the final evaluations (n)')
@@ -57,7 +57,7 @@ def main():
     cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps,
                            distribution=a.distribution, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
                            hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration),
-                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr))
+                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr))
     print(f"config: {json.dumps({k: v for k, v in vars(a).items()})}")
     t0 = time.perf_counter()
     loop = ReplicatorTrainingLoop(cfg, Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-')), resume=a.resume)
@@ -66,7 +66,7 @@ def main():
     ctrl = None
     if not a.skip_control:
         t0 = time.perf_counter()
-        ctrl, es = run_policy_es(cfg, progress=False, lr=a.es_lr)
+        ctrl, es = run_policy_es(cfg, progress=False, lr=a.base_lr)
         t_es = time.perf_counter() - t0
     print(f"\n1. fitness (first-episode reward, {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
     print(" gen | replicator mean   max | entropy | estimator R2 | control ES mean   max")
@@ -76,6 +76,12 @@ def main():
         line = f"{g:4d} | {r.fitness_mean.mean():15.3f} {r.fitness_max.mean():5.2f} | {r.entropy.iloc[-1]:7.2f} | {np.nanmean(r.estimator_r2):12.3f}"
         if ctrl is not None: line += f" | {ctrl.iloc[w].fitness_mean.mean():15.3f} {ctrl.iloc[w].fitness_max.mean():5.2f}"
         print(line)
+    floor = 0.5 * cfg.hypernet.genome_dim * (1 + math.log(2 * math.pi)) + cfg.hypernet.genome_dim * math.log(0.1)
+    r2 = hist.estimator_r2.dropna()
+    print(f"first {a.report} generations' mean fitness {hist.fitness_mean[:a.report].mean():.3f}, last {a.report}' "
+          f"{hist.fitness_mean[-a.report:].mean():.3f}; lowest entropy {hist.entropy.min():.2f} nats (threshold {floor:.2f}: "
+          f"a Gaussian of std 0.1 per coordinate); estimator R2 on new genomes, last half of the run: "
+          f"{r2[len(r2)//2:].mean():.3f} ± {r2[len(r2)//2:].std():.3f}")
     print(f"replicator run: {t_rep:.0f} s for {a.generations} generations, {int(hist.agent_steps.iloc[-1]):,} agent-steps"
           + (f"; control: {t_es:.0f} s" if ctrl is not None else ''))
     print("\n2. score versus evaluations (best genome, training map, length at death)")

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np, pytest, torch
 from safetensors import safe_open
 from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, HypernetworkTrainer, TrainerConfig,
-                                     ReplicatorConfig, ReplicatorTrainingLoop, evaluate_population)
+                                     ReplicatorConfig, evaluate_population)
 from genome_lab.registry import Registry
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.tournament import play_game
