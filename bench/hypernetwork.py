@@ -42,6 +42,8 @@ def main():
     ap.add_argument('--lr', type=float, default=TrainerConfig.lr, help="the denoiser's learning rate")
     ap.add_argument('--base-lr', type=float, default=TrainerConfig.base_lr, help="the base table's learning rate, and the control's")
     ap.add_argument('--exploration', type=float, default=HypernetConfig.exploration, help="the chain's last noise, and the control's sigma")
+    ap.add_argument('--baseline-decay', type=float, default=TrainerConfig.baseline_decay, help="REINFORCE's moving-baseline factor")
+    ap.add_argument('--raw-fitness', action='store_true', help="replicator step on the measured fitness, not the estimator's")
     ap.add_argument('--eval-interval', type=int, default=25)
     ap.add_argument('--eval-snakes', type=int, default=64, help='snakes of the curve evaluations')
     ap.add_argument('--final-snakes', type=int, default=256, help='snakes of the final evaluations (n)')
@@ -55,9 +57,9 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps,
-                           distribution=a.distribution, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
+                           distribution=a.distribution, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
                            hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration),
-                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr))
+                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, baseline_decay=a.baseline_decay))
     print(f"config: {json.dumps({k: v for k, v in vars(a).items()})}")
     t0 = time.perf_counter()
     loop = ReplicatorTrainingLoop(cfg, Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-')), resume=a.resume)
