@@ -314,19 +314,20 @@ def repair(g:dict, rng:np.random.Generator)->dict:
     "Make one creature's genes (numpy, modified in place) valid: see the rules above."
     n = int(g['node_mask'].sum())
     seen = set()
-    for m in range(len(g['muscle_mask'])):
-        if not g['muscle_mask'][m]: continue
-        a, b = sorted((int(g['muscle_a'][m]), int(g['muscle_b'][m])))
-        g['muscle_a'][m], g['muscle_b'][m] = a, b
-        if a == b or b >= n or (a, b) in seen: g['muscle_mask'][m] = 0
-        else: seen.add((a, b))
-    g['muscle_a'][g['muscle_mask'] == 0] = 0; g['muscle_b'][g['muscle_mask'] == 0] = 0
+    mask, A, B = g['muscle_mask'].tolist(), [int(v) for v in g['muscle_a']], [int(v) for v in g['muscle_b']]  # Python lists: fast
+    for m in range(len(mask)):
+        if not mask[m]: A[m] = B[m] = 0; continue
+        a, b = min(A[m], B[m]), max(A[m], B[m])
+        if a == b or b >= n or (a, b) in seen: mask[m] = A[m] = B[m] = 0
+        else: seen.add((a, b)); A[m], B[m] = a, b
+    g['muscle_mask'][:], g['muscle_a'][:], g['muscle_b'][:] = mask, A, B
+    covered = {i for p in seen for i in p}
     pos = g['node_pos']
     for i in range(n):
-        if not any(i in p for p in seen):
+        if i not in covered:
             d = np.linalg.norm(pos[:n] - pos[i], axis=1); d[i] = np.inf
             j = int(np.argmin(d))
-            if _add_muscle(g, rng, i, j): seen.add((min(i, j), max(i, j)))
+            if _add_muscle(g, rng, i, j): seen.add((min(i, j), max(i, j))); covered.update((i, j))
     return g
 
 def mutate(g:dict, rng:np.random.Generator, cfg:GAConfig)->dict:
@@ -334,7 +335,7 @@ def mutate(g:dict, rng:np.random.Generator, cfg:GAConfig)->dict:
     for key, r in FLOAT_RANGES.items():
         lo, hi = RANGES[r]; hit = rng.random(g[key].shape) < cfg.mutation_rate
         g[key] = g[key] + hit*rng.normal(0, cfg.mutation_scale*(hi - lo), g[key].shape)
-        g[key] = np.mod(g[key], hi) if key == 'muscle_phase' else np.clip(g[key], lo, hi)
+        g[key] = np.mod(g[key], hi) if key == 'muscle_phase' else np.minimum(np.maximum(g[key], lo), hi)  # = np.clip, faster
     for dim, r in ((0, 'node_x'), (1, 'node_y')):
         lo, hi = RANGES[r]; hit = rng.random(MAX_NODES) < cfg.mutation_rate
         g['node_pos'][:, dim] = np.clip(g['node_pos'][:, dim] + hit*rng.normal(0, cfg.mutation_scale*(hi-lo), MAX_NODES), lo, hi)
