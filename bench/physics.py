@@ -2,14 +2,17 @@
 the wall time of a long turbo run.
 
 1. For each batch size (64, 1024, 8192 by default) and each mode (eager, torch.compile): creature-steps/s of
-   `physics_steps` (controller + muscles + gravity + ground + pellets + disqualification, 4 steps per call) on random
+   `stepper` (controller + muscles + gravity + ground + pellets + disqualification; `--chunk` steps per call, default
+   all measured steps in one call as a turbo episode does, 4 as a recorded one does) on random
    creatures with 3-8 nodes (padded to 8 nodes, 16 muscles), and the same physics stepped one creature at a time
    (seed 003's sequential design: batch size 1, `--seq-creatures` creatures in turn); the ratio batched/sequential.
    Rates are given by wall clock and by this process's CPU time (the machine is shared: CPU time is less
    sensitive to other jobs). Compile time is reported separately.
-2. Wall time of `--generations` generations at `--ga-population` creatures, 20 s episodes, turbo mode, compiled
-   (compile time included), in a temporary run store.
-Usage: python bench/physics.py [--steps 240] [--populations 64,1024,8192] [--generations 1000] [--no-compile] [--skip-run]
+2. Wall and CPU time of `--generations` generations at `--ga-population` creatures, 20 s episodes, turbo mode,
+   compiled (compile time included: the first generation's time is given too), in a temporary run store; the ratio
+   against seed 003's projected 50 s for its fastest design (Node CLI + Rapier + 8 workers).
+Usage: python bench/physics.py [--steps 240] [--populations 64,1024,8192] [--generations 1000] [--no-compile]
+       [--skip-run | --skip-rates] [--chunk 4]
 """
 import argparse, tempfile, time
 from pathlib import Path
@@ -22,8 +25,9 @@ def initial_state(c):
     return (c['x0'].clone(), c['y0'].clone(), torch.zeros_like(c['x0']), torch.zeros_like(c['y0']), torch.zeros(()),
             torch.zeros(P, dtype=torch.int64), torch.ones(P), torch.zeros(P, dtype=torch.int64))
 
-def rate(fn, pop, course, steps):
-    "(wall creature-steps/s, cpu creature-steps/s, first-call seconds) of `steps` steps of the whole batch."
+def rate(fn, pop, course, steps, chunk=0):
+    "(wall creature-steps/s, cpu creature-steps/s, first-call seconds) of `steps` steps of the whole batch, `chunk` per call (0: all)."
+    chunk = chunk or steps
     with torch.inference_mode():   # as in `simulate`: all inference tensors, so a compiled graph is built once
         c = prepare(pop); P = len(pop['node_mask'])
         st = initial_state(c)
@@ -32,16 +36,16 @@ def rate(fn, pop, course, steps):
         first = time.perf_counter() - t0
         st = fn(st, c, course, STEPS_PER_FRAME)
         w0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(steps // STEPS_PER_FRAME): st = fn(st, c, course, STEPS_PER_FRAME)
+        for _ in range(steps // chunk): st = fn(st, c, course, chunk)
         w, cp = time.perf_counter() - w0, time.process_time() - c0
-    n = P * (steps // STEPS_PER_FRAME) * STEPS_PER_FRAME
+    n = P * (steps // chunk) * chunk
     return n / w, n / cp, first
 
-def sequential(fn, pop, course, steps, k):
+def sequential(fn, pop, course, steps, k, chunk=0):
     "The same physics, one creature at a time (batch size 1), over the first `k` creatures."
     ws, cs, n = 0.0, 0.0, 0
     for i in range(k):
-        w, c, _ = rate(fn, {key: v[i:i+1] for key, v in pop.items()}, course, steps)
+        w, c, _ = rate(fn, {key: v[i:i+1] for key, v in pop.items()}, course, steps, chunk)
         ws += steps / w; cs += steps / c; n += steps
     return n / ws, n / cs
 
@@ -56,18 +60,21 @@ def main():
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
     ap.add_argument('--no-compile', action='store_true', help='eager only')
     ap.add_argument('--skip-run', action='store_true', help='skip the turbo run')
+    ap.add_argument('--skip-rates', action='store_true', help='only the turbo run')
+    ap.add_argument('--chunk', type=int, default=0, help='physics steps per call in the rates (0: all --steps in one call)')
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     course = pellet_course(0)
     modes = ['eager'] + ([] if a.no_compile else ['compiled'])
-    print(f"torch {torch.__version__}, {a.threads} thread(s), {a.steps} steps per measurement, dt = 1/60 s")
-    for mode in modes:
+    print(f"torch {torch.__version__}, {a.threads} thread(s), {a.steps} steps per measurement "
+          f"({a.chunk or a.steps} per call), dt = 1/60 s")
+    for mode in ([] if a.skip_rates else modes):
         fn = stepper(mode == 'compiled')
         seq_pop = random_population(a.seq_creatures, 1)
-        sw, sc = sequential(fn, seq_pop, course, a.steps, a.seq_creatures)
+        sw, sc = sequential(fn, seq_pop, course, a.steps, a.seq_creatures, a.chunk)
         print(f"{mode:8s} sequential (1 creature at a time): {sw:12,.0f} creature-steps/s wall, {sc:12,.0f} cpu")
         for P in map(int, a.populations.split(',')):
-            w, c, first = rate(fn, random_population(P, 0), course, a.steps)
+            w, c, first = rate(fn, random_population(P, 0), course, a.steps, a.chunk)
             print(f"{mode:8s} batched P={P:5d}: {w:12,.0f} creature-steps/s wall, {c:12,.0f} cpu; "
                   f"ratio batched/sequential {w/sw:7.1f}x wall, {c/sc:7.1f}x cpu; first call {first:.1f} s")
     if not a.skip_run:
@@ -77,8 +84,13 @@ def main():
                          seconds=a.seconds, checkpoint_every=50, progress=False)
         w, c = time.perf_counter() - w0, time.process_time() - c0
         last = store.generation(rid, a.generations - 1)
+        first = store.generation(rid, 0)['seconds']
+        per = (w - first) / max(a.generations - 1, 1) * 1e3
         print(f"turbo run: {a.generations} generations x {a.ga_population} creatures x {a.seconds:g} s episodes "
-              f"({'eager' if a.no_compile else 'compiled'}): {w:.1f} s wall, {c:.1f} s cpu (compile included); "
-              f"last best fitness {last['best']:.2f}")
+              f"({'eager' if a.no_compile else 'compiled'}): {w:.1f} s wall, {c:.1f} s cpu (compile included; "
+              f"first generation {first:.1f} s wall, then {per:.1f} ms wall per generation); "
+              + (f"seed 003's projected 50 s / this run's wall time = {50/w:.2f}x; "
+                 if (a.generations, a.ga_population, a.seconds) == (1000, 20, 20.0) else "")
+              + f"last generation best {last['best']:.3f}, mean {last['mean']:.3f}, worst {last['worst']:.3f}")
 
 if __name__ == '__main__': main()

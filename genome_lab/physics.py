@@ -12,6 +12,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch._higher_order_ops.while_loop import while_loop
 from .policies import Policy, ARCHITECTURES
 
 # %% auto #0
@@ -19,13 +20,14 @@ __all__ = ['DT', 'EPISODE_SECONDS', 'FPS', 'STEPS_PER_FRAME', 'GRAVITY', 'MIN_NO
            'CTRL_INPUTS', 'PELLET_RADIUS', 'N_PELLETS', 'MAX_ENERGY', 'WORLD_X', 'WORLD_Y', 'DQ_REASONS', 'RANGES',
            'INT_GENES', 'FLOAT_RANGES', 'CreaturePolicy', 'gene_shapes', 'random_population', 'to_torch', 'pop_size',
            'creature_policy', 'stack_policies', 'creature_types', 'prepare', 'physics_steps', 'pellet_course',
-           'stepper', 'SimResult', 'simulate', 'GAConfig', 'repair', 'mutate', 'crossover', 'next_generation']
+           'physics_loop', 'stepper', 'SimResult', 'simulate', 'GAConfig', 'repair', 'mutate', 'crossover',
+           'next_generation']
 
 # %% ../nbs/05_physics.ipynb #ebaef037
 DT = 1/60                # s per physics step (seed 003: never larger)
 EPISODE_SECONDS = 20.0   # s per episode: 1200 steps
 FPS = 15                 # frames per second kept for replays
-STEPS_PER_FRAME = 4      # 60 Hz physics / 15 FPS; also the steps per (compiled) physics call
+STEPS_PER_FRAME = 4      # 60 Hz physics / 15 FPS: the steps per physics call when frames are recorded
 GRAVITY = 9.81           # m/s²
 MIN_NODES, MAX_NODES, MAX_MUSCLES, HIDDEN, CTRL_INPUTS = 3, 8, 16, 6, 3
 PELLET_RADIUS, N_PELLETS = 0.5, 64   # m; pellets in a course (more than any creature collects in 20 s)
@@ -132,7 +134,7 @@ def creature_types(pop:dict)->list: # ['small flat', 'large tall', ...], one per
 
 # %% ../nbs/05_physics.ipynb #5c8e614a
 def prepare(pop:dict)->dict: # derived constants of a batch
-    "Incidence matrix `D` (P, M, N), masses, rest lengths in metres and the initial, grounded node positions."
+    "Incidence matrix `D` (P, M, N), muscle ends `ia`, `ib`, masses, rest lengths in metres and the initial, grounded node positions."
     nm = pop['node_mask'].float(); mm = pop['muscle_mask'].float()
     N = nm.shape[1]
     D = (F.one_hot(pop['muscle_b'], N) - F.one_hot(pop['muscle_a'], N)).float() * mm.unsqueeze(-1)
@@ -143,7 +145,8 @@ def prepare(pop:dict)->dict: # derived constants of a batch
     y0 = (y0 - torch.where(nm.bool(), y0, torch.tensor(1e9)).amin(1, keepdim=True) + 0.02)*nm  # lowest node 2 cm up
     L = torch.sqrt((D @ x0.unsqueeze(-1)).squeeze(-1)**2 + (D @ y0.unsqueeze(-1)).squeeze(-1)**2)
     k = pop['muscle_stiffness']*mm
-    return dict(D=D, nm=nm, mw=mw, inv_m=nm/pop['node_mass'], mu=pop['node_friction'], k=k, damp=0.1*torch.sqrt(k),
+    return dict(D=D, ia=pop['muscle_a'], ib=pop['muscle_b'], mm=mm, nm=nm, mw=mw, inv_m=nm/pop['node_mass'],
+                mu=pop['node_friction'], k=k, damp=0.1*torch.sqrt(k),
                 rest=pop['muscle_rest']*L, amp=pop['muscle_amp'], omega=2*math.pi*pop['muscle_freq'],
                 phase=pop['muscle_phase'], w1=pop['ctrl_w1'], b1=pop['ctrl_b1'], w2=pop['ctrl_w2'], b2=pop['ctrl_b2'],
                 x0=x0, y0=y0)
@@ -155,6 +158,7 @@ def physics_steps(state:tuple, # (x, y, vx, vy (P, N); t () s; pidx (P,) int64; 
     "Advance a batch `K` steps of `DT`: controller, muscles, gravity, ground contact with friction, pellets, disqualification."
     x, y, vx, vy, t, pidx, d0, dq = state
     D, nm, mw, inv_m, mu = c['D'], c['nm'], c['mw'], c['inv_m'], c['mu']
+    ia, ib, mm = c['ia'], c['ib'], c['mm']
     tot_m = mw.sum(1)
     last = pellets.shape[0] - 1
     for _ in range(K):
@@ -167,8 +171,9 @@ def physics_steps(state:tuple, # (x, y, vx, vy (P, N); t () s; pidx (P,) int64; 
                        + w1[..., 2]*torch.tanh(dist/5).unsqueeze(-1) + c['b1'])
         u = torch.tanh((c['w2']*h.unsqueeze(1)).sum(-1) + c['b2'])
         target = c['rest']*(1 + c['amp']*(torch.sin(c['omega']*t + c['phase']) + u).clamp(-1, 1))
-        ddx, ddy = (D*x.unsqueeze(1)).sum(-1), (D*y.unsqueeze(1)).sum(-1)
-        dvx, dvy = (D*vx.unsqueeze(1)).sum(-1), (D*vy.unsqueeze(1)).sum(-1)
+        # muscle vectors end b - end a by gathers: bitwise what `D` gives (its rows hold one -1 and one +1), fewer flops
+        ddx, ddy = (x.gather(1, ib) - x.gather(1, ia))*mm, (y.gather(1, ib) - y.gather(1, ia))*mm
+        dvx, dvy = (vx.gather(1, ib) - vx.gather(1, ia))*mm, (vy.gather(1, ib) - vy.gather(1, ia))*mm
         L = torch.sqrt(ddx*ddx + ddy*ddy).clamp_min(1e-6)
         nx, ny = ddx/L, ddy/L
         T = c['k']*(L - target) + c['damp']*(dvx*nx + dvy*ny)   # tension (N), positive pulls the ends together
@@ -207,15 +212,34 @@ def pellet_course(seed:int, generation:int=0, n:int=N_PELLETS)->torch.Tensor: # 
     steps = rng.uniform(2.5, 5.0, n) * rng.choice([-1.0, 1.0], n)
     return torch.tensor(np.stack([np.cumsum(steps), rng.uniform(0.2, 0.6, n)], -1), dtype=torch.float32)
 
+def physics_loop(state:tuple, c:dict, pellets:torch.Tensor, # as in `physics_steps`
+                 n:torch.Tensor)->tuple: # n: 0-d int64 tensor, the number of steps; returns the state after them
+    "`n` single steps of `physics_steps` as one `torch.while_loop`: compiled, a whole episode is one call."
+    def body(i, *s): return (i + 1, *physics_steps(s, c, pellets, 1))
+    return while_loop(lambda i, *s: i < n, body, (torch.zeros_like(n), *state))[1:]
+
 _COMPILED = {}
-def stepper(compile:bool=False): # `physics_steps`, or its `torch.compile`d version (one per process)
-    "The physics function: eager, or compiled once (`dynamic=False`: one graph per batch size)."
+def stepper(compile:bool=False, # `torch.compile` it (once per process and batch size)?
+            device:str='cpu')->callable: # `fn(state, c, pellets, steps)`: the state after `steps` steps
+    """The physics as `fn(state, c, pellets, steps)`. Eager: `physics_steps`. Compiled on CPU: `physics_loop` with
+    inductor's C++ wrapper, so the step loop runs in C++ (no Python, guard or allocation work per step); any `steps`
+    uses the same graph. Compiled on CUDA: `physics_steps` in calls of `STEPS_PER_FRAME` steps."""
     if not compile: return physics_steps
-    if 'fn' not in _COMPILED:
-        import torch._dynamo
-        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-        _COMPILED['fn'] = torch.compile(physics_steps, dynamic=False)
-    return _COMPILED['fn']
+    kind = 'cpu' if torch.device(device).type == 'cpu' else 'cuda'
+    if kind not in _COMPILED:
+        import torch._dynamo as dynamo
+        dynamo.config.cache_size_limit = max(dynamo.config.cache_size_limit, 64)
+        if kind == 'cpu':
+            loop = torch.compile(physics_loop, dynamic=False, options={'cpp_wrapper': True})
+            _COMPILED[kind] = lambda state, c, pellets, steps: loop(state, c, pellets, torch.tensor(steps))
+        else:
+            f = torch.compile(physics_steps, dynamic=False)
+            def chunked(state, c, pellets, steps):
+                for k in [STEPS_PER_FRAME]*(steps // STEPS_PER_FRAME) + [steps % STEPS_PER_FRAME]*(steps % STEPS_PER_FRAME > 0):
+                    state = f(state, c, pellets, k)
+                return state
+            _COMPILED[kind] = chunked
+    return _COMPILED[kind]
 
 @dataclass
 class SimResult:
@@ -240,7 +264,7 @@ def simulate(pop:dict, # a population (P creatures)
     with torch.inference_mode():   # every tensor an inference tensor: a compiled graph never sees two kinds (a recompile)
         pop = {k: v.to(device) for k, v in pop.items()}; pellets = pellets.to(device)
         c = prepare(pop); P = pop_size(pop)
-        fn = stepper(compile)
+        fn = stepper(compile, device)
         x, y = c['x0'].clone(), c['y0'].clone()
         cx = (x*c['mw']).sum(1)/c['mw'].sum(1); cy = (y*c['mw']).sum(1)/c['mw'].sum(1)
         d0 = torch.sqrt((pellets[0, 0] - cx)**2 + (pellets[0, 1] - cy)**2)
@@ -248,9 +272,11 @@ def simulate(pop:dict, # a population (P creatures)
         state = (x, y, torch.zeros_like(x), torch.zeros_like(y), z(()), z(P, dtype=torch.int64), d0, z(P, dtype=torch.int64))
         frames, fp = [], []
         if record: frames.append(torch.stack([state[0], state[1]], -1)); fp.append(state[5])
-        for _ in range(steps // STEPS_PER_FRAME):
-            state = fn(state, c, pellets, STEPS_PER_FRAME)
-            if record: frames.append(torch.stack([state[0], state[1]], -1)); fp.append(state[5])
+        if not record: state = fn(state, c, pellets, steps)    # turbo: the whole episode in one call
+        else:
+            for _ in range(steps // STEPS_PER_FRAME):
+                state = fn(state, c, pellets, STEPS_PER_FRAME)
+                frames.append(torch.stack([state[0], state[1]], -1)); fp.append(state[5])
         x, y, _, _, _, pidx, d0, dq = state
         mw = c['mw']; cx, cy = (x*mw).sum(1)/mw.sum(1), (y*mw).sum(1)/mw.sum(1)
         p = pellets[pidx.clamp_max(len(pellets)-1)]
@@ -288,19 +314,20 @@ def repair(g:dict, rng:np.random.Generator)->dict:
     "Make one creature's genes (numpy, modified in place) valid: see the rules above."
     n = int(g['node_mask'].sum())
     seen = set()
-    for m in range(len(g['muscle_mask'])):
-        if not g['muscle_mask'][m]: continue
-        a, b = sorted((int(g['muscle_a'][m]), int(g['muscle_b'][m])))
-        g['muscle_a'][m], g['muscle_b'][m] = a, b
-        if a == b or b >= n or (a, b) in seen: g['muscle_mask'][m] = 0
-        else: seen.add((a, b))
-    g['muscle_a'][g['muscle_mask'] == 0] = 0; g['muscle_b'][g['muscle_mask'] == 0] = 0
+    mask, A, B = g['muscle_mask'].tolist(), [int(v) for v in g['muscle_a']], [int(v) for v in g['muscle_b']]  # Python lists: fast
+    for m in range(len(mask)):
+        if not mask[m]: A[m] = B[m] = 0; continue
+        a, b = min(A[m], B[m]), max(A[m], B[m])
+        if a == b or b >= n or (a, b) in seen: mask[m] = A[m] = B[m] = 0
+        else: seen.add((a, b)); A[m], B[m] = a, b
+    g['muscle_mask'][:], g['muscle_a'][:], g['muscle_b'][:] = mask, A, B
+    covered = {i for p in seen for i in p}
     pos = g['node_pos']
     for i in range(n):
-        if not any(i in p for p in seen):
+        if i not in covered:
             d = np.linalg.norm(pos[:n] - pos[i], axis=1); d[i] = np.inf
             j = int(np.argmin(d))
-            if _add_muscle(g, rng, i, j): seen.add((min(i, j), max(i, j)))
+            if _add_muscle(g, rng, i, j): seen.add((min(i, j), max(i, j))); covered.update((i, j))
     return g
 
 def mutate(g:dict, rng:np.random.Generator, cfg:GAConfig)->dict:
@@ -308,7 +335,7 @@ def mutate(g:dict, rng:np.random.Generator, cfg:GAConfig)->dict:
     for key, r in FLOAT_RANGES.items():
         lo, hi = RANGES[r]; hit = rng.random(g[key].shape) < cfg.mutation_rate
         g[key] = g[key] + hit*rng.normal(0, cfg.mutation_scale*(hi - lo), g[key].shape)
-        g[key] = np.mod(g[key], hi) if key == 'muscle_phase' else np.clip(g[key], lo, hi)
+        g[key] = np.mod(g[key], hi) if key == 'muscle_phase' else np.minimum(np.maximum(g[key], lo), hi)  # = np.clip, faster
     for dim, r in ((0, 'node_x'), (1, 'node_y')):
         lo, hi = RANGES[r]; hit = rng.random(MAX_NODES) < cfg.mutation_rate
         g['node_pos'][:, dim] = np.clip(g['node_pos'][:, dim] + hit*rng.normal(0, cfg.mutation_scale*(hi-lo), MAX_NODES), lo, hi)

@@ -31,6 +31,29 @@ def test_compiled_matches_eager():
     c2 = simulate(pop, course, seconds=4, compile=True)
     np.testing.assert_array_equal(c2.fitness, c.fitness)    # compiled is deterministic too
 
+def test_turbo_matches_recorded():
+    # turbo plays the episode in one call (compiled: one `while_loop`), recording in 4-step calls: same results, bit for bit
+    pop, course = random_population(4, 2), pellet_course(2)
+    for comp in (False, True):
+        a, b = simulate(pop, course, seconds=4, compile=comp), simulate(pop, course, seconds=4, record=True, compile=comp)
+        assert a.frames is None and b.frames.shape == (61, 4, 8, 2)
+        for k in ('fitness', 'pellets', 'progress', 'dq'): np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
+
+def test_muscle_gathers_equal_incidence_products():
+    pop = random_population(16, 9); c = prepare(pop)
+    x = torch.randn(16, 8) * c['nm']
+    torch.testing.assert_close((x.gather(1, c['ib']) - x.gather(1, c['ia']))*c['mm'], (c['D']*x.unsqueeze(1)).sum(-1), rtol=0, atol=0)
+
+def test_compiled_run_resumes_to_the_same_result(tmp_path):
+    s = CreatureStore(tmp_path/'s.sqlite')
+    kw = dict(generations=5, population=4, seed=1, turbo=True, compile=True, seconds=2, checkpoint_every=2, progress=False)
+    evolve_run(s, run_id='A', **kw)
+    evolve_run(s, run_id='B', stop_after=3, **kw)              # killed after generation 2; checkpoint at generation 2
+    assert s.checkpoint('B')[0] == 2 and len(_gens(tmp_path/'s.sqlite', 'B')) == 3
+    evolve_run(s, resume='B', progress=False)
+    a, b = _gens(tmp_path/'s.sqlite', 'A'), _gens(tmp_path/'s.sqlite', 'B')
+    assert len(a) == 5 and [json.loads(x[1]) for x in a] == [json.loads(x[1]) for x in b]
+
 def test_disqualification_reasons():
     pop = random_population(3, 4)
     c = prepare(pop); P = 3
