@@ -12,7 +12,7 @@ population, arena, steps and seeds:
    the PufferLib-trained snake genome on the same seed (the bar: at least 0.5x its mean), policies developed from new
    genomes (never sampled in training) against randomly initialised policies of the same architecture, and the ES
    control's mean policy.
-Usage: python bench/hypernetwork.py [--generations 300] [--population 64] [--hidden 16] [--run-dir DIR [--resume]]
+Usage: python bench/hypernetwork.py [--generations 600] [--steps 2048] [--control-only] [--run-dir DIR [--resume]]
 """
 import argparse, json, math, tempfile, time
 from pathlib import Path
@@ -32,10 +32,10 @@ def fmt(m, s, n, c): return f"{m:7.2f} ± {s:6.2f} (n={n}{', censored ' + str(c)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--generations', type=int, default=300)
+    ap.add_argument('--generations', type=int, default=600)
     ap.add_argument('--population', type=int, default=64)
     ap.add_argument('--agents-each', type=int, default=4)
-    ap.add_argument('--steps', type=int, default=256)
+    ap.add_argument('--steps', type=int, default=2048, help='arena steps per generation (a snake first meets a wall after a few hundred)')
     ap.add_argument('--hidden', type=int, default=16, help='width of the developed policy')
     ap.add_argument('--distribution', default='mixture')
     ap.add_argument('--trainer', default='reinforce')
@@ -43,8 +43,9 @@ def main():
     ap.add_argument('--base-lr', type=float, default=TrainerConfig.base_lr, help="the base table's learning rate, and the control's")
     ap.add_argument('--exploration', type=float, default=HypernetConfig.exploration, help="the chain's last noise, and the control's sigma")
     ap.add_argument('--baseline-decay', type=float, default=TrainerConfig.baseline_decay, help="REINFORCE's moving-baseline factor")
+    ap.add_argument('--all-steps', action='store_true', help='REINFORCE through all denoising steps (default: the last only)')
     ap.add_argument('--raw-fitness', action='store_true', help="replicator step on the measured fitness, not the estimator's")
-    ap.add_argument('--eval-interval', type=int, default=25)
+    ap.add_argument('--eval-interval', type=int, default=50)
     ap.add_argument('--eval-snakes', type=int, default=64, help='snakes of the curve evaluations')
     ap.add_argument('--final-snakes', type=int, default=256, help='snakes of the final evaluations (n)')
     ap.add_argument('--new-genomes', type=int, default=16, help='never-sampled genomes developed and scored')
@@ -54,13 +55,26 @@ def main():
     ap.add_argument('--run-dir', default='', help='checkpoint folder (default: a temporary one)')
     ap.add_argument('--resume', action='store_true')
     ap.add_argument('--skip-control', action='store_true')
+    ap.add_argument('--control-only', action='store_true', help='run and score only the ES control')
     a = ap.parse_args()
     torch.set_num_threads(1)
     cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps,
                            distribution=a.distribution, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
                            hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration),
-                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, baseline_decay=a.baseline_decay))
+                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
     print(f"config: {json.dumps({k: v for k, v in vars(a).items()})}")
+    if a.control_only:
+        t0 = time.perf_counter()
+        ctrl, es = run_policy_es(cfg, progress=False, lr=a.base_lr)
+        print(f"control ES: {time.perf_counter() - t0:.0f} s for {a.generations} generations, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
+        for g in range(0, a.generations, a.report):
+            r = ctrl.iloc[g:g + a.report]
+            print(f"{g:4d} | {r.fitness_mean.mean():8.3f} {r.fitness_max.mean():6.2f}")
+        hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
+        p = score(load_pufferlib_policy('snake'), a.final_snakes, 202, a.max_steps)
+        c = score(hn.policy(es.mean_params(), 0), a.final_snakes, 202, a.max_steps)
+        print(f"control ES mean policy: {fmt(*c)}; PufferLib-trained snake genome: {fmt(*p)}; ratio {c[0]/p[0]:.3f}")
+        return
     t0 = time.perf_counter()
     loop = ReplicatorTrainingLoop(cfg, Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-')), resume=a.resume)
     hist = loop.run(progress=False)

@@ -69,6 +69,7 @@ class HypernetConfig:
     exploration: float = 0.2    # noise of the last step, in units of `scale`
     x0_bound: float = 5.0       # predicted x0 is kept in (-bound, bound) by a tanh, in units of `scale`
     scale: float = 0.1          # the generated numbers' unit
+    zero_init: bool = True      # start the denoiser's output layer at zero (every genome develops `base` plus noise)
 
 class DiffusionHypernetwork(nn.Module):
     "Genome (P, genome_dim) -> parameters of P snake `LinearLSTM`s (and their initial state) by T DDPM steps."
@@ -85,6 +86,7 @@ class DiffusionHypernetwork(nn.Module):
             self.mlp = nn.Sequential(nn.GELU(), nn.Linear(W, W), nn.GELU(), nn.Linear(W, W), nn.GELU())
             self.time = nn.Embedding(cfg.T + 1, W)
             init = {k: v.detach() for k, v in LinearLSTM(**self.policy_config).named_parameters()}
+        if cfg.zero_init: nn.init.zeros_(self.out.weight); nn.init.zeros_(self.out.bias)
         self.token = nn.Parameter(0.02 * torch.randn(L, W, generator=g))
         b = cfg.x0_bound   # base = b atanh(init / b): the bounded output starts at PyTorch's initialisation
         self.base = nn.Parameter(b * torch.atanh((self._normalise(init) / b).clamp(-0.999, 0.999)))
@@ -185,7 +187,7 @@ class TrainerConfig:
     kind: str = 'reinforce'     # 'reinforce' or 'es'
     lr: float = 3e-3            # Adam learning rate of the denoiser network
     base_lr: float = 0.1        # Adam learning rate of the per-token `base` (a table, like an embedding)
-    last_step: bool = False     # REINFORCE through the last denoising step only (lower variance, biased)
+    last_step: bool = True      # REINFORCE through the last denoising step only (the noise that decides the policy)
     clip: float = 1.0           # gradient-norm clip
     baseline_decay: float = 0.9 # moving-average factor of the REINFORCE baseline
     es_sigma: float = 0.05      # ES perturbation of the hypernetwork's parameters
@@ -241,7 +243,7 @@ class HypernetworkTrainer:
 @dataclass
 class ReplicatorConfig:
     "All settings of a replicator training run (seed 001's `ReplicatorConfig`, `PopulationConfig`, `EvalConfig`)."
-    generations: int = 100
+    generations: int = 600
     population: int = 64        # genomes per generation (even for the ES trainer)
     distribution: str = 'mixture'  # 'mixture' or 'particles' (`03_replicator`)
     components: int = 4         # mixture components
@@ -252,7 +254,7 @@ class ReplicatorConfig:
     estimator_members: int = 5
     estimator_epochs: int = 5   # passes over the buffer per generation (the members keep training across generations)
     agents_each: int = 4        # snakes per genome per generation
-    steps: int = 256            # arena steps per generation
+    steps: int = 2048           # arena steps per generation (a snake first meets a wall after a few hundred)
     map_width: int = 640        # the training map (walls included): PufferLib's own
     map_height: int = 360
     num_food: int = 4096
