@@ -1,5 +1,5 @@
 """Tournament backends and benchmark."""
-import os, subprocess, sys
+import concurrent.futures, multiprocessing, os, subprocess, sys
 from pathlib import Path
 import numpy as np, pytest
 from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
@@ -12,7 +12,10 @@ def test_ray_backend_matches_local():
     pols = [load_pufferlib_policy('snake'), SnakeHeuristic(), RandomPolicy(4)]
     games = [(0, 1, 2), (2, 0, 1)]
     kw = dict(snakes_per_genome=4, steps=60, width=40, height=30, num_food=60)
-    local = play_games(pols, games, seed=5, progress=False, **kw)
+    # the local reference runs in a fresh process, as the ray workers do: PufferLib's snake draws from the C library's
+    # process-global rand(), so anything else in this test process that touches it could change a game
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as ex:
+        local = ex.submit(play_games, pols, games, 5, progress=False, **kw).result()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try: remote = play_games(pols, games, seed=5, backend='ray', **kw)
     finally: ray.shutdown()
