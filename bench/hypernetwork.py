@@ -44,6 +44,7 @@ def main():
     ap.add_argument('--exploration', type=float, default=HypernetConfig.exploration, help="the chain's last noise, and the control's sigma")
     ap.add_argument('--baseline-decay', type=float, default=TrainerConfig.baseline_decay, help="REINFORCE's moving-baseline factor")
     ap.add_argument('--all-steps', action='store_true', help='REINFORCE through all denoising steps (default: the last only)')
+    ap.add_argument('--random-output', action='store_true', help="a randomly initialised denoiser output layer (default: zero)")
     ap.add_argument('--raw-fitness', action='store_true', help="replicator step on the measured fitness, not the estimator's")
     ap.add_argument('--eval-interval', type=int, default=50)
     ap.add_argument('--eval-snakes', type=int, default=64, help='snakes of the curve evaluations')
@@ -55,62 +56,57 @@ def main():
     ap.add_argument('--run-dir', default='', help='checkpoint folder (default: a temporary one)')
     ap.add_argument('--resume', action='store_true')
     ap.add_argument('--skip-control', action='store_true')
-    ap.add_argument('--control-only', action='store_true', help='run and score only the ES control')
+    ap.add_argument('--control-only', action='store_true', help='run and score only the ES control (and PufferLib\'s snake)')
     a = ap.parse_args()
     torch.set_num_threads(1)
     cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps,
                            distribution=a.distribution, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
-                           hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration),
+                           hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration, zero_init=not a.random_output),
                            trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
-    print(f"config: {json.dumps({k: v for k, v in vars(a).items()})}")
-    if a.control_only:
+    print(f"config: {json.dumps(vars(a))}")
+    hist = ctrl = None
+    if not a.control_only:
         t0 = time.perf_counter()
-        ctrl, es = run_policy_es(cfg, progress=False, lr=a.base_lr)
-        print(f"control ES: {time.perf_counter() - t0:.0f} s for {a.generations} generations, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
-        for g in range(0, a.generations, a.report):
-            r = ctrl.iloc[g:g + a.report]
-            print(f"{g:4d} | {r.fitness_mean.mean():8.3f} {r.fitness_max.mean():6.2f}")
-        hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
-        p = score(load_pufferlib_policy('snake'), a.final_snakes, 202, a.max_steps)
-        c = score(hn.policy(es.mean_params(), 0), a.final_snakes, 202, a.max_steps)
-        print(f"control ES mean policy: {fmt(*c)}; PufferLib-trained snake genome: {fmt(*p)}; ratio {c[0]/p[0]:.3f}")
-        return
-    t0 = time.perf_counter()
-    loop = ReplicatorTrainingLoop(cfg, Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-')), resume=a.resume)
-    hist = loop.run(progress=False)
-    t_rep = time.perf_counter() - t0
-    ctrl = None
+        loop = ReplicatorTrainingLoop(cfg, Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-')), resume=a.resume)
+        hist = loop.run(progress=False)
+        print(f"replicator run: {time.perf_counter() - t0:.0f} s for {a.generations} generations, "
+              f"{int(hist.agent_steps.iloc[-1]):,} agent-steps")
     if not a.skip_control:
         t0 = time.perf_counter()
         ctrl, es = run_policy_es(cfg, progress=False, lr=a.base_lr)
-        t_es = time.perf_counter() - t0
+        print(f"control ES: {time.perf_counter() - t0:.0f} s for {a.generations} generations, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
     print(f"\n1. fitness (first-episode reward, {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
-    print(" gen | replicator mean   max | entropy | estimator R2 | control ES mean   max")
+    print(" gen" + (" | replicator mean   max | entropy | estimator R2" if hist is not None else "")
+          + (" | control ES mean   max" if ctrl is not None else ""))
     for g in range(0, a.generations, a.report):
         w = slice(g, g + a.report)
-        r = hist.iloc[w]
-        line = f"{g:4d} | {r.fitness_mean.mean():15.3f} {r.fitness_max.mean():5.2f} | {r.entropy.iloc[-1]:7.2f} | {np.nanmean(r.estimator_r2):12.3f}"
+        line = f"{g:4d}"
+        if hist is not None:
+            r = hist.iloc[w]
+            line += f" | {r.fitness_mean.mean():15.3f} {r.fitness_max.mean():5.2f} | {r.entropy.iloc[-1]:7.2f} | {np.nanmean(r.estimator_r2):12.3f}"
         if ctrl is not None: line += f" | {ctrl.iloc[w].fitness_mean.mean():15.3f} {ctrl.iloc[w].fitness_max.mean():5.2f}"
         print(line)
+    if hist is not None:
+        print("\n2. score versus evaluations (best genome, training map, length at death)")
+        for c in loop.curve: print(f"  {c['agent_steps']:>12,} agent-steps (generation {c['generation']:4d}): {fmt(c['score'], c['std'], c['n'], c['censored'])}")
+    print(f"\n3. final evaluations on the training map, {a.final_snakes} snakes, first episode each")
+    p = score(load_pufferlib_policy('snake'), a.final_snakes, 202, a.max_steps)
+    print(f"  PufferLib-trained snake genome:                             {fmt(*p)}")
+    if ctrl is not None:
+        c = score(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed).policy(es.mean_params(), 0), a.final_snakes, 202, a.max_steps)
+        print(f"  control ES mean policy:                                     {fmt(*c)}; ratio {c[0]/p[0]:.3f}")
+    if hist is None: return
     floor = 0.5 * cfg.hypernet.genome_dim * (1 + math.log(2 * math.pi)) + cfg.hypernet.genome_dim * math.log(0.1)
     r2 = hist.estimator_r2.dropna()
-    print(f"first {a.report} generations' mean fitness {hist.fitness_mean[:a.report].mean():.3f}, last {a.report}' "
+    print(f"  replicator: first {a.report} generations' mean fitness {hist.fitness_mean[:a.report].mean():.3f}, last {a.report}' "
           f"{hist.fitness_mean[-a.report:].mean():.3f}; lowest entropy {hist.entropy.min():.2f} nats (threshold {floor:.2f}: "
-          f"a Gaussian of std 0.1 per coordinate); estimator R2 on new genomes, last half of the run: "
-          f"{r2[len(r2)//2:].mean():.3f} ± {r2[len(r2)//2:].std():.3f}")
-    print(f"replicator run: {t_rep:.0f} s for {a.generations} generations, {int(hist.agent_steps.iloc[-1]):,} agent-steps"
-          + (f"; control: {t_es:.0f} s" if ctrl is not None else ''))
-    print("\n2. score versus evaluations (best genome, training map, length at death)")
-    for c in loop.curve: print(f"  {c['agent_steps']:>12,} agent-steps (generation {c['generation']:4d}): {fmt(c['score'], c['std'], c['n'], c['censored'])}")
-    print(f"\n3. final evaluations on the training map, {a.final_snakes} snakes, first episode each")
+          f"a Gaussian of std 0.1 per coordinate); estimator R2 on new genomes: median {r2.median():.3f}, "
+          f"above 0 in {(r2 > 0).mean():.1%} of generations")
     top = loop.top_genomes(8, seed=a.seed + 12345)
     params = loop.pm.develop_mean(top)
     sel = [score(loop.pm.hn.policy(params, i), a.eval_snakes, 101, a.max_steps)[0] for i in range(len(top))]
-    best = loop.pm.hn.policy(params, int(np.argmax(sel)))
-    b, p = score(best, a.final_snakes, 202, a.max_steps), score(load_pufferlib_policy('snake'), a.final_snakes, 202, a.max_steps)
-    print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}")
-    print(f"  PufferLib-trained snake genome:                             {fmt(*p)}")
-    print(f"  ratio {b[0]/p[0]:.3f} (bar 0.5)")
+    b = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.final_snakes, 202, a.max_steps)
+    print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5)")
     new = loop.pm.dist.sample(a.new_genomes, torch.Generator().manual_seed(a.seed + 999))
     newp = loop.pm.develop_mean(new)
     dev_scores = [score(loop.pm.hn.policy(newp, i), a.eval_snakes, 303, a.max_steps)[0] for i in range(a.new_genomes)]
@@ -120,8 +116,5 @@ def main():
           f" ({a.eval_snakes} snakes each)")
     print(f"  {a.new_genomes} randomly initialised policies:   mean of per-policy means {np.mean(rnd_scores):.2f} ± {np.std(rnd_scores):.2f}")
     print(f"  developed above the random policies' mean: {np.mean(np.array(dev_scores) > np.mean(rnd_scores)):.2f}")
-    if ctrl is not None:
-        hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
-        print(f"  control ES mean policy:                                    {fmt(*score(hn.policy(es.mean_params(), 0), a.final_snakes, 202, a.max_steps))}")
 
 if __name__ == '__main__': main()

@@ -78,16 +78,15 @@ class DiffusionHypernetwork(nn.Module):
         self.cfg, self.policy_config = cfg, policy_config(cfg.hidden)
         self.layout = target_layout(self.policy_config, cfg.chunk, cfg.scale)
         L, C, W = sum(n for *_, n in self.layout), cfg.chunk, cfg.width
-        g = torch.Generator().manual_seed(seed)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
+            self.token = nn.Parameter(0.02 * torch.randn(L, W))
             self.inp, self.out = nn.Linear(C, W), nn.Linear(W, C)
             self.genome = nn.Sequential(nn.Linear(cfg.genome_dim, W), nn.GELU(), nn.Linear(W, W))
             self.mlp = nn.Sequential(nn.GELU(), nn.Linear(W, W), nn.GELU(), nn.Linear(W, W), nn.GELU())
             self.time = nn.Embedding(cfg.T + 1, W)
             init = {k: v.detach() for k, v in LinearLSTM(**self.policy_config).named_parameters()}
         if cfg.zero_init: nn.init.zeros_(self.out.weight); nn.init.zeros_(self.out.bias)
-        self.token = nn.Parameter(0.02 * torch.randn(L, W, generator=g))
         b = cfg.x0_bound   # base = b atanh(init / b): the bounded output starts at PyTorch's initialisation
         self.base = nn.Parameter(b * torch.atanh((self._normalise(init) / b).clamp(-0.999, 0.999)))
         mask = torch.zeros(L, C, dtype=torch.bool)

@@ -4,11 +4,12 @@ import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import numpy as np, pytest, torch
 from safetensors import safe_open
+from safetensors.torch import load_file
 from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, HypernetworkTrainer, TrainerConfig,
                                      ReplicatorConfig, evaluate_population)
 from genome_lab.registry import Registry
 from genome_lab.policies import load_pufferlib_policy
-from genome_lab.tournament import play_game
+from genome_lab.tournament import play_game, StackedLinearLSTM
 from genome_lab.arenas import SnakeArena
 
 torch.set_num_threads(1)
@@ -21,14 +22,13 @@ TINY = ['--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', 
 def _meta(run_dir):
     with safe_open(str(Path(run_dir)/'checkpoint.safetensors'), 'pt') as f: return json.loads(f.metadata()['replicator'])
 
-def test_generated_policies_equal_their_solo_play():
+def test_population_evaluation_and_stacked_play_match_each_policy():
     hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32))
     params = hn.generate_weights(torch.randn(3, 16), torch.Generator().manual_seed(0))
     arena = SnakeArena(width=64, height=48, num_snakes=3, num_food=40)
     ev = evaluate_population(hn.policy_config, params, arena, steps=40, seed=2)
-    # each genome alone (one snake) gives another map, so compare the stacked forward pass instead
+    # each genome alone (one snake) would play another map, so the stacked forward pass is compared instead
     obs = torch.randint(0, 8, (3, 1, 11, 11), dtype=torch.int8)
-    from genome_lab.tournament import StackedLinearLSTM
     net = StackedLinearLSTM(hn.policy_config, params)
     logits, _ = net(obs, net.initial_state(1))
     for i in range(3):
@@ -67,8 +67,7 @@ def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
     a, b = _meta(tmp_path/'A'), _meta(tmp_path/'B')
     drop = lambda h: [{k: v for k, v in row.items() if k != 'seconds'} for row in h]
     assert b['generation'] == 6 and drop(a['history']) == drop(b['history'])
-    ta = dict(__import__('safetensors.torch', fromlist=['load_file']).load_file(tmp_path/'A'/'checkpoint.safetensors'))
-    tb = dict(__import__('safetensors.torch', fromlist=['load_file']).load_file(tmp_path/'B'/'checkpoint.safetensors'))
+    ta, tb = load_file(tmp_path/'A'/'checkpoint.safetensors'), load_file(tmp_path/'B'/'checkpoint.safetensors')
     assert ta.keys() == tb.keys()
     for k in ta: torch.testing.assert_close(tb[k], ta[k], rtol=0, atol=0)
 
