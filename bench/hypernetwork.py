@@ -10,7 +10,7 @@ population, arena, steps and seeds:
 3. the final comparisons on PufferLib's training map (640x360, 4096 food, first episode of every snake, greedy,
    length at death): the best evolved genome (chosen among candidates on a selection seed, scored on another) against
    the PufferLib-trained snake genome on the same seed (the bar: at least 0.5x its mean), policies developed from new
-   genomes (never sampled in training) against randomly initialised policies of the same architecture, and the ES
+   genomes (never sampled in training) against randomly initialised policies of the same architecture (`init_policy`, other seeds), and the ES
    control's mean policy.
 Usage: python bench/hypernetwork.py [--generations 600] [--steps 2048] [--control-only] [--run-dir DIR [--resume]]
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from genome_lab.hypernetwork import (ReplicatorConfig, HypernetConfig, TrainerConfig, ReplicatorTrainingLoop,
-                                     run_policy_es, DiffusionHypernetwork, policy_config)
-from genome_lab.policies import LinearLSTM, load_pufferlib_policy
+                                     run_policy_es, DiffusionHypernetwork, policy_config, init_policy, evaluate_population)
+from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate
 
 def score(policy, snakes, seed, max_steps):
@@ -33,8 +33,8 @@ def fmt(m, s, n, c): return f"{m:7.2f} ± {s:6.2f} (n={n}{', censored ' + str(c)
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--generations', type=int, default=600)
-    ap.add_argument('--population', type=int, default=64)
-    ap.add_argument('--agents-each', type=int, default=4)
+    ap.add_argument('--population', type=int, default=ReplicatorConfig.population, help='genomes per generation, two policies each (the control: twice as many perturbed policies)')
+    ap.add_argument('--agents-each', type=int, default=ReplicatorConfig.agents_each, help='snakes per policy')
     ap.add_argument('--steps', type=int, default=2048, help='arena steps per generation (a snake first meets a wall after a few hundred)')
     ap.add_argument('--hidden', type=int, default=16, help='width of the developed policy')
     ap.add_argument('--distribution', default='mixture')
@@ -42,6 +42,7 @@ def main():
     ap.add_argument('--lr', type=float, default=TrainerConfig.lr, help="the denoiser's learning rate")
     ap.add_argument('--base-lr', type=float, default=TrainerConfig.base_lr, help="the base table's learning rate, and the control's")
     ap.add_argument('--exploration', type=float, default=HypernetConfig.exploration, help="the chain's last noise, and the control's sigma")
+    ap.add_argument('--shaping', default=TrainerConfig.shaping, help="REINFORCE's advantage: 'ranks' or 'baseline'")
     ap.add_argument('--baseline-decay', type=float, default=TrainerConfig.baseline_decay, help="REINFORCE's moving-baseline factor")
     ap.add_argument('--all-steps', action='store_true', help='REINFORCE through all denoising steps (default: the last only)')
     ap.add_argument('--random-output', action='store_true', help="a randomly initialised denoiser output layer (default: zero)")
@@ -62,7 +63,7 @@ def main():
     cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps,
                            distribution=a.distribution, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
                            hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration, zero_init=not a.random_output),
-                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
+                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, shaping=a.shaping, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
     print(f"config: {json.dumps(vars(a))}")
     hist = ctrl = None
     if not a.control_only:
@@ -102,6 +103,12 @@ def main():
           f"{hist.fitness_mean[-a.report:].mean():.3f}; lowest entropy {hist.entropy.min():.2f} nats (threshold {floor:.2f}: "
           f"a Gaussian of std 0.1 per coordinate); estimator R2 on new genomes: median {r2.median():.3f}, "
           f"above 0 in {(r2 > 0).mean():.1%} of generations")
+    genomes, dev = loop.pm.next(torch.Generator().manual_seed(a.seed + 4242))   # a generation of the final distribution, evaluated twice
+    f1, f2 = [evaluate_population(loop.pm.hn.policy_config, dev['params'], loop.arena, cfg.steps, seed=s)['fitness'].view(2, -1).mean(0)
+              for s in (a.seed + 11, a.seed + 12)]
+    rel = float(np.corrcoef(f1.numpy(), f2.numpy())[0, 1])
+    print(f"  test-retest correlation of a genome's training fitness (same {cfg.population} genomes and policies, two map seeds): {rel:.3f};"
+          f" the R2 any estimator can reach on one noisy evaluation is at most about this")
     top = loop.top_genomes(8, seed=a.seed + 12345)
     params = loop.pm.develop_mean(top)
     sel = [score(loop.pm.hn.policy(params, i), a.eval_snakes, 101, a.max_steps)[0] for i in range(len(top))]
@@ -110,8 +117,7 @@ def main():
     new = loop.pm.dist.sample(a.new_genomes, torch.Generator().manual_seed(a.seed + 999))
     newp = loop.pm.develop_mean(new)
     dev_scores = [score(loop.pm.hn.policy(newp, i), a.eval_snakes, 303, a.max_steps)[0] for i in range(a.new_genomes)]
-    torch.manual_seed(a.seed + 7)
-    rnd_scores = [score(LinearLSTM(**policy_config(a.hidden)), a.eval_snakes, 303, a.max_steps)[0] for _ in range(a.new_genomes)]
+    rnd_scores = [score(init_policy(policy_config(a.hidden), seed=a.seed + 7 + i), a.eval_snakes, 303, a.max_steps)[0] for i in range(a.new_genomes)]
     print(f"  {a.new_genomes} new genomes, developed:          mean of per-genome means {np.mean(dev_scores):.2f} ± {np.std(dev_scores):.2f}"
           f" ({a.eval_snakes} snakes each)")
     print(f"  {a.new_genomes} randomly initialised policies:   mean of per-policy means {np.mean(rnd_scores):.2f} ± {np.std(rnd_scores):.2f}")

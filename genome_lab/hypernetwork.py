@@ -23,7 +23,7 @@ from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator
 
 # %% auto #0
-__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'policy_config', 'target_layout', 'cosine_schedule', 'HypernetConfig',
+__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'policy_config', 'init_policy', 'target_layout', 'cosine_schedule', 'HypernetConfig',
            'DiffusionHypernetwork', 'evaluate_population', 'TrainerConfig', 'HypernetworkTrainer', 'ReplicatorConfig',
            'PopulationManager', 'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es',
            'train_replicator_cli']
@@ -34,6 +34,15 @@ SNAKE_INPUT, SNAKE_ACTIONS = 968, 4   # 11x11 cells x 8 codes; up, down, left, r
 def policy_config(hidden:int=16)->dict: # `LinearLSTM` config of a developed snake genome
     "Config of the developed snake policy: `LinearLSTM(968, 4, hidden, 'onehot8', learned_state=True)`."
     return LinearLSTM(SNAKE_INPUT, SNAKE_ACTIONS, hidden, 'onehot8', learned_state=True).config
+
+def init_policy(config:dict, seed:int=0)->LinearLSTM: # the starting point of evolution
+    "`LinearLSTM(**config)` initialised by PufferLib's `layer_init` convention: orthogonal weights (encoder gain sqrt(2), LSTM 1, actor 0.01), zero biases."
+    with torch.random.fork_rng():
+        torch.manual_seed(seed); pol = LinearLSTM(**config)
+        nn.init.orthogonal_(pol.encoder.weight, math.sqrt(2)); nn.init.zeros_(pol.encoder.bias)
+        for name, p in pol.lstm.named_parameters(): (nn.init.zeros_ if 'bias' in name else nn.init.orthogonal_)(p)
+        nn.init.orthogonal_(pol.actor.weight, 0.01); nn.init.zeros_(pol.actor.bias)
+    return pol
 
 def target_layout(config:dict, chunk:int=256, scale:float=0.1)->list: # [(name, shape, scale, first token, tokens)]
     "The generated parameters of a `LinearLSTM` with `config`: name, shape, scale and token span (value head excluded)."
@@ -85,9 +94,9 @@ class DiffusionHypernetwork(nn.Module):
             self.genome = nn.Sequential(nn.Linear(cfg.genome_dim, W), nn.GELU(), nn.Linear(W, W))
             self.mlp = nn.Sequential(nn.GELU(), nn.Linear(W, W), nn.GELU(), nn.Linear(W, W), nn.GELU())
             self.time = nn.Embedding(cfg.T + 1, W)
-            init = {k: v.detach() for k, v in LinearLSTM(**self.policy_config).named_parameters()}
+        init = {k: v.detach() for k, v in init_policy(self.policy_config, seed).named_parameters()}
         if cfg.zero_init: nn.init.zeros_(self.out.weight); nn.init.zeros_(self.out.bias)
-        b = cfg.x0_bound   # base = b atanh(init / b): the bounded output starts at PyTorch's initialisation
+        b = cfg.x0_bound   # base = b atanh(init / b): the bounded output starts at `init_policy`
         self.base = nn.Parameter(b * torch.atanh((self._normalise(init) / b).clamp(-0.999, 0.999)))
         mask = torch.zeros(L, C, dtype=torch.bool)
         for name, shape, _, tok, n in self.layout: mask.view(-1)[tok*C: tok*C + math.prod(shape)] = True
@@ -184,51 +193,54 @@ def evaluate_population(config:dict, # the `LinearLSTM` config shared by the pop
 class TrainerConfig:
     "Settings of `HypernetworkTrainer` (seed 001's `TrainingConfig`)."
     kind: str = 'reinforce'     # 'reinforce' or 'es'
-    lr: float = 3e-3            # Adam learning rate of the denoiser network
+    lr: float = 3e-4            # Adam learning rate of the denoiser network
     base_lr: float = 0.1        # Adam learning rate of the per-token `base` (a table, like an embedding)
     last_step: bool = True      # REINFORCE through the last denoising step only (the noise that decides the policy)
+    shaping: str = 'ranks'      # REINFORCE's advantage: 'ranks' (centred ranks) or 'baseline' (moving baseline / std)
     clip: float = 1.0           # gradient-norm clip
-    baseline_decay: float = 0.9 # moving-average factor of the REINFORCE baseline
+    baseline_decay: float = 0.9 # moving-average factor of the REINFORCE baseline ('baseline' shaping)
     es_sigma: float = 0.05      # ES perturbation of the hypernetwork's parameters
 
 class HypernetworkTrainer:
     "Trains a `DiffusionHypernetwork` from fitness; `develop` makes the population's policies, `step` learns from them."
     def __init__(self, hn:DiffusionHypernetwork, cfg:TrainerConfig=TrainerConfig()):
         if cfg.kind not in ('reinforce', 'es'): raise ValueError(f"trainer kind must be 'reinforce' or 'es', not {cfg.kind!r}")
+        if cfg.shaping not in ('ranks', 'baseline'): raise ValueError(f"shaping must be 'ranks' or 'baseline', not {cfg.shaping!r}")
         self.hn, self.cfg = hn, cfg
         rest = [p for n, p in hn.named_parameters() if n != 'base']
         self.opt = torch.optim.Adam([dict(params=rest, lr=cfg.lr), dict(params=[hn.base], lr=cfg.base_lr)])
         self.baseline = None
 
-    def develop(self, genomes:torch.Tensor, generator:torch.Generator)->dict: # {'params', 'traj' or 'eps'}
-        "Develop `genomes` (P, genome_dim): REINFORCE keeps the trajectories, ES the parameter perturbations."
-        if self.cfg.kind == 'reinforce':
-            traj = self.hn.sample(genomes, generator)
+    def develop(self, genomes:torch.Tensor, generator:torch.Generator)->dict: # {'params' (2P policies), 'traj' or 'eps'}
+        "Develop each of `genomes` (P, genome_dim) twice, by antithetic noise: policies `i` and `P + i` are genome `i`'s."
+        if self.cfg.kind == 'reinforce':   # one chain per genome; its last step's noise is mirrored
+            traj = self.hn.sample(genomes, generator, final_noise=False)
+            e = self.hn.sigma(1) * torch.randn(traj[-1].shape, generator=generator)
+            traj = torch.cat([traj, traj], 1); traj[-1] += torch.cat([e, -e])
             return dict(params=self.hn.to_params(traj[-1]), traj=traj)
-        P = len(genomes)
-        if P % 2: raise ValueError("ES needs an even population (antithetic pairs)")
-        names = [n for n, _ in self.hn.named_parameters()]
-        eps = [torch.randn(P // 2, *p.shape, generator=generator) for p in self.hn.parameters()]
+        names, P = [n for n, _ in self.hn.named_parameters()], len(genomes)
+        eps = [torch.randn(P, *p.shape, generator=generator) for p in self.hn.parameters()]
         eps = [torch.cat([e, -e]) for e in eps]
         with torch.no_grad():
             x0 = [torch.func.functional_call(self.hn, {n: p + self.cfg.es_sigma * e[i] for (n, p), e in zip(self.hn.named_parameters(), eps)},
-                                             (genomes[i:i+1],), {'generator': generator, 'final_noise': False}, strict=False)
-                  for i in range(P)]   # ES explores in the hypernetwork's parameters, so the last step is noise-free
+                                             (genomes[i % P:i % P + 1],), {'generator': generator, 'final_noise': False}, strict=False)
+                  for i in range(2 * P)]   # ES explores in the hypernetwork's parameters, so the last step is noise-free
         return dict(params=self.hn.to_params(torch.cat(x0)), eps=dict(zip(names, eps)))
 
     def step(self, genomes:torch.Tensor, dev:dict, fitness:torch.Tensor)->dict: # {'loss', 'grad_norm', 'param_norm', 'baseline'}
-        "One update from the population's fitness (P,); returns the logged quantities."
+        "One update from the fitness (2P,) of the policies `develop` made from `genomes` (P, genome_dim); returns the logged quantities."
+        if fitness.shape != (2 * len(genomes),): raise ValueError(f"fitness must be ({2 * len(genomes)},): one per developed policy, got {tuple(fitness.shape)}")
         if not torch.isfinite(fitness).all(): raise ValueError("fitness must be finite")
         mean = float(fitness.mean())
         self.baseline = mean if self.baseline is None else self.cfg.baseline_decay * self.baseline + (1 - self.cfg.baseline_decay) * mean
+        ranks = fitness.argsort().argsort().float() / (len(fitness) - 1) - 0.5
         self.opt.zero_grad()
         if self.cfg.kind == 'reinforce':
-            adv = (fitness - self.baseline) / (fitness.std() + 1e-8)
-            lp = self.hn.log_prob(genomes, dev['traj'], last=1 if self.cfg.last_step else None)
+            adv = ranks if self.cfg.shaping == 'ranks' else (fitness - self.baseline) / (fitness.std() + 1e-8)
+            lp = self.hn.log_prob(genomes.repeat(2, 1), dev['traj'], last=1 if self.cfg.last_step else None)
             loss = -(adv * lp).mean() / self.hn.mask.sum()   # per generated number
             loss.backward()
         else:
-            ranks = fitness.argsort().argsort().float() / (len(fitness) - 1) - 0.5
             for n, p in self.hn.named_parameters():
                 e = dev['eps'][n]
                 p.grad = -(ranks.view(-1, *[1]*(e.ndim - 1)) * e).sum(0) / (len(fitness) * self.cfg.es_sigma)
@@ -243,7 +255,7 @@ class HypernetworkTrainer:
 class ReplicatorConfig:
     "All settings of a replicator training run (seed 001's `ReplicatorConfig`, `PopulationConfig`, `EvalConfig`)."
     generations: int = 600
-    population: int = 64        # genomes per generation (even for the ES trainer)
+    population: int = 32        # genomes per generation; each is developed into two policies (antithetic noise)
     distribution: str = 'mixture'  # 'mixture' or 'particles' (`03_replicator`)
     components: int = 4         # mixture components
     particles: int = 256        # particles
@@ -252,7 +264,7 @@ class ReplicatorConfig:
     use_estimator: bool = True  # replicator step on the estimator's fitness (else the measured one)
     estimator_members: int = 5
     estimator_epochs: int = 5   # passes over the buffer per generation (the members keep training across generations)
-    agents_each: int = 4        # snakes per genome per generation
+    agents_each: int = 4        # snakes per developed policy per generation
     steps: int = 2048           # arena steps per generation (a snake first meets a wall after a few hundred)
     map_width: int = 640        # the training map (walls included): PufferLib's own
     map_height: int = 360
@@ -268,7 +280,6 @@ class ReplicatorConfig:
         if isinstance(self.trainer, dict): self.trainer = TrainerConfig(**self.trainer)
         self.hypernet, self.trainer = self.hypernet or HypernetConfig(), self.trainer or TrainerConfig()
         if self.population < 2: raise ValueError("population must be at least 2")
-        if self.trainer.kind == 'es' and self.population % 2: raise ValueError("the ES trainer needs an even population")
         if self.distribution not in ('mixture', 'particles'): raise ValueError(f"distribution must be 'mixture' or 'particles', not {self.distribution!r}")
 
 class PopulationManager:
@@ -314,9 +325,8 @@ class ReplicatorTrainingLoop:
         if resume and not self.path.exists(): raise FileNotFoundError(f"nothing to resume: no {self.path}")
         self.pm = PopulationManager(cfg)
         self.est = FitnessEstimator(cfg.hypernet.genome_dim, members=cfg.estimator_members, seed=cfg.seed)
-        self.arena = SnakeArena(width=cfg.map_width, height=cfg.map_height, num_snakes=cfg.population * cfg.agents_each, num_food=cfg.num_food)
+        self.arena = SnakeArena(width=cfg.map_width, height=cfg.map_height, num_snakes=2 * cfg.population * cfg.agents_each, num_food=cfg.num_food)
         self.generation, self.history, self.curve, self.agent_steps, self.genomes = 0, [], [], 0, []
-        self.best = None   # (genome (genome_dim,), estimated fitness) of the last generation
         if resume: self._load()
 
     def _gen(self, g:int)->torch.Generator: return torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + g)
@@ -326,16 +336,15 @@ class ReplicatorTrainingLoop:
         cfg, g, t0 = self.cfg, self.generation, time.perf_counter()
         genomes, dev = self.pm.next(self._gen(g))
         ev = evaluate_population(self.pm.hn.policy_config, dev['params'], self.arena, cfg.steps, seed=cfg.seed * 100_003 + g)
-        f = ev['fitness']
+        f = ev['fitness'].view(2, -1).mean(0)   # a genome's fitness: the mean of its two policies
         r2 = self.est.r2(genomes, f) if self.est.fitted else float('nan')   # held out: these genomes are new to it
         self.est.add(genomes, f)
         fit = self.est.fit(epochs=cfg.estimator_epochs, holdout=0) if len(self.est) >= 10 else {}
         f_hat = self.est.predict(genomes)[0] if cfg.use_estimator and self.est.fitted else f
         dist = self.pm.dist.update(genomes, f_hat, cfg.dt)
-        tr = self.pm.trainer.step(genomes, dev, f)
+        tr = self.pm.trainer.step(genomes, dev, ev['fitness'])
         self.agent_steps += ev['agent_steps']
-        i = int(f_hat.argmax()); self.best = (genomes[i].clone(), float(f_hat[i]))
-        row = dict(generation=g, fitness_mean=float(f.mean()), fitness_std=float(f.std()), fitness_max=float(f.max()),
+        row = dict(generation=g, fitness_mean=float(f.mean()), fitness_std=float(f.std()), fitness_max=float(ev['fitness'].max()),
                    food_mean=float(ev['food'].mean()), died=float(ev['died'].mean()), entropy=dist['entropy'], ess=dist['ess'],
                    estimator_r2=r2, estimator_loss=fit.get('loss', float('nan')), **{f'hn_{k}': v for k, v in tr.items()},
                    agent_steps=self.agent_steps, seconds=time.perf_counter() - t0)
@@ -343,14 +352,14 @@ class ReplicatorTrainingLoop:
         return row
 
     def top_genomes(self, k:int, samples:int=256, seed:int=0)->torch.Tensor: # (k, genome_dim)
-        "The `k` genomes of highest estimated fitness among the last best and `samples` draws from the distribution."
-        cand = torch.cat([self.best[0][None], self.pm.dist.sample(samples, torch.Generator().manual_seed(seed))])
-        if not self.est.fitted: return cand[:k]
-        return cand[self.est.predict(cand)[0].argsort(descending=True)[:k]]
+        "The distribution's mean genome, then the `k`-1 of highest estimated fitness among `samples` draws from the distribution."
+        cand = self.pm.dist.sample(samples, torch.Generator().manual_seed(seed))
+        if self.est.fitted: cand = cand[self.est.predict(cand)[0].argsort(descending=True)]
+        return torch.cat([self.pm.dist.mean()[None], cand[:k - 1]])
 
     def evaluate_best(self, snakes:int|None=None, seed:int=1, max_steps:int=5000)->dict: # {'score', 'std', 'n', ...}
-        "The current best genome, developed without exploration noise, on PufferLib's training map (length at death)."
-        params = self.pm.develop_mean(self.best[0][None])
+        "The distribution's mean genome, developed without exploration noise, on PufferLib's training map (length at death)."
+        params = self.pm.develop_mean(self.pm.dist.mean()[None])
         r = evaluate(self.pm.hn.policy(params, 0), 'snake', seed=seed, max_steps=max_steps, progress=False,
                      num_snakes=snakes or self.cfg.eval_snakes)
         s = r.stats()['score']
@@ -374,11 +383,9 @@ class ReplicatorTrainingLoop:
         opt, groups = _opt_tensors(self.pm.trainer.opt)
         tensors = {**_flat('hn', self.pm.hn.state_dict()), **_flat('dist', self.pm.dist.state_dict()),
                    **_flat('est', self.est.state_dict()), **opt}
-        if self.best is not None: tensors['best'] = self.best[0].clone()
         if self.genomes: tensors['genomes'] = torch.stack(self.genomes)
         meta = dict(config=asdict(self.cfg), generation=self.generation, history=self.history, curve=self.curve,
-                    agent_steps=self.agent_steps, baseline=self.pm.trainer.baseline, groups=groups,
-                    best_fitness=None if self.best is None else self.best[1])
+                    agent_steps=self.agent_steps, baseline=self.pm.trainer.baseline, groups=groups)
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix('.tmp')
         tmp.write_bytes(st_save(tensors, metadata={'replicator': json.dumps(meta)}))
@@ -394,7 +401,6 @@ class ReplicatorTrainingLoop:
         self.est.load_state_dict(_part('est', tensors)); _opt_load(self.pm.trainer.opt, tensors, meta['groups'])
         self.generation, self.history, self.curve = meta['generation'], meta['history'], meta['curve']
         self.agent_steps, self.pm.trainer.baseline = meta['agent_steps'], meta['baseline']
-        if 'best' in tensors: self.best = (tensors['best'], meta['best_fitness'])
         self.genomes = list(tensors['genomes']) if 'genomes' in tensors else []
 
 # %% ../nbs/04_hypernetwork.ipynb #822008cf
@@ -414,7 +420,7 @@ class PolicyES:
     "OpenAI-ES over the tokens of one developed policy (same layout and units as the hypernetwork's output)."
     def __init__(self, hn:DiffusionHypernetwork, sigma:float=0.2, lr:float=0.1):
         self.hn, self.sigma = hn, sigma
-        b = hn.cfg.x0_bound      # PyTorch's default initialisation, where the hypernetwork starts from
+        b = hn.cfg.x0_bound      # `init_policy`, where the hypernetwork starts from
         self.theta = (b * torch.tanh(hn.base.detach() / b)).clone()
         self.theta.requires_grad_(True)
         self.opt = torch.optim.Adam([self.theta], lr=lr)
@@ -433,13 +439,13 @@ class PolicyES:
 
 def run_policy_es(cfg:ReplicatorConfig, generations:int|None=None, progress:bool=True, # settings; default `cfg.generations`
                   lr:float=0.1)->tuple: # Adam learning rate of the ES -> (history DataFrame, PolicyES)
-    "The control run: `PolicyES` (sigma = `cfg.hypernet.exploration`) with `cfg`'s population, arena, steps and seeds."
+    "The control run: `PolicyES` (sigma = `cfg.hypernet.exploration`) on as many policies, snakes and steps as `cfg`'s run, with its seeds."
     hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
     es = PolicyES(hn, sigma=cfg.hypernet.exploration, lr=lr)
-    arena = SnakeArena(width=cfg.map_width, height=cfg.map_height, num_snakes=cfg.population * cfg.agents_each, num_food=cfg.num_food)
+    arena = SnakeArena(width=cfg.map_width, height=cfg.map_height, num_snakes=2 * cfg.population * cfg.agents_each, num_food=cfg.num_food)
     rows, spent = [], 0
     for g in tqdm(range(generations or cfg.generations), desc='policy ES', disable=not progress):
-        params, eps = es.ask(cfg.population, torch.Generator().manual_seed(cfg.seed * 1_000_003 + g))
+        params, eps = es.ask(2 * cfg.population, torch.Generator().manual_seed(cfg.seed * 1_000_003 + g))
         ev = evaluate_population(hn.policy_config, params, arena, cfg.steps, seed=cfg.seed * 100_003 + g)
         es.tell(eps, ev['fitness']); spent += ev['agent_steps']
         rows.append(dict(generation=g, fitness_mean=float(ev['fitness'].mean()), fitness_max=float(ev['fitness'].max()),

@@ -41,9 +41,19 @@ def test_trainer_rejects_bad_fitness():
     tr = HypernetworkTrainer(hn, TrainerConfig())
     z = torch.randn(4, 16); dev = tr.develop(z, torch.Generator().manual_seed(0))
     before = {k: v.clone() for k, v in hn.state_dict().items()}
-    with pytest.raises(ValueError, match='finite'): tr.step(z, dev, torch.tensor([1., float('nan'), 0., 0.]))
+    with pytest.raises(ValueError, match='finite'): tr.step(z, dev, torch.tensor([1., float('nan'), 0., 0., 0., 0., 0., 0.]))
+    with pytest.raises(ValueError, match='one per developed policy'): tr.step(z, dev, torch.zeros(4))
     for k, v in hn.state_dict().items(): assert torch.equal(v, before[k])
-    with pytest.raises(ValueError, match='even'): ReplicatorConfig(population=5, trainer=TrainerConfig(kind='es'))
+
+def test_each_genome_is_developed_twice_by_mirrored_noise():
+    hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32, zero_init=False))
+    z = torch.randn(3, 16)
+    dev = HypernetworkTrainer(hn, TrainerConfig()).develop(z, torch.Generator().manual_seed(5))
+    mean = hn.generate_weights(z, torch.Generator().manual_seed(5), final_noise=False)   # the same chain, last noise off
+    for k, v in dev['params'].items():
+        assert v.shape[0] == 6
+        torch.testing.assert_close((v[:3] + v[3:]) / 2, mean[k], atol=1e-6, rtol=1e-5)
+        if k.startswith('encoder'): assert not torch.allclose(v[:3], v[3:])
 
 def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
     run = lambda *a, **kw: subprocess.run([BIN/'genome-lab', 'train-replicator', *a], capture_output=True, text=True, env=ENV, timeout=300, **kw)
