@@ -5,7 +5,7 @@ Prints, for one training run (`ReplicatorTrainingLoop`) and one control run (`ru
 population, arena, steps and seeds:
 1. fitness (first-episode reward, mean and max over the population) every `--report` generations for both runs,
    the latent distribution's entropy and the fitness estimator's R^2 on genomes it had not seen;
-2. the score-versus-evaluations curve: length at death of the current best genome on PufferLib's training map,
+2. the score-versus-evaluations curve: length at death of the distribution's mean genome on PufferLib's training map,
    against the agent-steps spent in training evaluations;
 3. the final comparisons on PufferLib's training map (640x360, 4096 food, first episode of every snake, greedy,
    length at death): the best evolved genome (chosen among candidates on a selection seed, scored on another) against
@@ -88,7 +88,7 @@ def main():
         if ctrl is not None: line += f" | {ctrl.iloc[w].fitness_mean.mean():15.3f} {ctrl.iloc[w].fitness_max.mean():5.2f}"
         print(line)
     if hist is not None:
-        print("\n2. score versus evaluations (best genome, training map, length at death)")
+        print("\n2. score versus evaluations (the distribution's mean genome, training map, length at death)")
         for c in loop.curve: print(f"  {c['agent_steps']:>12,} agent-steps (generation {c['generation']:4d}): {fmt(c['score'], c['std'], c['n'], c['censored'])}")
     print(f"\n3. final evaluations on the training map, {a.final_snakes} snakes, first episode each")
     p = score(load_pufferlib_policy('snake'), a.final_snakes, 202, a.max_steps)

@@ -23,10 +23,10 @@ from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator
 
 # %% auto #0
-__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'policy_config', 'init_policy', 'target_layout', 'cosine_schedule', 'HypernetConfig',
-           'DiffusionHypernetwork', 'evaluate_population', 'TrainerConfig', 'HypernetworkTrainer', 'ReplicatorConfig',
-           'PopulationManager', 'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es',
-           'train_replicator_cli']
+__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'CHECKPOINT_FORMAT', 'policy_config', 'init_policy', 'target_layout',
+           'cosine_schedule', 'HypernetConfig', 'DiffusionHypernetwork', 'evaluate_population', 'TrainerConfig',
+           'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'ReplicatorTrainingLoop', 'register_best',
+           'PolicyES', 'run_policy_es', 'train_replicator_cli']
 
 # %% ../nbs/04_hypernetwork.ipynb #6e06ec85
 SNAKE_INPUT, SNAKE_ACTIONS = 968, 4   # 11x11 cells x 8 codes; up, down, left, right
@@ -269,7 +269,7 @@ class ReplicatorConfig:
     map_width: int = 640        # the training map (walls included): PufferLib's own
     map_height: int = 360
     num_food: int = 4096
-    eval_interval: int = 10     # generations between evaluations of the best genome (0: none)
+    eval_interval: int = 10     # generations between evaluations of the distribution's mean genome (0: none)
     eval_snakes: int = 64       # snakes of those evaluations
     checkpoint_every: int = 5
     seed: int = 0
@@ -312,6 +312,8 @@ def _opt_load(opt, tensors:dict, groups:list):
     for k, v in _part('opt', tensors).items():
         i, key = k.split('.', 1); state.setdefault(int(i), {})[key] = v
     opt.load_state_dict({'state': state, 'param_groups': groups})
+
+CHECKPOINT_FORMAT = 2   # 2: each genome is developed into two mirrored policies
 
 class ReplicatorTrainingLoop:
     "Seed 001's training loop over a `PopulationManager`, a `FitnessEstimator` and the snake arena; checkpoints to `run_dir`."
@@ -384,7 +386,7 @@ class ReplicatorTrainingLoop:
         tensors = {**_flat('hn', self.pm.hn.state_dict()), **_flat('dist', self.pm.dist.state_dict()),
                    **_flat('est', self.est.state_dict()), **opt}
         if self.genomes: tensors['genomes'] = torch.stack(self.genomes)
-        meta = dict(config=asdict(self.cfg), generation=self.generation, history=self.history, curve=self.curve,
+        meta = dict(format=CHECKPOINT_FORMAT, config=asdict(self.cfg), generation=self.generation, history=self.history, curve=self.curve,
                     agent_steps=self.agent_steps, baseline=self.pm.trainer.baseline, groups=groups)
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix('.tmp')
@@ -394,6 +396,8 @@ class ReplicatorTrainingLoop:
     def _load(self):
         from safetensors import safe_open
         with safe_open(str(self.path), 'pt') as f: meta = json.loads(f.metadata()['replicator'])
+        if meta.get('format') != CHECKPOINT_FORMAT:
+            raise ValueError(f"{self.path} was written by an earlier genome_lab (one policy per genome): start a new --run-dir")
         tensors = st_load(self.path.read_bytes())
         saved = ReplicatorConfig(**{**meta['config'], 'generations': self.cfg.generations})
         if saved != self.cfg: raise ValueError(f"{self.path} was made with other settings: {asdict(saved)}")

@@ -4,7 +4,7 @@ import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import numpy as np, pytest, torch
 from safetensors import safe_open
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, HypernetworkTrainer, TrainerConfig,
                                      ReplicatorConfig, evaluate_population)
 from genome_lab.registry import Registry
@@ -92,6 +92,13 @@ def test_cli_refuses_and_keeps_the_checkpoint(tmp_path):
     r = run('--run-dir', str(tmp_path/'new'), '--resume', '--no-progress', *TINY)
     assert r.returncode == 2 and 'nothing to resume' in r.stderr
     assert (tmp_path/'checkpoint.safetensors').read_bytes() == ck
+    meta = _meta(tmp_path); del meta['format']                     # a checkpoint of the one-policy-per-genome version
+    old = tmp_path/'old'; old.mkdir()
+    save_file(load_file(tmp_path/'checkpoint.safetensors'), old/'checkpoint.safetensors', metadata={'replicator': json.dumps(meta)})
+    before = (old/'checkpoint.safetensors').read_bytes()
+    r = run('--run-dir', str(old), '--generations', '2', '--resume', '--no-progress', *TINY)
+    assert r.returncode == 2 and 'earlier genome_lab' in r.stderr
+    assert (old/'checkpoint.safetensors').read_bytes() == before
 
 def test_registered_genomes_play_in_a_tournament_game(tmp_path):
     reg = tmp_path/'reg'
