@@ -114,6 +114,8 @@ def main():
     sel = [score(loop.pm.hn.policy(params, i), a.eval_snakes, 101, a.max_steps)[0] for i in range(len(top))]
     b = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.final_snakes, 202, a.max_steps)
     print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5)")
+    crowd = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.eval_snakes, 202, a.max_steps)
+    print(f"  the same genome with {a.eval_snakes} snakes on the map (as the curve and the rows below): {fmt(*crowd)}")
     new = loop.pm.dist.sample(a.new_genomes, torch.Generator().manual_seed(a.seed + 999))
     newp = loop.pm.develop_mean(new)
     dev_scores = [score(loop.pm.hn.policy(newp, i), a.eval_snakes, 303, a.max_steps)[0] for i in range(a.new_genomes)]
