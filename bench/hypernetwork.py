@@ -46,6 +46,9 @@ def main():
     ap.add_argument('--baseline-decay', type=float, default=TrainerConfig.baseline_decay, help="REINFORCE's moving-baseline factor")
     ap.add_argument('--all-steps', action='store_true', help='REINFORCE through all denoising steps (default: the last only)')
     ap.add_argument('--random-output', action='store_true', help="a randomly initialised denoiser output layer (default: zero)")
+    ap.add_argument('--dt', type=float, default=ReplicatorConfig.dt, help='replicator step')
+    ap.add_argument('--diffusion', type=float, default=ReplicatorConfig.diffusion, help='D of the replicator-mutator equation')
+    ap.add_argument('--trust-window', type=int, default=ReplicatorConfig.trust_window, help="generations of held-out R2 that scale the replicator step (0: no scaling)")
     ap.add_argument('--raw-fitness', action='store_true', help="replicator step on the measured fitness, not the estimator's")
     ap.add_argument('--eval-interval', type=int, default=50)
     ap.add_argument('--eval-snakes', type=int, default=64, help='snakes of the curve evaluations')
@@ -61,7 +64,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps,
-                           distribution=a.distribution, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
+                           distribution=a.distribution, dt=a.dt, diffusion=a.diffusion, trust_window=a.trust_window, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
                            hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration, zero_init=not a.random_output),
                            trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, shaping=a.shaping, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
     print(f"config: {json.dumps(vars(a))}")
@@ -102,7 +105,8 @@ def main():
     print(f"  replicator: first {a.report} generations' mean fitness {hist.fitness_mean[:a.report].mean():.3f}, last {a.report}' "
           f"{hist.fitness_mean[-a.report:].mean():.3f}; lowest entropy {hist.entropy.min():.2f} nats (threshold {floor:.2f}: "
           f"a Gaussian of std 0.1 per coordinate); estimator R2 on new genomes: median {r2.median():.3f}, "
-          f"above 0 in {(r2 > 0).mean():.1%} of generations")
+          f"above 0 in {(r2 > 0).mean():.1%} of generations; replicator step dt x trust: mean trust {hist.trust.mean():.3f}, "
+          f"above 0 in {(hist.trust > 0).mean():.1%} of generations")
     genomes, dev = loop.pm.next(torch.Generator().manual_seed(a.seed + 4242))   # a generation of the final distribution, evaluated twice
     f1, f2 = [evaluate_population(loop.pm.hn.policy_config, dev['params'], loop.arena, cfg.steps, seed=s)['fitness'].view(2, -1).mean(0)
               for s in (a.seed + 11, a.seed + 12)]
@@ -115,7 +119,9 @@ def main():
     b = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.final_snakes, 202, a.max_steps)
     print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5)")
     crowd = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.eval_snakes, 202, a.max_steps)
-    print(f"  the same genome with {a.eval_snakes} snakes on the map (as the curve and the rows below): {fmt(*crowd)}")
+    pc = score(load_pufferlib_policy('snake'), a.eval_snakes, 202, a.max_steps)
+    print(f"  the same genome with {a.eval_snakes} snakes on the map (as the curve and the rows below): {fmt(*crowd)}; "
+          f"PufferLib's snake with {a.eval_snakes}: {fmt(*pc)}, ratio {crowd[0]/pc[0]:.3f}")
     new = loop.pm.dist.sample(a.new_genomes, torch.Generator().manual_seed(a.seed + 999))
     newp = loop.pm.develop_mean(new)
     dev_scores = [score(loop.pm.hn.policy(newp, i), a.eval_snakes, 303, a.max_steps)[0] for i in range(a.new_genomes)]

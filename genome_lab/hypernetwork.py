@@ -260,8 +260,9 @@ class ReplicatorConfig:
     components: int = 4         # mixture components
     particles: int = 256        # particles
     dt: float = 0.5             # replicator step
-    diffusion: float = 0.01     # D of the replicator-mutator equation
+    diffusion: float = 0.001    # D of the replicator-mutator equation
     use_estimator: bool = True  # replicator step on the estimator's fitness (else the measured one)
+    trust_window: int = 20      # the step is dt times the mean held-out R^2 of the estimator over this many generations, clipped to [0, 1]; no step at 0 (trust_window 0: always dt)
     estimator_members: int = 5
     estimator_epochs: int = 5   # passes over the buffer per generation (the members keep training across generations)
     agents_each: int = 4        # snakes per developed policy per generation
@@ -271,6 +272,7 @@ class ReplicatorConfig:
     num_food: int = 4096
     eval_interval: int = 10     # generations between evaluations of the distribution's mean genome (0: none)
     eval_snakes: int = 64       # snakes of those evaluations
+    eval_max_steps: int = 20_000   # their step cap; snakes alive then are censored (left out of the mean), so a low cap hides the best
     checkpoint_every: int = 5
     seed: int = 0
     hypernet: HypernetConfig = None
@@ -343,15 +345,23 @@ class ReplicatorTrainingLoop:
         self.est.add(genomes, f)
         fit = self.est.fit(epochs=cfg.estimator_epochs, holdout=0) if len(self.est) >= 10 else {}
         f_hat = self.est.predict(genomes)[0] if cfg.use_estimator and self.est.fitted else f
-        dist = self.pm.dist.update(genomes, f_hat, cfg.dt)
+        trust, d = self.trust(r2), self.pm.dist
+        dist = d.update(genomes, f_hat, cfg.dt * trust) if trust > 0 else dict(entropy=d.entropy(), ess=float(1 / (d.weights.double()**2).sum()))
         tr = self.pm.trainer.step(genomes, dev, ev['fitness'])
         self.agent_steps += ev['agent_steps']
         row = dict(generation=g, fitness_mean=float(f.mean()), fitness_std=float(f.std()), fitness_max=float(ev['fitness'].max()),
                    food_mean=float(ev['food'].mean()), died=float(ev['died'].mean()), entropy=dist['entropy'], ess=dist['ess'],
-                   estimator_r2=r2, estimator_loss=fit.get('loss', float('nan')), **{f'hn_{k}': v for k, v in tr.items()},
+                   estimator_r2=r2, trust=trust, estimator_loss=fit.get('loss', float('nan')), **{f'hn_{k}': v for k, v in tr.items()},
                    agent_steps=self.agent_steps, seconds=time.perf_counter() - t0)
         self.history.append(row); self.genomes.append(genomes); self.generation += 1
         return row
+
+    def trust(self, r2:float)->float: # in [0, 1]
+        "How far the replicator step trusts the estimator: its mean held-out R^2 over the last `trust_window` generations (`r2` is this one's), clipped to [0, 1]; 1 without an estimator or window."
+        if not (self.cfg.use_estimator and self.cfg.trust_window): return 1.0
+        recent = [h['estimator_r2'] for h in self.history[-(self.cfg.trust_window - 1):]] + [r2]
+        recent = [v for v in recent if not math.isnan(v)]
+        return float(np.clip(np.mean(recent), 0, 1)) if recent else 0.0
 
     def top_genomes(self, k:int, samples:int=256, seed:int=0)->torch.Tensor: # (k, genome_dim)
         "The distribution's mean genome, then the `k`-1 of highest estimated fitness among `samples` draws from the distribution."
@@ -359,10 +369,10 @@ class ReplicatorTrainingLoop:
         if self.est.fitted: cand = cand[self.est.predict(cand)[0].argsort(descending=True)]
         return torch.cat([self.pm.dist.mean()[None], cand[:k - 1]])
 
-    def evaluate_best(self, snakes:int|None=None, seed:int=1, max_steps:int=5000)->dict: # {'score', 'std', 'n', ...}
+    def evaluate_best(self, snakes:int|None=None, seed:int=1, max_steps:int|None=None)->dict: # {'score', 'std', 'n', ...}; defaults from the config
         "The distribution's mean genome, developed without exploration noise, on PufferLib's training map (length at death)."
         params = self.pm.develop_mean(self.pm.dist.mean()[None])
-        r = evaluate(self.pm.hn.policy(params, 0), 'snake', seed=seed, max_steps=max_steps, progress=False,
+        r = evaluate(self.pm.hn.policy(params, 0), 'snake', seed=seed, max_steps=max_steps or self.cfg.eval_max_steps, progress=False,
                      num_snakes=snakes or self.cfg.eval_snakes)
         s = r.stats()['score']
         return dict(generation=self.generation, agent_steps=self.agent_steps, score=s['mean'], std=s['std'], n=s['n'], censored=r.censored)
@@ -399,7 +409,8 @@ class ReplicatorTrainingLoop:
         if meta.get('format') != CHECKPOINT_FORMAT:
             raise ValueError(f"{self.path} was written by an earlier genome_lab (one policy per genome): start a new --run-dir")
         tensors = st_load(self.path.read_bytes())
-        saved = ReplicatorConfig(**{**meta['config'], 'generations': self.cfg.generations})
+        old = dict(trust_window=0, eval_max_steps=5000)   # what runs stored before these settings existed did
+        saved = ReplicatorConfig(**{**old, **meta['config'], 'generations': self.cfg.generations})
         if saved != self.cfg: raise ValueError(f"{self.path} was made with other settings: {asdict(saved)}")
         self.pm.hn.load_state_dict(_part('hn', tensors)); self.pm.dist.load_state_dict(_part('dist', tensors))
         self.est.load_state_dict(_part('est', tensors)); _opt_load(self.pm.trainer.opt, tensors, meta['groups'])

@@ -121,3 +121,20 @@ def test_bench_runs_with_tiny_settings():
                         '--new-genomes', '2', '--max-steps', '30', '--report', '1'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
     for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES'): assert s in r.stdout, r.stdout
+
+def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
+    from genome_lab.hypernetwork import ReplicatorTrainingLoop
+    small = dict(population=4, agents_each=1, steps=16, eval_interval=0, seed=5, hypernet=HypernetConfig(hidden=4, chunk=64, width=32))
+    loop = ReplicatorTrainingLoop(ReplicatorConfig(trust_window=3, **small), tmp_path/'gate')
+    loop.history = [dict(estimator_r2=v) for v in (0.9, float('nan'), 0.5)]
+    assert loop.trust(0.1) == pytest.approx(0.3)            # the last 3 generations, the missing one skipped
+    assert loop.trust(-2.0) == 0 and loop.trust(float('nan')) == pytest.approx(0.5)
+    loop.history = []
+    assert loop.trust(float('nan')) == 0                     # no evidence yet: no step
+    before = {k: v.clone() for k, v in loop.pm.dist.state_dict().items()}
+    row = loop.step()                                        # first generation: the estimator is not fitted, so no step
+    assert row['trust'] == 0 and np.isfinite(row['entropy'])
+    for k, v in loop.pm.dist.state_dict().items(): assert torch.equal(v, before[k]), k
+    raw = ReplicatorTrainingLoop(ReplicatorConfig(use_estimator=False, **small), tmp_path/'raw')
+    assert raw.step()['trust'] == 1                          # measured fitness: the plain step dt
+    assert not torch.equal(raw.pm.dist.state_dict()['means'], before['means'])
