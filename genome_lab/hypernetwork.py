@@ -282,6 +282,8 @@ class ReplicatorConfig:
         if isinstance(self.trainer, dict): self.trainer = TrainerConfig(**self.trainer)
         self.hypernet, self.trainer = self.hypernet or HypernetConfig(), self.trainer or TrainerConfig()
         if self.population < 2: raise ValueError("population must be at least 2")
+        if self.trust_window < 0: raise ValueError(f"trust_window must be >= 0 (0: a plain step of dt), got {self.trust_window}")
+        if self.eval_max_steps < 1: raise ValueError(f"eval_max_steps must be >= 1, got {self.eval_max_steps}")
         if self.distribution not in ('mixture', 'particles'): raise ValueError(f"distribution must be 'mixture' or 'particles', not {self.distribution!r}")
 
 class PopulationManager:
@@ -359,7 +361,8 @@ class ReplicatorTrainingLoop:
     def trust(self, r2:float)->float: # in [0, 1]
         "How far the replicator step trusts the estimator: its mean held-out R^2 over the last `trust_window` generations (`r2` is this one's), clipped to [0, 1]; 1 without an estimator or window."
         if not (self.cfg.use_estimator and self.cfg.trust_window): return 1.0
-        recent = [h['estimator_r2'] for h in self.history[-(self.cfg.trust_window - 1):]] + [r2]
+        w = self.cfg.trust_window
+        recent = [h['estimator_r2'] for h in self.history[max(0, len(self.history) - (w - 1)):]] + [r2]
         recent = [v for v in recent if not math.isnan(v)]
         return float(np.clip(np.mean(recent), 0, 1)) if recent else 0.0
 

@@ -129,6 +129,10 @@ def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     loop.history = [dict(estimator_r2=v) for v in (0.9, float('nan'), 0.5)]
     assert loop.trust(0.1) == pytest.approx(0.3)            # the last 3 generations, the missing one skipped
     assert loop.trust(-2.0) == 0 and loop.trust(float('nan')) == pytest.approx(0.5)
+    loop.cfg.trust_window = 1
+    assert loop.trust(0.2) == pytest.approx(0.2)              # this generation's alone
+    loop.cfg.trust_window = 3
+    with pytest.raises(ValueError, match='trust_window'): ReplicatorConfig(trust_window=-1)
     loop.history = []
     assert loop.trust(float('nan')) == 0                     # no evidence yet: no step
     before = {k: v.clone() for k, v in loop.pm.dist.state_dict().items()}
