@@ -94,7 +94,8 @@ def main():
         print("\n2. score versus evaluations (the distribution's mean genome, training map, length at death)")
         for c in loop.curve: print(f"  {c['agent_steps']:>12,} agent-steps (generation {c['generation']:4d}): {fmt(c['score'], c['std'], c['n'], c['censored'])}")
     print(f"\n3. final evaluations on the training map, {a.final_snakes} snakes, first episode each")
-    p = score(load_pufferlib_policy('snake'), a.final_snakes, 202, a.max_steps)
+    puffer = load_pufferlib_policy('snake')
+    p = score(puffer, a.final_snakes, 202, a.max_steps)
     print(f"  PufferLib-trained snake genome:                             {fmt(*p)}")
     if ctrl is not None:
         c = score(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed).policy(es.mean_params(), 0), a.final_snakes, 202, a.max_steps)
@@ -119,7 +120,7 @@ def main():
     b = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.final_snakes, 202, a.max_steps)
     print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5)")
     crowd = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.eval_snakes, 202, a.max_steps)
-    pc = score(load_pufferlib_policy('snake'), a.eval_snakes, 202, a.max_steps)
+    pc = score(puffer, a.eval_snakes, 202, a.max_steps)
     print(f"  the same genome with {a.eval_snakes} snakes on the map (as the curve and the rows below): {fmt(*crowd)}; "
           f"PufferLib's snake with {a.eval_snakes}: {fmt(*pc)}, ratio {crowd[0]/pc[0]:.3f}")
     new = loop.pm.dist.sample(a.new_genomes, torch.Generator().manual_seed(a.seed + 999))

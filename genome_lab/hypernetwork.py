@@ -348,7 +348,7 @@ class ReplicatorTrainingLoop:
         fit = self.est.fit(epochs=cfg.estimator_epochs, holdout=0) if len(self.est) >= 10 else {}
         f_hat = self.est.predict(genomes)[0] if cfg.use_estimator and self.est.fitted else f
         trust, d = self.trust(r2), self.pm.dist
-        dist = d.update(genomes, f_hat, cfg.dt * trust) if trust > 0 else dict(entropy=d.entropy(), ess=float(1 / (d.weights.double()**2).sum()))
+        dist = d.update(genomes, f_hat, cfg.dt * trust) if trust > 0 else dict(entropy=d.entropy(), ess=d.ess())
         tr = self.pm.trainer.step(genomes, dev, ev['fitness'])
         self.agent_steps += ev['agent_steps']
         row = dict(generation=g, fitness_mean=float(f.mean()), fitness_std=float(f.std()), fitness_max=float(ev['fitness'].max()),

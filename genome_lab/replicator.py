@@ -95,6 +95,9 @@ class LatentDistribution:
     def mean(self)->torch.Tensor: # (dim,) E_p[x]
         "Mean genome of `p`."
         raise NotImplementedError
+    def ess(self)->float: # in [1, number of weights]
+        "Effective number of particles or components, `1 / sum w_i^2` of the weights (Kish 1965)."
+        return float(1.0 / (self.weights.double() ** 2).sum())
     def _entropy_points(self, m:int, g:torch.Generator)->torch.Tensor: return self.sample(m, g)
     def entropy(self, samples:int|None=None)->float: # nats
         "Differential entropy of `p`, Monte-Carlo `-mean log p(x_i)` over `samples` points drawn with a fixed seed (standard error about `std(log p) / sqrt(samples)`)."
@@ -151,7 +154,6 @@ class ParticleDistribution(LatentDistribution):
     def _tensors(self)->dict: return dict(x=self.x, w=self.w)
     @property
     def weights(self)->torch.Tensor: return self.w  # (N,) sum 1
-    def ess(self)->float: return float(1.0 / (self.w.double() ** 2).sum())
     def mean(self)->torch.Tensor: return (self.w[:, None] * self.x).sum(0)
 
     def sample(self, n:int, generator:torch.Generator|None=None)->torch.Tensor: # (n, dim) copies of particles
@@ -252,7 +254,7 @@ class GaussianMixture(LatentDistribution):
         self.means = self.means + dt * m * dmu
         self.vars = (self.vars * torch.exp(dt * m * dlogv) + 2 * self.diffusion * dt).clamp_min(self.min_var)
         self.w = replicate(self.w, Fk, informed, self.share_rate * dt)
-        return self._stats(f, ess=1.0 / float((self.w.double() ** 2).sum()), informed=informed.float().mean())
+        return self._stats(f, ess=self.ess(), informed=informed.float().mean())
 
 # %% ../nbs/03_replicator.ipynb #7986521f
 DISTRIBUTIONS = {'mixture': GaussianMixture, 'particles': ParticleDistribution}
