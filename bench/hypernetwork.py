@@ -23,12 +23,28 @@ from genome_lab.hypernetwork import (ReplicatorConfig, HypernetConfig, TrainerCo
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate
 
-def score(policy, snakes, seed, max_steps):
+def score(policy, snakes, seed, max_steps): # (mean, std, n, censored, steps alive, food per 100 steps)
     r = evaluate(policy, 'snake', seed=seed, max_steps=max_steps, progress=False, num_snakes=snakes)
-    s = r.stats()['score']
-    return s['mean'], s['std'], s['n'], r.censored
+    s, e = r.stats()['score'], r.episodes
+    return s['mean'], s['std'], s['n'], r.censored, float(e.length.mean()), 100 * float((e.score - 1).sum() / e.length.sum())
 
-def fmt(m, s, n, c): return f"{m:7.2f} ± {s:6.2f} (n={n}{', censored ' + str(c) if c else ''})"
+def fmt(m, s, n, c, *_): return f"{m:7.2f} ± {s:6.2f} (n={n}{', censored ' + str(c) if c else ''})"
+def habits(x): return f"lives {x[4]:.0f} steps on average and eats {x[5]:.3f} food per 100 steps"
+
+def takes_food(policy, snakes=256, seed=202, steps=1500): # share of the steps with food or corpse in exactly one neighbour cell where the snake moves onto it
+    "The simplest foraging skill: how often the snake eats a food that lies next to its head (4 actions; a random choice takes it 1 time in 4)."
+    from genome_lab.arenas import SnakeArena, SNAKE_FOOD, SNAKE_CORPSE
+    arena = SnakeArena(num_snakes=snakes); obs = arena.reset(seed); state = policy.initial_state(snakes)
+    c = obs.shape[1] // 2; nb = [(c - 1, c), (c + 1, c), (c, c - 1), (c, c + 1)]   # cells of actions up, down, left, right
+    took = seen = 0
+    for _ in range(steps):
+        act, state = policy.act(obs, state, greedy=True)
+        food = np.isin(np.stack([obs[:, r, q] for r, q in nb], 1), (SNAKE_FOOD, SNAKE_CORPSE))
+        one = food.sum(1) == 1
+        took += int((food[np.arange(snakes), act] & one).sum()); seen += int(one.sum())
+        obs, _, _ = arena.step(act)
+    arena.close()
+    return took / seen if seen else float("nan")
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -36,6 +52,9 @@ def main():
     ap.add_argument('--population', type=int, default=ReplicatorConfig.population, help='genomes per generation, two policies each (the control: twice as many perturbed policies)')
     ap.add_argument('--agents-each', type=int, default=ReplicatorConfig.agents_each, help='snakes per policy')
     ap.add_argument('--steps', type=int, default=2048, help='arena steps per generation (a snake first meets a wall after a few hundred)')
+    ap.add_argument('--fitness', default=ReplicatorConfig.fitness, help="a policy's fitness: 'window' (reward over all steps) or 'first' (first episodes)")
+    ap.add_argument('--reward-food', type=float, default=ReplicatorConfig.reward_food, help='training reward per food or corpse (PufferLib: 0.1)')
+    ap.add_argument('--reward-death', type=float, default=ReplicatorConfig.reward_death, help='training reward at death (PufferLib: -1)')
     ap.add_argument('--hidden', type=int, default=16, help='width of the developed policy')
     ap.add_argument('--distribution', default='mixture')
     ap.add_argument('--trainer', default='reinforce')
@@ -63,7 +82,7 @@ def main():
     ap.add_argument('--control-only', action='store_true', help='run and score only the ES control (and PufferLib\'s snake)')
     a = ap.parse_args()
     torch.set_num_threads(1)
-    cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps,
+    cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps, fitness=a.fitness, reward_food=a.reward_food, reward_death=a.reward_death,
                            distribution=a.distribution, dt=a.dt, diffusion=a.diffusion, trust_window=a.trust_window, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
                            hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration, zero_init=not a.random_output),
                            trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, shaping=a.shaping, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
@@ -79,7 +98,7 @@ def main():
         t0 = time.perf_counter()
         ctrl, es = run_policy_es(cfg, progress=False, lr=a.base_lr)
         print(f"control ES: {time.perf_counter() - t0:.0f} s for {a.generations} generations, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
-    print(f"\n1. fitness (first-episode reward, {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
+    print(f"\n1. fitness ({cfg.fitness} reward, {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
     print(" gen" + (" | replicator mean   max | entropy | estimator R2" if hist is not None else "")
           + (" | control ES mean   max" if ctrl is not None else ""))
     for g in range(0, a.generations, a.report):
@@ -96,10 +115,10 @@ def main():
     print(f"\n3. final evaluations on the training map, {a.final_snakes} snakes, first episode each")
     puffer = load_pufferlib_policy('snake')
     p = score(puffer, a.final_snakes, 202, a.max_steps)
-    print(f"  PufferLib-trained snake genome:                             {fmt(*p)}")
+    print(f"  PufferLib-trained snake genome:                             {fmt(*p)}; {habits(p)}; takes adjacent food {takes_food(puffer, a.final_snakes):.3f}")
     if ctrl is not None:
         c = score(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed).policy(es.mean_params(), 0), a.final_snakes, 202, a.max_steps)
-        print(f"  control ES mean policy:                                     {fmt(*c)}; ratio {c[0]/p[0]:.3f}")
+        print(f"  control ES mean policy:                                     {fmt(*c)}; ratio {c[0]/p[0]:.3f}; {habits(c)}")
     if hist is None: return
     floor = 0.5 * cfg.hypernet.genome_dim * (1 + math.log(2 * math.pi)) + cfg.hypernet.genome_dim * math.log(0.1)
     r2 = hist.estimator_r2.dropna()
@@ -109,7 +128,7 @@ def main():
           f"above 0 in {(r2 > 0).mean():.1%} of generations; replicator step dt x trust: mean trust {hist.trust.mean():.3f}, "
           f"above 0 in {(hist.trust > 0).mean():.1%} of generations")
     genomes, dev = loop.pm.next(torch.Generator().manual_seed(a.seed + 4242))   # a generation of the final distribution, evaluated twice
-    f1, f2 = [evaluate_population(loop.pm.hn.policy_config, dev['params'], loop.arena, cfg.steps, seed=s)['fitness'].view(2, -1).mean(0)
+    f1, f2 = [evaluate_population(loop.pm.hn.policy_config, dev['params'], loop.arena, cfg.steps, seed=s, fitness=cfg.fitness)['fitness'].view(2, -1).mean(0)
               for s in (a.seed + 11, a.seed + 12)]
     rel = float(np.corrcoef(f1.numpy(), f2.numpy())[0, 1])
     print(f"  test-retest correlation of a genome's training fitness (same {cfg.population} genomes and policies, two map seeds): {rel:.3f};"
@@ -118,7 +137,7 @@ def main():
     params = loop.pm.develop_mean(top)
     sel = [score(loop.pm.hn.policy(params, i), a.eval_snakes, 101, a.max_steps)[0] for i in range(len(top))]
     b = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.final_snakes, 202, a.max_steps)
-    print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5)")
+    print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5); {habits(b)}; takes adjacent food {takes_food(loop.pm.hn.policy(params, int(np.argmax(sel))), a.final_snakes):.3f}")
     crowd = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.eval_snakes, 202, a.max_steps)
     pc = score(puffer, a.eval_snakes, 202, a.max_steps)
     print(f"  the same genome with {a.eval_snakes} snakes on the map (as the curve and the rows below): {fmt(*crowd)}; "

@@ -24,9 +24,9 @@ from .replicator import make_distribution, FitnessEstimator
 
 # %% auto #0
 __all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'CHECKPOINT_FORMAT', 'policy_config', 'init_policy', 'target_layout',
-           'cosine_schedule', 'HypernetConfig', 'DiffusionHypernetwork', 'evaluate_population', 'TrainerConfig',
-           'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'ReplicatorTrainingLoop', 'register_best',
-           'PolicyES', 'run_policy_es', 'train_replicator_cli']
+           'cosine_schedule', 'HypernetConfig', 'DiffusionHypernetwork', 'evaluate_population', 'centred_ranks',
+           'TrainerConfig', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'ReplicatorTrainingLoop',
+           'register_best', 'PolicyES', 'run_policy_es', 'train_replicator_cli']
 
 # %% ../nbs/04_hypernetwork.ipynb #6e06ec85
 SNAKE_INPUT, SNAKE_ACTIONS = 968, 4   # 11x11 cells x 8 codes; up, down, left, right
@@ -170,25 +170,37 @@ class DiffusionHypernetwork(nn.Module):
 def evaluate_population(config:dict, # the `LinearLSTM` config shared by the population
                         params:dict, # stacked parameters {name: (P, *shape)}
                         arena:SnakeArena, # with `num_agents` = P * agents_each
-                        steps:int=256, seed:int=0)->dict: # arena steps; seed of map and shuffle
-    "First-episode reward of each genome's snakes: {'fitness' (P,), 'food' (P,), 'died' (P,) fractions, 'agent_steps'}."
+                        steps:int=256, seed:int=0, # arena steps; seed of map and shuffle
+                        fitness:str='window')->dict: # 'window' (all episodes in `steps`) or 'first' (first episode)
+    "Mean reward per snake of each policy: {'fitness' (P,), 'food' (P,) eaten, 'died' (P,) fraction that died, 'agent_steps' played}."
+    if fitness not in ('window', 'first'): raise ValueError(f"fitness must be 'window' or 'first', not {fitness!r}")
     net = StackedLinearLSTM(config, params)
     P = net.G
     if arena.num_agents % P: raise ValueError(f"the arena's {arena.num_agents} snakes do not split among {P} genomes")
     k = arena.num_agents // P
     slot = np.random.default_rng(seed).permutation(P * k)
     obs, state = arena.reset(seed), net.initial_state(k)
-    ret, food, alive = np.zeros(P * k), np.zeros(P * k), np.ones(P * k, bool)
-    for _ in range(steps):
+    ret, food, alive, count = np.zeros(P * k), np.zeros(P * k), np.ones(P * k, bool), np.ones(P * k, bool)
+    for t in range(1, steps + 1):
         logits, state = net(torch.as_tensor(obs[slot]).view(P, k, *obs.shape[1:]), state)
         acts = np.empty(P * k, np.int32); acts[slot] = logits.argmax(-1).reshape(-1).numpy()
         obs, rew, died = arena.step(acts)
-        ret += rew * alive; food += (rew > 0) * alive; alive &= ~died
-        if not alive.any(): break
+        ret += rew * count; food += (rew > 0) * count; alive &= ~died
+        if fitness == 'first':
+            count = alive
+            if not alive.any(): break
     per = lambda x: torch.tensor(x[slot].reshape(P, k).mean(1), dtype=torch.float32)
-    return dict(fitness=per(ret), food=per(food), died=per(~alive), agent_steps=steps * P * k)
+    return dict(fitness=per(ret), food=per(food), died=per(~alive), agent_steps=t * P * k)
 
 # %% ../nbs/04_hypernetwork.ipynb #2a85c361
+def centred_ranks(x:torch.Tensor)->torch.Tensor: # (n,) -> (n,) in [-0.5, 0.5]
+    "Ranks of `x` scaled to [-0.5, 0.5] (the fitness shaping of NES and OpenAI-ES); tied values share their mean rank."
+    r = x.argsort().argsort().float()
+    _, tie = torch.unique(x, return_inverse=True)
+    r = torch.zeros(int(tie.max()) + 1).index_add_(0, tie, r)[tie] / torch.bincount(tie)[tie]
+    return r / (len(x) - 1) - 0.5
+
+# %% ../nbs/04_hypernetwork.ipynb #7f911152
 @dataclass
 class TrainerConfig:
     "Settings of `HypernetworkTrainer` (seed 001's `TrainingConfig`)."
@@ -233,7 +245,7 @@ class HypernetworkTrainer:
         if not torch.isfinite(fitness).all(): raise ValueError("fitness must be finite")
         mean = float(fitness.mean())
         self.baseline = mean if self.baseline is None else self.cfg.baseline_decay * self.baseline + (1 - self.cfg.baseline_decay) * mean
-        ranks = fitness.argsort().argsort().float() / (len(fitness) - 1) - 0.5
+        ranks = centred_ranks(fitness)
         self.opt.zero_grad()
         if self.cfg.kind == 'reinforce':
             adv = ranks if self.cfg.shaping == 'ranks' else (fitness - self.baseline) / (fitness.std() + 1e-8)
@@ -267,9 +279,12 @@ class ReplicatorConfig:
     estimator_epochs: int = 5   # passes over the buffer per generation (the members keep training across generations)
     agents_each: int = 4        # snakes per developed policy per generation
     steps: int = 2048           # arena steps per generation (a snake first meets a wall after a few hundred)
+    fitness: str = 'window'     # a policy's fitness: 'window' (its snakes' reward over all `steps`) or 'first' (first episodes)
     map_width: int = 640        # the training map (walls included): PufferLib's own
     map_height: int = 360
     num_food: int = 4096
+    reward_food: float = 0.1    # training reward per food or corpse eaten (PufferLib's 0.1); evaluations score length at death
+    reward_death: float = -1.0  # training reward at death (PufferLib's -1)
     eval_interval: int = 10     # generations between evaluations of the distribution's mean genome (0: none)
     eval_snakes: int = 64       # snakes of those evaluations
     eval_max_steps: int = 20_000   # their step cap; snakes alive then are censored (left out of the mean), so a low cap hides the best
@@ -284,7 +299,12 @@ class ReplicatorConfig:
         if self.population < 2: raise ValueError("population must be at least 2")
         if self.trust_window < 0: raise ValueError(f"trust_window must be >= 0 (0: a plain step of dt), got {self.trust_window}")
         if self.eval_max_steps < 1: raise ValueError(f"eval_max_steps must be >= 1, got {self.eval_max_steps}")
+        if self.fitness not in ('window', 'first'): raise ValueError(f"fitness must be 'window' or 'first', not {self.fitness!r}")
         if self.distribution not in ('mixture', 'particles'): raise ValueError(f"distribution must be 'mixture' or 'particles', not {self.distribution!r}")
+
+    def arena(self)->SnakeArena: # the training map with room for every developed policy's snakes
+        return SnakeArena(width=self.map_width, height=self.map_height, num_snakes=2 * self.population * self.agents_each, num_food=self.num_food,
+                          reward_food=self.reward_food, reward_corpse=self.reward_food, reward_death=self.reward_death)
 
 class PopulationManager:
     "Genomes sampled from a `LatentDistribution` and developed by the hypernetwork's trainer."
@@ -331,7 +351,7 @@ class ReplicatorTrainingLoop:
         if resume and not self.path.exists(): raise FileNotFoundError(f"nothing to resume: no {self.path}")
         self.pm = PopulationManager(cfg)
         self.est = FitnessEstimator(cfg.hypernet.genome_dim, members=cfg.estimator_members, seed=cfg.seed)
-        self.arena = SnakeArena(width=cfg.map_width, height=cfg.map_height, num_snakes=2 * cfg.population * cfg.agents_each, num_food=cfg.num_food)
+        self.arena = cfg.arena()
         self.generation, self.history, self.curve, self.agent_steps, self.genomes = 0, [], [], 0, []
         if resume: self._load()
 
@@ -341,7 +361,7 @@ class ReplicatorTrainingLoop:
         "Run one generation (see above) and return its statistics."
         cfg, g, t0 = self.cfg, self.generation, time.perf_counter()
         genomes, dev = self.pm.next(self._gen(g))
-        ev = evaluate_population(self.pm.hn.policy_config, dev['params'], self.arena, cfg.steps, seed=cfg.seed * 100_003 + g)
+        ev = evaluate_population(self.pm.hn.policy_config, dev['params'], self.arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
         f = ev['fitness'].view(2, -1).mean(0)   # a genome's fitness: the mean of its two policies
         r2 = self.est.r2(genomes, f) if self.est.fitted else float('nan')   # held out: these genomes are new to it
         self.est.add(genomes, f)
@@ -412,7 +432,7 @@ class ReplicatorTrainingLoop:
         if meta.get('format') != CHECKPOINT_FORMAT:
             raise ValueError(f"{self.path} was written by an earlier genome_lab (one policy per genome): start a new --run-dir")
         tensors = st_load(self.path.read_bytes())
-        old = dict(trust_window=0, eval_max_steps=5000)   # what runs stored before these settings existed did
+        old = dict(trust_window=0, eval_max_steps=5000, fitness='first')   # what runs stored before these settings existed did
         saved = ReplicatorConfig(**{**old, **meta['config'], 'generations': self.cfg.generations})
         if saved != self.cfg: raise ValueError(f"{self.path} was made with other settings: {asdict(saved)}")
         self.pm.hn.load_state_dict(_part('hn', tensors)); self.pm.dist.load_state_dict(_part('dist', tensors))
@@ -449,7 +469,7 @@ class PolicyES:
         return self.hn.to_params(self.theta.detach() + self.sigma * e), e
 
     def tell(self, eps:torch.Tensor, fitness:torch.Tensor):
-        ranks = fitness.argsort().argsort().float() / (len(fitness) - 1) - 0.5
+        ranks = centred_ranks(fitness)
         self.theta.grad = -(ranks[:, None, None] * eps).sum(0) / (len(fitness) * self.sigma)
         self.opt.step()
 
@@ -460,11 +480,11 @@ def run_policy_es(cfg:ReplicatorConfig, generations:int|None=None, progress:bool
     "The control run: `PolicyES` (sigma = `cfg.hypernet.exploration`) on as many policies, snakes and steps as `cfg`'s run, with its seeds."
     hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
     es = PolicyES(hn, sigma=cfg.hypernet.exploration, lr=lr)
-    arena = SnakeArena(width=cfg.map_width, height=cfg.map_height, num_snakes=2 * cfg.population * cfg.agents_each, num_food=cfg.num_food)
+    arena = cfg.arena()
     rows, spent = [], 0
     for g in tqdm(range(generations or cfg.generations), desc='policy ES', disable=not progress):
         params, eps = es.ask(2 * cfg.population, torch.Generator().manual_seed(cfg.seed * 1_000_003 + g))
-        ev = evaluate_population(hn.policy_config, params, arena, cfg.steps, seed=cfg.seed * 100_003 + g)
+        ev = evaluate_population(hn.policy_config, params, arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
         es.tell(eps, ev['fitness']); spent += ev['agent_steps']
         rows.append(dict(generation=g, fitness_mean=float(ev['fitness'].mean()), fitness_max=float(ev['fitness'].max()),
                          agent_steps=spent))

@@ -36,6 +36,24 @@ def test_population_evaluation_and_stacked_play_match_each_policy():
         with torch.no_grad(): torch.testing.assert_close(logits[i], pol(obs[i])[0], atol=1e-5, rtol=1e-5)
     assert ev['fitness'].shape == (3,) and ev['agent_steps'] == 120
 
+def test_population_fitness_counts_the_window_or_the_first_episode_of_each_snake():
+    hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32))
+    params = hn.generate_weights(torch.randn(3, 16), torch.Generator().manual_seed(0))
+    arena = SnakeArena(width=64, height=48, num_snakes=6, num_food=40)
+    slot = np.random.default_rng(2).permutation(6)   # policy-major order -> snake index, as evaluate_population assigns them
+    per_policy = lambda per_snake: per_snake[slot].reshape(3, 2).mean(1)
+    for fitness in ('window', 'first'):
+        ev = evaluate_population(hn.policy_config, params, arena, steps=300, seed=2, fitness=fitness)
+        eps = arena.pop_episodes()   # the arena's own record of every finished episode since the reset
+        assert len(eps) > 6   # snakes died and respawned, so there were later episodes to count or leave out
+        if fitness == 'window': per_snake = np.bincount(eps.agent, weights=eps.ret, minlength=6) + arena._ret
+        else:
+            per_snake = arena._ret.copy()   # snakes whose first episode was still running
+            for a in range(6):
+                if (eps.agent == a).any(): per_snake[a] = eps.ret[np.flatnonzero(eps.agent == a)[0]]
+        np.testing.assert_allclose(ev['fitness'].numpy(), per_policy(per_snake), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="'window' or 'first'"): evaluate_population(hn.policy_config, params, arena, fitness='all')
+
 def test_trainer_rejects_bad_fitness():
     hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32))
     tr = HypernetworkTrainer(hn, TrainerConfig())
@@ -120,7 +138,7 @@ def test_bench_runs_with_tiny_settings():
                         '--steps', '16', '--hidden', '4', '--eval-interval', '1', '--eval-snakes', '4', '--final-snakes', '4',
                         '--new-genomes', '2', '--max-steps', '30', '--report', '1'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
-    for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES'): assert s in r.stdout, r.stdout
+    for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food'): assert s in r.stdout, r.stdout
 
 def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     from genome_lab.hypernetwork import ReplicatorTrainingLoop
