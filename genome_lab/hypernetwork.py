@@ -174,6 +174,7 @@ def evaluate_population(config:dict, # the `LinearLSTM` config shared by the pop
                         fitness:str='window')->dict: # 'window' (all episodes in `steps`) or 'first' (first episode)
     "Mean reward per snake of each policy: {'fitness' (P,), 'food' (P,) eaten, 'died' (P,) fraction that died, 'agent_steps' played}."
     if fitness not in ('window', 'first'): raise ValueError(f"fitness must be 'window' or 'first', not {fitness!r}")
+    if steps < 1: raise ValueError(f"steps must be at least 1, got {steps}")
     net = StackedLinearLSTM(config, params)
     P = net.G
     if arena.num_agents % P: raise ValueError(f"the arena's {arena.num_agents} snakes do not split among {P} genomes")
