@@ -136,9 +136,10 @@ def main():
     top = loop.top_genomes(8, seed=a.seed + 12345)
     params = loop.pm.develop_mean(top)
     sel = [score(loop.pm.hn.policy(params, i), a.eval_snakes, 101, a.max_steps)[0] for i in range(len(top))]
-    b = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.final_snakes, 202, a.max_steps)
-    print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5); {habits(b)}; takes adjacent food {takes_food(loop.pm.hn.policy(params, int(np.argmax(sel))), a.final_snakes):.3f}")
-    crowd = score(loop.pm.hn.policy(params, int(np.argmax(sel))), a.eval_snakes, 202, a.max_steps)
+    best = loop.pm.hn.policy(params, int(np.argmax(sel)))
+    b = score(best, a.final_snakes, 202, a.max_steps)
+    print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5); {habits(b)}; takes adjacent food {takes_food(best, a.final_snakes):.3f}")
+    crowd = score(best, a.eval_snakes, 202, a.max_steps)
     pc = score(puffer, a.eval_snakes, 202, a.max_steps)
     print(f"  the same genome with {a.eval_snakes} snakes on the map (as the curve and the rows below): {fmt(*crowd)}; "
           f"PufferLib's snake with {a.eval_snakes}: {fmt(*pc)}, ratio {crowd[0]/pc[0]:.3f}")

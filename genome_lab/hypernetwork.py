@@ -181,25 +181,22 @@ def evaluate_population(config:dict, # the `LinearLSTM` config shared by the pop
     k = arena.num_agents // P
     slot = np.random.default_rng(seed).permutation(P * k)
     obs, state = arena.reset(seed), net.initial_state(k)
-    ret, food, alive, count = np.zeros(P * k), np.zeros(P * k), np.ones(P * k, bool), np.ones(P * k, bool)
+    ret, food, alive, first = np.zeros(P * k), np.zeros(P * k), np.ones(P * k, bool), fitness == 'first'
     for t in range(1, steps + 1):
         logits, state = net(torch.as_tensor(obs[slot]).view(P, k, *obs.shape[1:]), state)
         acts = np.empty(P * k, np.int32); acts[slot] = logits.argmax(-1).reshape(-1).numpy()
         obs, rew, died = arena.step(acts)
-        ret += rew * count; food += (rew > 0) * count; alive &= ~died
-        if fitness == 'first':
-            count = alive
-            if not alive.any(): break
+        counted = alive if first else 1   # 'first': only snakes still in their first episode (this step's deaths included)
+        ret += rew * counted; food += (rew > 0) * counted; alive &= ~died
+        if first and not alive.any(): break
     per = lambda x: torch.tensor(x[slot].reshape(P, k).mean(1), dtype=torch.float32)
     return dict(fitness=per(ret), food=per(food), died=per(~alive), agent_steps=t * P * k)
 
 # %% ../nbs/04_hypernetwork.ipynb #2a85c361
 def centred_ranks(x:torch.Tensor)->torch.Tensor: # (n,) -> (n,) in [-0.5, 0.5]
     "Ranks of `x` scaled to [-0.5, 0.5] (the fitness shaping of NES and OpenAI-ES); tied values share their mean rank."
-    r = x.argsort().argsort().float()
-    _, tie = torch.unique(x, return_inverse=True)
-    r = torch.zeros(int(tie.max()) + 1).index_add_(0, tie, r)[tie] / torch.bincount(tie)[tie]
-    return r / (len(x) - 1) - 0.5
+    below, tied = (x[:, None] > x[None]).sum(1), (x[:, None] == x[None]).sum(1) - 1   # (n, n) comparisons: n is a population
+    return (below + tied / 2) / (len(x) - 1) - 0.5
 
 # %% ../nbs/04_hypernetwork.ipynb #7f911152
 @dataclass
