@@ -3,7 +3,7 @@ evolution strategies on the policy weights (no genome space, no hypernetwork) wi
 
 Prints, for one training run (`ReplicatorTrainingLoop`) and one control run (`run_policy_es`) with the same
 population, arena, steps and seeds:
-1. fitness (first-episode reward, mean and max over the population) every `--report` generations for both runs,
+1. fitness (as `--fitness` counts it; mean and max over the population) every `--report` generations for both runs,
    the latent distribution's entropy and the fitness estimator's R^2 on genomes it had not seen;
 2. the score-versus-evaluations curve: length at death of the distribution's mean genome on PufferLib's training map,
    against the agent-steps spent in training evaluations;
@@ -52,7 +52,7 @@ def main():
     ap.add_argument('--population', type=int, default=ReplicatorConfig.population, help='genomes per generation, two policies each (the control: twice as many perturbed policies)')
     ap.add_argument('--agents-each', type=int, default=ReplicatorConfig.agents_each, help='snakes per policy')
     ap.add_argument('--steps', type=int, default=2048, help='arena steps per generation (a snake first meets a wall after a few hundred)')
-    ap.add_argument('--fitness', default=ReplicatorConfig.fitness, help="a policy's fitness: 'window' (reward over all steps) or 'first' (first episodes)")
+    ap.add_argument('--fitness', default=ReplicatorConfig.fitness, help="a policy's fitness: 'episode' (mean episode reward over all steps), 'window' (reward over all steps) or 'first' (first episodes)")
     ap.add_argument('--reward-food', type=float, default=ReplicatorConfig.reward_food, help='training reward per food or corpse (PufferLib: 0.1)')
     ap.add_argument('--reward-death', type=float, default=ReplicatorConfig.reward_death, help='training reward at death (PufferLib: -1)')
     ap.add_argument('--hidden', type=int, default=16, help='width of the developed policy')
@@ -60,6 +60,7 @@ def main():
     ap.add_argument('--trainer', default='reinforce')
     ap.add_argument('--lr', type=float, default=TrainerConfig.lr, help="the denoiser's learning rate")
     ap.add_argument('--base-lr', type=float, default=TrainerConfig.base_lr, help="the base table's learning rate, and the control's")
+    ap.add_argument('--base-decay', type=float, default=TrainerConfig.base_decay, help="the base table's decoupled weight decay (AdamW), and the control's")
     ap.add_argument('--exploration', type=float, default=HypernetConfig.exploration, help="the chain's last noise, and the control's sigma")
     ap.add_argument('--shaping', default=TrainerConfig.shaping, help="REINFORCE's advantage: 'ranks' or 'baseline'")
     ap.add_argument('--baseline-decay', type=float, default=TrainerConfig.baseline_decay, help="REINFORCE's moving-baseline factor")
@@ -85,7 +86,7 @@ def main():
     cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps, fitness=a.fitness, reward_food=a.reward_food, reward_death=a.reward_death,
                            distribution=a.distribution, dt=a.dt, diffusion=a.diffusion, trust_window=a.trust_window, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
                            hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration, zero_init=not a.random_output),
-                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, shaping=a.shaping, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
+                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, base_decay=a.base_decay, shaping=a.shaping, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
     print(f"config: {json.dumps(vars(a))}")
     hist = ctrl = None
     if not a.control_only:
@@ -96,7 +97,7 @@ def main():
               f"{int(hist.agent_steps.iloc[-1]):,} agent-steps")
     if not a.skip_control:
         t0 = time.perf_counter()
-        ctrl, es = run_policy_es(cfg, progress=False, lr=a.base_lr)
+        ctrl, es = run_policy_es(cfg, progress=False)
         print(f"control ES: {time.perf_counter() - t0:.0f} s for {a.generations} generations, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
     print(f"\n1. fitness ({cfg.fitness} reward, {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
     print(" gen" + (" | replicator mean   max | entropy | estimator R2" if hist is not None else "")

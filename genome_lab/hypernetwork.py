@@ -23,10 +23,10 @@ from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator
 
 # %% auto #0
-__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'CHECKPOINT_FORMAT', 'policy_config', 'init_policy', 'target_layout',
+__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'FITNESS', 'CHECKPOINT_FORMAT', 'policy_config', 'init_policy', 'target_layout',
            'cosine_schedule', 'HypernetConfig', 'DiffusionHypernetwork', 'evaluate_population', 'centred_ranks',
-           'TrainerConfig', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'ReplicatorTrainingLoop',
-           'register_best', 'PolicyES', 'run_policy_es', 'train_replicator_cli']
+           'TrainerConfig', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'stored_config',
+           'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es', 'train_replicator_cli']
 
 # %% ../nbs/04_hypernetwork.ipynb #6e06ec85
 SNAKE_INPUT, SNAKE_ACTIONS = 968, 4   # 11x11 cells x 8 codes; up, down, left, right
@@ -167,13 +167,15 @@ class DiffusionHypernetwork(nn.Module):
         pol.load_state_dict({k: v[i] for k, v in params.items()}); return pol
 
 # %% ../nbs/04_hypernetwork.ipynb #c4a20422
+FITNESS = ('window', 'episode', 'first')   # what a policy's fitness counts (see above)
+
 def evaluate_population(config:dict, # the `LinearLSTM` config shared by the population
                         params:dict, # stacked parameters {name: (P, *shape)}
                         arena:SnakeArena, # with `num_agents` = P * agents_each
                         steps:int=256, seed:int=0, # arena steps; seed of map and shuffle
-                        fitness:str='window')->dict: # 'window' (all episodes in `steps`) or 'first' (first episode)
-    "Mean reward per snake of each policy: {'fitness' (P,), 'food' (P,) eaten, 'died' (P,) fraction that died, 'agent_steps' played}."
-    if fitness not in ('window', 'first'): raise ValueError(f"fitness must be 'window' or 'first', not {fitness!r}")
+                        fitness:str='window')->dict: # 'window', 'episode' or 'first' (see above)
+    "Fitness of each policy: {'fitness' (P,), per snake: 'food' (P,) eaten, 'episodes' (P,) begun, 'died' (P,) fraction that died; 'agent_steps' played}."
+    if fitness not in FITNESS: raise ValueError(f"fitness must be one of {FITNESS}, not {fitness!r}")
     if steps < 1: raise ValueError(f"steps must be at least 1, got {steps}")
     net = StackedLinearLSTM(config, params)
     P = net.G
@@ -181,16 +183,18 @@ def evaluate_population(config:dict, # the `LinearLSTM` config shared by the pop
     k = arena.num_agents // P
     slot = np.random.default_rng(seed).permutation(P * k)
     obs, state = arena.reset(seed), net.initial_state(k)
-    ret, food, alive, first = np.zeros(P * k), np.zeros(P * k), np.ones(P * k, bool), fitness == 'first'
+    ret, food, deaths, alive, first = np.zeros(P * k), np.zeros(P * k), np.zeros(P * k), np.ones(P * k, bool), fitness == 'first'
     for t in range(1, steps + 1):
         logits, state = net(torch.as_tensor(obs[slot]).view(P, k, *obs.shape[1:]), state)
         acts = np.empty(P * k, np.int32); acts[slot] = logits.argmax(-1).reshape(-1).numpy()
         obs, rew, died = arena.step(acts)
         counted = alive if first else 1   # 'first': only snakes still in their first episode (this step's deaths included)
-        ret += rew * counted; food += (rew > 0) * counted; alive &= ~died
+        ret += rew * counted; food += (rew > 0) * counted; deaths += died * counted; alive &= ~died
         if first and not alive.any(): break
     per = lambda x: torch.tensor(x[slot].reshape(P, k).mean(1), dtype=torch.float32)
-    return dict(fitness=per(ret), food=per(food), died=per(~alive), agent_steps=t * P * k)
+    episodes = per(deaths + (1 - first * ~alive))   # the one still running counts (at most one per snake when 'first')
+    f = per(ret) / episodes if fitness == 'episode' else per(ret)
+    return dict(fitness=f, food=per(food), episodes=episodes, died=per(~alive), agent_steps=t * P * k)
 
 # %% ../nbs/04_hypernetwork.ipynb #2a85c361
 def centred_ranks(x:torch.Tensor)->torch.Tensor: # (n,) -> (n,) in [-0.5, 0.5]
@@ -205,6 +209,7 @@ class TrainerConfig:
     kind: str = 'reinforce'     # 'reinforce' or 'es'
     lr: float = 3e-4            # Adam learning rate of the denoiser network
     base_lr: float = 0.1        # Adam learning rate of the per-token `base` (a table, like an embedding)
+    base_decay: float = 0.0     # decoupled weight decay of `base` (AdamW): each step shrinks it by base_lr * base_decay
     last_step: bool = True      # REINFORCE through the last denoising step only (the noise that decides the policy)
     shaping: str = 'ranks'      # REINFORCE's advantage: 'ranks' (centred ranks) or 'baseline' (moving baseline / std)
     clip: float = 1.0           # gradient-norm clip
@@ -218,7 +223,8 @@ class HypernetworkTrainer:
         if cfg.shaping not in ('ranks', 'baseline'): raise ValueError(f"shaping must be 'ranks' or 'baseline', not {cfg.shaping!r}")
         self.hn, self.cfg = hn, cfg
         rest = [p for n, p in hn.named_parameters() if n != 'base']
-        self.opt = torch.optim.Adam([dict(params=rest, lr=cfg.lr), dict(params=[hn.base], lr=cfg.base_lr)])
+        self.opt = torch.optim.AdamW([dict(params=rest, lr=cfg.lr, weight_decay=0.),
+                                      dict(params=[hn.base], lr=cfg.base_lr, weight_decay=cfg.base_decay)])
         self.baseline = None
 
     def develop(self, genomes:torch.Tensor, generator:torch.Generator)->dict: # {'params' (2P policies), 'traj' or 'eps'}
@@ -277,7 +283,7 @@ class ReplicatorConfig:
     estimator_epochs: int = 5   # passes over the buffer per generation (the members keep training across generations)
     agents_each: int = 4        # snakes per developed policy per generation
     steps: int = 2048           # arena steps per generation (a snake first meets a wall after a few hundred)
-    fitness: str = 'window'     # a policy's fitness: 'window' (its snakes' reward over all `steps`) or 'first' (first episodes)
+    fitness: str = 'window'     # a policy's fitness: 'window' (reward over all `steps`), 'episode' (mean reward per episode in `steps`) or 'first' (first episodes)
     map_width: int = 640        # the training map (walls included): PufferLib's own
     map_height: int = 360
     num_food: int = 4096
@@ -297,7 +303,7 @@ class ReplicatorConfig:
         if self.population < 2: raise ValueError("population must be at least 2")
         if self.trust_window < 0: raise ValueError(f"trust_window must be >= 0 (0: a plain step of dt), got {self.trust_window}")
         if self.eval_max_steps < 1: raise ValueError(f"eval_max_steps must be >= 1, got {self.eval_max_steps}")
-        if self.fitness not in ('window', 'first'): raise ValueError(f"fitness must be 'window' or 'first', not {self.fitness!r}")
+        if self.fitness not in FITNESS: raise ValueError(f"fitness must be one of {FITNESS}, not {self.fitness!r}")
         if self.distribution not in ('mixture', 'particles'): raise ValueError(f"distribution must be 'mixture' or 'particles', not {self.distribution!r}")
 
     def arena(self)->SnakeArena: # the training map with room for every developed policy's snakes
@@ -336,6 +342,21 @@ def _opt_load(opt, tensors:dict, groups:list):
     opt.load_state_dict({'state': state, 'param_groups': groups})
 
 CHECKPOINT_FORMAT = 2   # 2: each genome is developed into two mirrored policies
+
+def _checkpoint_meta(path:Path)->dict: # the checkpoint's metadata; its config completed with what runs stored before a setting did
+    from safetensors import safe_open
+    with safe_open(str(path), 'pt') as f: meta = json.loads(f.metadata()['replicator'])
+    if meta.get('format') != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} was written by an earlier genome_lab (one policy per genome): start a new --run-dir")
+    c = meta['config']
+    meta['config'] = {**dict(trust_window=0, eval_max_steps=5000, fitness='first'), **c}
+    return meta
+
+def stored_config(run_dir:str|Path)->ReplicatorConfig: # raises FileNotFoundError without a checkpoint
+    "The settings the checkpoint in `run_dir` was made with (`--resume` continues with them)."
+    path = Path(run_dir)/'checkpoint.safetensors'
+    if not path.exists(): raise FileNotFoundError(f"nothing to resume: no {path}")
+    return ReplicatorConfig(**_checkpoint_meta(path)['config'])
 
 class ReplicatorTrainingLoop:
     "Seed 001's training loop over a `PopulationManager`, a `FitnessEstimator` and the snake arena; checkpoints to `run_dir`."
@@ -425,13 +446,8 @@ class ReplicatorTrainingLoop:
         os.replace(tmp, self.path)
 
     def _load(self):
-        from safetensors import safe_open
-        with safe_open(str(self.path), 'pt') as f: meta = json.loads(f.metadata()['replicator'])
-        if meta.get('format') != CHECKPOINT_FORMAT:
-            raise ValueError(f"{self.path} was written by an earlier genome_lab (one policy per genome): start a new --run-dir")
-        tensors = st_load(self.path.read_bytes())
-        old = dict(trust_window=0, eval_max_steps=5000, fitness='first')   # what runs stored before these settings existed did
-        saved = ReplicatorConfig(**{**old, **meta['config'], 'generations': self.cfg.generations})
+        meta, tensors = _checkpoint_meta(self.path), st_load(self.path.read_bytes())
+        saved = ReplicatorConfig(**{**meta['config'], 'generations': self.cfg.generations})
         if saved != self.cfg: raise ValueError(f"{self.path} was made with other settings: {asdict(saved)}")
         self.pm.hn.load_state_dict(_part('hn', tensors)); self.pm.dist.load_state_dict(_part('dist', tensors))
         self.est.load_state_dict(_part('est', tensors)); _opt_load(self.pm.trainer.opt, tensors, meta['groups'])
@@ -454,12 +470,12 @@ def register_best(loop:ReplicatorTrainingLoop, registry:Registry, genomes:torch.
 # %% ../nbs/04_hypernetwork.ipynb #e0568a93
 class PolicyES:
     "OpenAI-ES over the tokens of one developed policy (same layout and units as the hypernetwork's output)."
-    def __init__(self, hn:DiffusionHypernetwork, sigma:float=0.2, lr:float=0.1):
+    def __init__(self, hn:DiffusionHypernetwork, sigma:float=0.2, lr:float=0.1, decay:float=0.0): # decay: AdamW's, as `base_decay`
         self.hn, self.sigma = hn, sigma
         b = hn.cfg.x0_bound      # `init_policy`, where the hypernetwork starts from
         self.theta = (b * torch.tanh(hn.base.detach() / b)).clone()
         self.theta.requires_grad_(True)
-        self.opt = torch.optim.Adam([self.theta], lr=lr)
+        self.opt = torch.optim.AdamW([self.theta], lr=lr, weight_decay=decay)
 
     def ask(self, P:int, generator:torch.Generator)->tuple: # (stacked params, eps (P, L, C))
         e = torch.randn(P // 2, *self.theta.shape, generator=generator) * self.hn.mask
@@ -473,11 +489,11 @@ class PolicyES:
 
     def mean_params(self)->dict: return self.hn.to_params(self.theta.detach()[None])
 
-def run_policy_es(cfg:ReplicatorConfig, generations:int|None=None, progress:bool=True, # settings; default `cfg.generations`
-                  lr:float=0.1)->tuple: # Adam learning rate of the ES -> (history DataFrame, PolicyES)
-    "The control run: `PolicyES` (sigma = `cfg.hypernet.exploration`) on as many policies, snakes and steps as `cfg`'s run, with its seeds."
+def run_policy_es(cfg:ReplicatorConfig, generations:int|None=None, # settings; default `cfg.generations`
+                  progress:bool=True)->tuple: # -> (history DataFrame, PolicyES)
+    "The control run: `PolicyES` (sigma = `cfg.hypernet.exploration`, the `base` table's learning rate and decay) on as many policies, snakes and steps as `cfg`'s run, with its seeds."
     hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
-    es = PolicyES(hn, sigma=cfg.hypernet.exploration, lr=lr)
+    es = PolicyES(hn, sigma=cfg.hypernet.exploration, lr=cfg.trainer.base_lr, decay=cfg.trainer.base_decay)
     arena = cfg.arena()
     rows, spent = [], 0
     for g in tqdm(range(generations or cfg.generations), desc='policy ES', disable=not progress):
@@ -495,19 +511,23 @@ def train_replicator_cli(argv:list|None=None)->int: # exit status
     d, h, t = ReplicatorConfig(), HypernetConfig(), TrainerConfig()
     ap = argparse.ArgumentParser(prog='genome-lab train-replicator', description=train_replicator_cli.__doc__)
     ap.add_argument('--run-dir', required=True, help='checkpoint folder of the run')
-    ap.add_argument('--resume', action='store_true', help='continue the checkpoint in --run-dir')
-    for name, default in [(f.name, getattr(d, f.name)) for f in fields(d) if f.name not in ('hypernet', 'trainer')] + \
-                         [(f.name, getattr(h, f.name)) for f in fields(h)] + [(f.name, getattr(t, f.name)) for f in fields(t)]:
-        typ = (lambda s: s.lower() in ('1', 'true', 'yes')) if isinstance(default, bool) else type(default)
-        ap.add_argument('--' + name.replace('_', '-'), type=typ, default=default, help=f'(default {default})')
+    ap.add_argument('--resume', action='store_true', help="continue the checkpoint in --run-dir with its settings (a setting given must match, --generations aside)")
+    groups = dict(top=[f.name for f in fields(d) if f.name not in ('hypernet', 'trainer')], hypernet=[f.name for f in fields(h)], trainer=[f.name for f in fields(t)])
+    for group, obj in zip(groups, (d, h, t)):
+        for name in groups[group]:
+            default = getattr(obj, name)
+            typ = (lambda s: s.lower() in ('1', 'true', 'yes')) if isinstance(default, bool) else type(default)
+            ap.add_argument('--' + name.replace('_', '-'), type=typ, default=argparse.SUPPRESS, help=f'(default {default})')
     ap.add_argument('--registry', default='', help='registry folder to add the best genomes to')
     ap.add_argument('--register', type=int, default=3, help='genomes to register')
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
     ap.add_argument('--no-progress', action='store_true')
     a = vars(ap.parse_args(argv))
-    pick = lambda cls: {f.name: a[f.name] for f in fields(cls) if f.name not in ('hypernet', 'trainer')}
     try:
-        cfg = ReplicatorConfig(**pick(ReplicatorConfig), hypernet=pick(HypernetConfig), trainer=pick(TrainerConfig))
+        base = asdict(stored_config(a['run_dir']) if a['resume'] else d)   # settings not given come from the checkpoint or the defaults
+        for group, names in groups.items():
+            (base if group == 'top' else base[group]).update({n: a[n] for n in names if n in a})
+        cfg = ReplicatorConfig(**base)
         with torch_threads(a['threads']):
             loop = ReplicatorTrainingLoop(cfg, a['run_dir'], resume=a['resume'])
             hist = loop.run(progress=not a['no_progress'])

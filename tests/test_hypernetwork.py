@@ -36,23 +36,28 @@ def test_population_evaluation_and_stacked_play_match_each_policy():
         with torch.no_grad(): torch.testing.assert_close(logits[i], pol(obs[i])[0], atol=1e-5, rtol=1e-5)
     assert ev['fitness'].shape == (3,) and ev['agent_steps'] == 120
 
-def test_population_fitness_counts_the_window_or_the_first_episode_of_each_snake():
+def test_population_fitness_is_the_mean_episode_reward_the_window_or_the_first_episode_of_each_snake():
     hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32))
     params = hn.generate_weights(torch.randn(3, 16), torch.Generator().manual_seed(0))
     arena = SnakeArena(width=64, height=48, num_snakes=6, num_food=40)
     slot = np.random.default_rng(2).permutation(6)   # policy-major order -> snake index, as evaluate_population assigns them
     per_policy = lambda per_snake: per_snake[slot].reshape(3, 2).mean(1)
-    for fitness in ('window', 'first'):
+    for fitness in ('episode', 'window', 'first'):
         ev = evaluate_population(hn.policy_config, params, arena, steps=300, seed=2, fitness=fitness)
         eps = arena.pop_episodes()   # the arena's own record of every finished episode since the reset
         assert len(eps) > 6   # snakes died and respawned, so there were later episodes to count or leave out
-        if fitness == 'window': per_snake = np.bincount(eps.agent, weights=eps.ret, minlength=6) + arena._ret
+        window = np.bincount(eps.agent, weights=eps.ret, minlength=6) + arena._ret
+        if fitness == 'window': per_snake = window
+        elif fitness == 'episode':   # the policy's reward over the episodes its snakes began (finished ones + the running one)
+            begun = per_policy(np.bincount(eps.agent, minlength=6) + 1.0)
+            np.testing.assert_allclose(ev['episodes'].numpy(), begun, rtol=1e-6)
+            per_snake = window / begun[np.argsort(slot) // 2]   # np.argsort(slot) // 2: each snake's policy
         else:
             per_snake = arena._ret.copy()   # snakes whose first episode was still running
             for a in range(6):
                 if (eps.agent == a).any(): per_snake[a] = eps.ret[np.flatnonzero(eps.agent == a)[0]]
         np.testing.assert_allclose(ev['fitness'].numpy(), per_policy(per_snake), rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="'window' or 'first'"): evaluate_population(hn.policy_config, params, arena, fitness='all')
+    with pytest.raises(ValueError, match="one of"): evaluate_population(hn.policy_config, params, arena, fitness='all')
 
 def test_trainer_rejects_bad_fitness():
     hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32))
@@ -90,7 +95,7 @@ def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
     assert p.returncode == -signal.SIGKILL
     got = _meta(tmp_path/'B')['generation']
     assert 2 <= got < 6, got
-    r = run('--run-dir', str(tmp_path/'B'), '--generations', '6', '--checkpoint-every', '1', '--resume', '--no-progress', *TINY)
+    r = run('--run-dir', str(tmp_path/'B'), '--resume', '--no-progress')   # the settings come from the checkpoint
     assert r.returncode == 0, r.stderr
     a, b = _meta(tmp_path/'A'), _meta(tmp_path/'B')
     drop = lambda h: [{k: v for k, v in row.items() if k != 'seconds'} for row in h]
@@ -160,3 +165,21 @@ def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     raw = ReplicatorTrainingLoop(ReplicatorConfig(use_estimator=False, **small), tmp_path/'raw')
     assert raw.step()['trust'] == 1                          # measured fitness: the plain step dt
     assert not torch.equal(raw.pm.dist.state_dict()['means'], before['means'])
+
+def test_base_decay_shrinks_the_table_and_resume_takes_the_stored_settings(tmp_path):
+    hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32), seed=3)
+    g = torch.randn(2, 16, generator=torch.Generator().manual_seed(0))
+    for decay in (0.0, 0.2):
+        tr = HypernetworkTrainer(hn, TrainerConfig(base_lr=0.1, base_decay=decay))
+        dev, before = tr.develop(g, torch.Generator().manual_seed(1)), hn.base.detach().clone()
+        tr.step(g, dev, torch.zeros(4))                       # tied fitness: zero advantage, so only the decay moves `base`
+        torch.testing.assert_close(hn.base.detach(), before * (1 - 0.1 * decay), rtol=1e-6, atol=0)
+    run = lambda *a: subprocess.run([BIN/'genome-lab', 'train-replicator', '--run-dir', str(tmp_path), '--no-progress', *a],
+                                    capture_output=True, text=True, env=ENV, timeout=300)
+    assert run('--generations', '1', '--base-decay', '0.05', '--fitness', 'episode', *TINY).returncode == 0
+    r = run('--generations', '2', '--resume', '--base-decay', '0.2')
+    assert r.returncode == 2 and 'other settings' in r.stderr   # a setting given must match the stored one
+    r = run('--generations', '2', '--resume')                  # settings not given come from the checkpoint, not the defaults
+    assert r.returncode == 0, r.stderr
+    meta = _meta(tmp_path)
+    assert meta['generation'] == 2 and meta['config']['trainer']['base_decay'] == 0.05 and meta['config']['fitness'] == 'episode'
