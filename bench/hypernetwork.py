@@ -99,15 +99,15 @@ def main():
         t0 = time.perf_counter()
         ctrl, es = run_policy_es(cfg, progress=False)
         print(f"control ES: {time.perf_counter() - t0:.0f} s for {a.generations} generations, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
-    print(f"\n1. fitness ({cfg.fitness} reward, {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
-    print(" gen" + (" | replicator mean   max | entropy | estimator R2" if hist is not None else "")
+    print(f"\n1. fitness ({cfg.fitness} reward; food: eaten per snake, counted as the fitness counts; means over {a.report} generations; {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
+    print(" gen" + (" | replicator mean   max | food | entropy | estimator R2" if hist is not None else "")
           + (" | control ES mean   max" if ctrl is not None else ""))
     for g in range(0, a.generations, a.report):
         w = slice(g, g + a.report)
         line = f"{g:4d}"
         if hist is not None:
             r = hist.iloc[w]
-            line += f" | {r.fitness_mean.mean():15.3f} {r.fitness_max.mean():5.2f} | {r.entropy.iloc[-1]:7.2f} | {np.nanmean(r.estimator_r2):12.3f}"
+            line += f" | {r.fitness_mean.mean():15.3f} {r.fitness_max.mean():5.2f} | {r.food_mean.mean():4.1f} | {r.entropy.iloc[-1]:7.2f} | {np.nanmean(r.estimator_r2):12.3f}"
         if ctrl is not None: line += f" | {ctrl.iloc[w].fitness_mean.mean():15.3f} {ctrl.iloc[w].fitness_max.mean():5.2f}"
         print(line)
     if hist is not None:
@@ -134,6 +134,14 @@ def main():
     rel = float(np.corrcoef(f1.numpy(), f2.numpy())[0, 1])
     print(f"  test-retest correlation of a genome's training fitness (same {cfg.population} genomes and policies, two map seeds): {rel:.3f};"
           f" the R2 any estimator can reach on one noisy evaluation is at most about this")
+    mean = {k: v[0] for k, v in loop.pm.develop_mean(loop.pm.dist.mean()[None]).items()}
+    init = init_policy(policy_config(a.hidden), seed=cfg.seed).state_dict()
+    rms = lambda x: float(x.pow(2).mean().sqrt())
+    moved = {k: rms(mean[k] - init[k]) for k in init if not k.startswith('value.')}
+    codes = (mean['encoder.weight'] - init['encoder.weight']).view(a.hidden, -1, 8)
+    print(f"  mean genome's policy moved from init_policy by an rms of {min(moved.values()):.3f}-{max(moved.values()):.3f} per tensor "
+          f"(encoder {moved['encoder.weight']:.3f}, initially {rms(init['encoder.weight']):.3f}); encoder rows by cell code: "
+          f"{min(rms(codes[:, :, c]) for c in range(8)):.3f}-{max(rms(codes[:, :, c]) for c in range(8)):.3f}")
     top = loop.top_genomes(8, seed=a.seed + 12345)
     params = loop.pm.develop_mean(top)
     sel = [score(loop.pm.hn.policy(params, i), a.eval_snakes, 101, a.max_steps)[0] for i in range(len(top))]

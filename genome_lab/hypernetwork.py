@@ -192,7 +192,7 @@ def evaluate_population(config:dict, # the `LinearLSTM` config shared by the pop
         ret += rew * counted; food += (rew > 0) * counted; deaths += died * counted; alive &= ~died
         if first and not alive.any(): break
     per = lambda x: torch.tensor(x[slot].reshape(P, k).mean(1), dtype=torch.float32)
-    episodes = per(deaths + (1 - first * ~alive))   # the one still running counts (at most one per snake when 'first')
+    episodes = per(np.ones(P * k) if first else deaths + 1)   # begun: each death starts one; 'first' counts one per snake
     f = per(ret) / episodes if fitness == 'episode' else per(ret)
     return dict(fitness=f, food=per(food), episodes=episodes, died=per(~alive), agent_steps=t * P * k)
 

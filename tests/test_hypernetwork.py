@@ -143,7 +143,7 @@ def test_bench_runs_with_tiny_settings():
                         '--steps', '16', '--hidden', '4', '--eval-interval', '1', '--eval-snakes', '4', '--final-snakes', '4',
                         '--new-genomes', '2', '--max-steps', '30', '--report', '1'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
-    for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food'): assert s in r.stdout, r.stdout
+    for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'moved from init_policy', '| food |'): assert s in r.stdout, r.stdout
 
 def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     from genome_lab.hypernetwork import ReplicatorTrainingLoop
