@@ -9,7 +9,8 @@ population, arena, steps and seeds:
    against the agent-steps spent in training evaluations;
 3. the final comparisons on PufferLib's training map (640x360, 4096 food, first episode of every snake, greedy,
    length at death): the best evolved genome (chosen among candidates on a selection seed, scored on another) against
-   the PufferLib-trained snake genome on the same seed (the bar: at least 0.5x its mean), policies developed from new
+   the PufferLib-trained snake genome on the same seed (the bar: at least 0.5x its mean; for both, how often they eat
+   a food next to their head and what their deaths ran into: wall, own body, another snake), policies developed from new
    genomes (never sampled in training) against randomly initialised policies of the same architecture (`init_policy`, other seeds), and the ES
    control's mean policy.
 Usage: python bench/hypernetwork.py [--generations 600] [--steps 2048] [--control-only] [--run-dir DIR [--resume]]
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from genome_lab.hypernetwork import (ReplicatorConfig, HypernetConfig, TrainerConfig, ReplicatorTrainingLoop,
-                                     run_policy_es, DiffusionHypernetwork, policy_config, init_policy, evaluate_population)
+                                     run_policy_es, DiffusionHypernetwork, PolicyES, policy_config, init_policy, evaluate_population)
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate
 
@@ -31,20 +32,40 @@ def score(policy, snakes, seed, max_steps): # (mean, std, n, censored, steps ali
 def fmt(m, s, n, c, *_): return f"{m:7.2f} ± {s:6.2f} (n={n}{', censored ' + str(c) if c else ''})"
 def habits(x): return f"lives {x[4]:.0f} steps on average and eats {x[5]:.3f} food per 100 steps"
 
-def takes_food(policy, snakes=256, seed=202, steps=1500): # share of the steps with food or corpse in exactly one neighbour cell where the snake moves onto it
-    "The simplest foraging skill: how often the snake eats a food that lies next to its head (4 actions; a random choice takes it 1 time in 4)."
-    from genome_lab.arenas import SnakeArena, SNAKE_FOOD, SNAKE_CORPSE
+def play(policy, snakes=256, seed=202, steps=1500): # (adjacent food taken, {cause: share of deaths}, deaths)
+    """Two habits, from one greedy game on PufferLib's map: how often the snake eats a food (or corpse) lying in exactly
+    one cell next to its head (a random move takes it 1 time in 4), and what each death ran into, read from the C state
+    before the step: 'wall', its own body ('self'), another snake ('other'), or a cell that was free but that a snake
+    moving earlier in the same tick took ('contested')."""
+    from genome_lab.arenas import SnakeArena, SNAKE_FOOD, SNAKE_CORPSE, SNAKE_WALL
     arena = SnakeArena(num_snakes=snakes); obs = arena.reset(seed); state = policy.initial_state(snakes)
     c = obs.shape[1] // 2; nb = [(c - 1, c), (c + 1, c), (c, c - 1), (c, c + 1)]   # cells of actions up, down, left, right
-    took = seen = 0
+    move = np.array([(-1, 0), (1, 0), (0, -1), (0, 1)])
+    took = seen = 0; causes = dict(wall=0, self=0, other=0, contested=0)
     for _ in range(steps):
         act, state = policy.act(obs, state, greedy=True)
         food = np.isin(np.stack([obs[:, r, q] for r, q in nb], 1), (SNAKE_FOOD, SNAKE_CORPSE))
         one = food.sum(1) == 1
         took += int((food[np.arange(snakes), act] & one).sum()); seen += int(one.sum())
-        obs, _, _ = arena.step(act)
+        grid, body, ptr, length = arena.c_state(0)
+        M, i = body.shape[1], np.arange(snakes)
+        head, neck, d = body[i, ptr], body[i, (ptr - 1) % M], move[act]
+        nxt = head + d
+        back = (length > 1) & (neck == nxt).all(1)            # snake.h turns a move into the neck into going straight on
+        nxt[back] = head[back] - d[back]
+        tile = grid[nxt[:, 0], nxt[:, 1]]
+        ring = (ptr[:, None] - np.arange(M)) % M < length[:, None]   # body cells still on the map
+        own = ((body == nxt[:, None]).all(2) & ring).any(1)
+        obs, _, died = arena.step(act)
+        for k, hit in dict(wall=tile == SNAKE_WALL, self=(tile > SNAKE_WALL) & own, other=(tile > SNAKE_WALL) & ~own, contested=tile < SNAKE_WALL).items():
+            causes[k] += int((died & hit).sum())
     arena.close()
-    return took / seen if seen else float("nan")
+    n = sum(causes.values())
+    return (took / seen if seen else float("nan")), {k: v / max(n, 1) for k, v in causes.items()}, n
+
+def habits_in_play(policy, snakes): # one line for the bench
+    food, causes, n = play(policy, snakes)
+    return f"takes adjacent food {food:.3f}; its {n} deaths in 1500 steps ran into " + ", ".join(f"{k} {v:.3f}" for k, v in causes.items())
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -66,6 +87,7 @@ def main():
     ap.add_argument('--baseline-decay', type=float, default=TrainerConfig.baseline_decay, help="REINFORCE's moving-baseline factor")
     ap.add_argument('--all-steps', action='store_true', help='REINFORCE through all denoising steps (default: the last only)')
     ap.add_argument('--random-output', action='store_true', help="a randomly initialised denoiser output layer (default: zero)")
+    ap.add_argument('--tied-codes', action='store_true', help="one encoder column per cell and kind of cell code (CODE_KINDS), for the control too")
     ap.add_argument('--dt', type=float, default=ReplicatorConfig.dt, help='replicator step')
     ap.add_argument('--diffusion', type=float, default=ReplicatorConfig.diffusion, help='D of the replicator-mutator equation')
     ap.add_argument('--trust-window', type=int, default=ReplicatorConfig.trust_window, help="generations of held-out R2 that scale the replicator step (0: no scaling)")
@@ -85,7 +107,7 @@ def main():
     torch.set_num_threads(1)
     cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps, fitness=a.fitness, reward_food=a.reward_food, reward_death=a.reward_death,
                            distribution=a.distribution, dt=a.dt, diffusion=a.diffusion, trust_window=a.trust_window, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
-                           hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration, zero_init=not a.random_output),
+                           hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration, zero_init=not a.random_output, tied_codes=a.tied_codes),
                            trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, base_decay=a.base_decay, shaping=a.shaping, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
     print(f"config: {json.dumps(vars(a))}")
     hist = ctrl = None
@@ -116,7 +138,7 @@ def main():
     print(f"\n3. final evaluations on the training map, {a.final_snakes} snakes, first episode each")
     puffer = load_pufferlib_policy('snake')
     p = score(puffer, a.final_snakes, 202, a.max_steps)
-    print(f"  PufferLib-trained snake genome:                             {fmt(*p)}; {habits(p)}; takes adjacent food {takes_food(puffer, a.final_snakes):.3f}")
+    print(f"  PufferLib-trained snake genome:                             {fmt(*p)}; {habits(p)}; {habits_in_play(puffer, a.final_snakes)}")
     if ctrl is not None:
         c = score(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed).policy(es.mean_params(), 0), a.final_snakes, 202, a.max_steps)
         print(f"  control ES mean policy:                                     {fmt(*c)}; ratio {c[0]/p[0]:.3f}; {habits(c)}")
@@ -135,11 +157,11 @@ def main():
     print(f"  test-retest correlation of a genome's training fitness (same {cfg.population} genomes and policies, two map seeds): {rel:.3f};"
           f" the R2 any estimator can reach on one noisy evaluation is at most about this")
     mean = {k: v[0] for k, v in loop.pm.develop_mean(loop.pm.dist.mean()[None]).items()}
-    init = init_policy(policy_config(a.hidden), seed=cfg.seed).state_dict()
+    init = {k: v[0] for k, v in PolicyES(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)).mean_params().items()}   # where evolution started
     rms = lambda x: float(x.pow(2).mean().sqrt())
     moved = {k: rms(mean[k] - init[k]) for k in init if not k.startswith('value.')}
     codes = (mean['encoder.weight'] - init['encoder.weight']).view(a.hidden, -1, 8)
-    print(f"  mean genome's policy moved from init_policy by an rms of {min(moved.values()):.3f}-{max(moved.values()):.3f} per tensor "
+    print(f"  mean genome's policy moved from its start (init_policy) by an rms of {min(moved.values()):.3f}-{max(moved.values()):.3f} per tensor "
           f"(encoder {moved['encoder.weight']:.3f}, initially {rms(init['encoder.weight']):.3f}); encoder rows by cell code: "
           f"{min(rms(codes[:, :, c]) for c in range(8)):.3f}-{max(rms(codes[:, :, c]) for c in range(8)):.3f}")
     top = loop.top_genomes(8, seed=a.seed + 12345)
@@ -147,7 +169,7 @@ def main():
     sel = [score(loop.pm.hn.policy(params, i), a.eval_snakes, 101, a.max_steps)[0] for i in range(len(top))]
     best = loop.pm.hn.policy(params, int(np.argmax(sel)))
     b = score(best, a.final_snakes, 202, a.max_steps)
-    print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5); {habits(b)}; takes adjacent food {takes_food(best, a.final_snakes):.3f}")
+    print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(*b)}; ratio {b[0]/p[0]:.3f} (bar 0.5); {habits(b)}; {habits_in_play(best, a.final_snakes)}")
     crowd = score(best, a.eval_snakes, 202, a.max_steps)
     pc = score(puffer, a.eval_snakes, 202, a.max_steps)
     print(f"  the same genome with {a.eval_snakes} snakes on the map (as the curve and the rows below): {fmt(*crowd)}; "

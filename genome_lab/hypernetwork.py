@@ -23,13 +23,15 @@ from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator
 
 # %% auto #0
-__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'FITNESS', 'CHECKPOINT_FORMAT', 'policy_config', 'init_policy', 'target_layout',
-           'cosine_schedule', 'HypernetConfig', 'DiffusionHypernetwork', 'evaluate_population', 'centred_ranks',
-           'TrainerConfig', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'stored_config',
-           'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es', 'train_replicator_cli']
+__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'CODE_KINDS', 'FITNESS', 'CHECKPOINT_FORMAT', 'policy_config', 'init_policy',
+           'target_layout', 'cosine_schedule', 'HypernetConfig', 'DiffusionHypernetwork', 'evaluate_population',
+           'centred_ranks', 'TrainerConfig', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager',
+           'stored_config', 'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es',
+           'train_replicator_cli']
 
 # %% ../nbs/04_hypernetwork.ipynb #6e06ec85
 SNAKE_INPUT, SNAKE_ACTIONS = 968, 4   # 11x11 cells x 8 codes; up, down, left, right
+CODE_KINDS = (0, 1, 1, 2, 3, 3, 3, 3)  # snake.h's cell codes -> kinds: empty; food and corpse (edible); wall; the 4 snake colours
 
 def policy_config(hidden:int=16)->dict: # `LinearLSTM` config of a developed snake genome
     "Config of the developed snake policy: `LinearLSTM(968, 4, hidden, 'onehot8', learned_state=True)`."
@@ -44,13 +46,15 @@ def init_policy(config:dict, seed:int=0)->LinearLSTM: # the starting point of ev
         nn.init.orthogonal_(pol.actor.weight, 0.01); nn.init.zeros_(pol.actor.bias)
     return pol
 
-def target_layout(config:dict, chunk:int=256, scale:float=0.1)->list: # [(name, shape, scale, first token, tokens)]
+def target_layout(config:dict, chunk:int=256, scale:float=0.1, # [(name, shape, scale, first token, tokens)]
+                  tied_codes:bool=False)->list: # True: the encoder has a column per cell and kind of `CODE_KINDS`, not per code
     "The generated parameters of a `LinearLSTM` with `config`: name, shape, scale and token span (value head excluded)."
-    layout, tok = [], 0
+    layout, tok, kinds = [], 0, max(CODE_KINDS) + 1
     for name, p in LinearLSTM(**config).named_parameters():
         if name.startswith('value.'): continue
-        n = math.ceil(p.numel() / chunk)
-        layout.append((name, tuple(p.shape), scale, tok, n)); tok += n
+        shape = (p.shape[0], p.shape[1] // 8 * kinds) if tied_codes and name == 'encoder.weight' else tuple(p.shape)
+        n = math.ceil(math.prod(shape) / chunk)
+        layout.append((name, shape, scale, tok, n)); tok += n
     return layout
 
 # %% ../nbs/04_hypernetwork.ipynb #f2bce644
@@ -79,13 +83,14 @@ class HypernetConfig:
     x0_bound: float = 5.0       # predicted x0 is kept in (-bound, bound) by a tanh, in units of `scale`
     scale: float = 0.1          # the generated numbers' unit
     zero_init: bool = True      # start the denoiser's output layer at zero (every genome develops `base` plus noise)
+    tied_codes: bool = False    # generate one encoder column per cell and kind of `CODE_KINDS` (codes of a kind share it)
 
 class DiffusionHypernetwork(nn.Module):
     "Genome (P, genome_dim) -> parameters of P snake `LinearLSTM`s (and their initial state) by T DDPM steps."
     def __init__(self, cfg:HypernetConfig=HypernetConfig(), seed:int=0):
         super().__init__()
         self.cfg, self.policy_config = cfg, policy_config(cfg.hidden)
-        self.layout = target_layout(self.policy_config, cfg.chunk, cfg.scale)
+        self.layout = target_layout(self.policy_config, cfg.chunk, cfg.scale, cfg.tied_codes)
         L, C, W = sum(n for *_, n in self.layout), cfg.chunk, cfg.width
         with torch.random.fork_rng():
             torch.manual_seed(seed)
@@ -95,6 +100,9 @@ class DiffusionHypernetwork(nn.Module):
             self.mlp = nn.Sequential(nn.GELU(), nn.Linear(W, W), nn.GELU(), nn.Linear(W, W), nn.GELU())
             self.time = nn.Embedding(cfg.T + 1, W)
         init = {k: v.detach() for k, v in init_policy(self.policy_config, seed).named_parameters()}
+        if cfg.tied_codes:   # each kind starts from the column of its first code
+            first = [CODE_KINDS.index(k) for k in range(max(CODE_KINDS) + 1)]
+            init['encoder.weight'] = init['encoder.weight'].view(cfg.hidden, -1, 8)[..., first].reshape(cfg.hidden, -1)
         if cfg.zero_init: nn.init.zeros_(self.out.weight); nn.init.zeros_(self.out.bias)
         b = cfg.x0_bound   # base = b atanh(init / b): the bounded output starts at `init_policy`
         self.base = nn.Parameter(b * torch.atanh((self._normalise(init) / b).clamp(-0.999, 0.999)))
@@ -114,6 +122,8 @@ class DiffusionHypernetwork(nn.Module):
         P, C, flat = len(x0), self.cfg.chunk, x0.reshape(len(x0), -1)
         out = {name: flat[:, tok*C: tok*C + math.prod(shape)].reshape(P, *shape) * scale
                for name, shape, scale, tok, n in self.layout}
+        if self.cfg.tied_codes:   # a column per cell and kind -> a column per cell and code
+            out['encoder.weight'] = out['encoder.weight'].view(P, self.cfg.hidden, -1, max(CODE_KINDS) + 1)[..., list(CODE_KINDS)].reshape(P, self.cfg.hidden, -1)
         out['value.weight'], out['value.bias'] = torch.zeros(P, 1, self.cfg.hidden), torch.zeros(P, 1)
         return out
 

@@ -78,6 +78,18 @@ def test_each_genome_is_developed_twice_by_mirrored_noise():
         torch.testing.assert_close((v[:3] + v[3:]) / 2, mean[k], atol=1e-6, rtol=1e-5)
         if k.startswith('encoder'): assert not torch.allclose(v[:3], v[3:])
 
+def test_tied_codes_develop_policies_blind_to_food_or_corpse_and_to_snake_colour():
+    tied = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32, zero_init=False, tied_codes=True))
+    full = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32, zero_init=False))
+    assert int(full.mask.sum()) - int(tied.mask.sum()) == 4 * 121 * 4        # 4 kinds per cell instead of 8 codes, hidden 4
+    obs = torch.randint(0, 8, (2, 3, 11, 11), generator=torch.Generator().manual_seed(1), dtype=torch.int8)
+    swap = torch.tensor([0, 2, 1, 3, 5, 6, 7, 4], dtype=torch.int8)[obs.long()]   # food <-> corpse, snake colours rotated
+    z = torch.randn(2, 16)
+    for hn, same in ((tied, True), (full, False)):
+        net = StackedLinearLSTM(hn.policy_config, hn.generate_weights(z, torch.Generator().manual_seed(0)))
+        a, b = net(obs, net.initial_state(3))[0], net(swap, net.initial_state(3))[0]
+        assert torch.allclose(a, b, atol=1e-6) == same
+
 def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
     run = lambda *a, **kw: subprocess.run([BIN/'genome-lab', 'train-replicator', *a], capture_output=True, text=True, env=ENV, timeout=300, **kw)
     r = run('--run-dir', str(tmp_path/'A'), '--generations', '6', '--checkpoint-every', '1', *TINY)
@@ -141,9 +153,10 @@ def test_registered_genomes_play_in_a_tournament_game(tmp_path):
 def test_bench_runs_with_tiny_settings():
     r = subprocess.run([sys.executable, ROOT/'bench'/'hypernetwork.py', '--generations', '2', '--population', '4', '--agents-each', '1',
                         '--steps', '16', '--hidden', '4', '--eval-interval', '1', '--eval-snakes', '4', '--final-snakes', '4',
-                        '--new-genomes', '2', '--max-steps', '30', '--report', '1'], capture_output=True, text=True, env=ENV, timeout=300)
+                        '--new-genomes', '2', '--max-steps', '30', '--report', '1', '--tied-codes'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
-    for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'moved from init_policy', '| food |'): assert s in r.stdout, r.stdout
+    for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'ran into wall',
+              'moved from its start', '| food |'): assert s in r.stdout, r.stdout
 
 def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     from genome_lab.hypernetwork import ReplicatorTrainingLoop
