@@ -16,11 +16,12 @@ population, arena, steps and seeds:
 Usage: python bench/hypernetwork.py [--generations 600] [--steps 2048] [--control-only] [--run-dir DIR [--resume]]
 """
 import argparse, json, math, tempfile, time
+from dataclasses import asdict, replace
 from pathlib import Path
 import numpy as np
 import torch
 from genome_lab.hypernetwork import (ReplicatorConfig, HypernetConfig, TrainerConfig, ReplicatorTrainingLoop,
-                                     run_policy_es, DiffusionHypernetwork, PolicyES, policy_config, init_policy, evaluate_population)
+                                     run_policy_es, DiffusionHypernetwork, PolicyES, policy_config, init_policy, evaluate_population, stored_config)
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate
 
@@ -54,8 +55,9 @@ def play(policy, snakes=256, seed=202, steps=1500): # (adjacent food taken, {cau
         back = (length > 1) & (neck == nxt).all(1)            # snake.h turns a move into the neck into going straight on
         nxt[back] = head[back] - d[back]
         tile = grid[nxt[:, 0], nxt[:, 1]]
-        ring = (ptr[:, None] - np.arange(M)) % M < length[:, None]   # body cells still on the map
-        own = ((body == nxt[:, None]).all(2) & ring).any(1)
+        own, s = np.zeros(snakes, bool), np.flatnonzero(tile > SNAKE_WALL)   # only a move into a snake can hit its own body
+        ring = (ptr[s, None] - np.arange(M)) % M < length[s, None]   # body cells still on the map
+        own[s] = ((body[s] == nxt[s, None]).all(2) & ring).any(1)
         obs, _, died = arena.step(act)
         for k, hit in dict(wall=tile == SNAKE_WALL, self=(tile > SNAKE_WALL) & own, other=(tile > SNAKE_WALL) & ~own, contested=tile < SNAKE_WALL).items():
             causes[k] += int((died & hit).sum())
@@ -63,9 +65,9 @@ def play(policy, snakes=256, seed=202, steps=1500): # (adjacent food taken, {cau
     n = sum(causes.values())
     return (took / seen if seen else float("nan")), {k: v / max(n, 1) for k, v in causes.items()}, n
 
-def habits_in_play(policy, snakes): # one line for the bench
-    food, causes, n = play(policy, snakes)
-    return f"takes adjacent food {food:.3f}; its {n} deaths in 1500 steps ran into " + ", ".join(f"{k} {v:.3f}" for k, v in causes.items())
+def habits_in_play(policy, snakes, steps=1500): # one line for the bench
+    food, causes, n = play(policy, snakes, steps=steps)
+    return f"takes adjacent food {food:.3f}; its {n} deaths in {steps} steps ran into " + ", ".join(f"{k} {v:.3f}" for k, v in causes.items())
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -100,7 +102,7 @@ def main():
     ap.add_argument('--report', type=int, default=10, help='generations between printed fitness rows')
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--run-dir', default='', help='checkpoint folder (default: a temporary one)')
-    ap.add_argument('--resume', action='store_true')
+    ap.add_argument('--resume', action='store_true', help="continue the checkpoint in --run-dir with its own settings, to --generations")
     ap.add_argument('--skip-control', action='store_true')
     ap.add_argument('--control-only', action='store_true', help='run and score only the ES control (and PufferLib\'s snake)')
     a = ap.parse_args()
@@ -109,7 +111,10 @@ def main():
                            distribution=a.distribution, dt=a.dt, diffusion=a.diffusion, trust_window=a.trust_window, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
                            hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration, zero_init=not a.random_output, tied_codes=a.tied_codes),
                            trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, base_decay=a.base_decay, shaping=a.shaping, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
-    print(f"config: {json.dumps(vars(a))}")
+    if a.resume:
+        if not a.run_dir: ap.error('--resume needs the --run-dir of the run')
+        cfg = replace(stored_config(a.run_dir), generations=a.generations)   # the flags of the first run need not be repeated
+    print(f"config: {json.dumps(vars(a))}" + (f"\nresumed with the checkpoint's settings: {json.dumps(asdict(cfg))}" if a.resume else ""))
     hist = ctrl = None
     if not a.control_only:
         t0 = time.perf_counter()
@@ -150,9 +155,9 @@ def main():
           f"a Gaussian of std 0.1 per coordinate); estimator R2 on new genomes: median {r2.median():.3f}, "
           f"above 0 in {(r2 > 0).mean():.1%} of generations; replicator step dt x trust: mean trust {hist.trust.mean():.3f}, "
           f"above 0 in {(hist.trust > 0).mean():.1%} of generations")
-    genomes, dev = loop.pm.next(torch.Generator().manual_seed(a.seed + 4242))   # a generation of the final distribution, evaluated twice
+    genomes, dev = loop.pm.next(torch.Generator().manual_seed(cfg.seed + 4242))   # a generation of the final distribution, evaluated twice
     f1, f2 = [evaluate_population(loop.pm.hn.policy_config, dev['params'], loop.arena, cfg.steps, seed=s, fitness=cfg.fitness)['fitness'].view(2, -1).mean(0)
-              for s in (a.seed + 11, a.seed + 12)]
+              for s in (cfg.seed + 11, cfg.seed + 12)]
     rel = float(np.corrcoef(f1.numpy(), f2.numpy())[0, 1])
     print(f"  test-retest correlation of a genome's training fitness (same {cfg.population} genomes and policies, two map seeds): {rel:.3f};"
           f" the R2 any estimator can reach on one noisy evaluation is at most about this")
@@ -160,11 +165,11 @@ def main():
     init = {k: v[0] for k, v in PolicyES(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)).mean_params().items()}   # where evolution started
     rms = lambda x: float(x.pow(2).mean().sqrt())
     moved = {k: rms(mean[k] - init[k]) for k in init if not k.startswith('value.')}
-    codes = (mean['encoder.weight'] - init['encoder.weight']).view(a.hidden, -1, 8)
-    print(f"  mean genome's policy moved from its start (init_policy) by an rms of {min(moved.values()):.3f}-{max(moved.values()):.3f} per tensor "
+    codes = (mean['encoder.weight'] - init['encoder.weight']).view(cfg.hypernet.hidden, -1, 8)
+    print(f"  mean genome's policy moved from where evolution started (init_policy{', tied by kind' if cfg.hypernet.tied_codes else ''}) by an rms of {min(moved.values()):.3f}-{max(moved.values()):.3f} per tensor "
           f"(encoder {moved['encoder.weight']:.3f}, initially {rms(init['encoder.weight']):.3f}); encoder rows by cell code: "
           f"{min(rms(codes[:, :, c]) for c in range(8)):.3f}-{max(rms(codes[:, :, c]) for c in range(8)):.3f}")
-    top = loop.top_genomes(8, seed=a.seed + 12345)
+    top = loop.top_genomes(8, seed=cfg.seed + 12345)
     params = loop.pm.develop_mean(top)
     sel = [score(loop.pm.hn.policy(params, i), a.eval_snakes, 101, a.max_steps)[0] for i in range(len(top))]
     best = loop.pm.hn.policy(params, int(np.argmax(sel)))
@@ -174,10 +179,10 @@ def main():
     pc = score(puffer, a.eval_snakes, 202, a.max_steps)
     print(f"  the same genome with {a.eval_snakes} snakes on the map (as the curve and the rows below): {fmt(*crowd)}; "
           f"PufferLib's snake with {a.eval_snakes}: {fmt(*pc)}, ratio {crowd[0]/pc[0]:.3f}")
-    new = loop.pm.dist.sample(a.new_genomes, torch.Generator().manual_seed(a.seed + 999))
+    new = loop.pm.dist.sample(a.new_genomes, torch.Generator().manual_seed(cfg.seed + 999))
     newp = loop.pm.develop_mean(new)
     dev_scores = [score(loop.pm.hn.policy(newp, i), a.eval_snakes, 303, a.max_steps)[0] for i in range(a.new_genomes)]
-    rnd_scores = [score(init_policy(policy_config(a.hidden), seed=a.seed + 7 + i), a.eval_snakes, 303, a.max_steps)[0] for i in range(a.new_genomes)]
+    rnd_scores = [score(init_policy(policy_config(cfg.hypernet.hidden), seed=cfg.seed + 7 + i), a.eval_snakes, 303, a.max_steps)[0] for i in range(a.new_genomes)]
     print(f"  {a.new_genomes} new genomes, developed:          mean of per-genome means {np.mean(dev_scores):.2f} ± {np.std(dev_scores):.2f}"
           f" ({a.eval_snakes} snakes each)")
     print(f"  {a.new_genomes} randomly initialised policies:   mean of per-policy means {np.mean(rnd_scores):.2f} ± {np.std(rnd_scores):.2f}")

@@ -23,15 +23,16 @@ from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator
 
 # %% auto #0
-__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'CODE_KINDS', 'FITNESS', 'CHECKPOINT_FORMAT', 'policy_config', 'init_policy',
-           'target_layout', 'cosine_schedule', 'HypernetConfig', 'DiffusionHypernetwork', 'evaluate_population',
-           'centred_ranks', 'TrainerConfig', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager',
-           'stored_config', 'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es',
+__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'CODE_KINDS', 'N_KINDS', 'FITNESS', 'CHECKPOINT_FORMAT', 'policy_config',
+           'init_policy', 'target_layout', 'cosine_schedule', 'HypernetConfig', 'DiffusionHypernetwork',
+           'evaluate_population', 'centred_ranks', 'TrainerConfig', 'HypernetworkTrainer', 'ReplicatorConfig',
+           'PopulationManager', 'stored_config', 'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es',
            'train_replicator_cli']
 
 # %% ../nbs/04_hypernetwork.ipynb #6e06ec85
 SNAKE_INPUT, SNAKE_ACTIONS = 968, 4   # 11x11 cells x 8 codes; up, down, left, right
 CODE_KINDS = (0, 1, 1, 2, 3, 3, 3, 3)  # snake.h's cell codes -> kinds: empty; food and corpse (edible); wall; the 4 snake colours
+N_KINDS = max(CODE_KINDS) + 1
 
 def policy_config(hidden:int=16)->dict: # `LinearLSTM` config of a developed snake genome
     "Config of the developed snake policy: `LinearLSTM(968, 4, hidden, 'onehot8', learned_state=True)`."
@@ -49,10 +50,10 @@ def init_policy(config:dict, seed:int=0)->LinearLSTM: # the starting point of ev
 def target_layout(config:dict, chunk:int=256, scale:float=0.1, # [(name, shape, scale, first token, tokens)]
                   tied_codes:bool=False)->list: # True: the encoder has a column per cell and kind of `CODE_KINDS`, not per code
     "The generated parameters of a `LinearLSTM` with `config`: name, shape, scale and token span (value head excluded)."
-    layout, tok, kinds = [], 0, max(CODE_KINDS) + 1
+    layout, tok = [], 0
     for name, p in LinearLSTM(**config).named_parameters():
         if name.startswith('value.'): continue
-        shape = (p.shape[0], p.shape[1] // 8 * kinds) if tied_codes and name == 'encoder.weight' else tuple(p.shape)
+        shape = (p.shape[0], p.shape[1] // 8 * N_KINDS) if tied_codes and name == 'encoder.weight' else tuple(p.shape)
         n = math.ceil(math.prod(shape) / chunk)
         layout.append((name, shape, scale, tok, n)); tok += n
     return layout
@@ -101,7 +102,7 @@ class DiffusionHypernetwork(nn.Module):
             self.time = nn.Embedding(cfg.T + 1, W)
         init = {k: v.detach() for k, v in init_policy(self.policy_config, seed).named_parameters()}
         if cfg.tied_codes:   # each kind starts from the column of its first code
-            first = [CODE_KINDS.index(k) for k in range(max(CODE_KINDS) + 1)]
+            first = [CODE_KINDS.index(k) for k in range(N_KINDS)]
             init['encoder.weight'] = init['encoder.weight'].view(cfg.hidden, -1, 8)[..., first].reshape(cfg.hidden, -1)
         if cfg.zero_init: nn.init.zeros_(self.out.weight); nn.init.zeros_(self.out.bias)
         b = cfg.x0_bound   # base = b atanh(init / b): the bounded output starts at `init_policy`
@@ -123,7 +124,7 @@ class DiffusionHypernetwork(nn.Module):
         out = {name: flat[:, tok*C: tok*C + math.prod(shape)].reshape(P, *shape) * scale
                for name, shape, scale, tok, n in self.layout}
         if self.cfg.tied_codes:   # a column per cell and kind -> a column per cell and code
-            out['encoder.weight'] = out['encoder.weight'].view(P, self.cfg.hidden, -1, max(CODE_KINDS) + 1)[..., list(CODE_KINDS)].reshape(P, self.cfg.hidden, -1)
+            out['encoder.weight'] = out['encoder.weight'].view(P, self.cfg.hidden, -1, N_KINDS)[..., list(CODE_KINDS)].reshape(P, self.cfg.hidden, -1)
         out['value.weight'], out['value.bias'] = torch.zeros(P, 1, self.cfg.hidden), torch.zeros(P, 1)
         return out
 

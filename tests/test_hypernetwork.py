@@ -150,13 +150,17 @@ def test_registered_genomes_play_in_a_tournament_game(tmp_path):
     desc = json.loads(registry.genome(found[0]['id'])['description'])
     assert desc['generation'] == 2 and len(desc['latent']) == 16
 
-def test_bench_runs_with_tiny_settings():
-    r = subprocess.run([sys.executable, ROOT/'bench'/'hypernetwork.py', '--generations', '2', '--population', '4', '--agents-each', '1',
-                        '--steps', '16', '--hidden', '4', '--eval-interval', '1', '--eval-snakes', '4', '--final-snakes', '4',
-                        '--new-genomes', '2', '--max-steps', '30', '--report', '1', '--tied-codes'], capture_output=True, text=True, env=ENV, timeout=300)
+def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tmp_path):
+    bench = [sys.executable, ROOT/'bench'/'hypernetwork.py', '--run-dir', tmp_path, '--eval-snakes', '4', '--final-snakes', '4',
+             '--new-genomes', '2', '--max-steps', '30', '--report', '1']
+    r = subprocess.run(bench + ['--generations', '2', '--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', '4',
+                                '--eval-interval', '1', '--tied-codes'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
     for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'ran into wall',
-              'moved from its start', '| food |'): assert s in r.stdout, r.stdout
+              'moved from where evolution started (init_policy, tied by kind)', '| food |'): assert s in r.stdout, r.stdout
+    r = subprocess.run(bench + ['--generations', '3', '--resume', '--skip-control'], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr                                # the training flags come from the checkpoint
+    assert '"tied_codes": true' in r.stdout and 'for 3 generations' in r.stdout and 'tied by kind' in r.stdout, r.stdout
 
 def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     from genome_lab.hypernetwork import ReplicatorTrainingLoop
