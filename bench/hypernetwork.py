@@ -119,8 +119,9 @@ def main():
     if not a.control_only:
         t0 = time.perf_counter()
         loop = ReplicatorTrainingLoop(cfg, Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-')), resume=a.resume)
+        start = loop.generation   # 0, or where a resumed run stopped
         hist = loop.run(progress=False)
-        print(f"replicator run: {time.perf_counter() - t0:.0f} s for {a.generations} generations, "
+        print(f"replicator run: {time.perf_counter() - t0:.0f} s for generations {start}-{a.generations}, "
               f"{int(hist.agent_steps.iloc[-1]):,} agent-steps")
     if not a.skip_control:
         t0 = time.perf_counter()
