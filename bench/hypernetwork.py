@@ -84,6 +84,8 @@ def main():
     ap.add_argument('--lr', type=float, default=TrainerConfig.lr, help="the denoiser's learning rate")
     ap.add_argument('--base-lr', type=float, default=TrainerConfig.base_lr, help="the base table's learning rate, and the control's")
     ap.add_argument('--base-decay', type=float, default=TrainerConfig.base_decay, help="the base table's decoupled weight decay (AdamW), and the control's")
+    ap.add_argument('--lr-drop-at', type=int, default=TrainerConfig.lr_drop_at, help="generation from which both learning rates (and the control's) are divided by --lr-drop (0: never)")
+    ap.add_argument('--lr-drop', type=float, default=TrainerConfig.lr_drop)
     ap.add_argument('--exploration', type=float, default=HypernetConfig.exploration, help="the chain's last noise, and the control's sigma")
     ap.add_argument('--shaping', default=TrainerConfig.shaping, help="REINFORCE's advantage: 'ranks' or 'baseline'")
     ap.add_argument('--baseline-decay', type=float, default=TrainerConfig.baseline_decay, help="REINFORCE's moving-baseline factor")
@@ -110,7 +112,8 @@ def main():
     cfg = ReplicatorConfig(generations=a.generations, population=a.population, agents_each=a.agents_each, steps=a.steps, fitness=a.fitness, reward_food=a.reward_food, reward_death=a.reward_death,
                            distribution=a.distribution, dt=a.dt, diffusion=a.diffusion, trust_window=a.trust_window, use_estimator=not a.raw_fitness, eval_interval=a.eval_interval, eval_snakes=a.eval_snakes, seed=a.seed,
                            hypernet=HypernetConfig(hidden=a.hidden, exploration=a.exploration, zero_init=not a.random_output, tied_codes=a.tied_codes),
-                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, base_decay=a.base_decay, shaping=a.shaping, baseline_decay=a.baseline_decay, last_step=not a.all_steps))
+                           trainer=TrainerConfig(kind=a.trainer, lr=a.lr, base_lr=a.base_lr, base_decay=a.base_decay, shaping=a.shaping, baseline_decay=a.baseline_decay, last_step=not a.all_steps,
+                                                 lr_drop_at=a.lr_drop_at, lr_drop=a.lr_drop))
     if a.resume:
         if not a.run_dir: ap.error('--resume needs the --run-dir of the run')
         cfg = replace(stored_config(a.run_dir), generations=a.generations)   # the flags of the first run need not be repeated

@@ -200,3 +200,19 @@ def test_base_decay_shrinks_the_table_and_resume_takes_the_stored_settings(tmp_p
     assert r.returncode == 0, r.stderr
     meta = _meta(tmp_path)
     assert meta['generation'] == 2 and meta['config']['trainer']['base_decay'] == 0.05 and meta['config']['fitness'] == 'episode'
+
+def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_resume(tmp_path):
+    from genome_lab.hypernetwork import ReplicatorTrainingLoop, run_policy_es
+    small = dict(population=4, agents_each=1, steps=16, eval_interval=0, seed=5, hypernet=HypernetConfig(hidden=4, chunk=64, width=32),
+                 trainer=TrainerConfig(lr_drop_at=2, lr_drop=4.0))
+    lrs = lambda opt: [g['lr'] for g in opt.param_groups]
+    loop = ReplicatorTrainingLoop(ReplicatorConfig(generations=2, **small), tmp_path)
+    loop.run(progress=False)
+    assert lrs(loop.pm.trainer.opt) == [3e-4, 0.1]                          # generations 0 and 1: the full step
+    for end in (4, 5):                                                      # resumed across the drop, then past it
+        loop = ReplicatorTrainingLoop(ReplicatorConfig(generations=end, **small), tmp_path, resume=True)
+        loop.run(progress=False)
+        assert lrs(loop.pm.trainer.opt) == pytest.approx([3e-4 / 4, 0.1 / 4])   # divided once, kept by the checkpoint
+    _, es = run_policy_es(ReplicatorConfig(generations=3, **small), progress=False)
+    assert lrs(es.opt) == pytest.approx([0.1 / 4])                          # the control gets the same schedule
+    with pytest.raises(ValueError, match='lr_drop'): HypernetworkTrainer(loop.pm.hn, TrainerConfig(lr_drop=0))
