@@ -228,17 +228,19 @@ class TrainerConfig:
     es_sigma: float = 0.05      # ES perturbation of the hypernetwork's parameters
     lr_drop_at: int = 0         # generation from which both learning rates are divided by `lr_drop` (0: never): a smaller step once fitness stops rising
     lr_drop: float = 10.0
+    def __post_init__(self):
+        if self.lr_drop_at < 0 or self.lr_drop <= 0: raise ValueError(f"lr_drop_at must be >= 0 (0: never) and lr_drop > 0, got {self.lr_drop_at} and {self.lr_drop}")
 
-def drop_learning_rates(opt:torch.optim.Optimizer, factor:float): # in place
-    "Divide every learning rate of `opt` by `factor` (the step schedule of `TrainerConfig.lr_drop_at`; the checkpoint keeps the divided rates)."
-    for group in opt.param_groups: group['lr'] /= factor
+def drop_learning_rates(opt:torch.optim.Optimizer, cfg:TrainerConfig, generation:int): # in place
+    "At generation `cfg.lr_drop_at` (never at 0), divide every learning rate of `opt` by `cfg.lr_drop`; the checkpoint keeps the divided rates, so a resume does not divide again."
+    if generation and generation == cfg.lr_drop_at:
+        for group in opt.param_groups: group['lr'] /= cfg.lr_drop
 
 class HypernetworkTrainer:
     "Trains a `DiffusionHypernetwork` from fitness; `develop` makes the population's policies, `step` learns from them."
     def __init__(self, hn:DiffusionHypernetwork, cfg:TrainerConfig=TrainerConfig()):
         if cfg.kind not in ('reinforce', 'es'): raise ValueError(f"trainer kind must be 'reinforce' or 'es', not {cfg.kind!r}")
         if cfg.shaping not in ('ranks', 'baseline'): raise ValueError(f"shaping must be 'ranks' or 'baseline', not {cfg.shaping!r}")
-        if cfg.lr_drop_at < 0 or cfg.lr_drop <= 0: raise ValueError(f"lr_drop_at must be >= 0 (0: never) and lr_drop > 0, got {cfg.lr_drop_at} and {cfg.lr_drop}")
         self.hn, self.cfg = hn, cfg
         rest = [p for n, p in hn.named_parameters() if n != 'base']
         self.opt = torch.optim.AdamW([dict(params=rest, lr=cfg.lr, weight_decay=0.),
@@ -397,7 +399,7 @@ class ReplicatorTrainingLoop:
     def step(self)->dict: # one generation; returns its statistics row
         "Run one generation (see above) and return its statistics."
         cfg, g, t0 = self.cfg, self.generation, time.perf_counter()
-        if g and g == cfg.trainer.lr_drop_at: drop_learning_rates(self.pm.trainer.opt, cfg.trainer.lr_drop)
+        drop_learning_rates(self.pm.trainer.opt, cfg.trainer, g)
         genomes, dev = self.pm.next(self._gen(g))
         ev = evaluate_population(self.pm.hn.policy_config, dev['params'], self.arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
         f = ev['fitness'].view(2, -1).mean(0)   # a genome's fitness: the mean of its two policies
@@ -516,7 +518,7 @@ def run_policy_es(cfg:ReplicatorConfig, generations:int|None=None, # settings; d
     arena = cfg.arena()
     rows, spent = [], 0
     for g in tqdm(range(generations or cfg.generations), desc='policy ES', disable=not progress):
-        if g and g == cfg.trainer.lr_drop_at: drop_learning_rates(es.opt, cfg.trainer.lr_drop)
+        drop_learning_rates(es.opt, cfg.trainer, g)
         params, eps = es.ask(2 * cfg.population, torch.Generator().manual_seed(cfg.seed * 1_000_003 + g))
         ev = evaluate_population(hn.policy_config, params, arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
         es.tell(eps, ev['fitness']); spent += ev['agent_steps']
