@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from genome_lab.hypernetwork import (ReplicatorConfig, HypernetConfig, TrainerConfig, ReplicatorTrainingLoop,
-                                     run_policy_es, DiffusionHypernetwork, PolicyES, policy_config, init_policy, evaluate_population, stored_config)
+                                     run_policy_es, DiffusionHypernetwork, PolicyES, policy_config, init_policy, evaluate_population, stored_config,
+                                     CONTROL_FILE, checkpoint_meta)
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate
 
@@ -103,8 +104,8 @@ def main():
     ap.add_argument('--max-steps', type=int, default=20_000, help='step cap of the evaluations')
     ap.add_argument('--report', type=int, default=10, help='generations between printed fitness rows')
     ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--run-dir', default='', help='checkpoint folder (default: a temporary one)')
-    ap.add_argument('--resume', action='store_true', help="continue the checkpoint in --run-dir with its own settings, to --generations")
+    ap.add_argument('--run-dir', default='', help='checkpoint folder of both runs (default: a temporary one)')
+    ap.add_argument('--resume', action='store_true', help="continue the checkpoints in --run-dir with their own settings, to --generations (a control not stored yet starts)")
     ap.add_argument('--skip-control', action='store_true')
     ap.add_argument('--control-only', action='store_true', help='run and score only the ES control (and PufferLib\'s snake)')
     a = ap.parse_args()
@@ -119,17 +120,19 @@ def main():
         cfg = replace(stored_config(a.run_dir), generations=a.generations)   # the flags of the first run need not be repeated
     print(f"config: {json.dumps(vars(a))}" + (f"\nresumed with the checkpoint's settings: {json.dumps(asdict(cfg))}" if a.resume else ""))
     hist = ctrl = None
+    run_dir = Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-'))
     if not a.control_only:
         t0 = time.perf_counter()
-        loop = ReplicatorTrainingLoop(cfg, Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-')), resume=a.resume)
+        loop = ReplicatorTrainingLoop(cfg, run_dir, resume=a.resume)
         start = loop.generation   # 0, or where a resumed run stopped
         hist = loop.run(progress=False)
         print(f"replicator run: {time.perf_counter() - t0:.0f} s for generations {start}-{a.generations}, "
               f"{int(hist.agent_steps.iloc[-1]):,} agent-steps")
     if not a.skip_control:
-        t0 = time.perf_counter()
-        ctrl, es = run_policy_es(cfg, progress=False)
-        print(f"control ES: {time.perf_counter() - t0:.0f} s for {a.generations} generations, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
+        t0, resume = time.perf_counter(), a.resume and (run_dir/CONTROL_FILE).exists()
+        start = checkpoint_meta(run_dir/CONTROL_FILE)['generation'] if resume else 0
+        ctrl, es = run_policy_es(cfg, run_dir, resume=resume, progress=False)
+        print(f"control ES: {time.perf_counter() - t0:.0f} s for generations {start}-{a.generations}, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
     print(f"\n1. fitness ({cfg.fitness} reward; food: eaten per snake, counted as the fitness counts; means over {a.report} generations; {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
     print(" gen" + (" | replicator mean   max | food | entropy | estimator R2" if hist is not None else "")
           + (" | control ES mean   max" if ctrl is not None else ""))

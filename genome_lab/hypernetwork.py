@@ -23,11 +23,11 @@ from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator
 
 # %% auto #0
-__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'CODE_KINDS', 'N_KINDS', 'FITNESS', 'CHECKPOINT_FORMAT', 'policy_config',
-           'init_policy', 'target_layout', 'cosine_schedule', 'HypernetConfig', 'DiffusionHypernetwork',
-           'evaluate_population', 'centred_ranks', 'TrainerConfig', 'drop_learning_rates', 'HypernetworkTrainer',
-           'ReplicatorConfig', 'PopulationManager', 'stored_config', 'ReplicatorTrainingLoop', 'register_best',
-           'PolicyES', 'run_policy_es', 'train_replicator_cli']
+__all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'CODE_KINDS', 'N_KINDS', 'FITNESS', 'CHECKPOINT_FORMAT', 'CONTROL_FILE',
+           'policy_config', 'init_policy', 'target_layout', 'cosine_schedule', 'HypernetConfig',
+           'DiffusionHypernetwork', 'evaluate_population', 'centred_ranks', 'TrainerConfig', 'drop_learning_rates',
+           'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'checkpoint_meta', 'stored_config',
+           'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es', 'train_replicator_cli']
 
 # %% ../nbs/04_hypernetwork.ipynb #6e06ec85
 SNAKE_INPUT, SNAKE_ACTIONS = 968, 4   # 11x11 cells x 8 codes; up, down, left, right
@@ -363,7 +363,8 @@ def _opt_load(opt, tensors:dict, groups:list):
 
 CHECKPOINT_FORMAT = 2   # 2: each genome is developed into two mirrored policies
 
-def _checkpoint_meta(path:Path)->dict: # the checkpoint's metadata; its config completed with what runs stored before a setting did
+def checkpoint_meta(path:str|Path)->dict: # {'config', 'generation', 'history', 'agent_steps', ...}
+    "A checkpoint's metadata (a training run's or the control's), its config completed with the defaults of settings added since; raises ValueError for a checkpoint of an earlier format."
     from safetensors import safe_open
     with safe_open(str(path), 'pt') as f: meta = json.loads(f.metadata()['replicator'])
     if meta.get('format') != CHECKPOINT_FORMAT:
@@ -372,11 +373,32 @@ def _checkpoint_meta(path:Path)->dict: # the checkpoint's metadata; its config c
     meta['config'] = {**dict(trust_window=0, eval_max_steps=5000, fitness='first'), **c}
     return meta
 
+CONTROL_FILE = 'control.safetensors'   # the ES control's checkpoint, beside the training run's `checkpoint.safetensors`
+
 def stored_config(run_dir:str|Path)->ReplicatorConfig: # raises FileNotFoundError without a checkpoint
-    "The settings the checkpoint in `run_dir` was made with (`--resume` continues with them)."
-    path = Path(run_dir)/'checkpoint.safetensors'
+    "The settings the checkpoints in `run_dir` were made with (`--resume` continues with them): the training run's, else the ES control's."
+    paths = [Path(run_dir)/n for n in ('checkpoint.safetensors', CONTROL_FILE)]
+    path = next((p for p in paths if p.exists()), None)
+    if path is None: raise FileNotFoundError(f"nothing to resume: no {paths[0]} or {paths[1]}")
+    return ReplicatorConfig(**checkpoint_meta(path)['config'])
+
+def _read_checkpoint(path:Path, cfg:ReplicatorConfig, resume:bool)->tuple|None: # (meta, tensors) to resume from; None: a new run
+    "Refuse to overwrite a checkpoint without `resume`, to resume without one, or to resume one made with other settings than `cfg` (`generations` aside)."
+    if path.exists() and not resume:
+        raise FileExistsError(f"{path} exists: resume it (resume=True, --resume) or choose another run_dir")
+    if not resume: return None
     if not path.exists(): raise FileNotFoundError(f"nothing to resume: no {path}")
-    return ReplicatorConfig(**_checkpoint_meta(path)['config'])
+    meta, tensors = checkpoint_meta(path), st_load(path.read_bytes())
+    saved = ReplicatorConfig(**{**meta['config'], 'generations': cfg.generations})
+    if saved != cfg: raise ValueError(f"{path} was made with other settings: {asdict(saved)}")
+    return meta, tensors
+
+def _write_checkpoint(path:Path, tensors:dict, cfg:ReplicatorConfig, **meta):
+    "Write `tensors`, `cfg` and `meta` (JSON) to `path` atomically: a temporary file, then a rename."
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix('.tmp')
+    tmp.write_bytes(st_save(tensors, metadata={'replicator': json.dumps(dict(format=CHECKPOINT_FORMAT, config=asdict(cfg), **meta))}))
+    os.replace(tmp, path)
 
 class ReplicatorTrainingLoop:
     "Seed 001's training loop over a `PopulationManager`, a `FitnessEstimator` and the snake arena; checkpoints to `run_dir`."
@@ -385,14 +407,12 @@ class ReplicatorTrainingLoop:
                  resume:bool=False): # continue from the checkpoint in `run_dir`?
         self.cfg, self.dir = cfg, Path(run_dir)
         self.path = self.dir / 'checkpoint.safetensors'
-        if self.path.exists() and not resume:
-            raise FileExistsError(f"{self.path} exists: resume it (resume=True, --resume) or choose another run_dir")
-        if resume and not self.path.exists(): raise FileNotFoundError(f"nothing to resume: no {self.path}")
+        stored = _read_checkpoint(self.path, cfg, resume)
         self.pm = PopulationManager(cfg)
         self.est = FitnessEstimator(cfg.hypernet.genome_dim, members=cfg.estimator_members, seed=cfg.seed)
         self.arena = cfg.arena()
         self.generation, self.history, self.curve, self.agent_steps, self.genomes = 0, [], [], 0, []
-        if resume: self._load()
+        if stored: self._load(*stored)
 
     def _gen(self, g:int)->torch.Generator: return torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + g)
 
@@ -459,17 +479,10 @@ class ReplicatorTrainingLoop:
         tensors = {**_flat('hn', self.pm.hn.state_dict()), **_flat('dist', self.pm.dist.state_dict()),
                    **_flat('est', self.est.state_dict()), **opt}
         if self.genomes: tensors['genomes'] = torch.stack(self.genomes)
-        meta = dict(format=CHECKPOINT_FORMAT, config=asdict(self.cfg), generation=self.generation, history=self.history, curve=self.curve,
-                    agent_steps=self.agent_steps, baseline=self.pm.trainer.baseline, groups=groups)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix('.tmp')
-        tmp.write_bytes(st_save(tensors, metadata={'replicator': json.dumps(meta)}))
-        os.replace(tmp, self.path)
+        _write_checkpoint(self.path, tensors, self.cfg, generation=self.generation, history=self.history, curve=self.curve,
+                          agent_steps=self.agent_steps, baseline=self.pm.trainer.baseline, groups=groups)
 
-    def _load(self):
-        meta, tensors = _checkpoint_meta(self.path), st_load(self.path.read_bytes())
-        saved = ReplicatorConfig(**{**meta['config'], 'generations': self.cfg.generations})
-        if saved != self.cfg: raise ValueError(f"{self.path} was made with other settings: {asdict(saved)}")
+    def _load(self, meta:dict, tensors:dict):
         self.pm.hn.load_state_dict(_part('hn', tensors)); self.pm.dist.load_state_dict(_part('dist', tensors))
         self.est.load_state_dict(_part('est', tensors)); _opt_load(self.pm.trainer.opt, tensors, meta['groups'])
         self.generation, self.history, self.curve = meta['generation'], meta['history'], meta['curve']
@@ -510,20 +523,32 @@ class PolicyES:
 
     def mean_params(self)->dict: return self.hn.to_params(self.theta.detach()[None])
 
-def run_policy_es(cfg:ReplicatorConfig, generations:int|None=None, # settings; default `cfg.generations`
+def run_policy_es(cfg:ReplicatorConfig, # settings, `cfg.generations` generations
+                  run_dir:str|Path|None=None, # where `control.safetensors` is kept (every `cfg.checkpoint_every` generations); None: no checkpoint
+                  resume:bool=False, # continue from the checkpoint in `run_dir`?
                   progress:bool=True)->tuple: # -> (history DataFrame, PolicyES)
     "The control run: `PolicyES` (sigma = `cfg.hypernet.exploration`, the `base` table's learning rate, decay and drop) on as many policies, snakes and steps as `cfg`'s run, with its seeds."
     hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
     es = PolicyES(hn, sigma=cfg.hypernet.exploration, lr=cfg.trainer.base_lr, decay=cfg.trainer.base_decay)
-    arena = cfg.arena()
+    path = Path(run_dir)/CONTROL_FILE if run_dir else None
     rows, spent = [], 0
-    for g in tqdm(range(generations or cfg.generations), desc='policy ES', disable=not progress):
+    if path and (stored := _read_checkpoint(path, cfg, resume)):
+        meta, tensors = stored
+        with torch.no_grad(): es.theta.copy_(tensors['theta'])
+        _opt_load(es.opt, tensors, meta['groups']); rows, spent = meta['history'], meta['agent_steps']
+    elif resume: raise ValueError("resume needs the run_dir of the control run")
+    arena = cfg.arena()
+    for g in tqdm(range(len(rows), cfg.generations), initial=len(rows), total=cfg.generations, desc='policy ES', disable=not progress):
         drop_learning_rates(es.opt, cfg.trainer, g)
         params, eps = es.ask(2 * cfg.population, torch.Generator().manual_seed(cfg.seed * 1_000_003 + g))
         ev = evaluate_population(hn.policy_config, params, arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
         es.tell(eps, ev['fitness']); spent += ev['agent_steps']
         rows.append(dict(generation=g, fitness_mean=float(ev['fitness'].mean()), fitness_max=float(ev['fitness'].max()),
                          agent_steps=spent))
+        if path and (len(rows) % cfg.checkpoint_every == 0 or len(rows) == cfg.generations):
+            opt, groups = _opt_tensors(es.opt)
+            _write_checkpoint(path, {'theta': es.theta.detach().clone(), **opt}, cfg, generation=len(rows), history=rows,
+                              agent_steps=spent, groups=groups)
     arena.close()
     return pd.DataFrame(rows), es
 

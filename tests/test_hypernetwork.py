@@ -158,9 +158,11 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     assert r.returncode == 0, r.stderr
     for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'ran into wall',
               'moved from where evolution started (init_policy, tied by kind)', '| food |'): assert s in r.stdout, r.stdout
-    r = subprocess.run(bench + ['--generations', '3', '--resume', '--skip-control'], capture_output=True, text=True, env=ENV, timeout=300)
+    r = subprocess.run(bench + ['--generations', '3', '--resume'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr                                # the training flags come from the checkpoint
-    assert '"tied_codes": true' in r.stdout and 'for generations 2-3' in r.stdout and 'tied by kind' in r.stdout, r.stdout
+    assert '"tied_codes": true' in r.stdout and 'tied by kind' in r.stdout, r.stdout
+    ran = [l for l in r.stdout.splitlines() if l.startswith(('replicator run:', 'control ES:'))]
+    assert len(ran) == 2 and all('for generations 2-3' in l for l in ran), ran   # both runs resumed from their checkpoints
 
 def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     from genome_lab.hypernetwork import ReplicatorTrainingLoop
@@ -216,3 +218,25 @@ def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_res
     _, es = run_policy_es(ReplicatorConfig(generations=3, **small), progress=False)
     assert lrs(es.opt) == pytest.approx([0.1 / 4])                          # the control gets the same schedule
     with pytest.raises(ValueError, match='lr_drop'): HypernetworkTrainer(loop.pm.hn, TrainerConfig(lr_drop=0))
+
+def test_control_killed_mid_run_resumes_from_its_checkpoint_to_the_uninterrupted_result(tmp_path, monkeypatch):
+    import genome_lab.hypernetwork as H
+    small = dict(population=4, agents_each=1, steps=16, eval_interval=0, seed=3, checkpoint_every=2,
+                 hypernet=HypernetConfig(hidden=4, chunk=64, width=32), trainer=TrainerConfig(lr_drop_at=3, lr_drop=4.0))
+    cfg = ReplicatorConfig(generations=5, **small)
+    full, es_full = H.run_policy_es(cfg, progress=False)                   # uninterrupted, nothing stored
+    calls, real = [], H.evaluate_population
+    def dies_at_the_fourth(*args, **kw):
+        calls.append(1)
+        if len(calls) == 4: raise KeyboardInterrupt                         # killed during generation 3
+        return real(*args, **kw)
+    monkeypatch.setattr(H, 'evaluate_population', dies_at_the_fourth)
+    with pytest.raises(KeyboardInterrupt): H.run_policy_es(cfg, tmp_path, progress=False)
+    monkeypatch.setattr(H, 'evaluate_population', real)
+    assert H.checkpoint_meta(tmp_path/H.CONTROL_FILE)['generation'] == 2    # the last checkpoint: generation 3 is lost
+    assert H.stored_config(tmp_path) == cfg                                # a control-only folder gives its settings
+    with pytest.raises(FileExistsError): H.run_policy_es(cfg, tmp_path, progress=False)
+    with pytest.raises(ValueError, match='other settings'): H.run_policy_es(ReplicatorConfig(generations=5, **{**small, 'seed': 4}), tmp_path, resume=True)
+    hist, es = H.run_policy_es(cfg, tmp_path, resume=True, progress=False)
+    assert hist.to_dict('records') == full.to_dict('records') and len(hist) == 5
+    assert torch.equal(es.theta, es_full.theta) and [g['lr'] for g in es.opt.param_groups] == pytest.approx([0.1 / 4])
