@@ -121,6 +121,8 @@ def main():
     print(f"config: {json.dumps(vars(a))}" + (f"\nresumed with the checkpoint's settings: {json.dumps(asdict(cfg))}" if a.resume else ""))
     hist = ctrl = None
     run_dir = Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-'))
+    if not (a.resume or a.skip_control) and (run_dir/CONTROL_FILE).exists():   # before hours of training, not after
+        ap.error(f"{run_dir/CONTROL_FILE} exists: --resume it or choose another --run-dir")
     if not a.control_only:
         t0 = time.perf_counter()
         loop = ReplicatorTrainingLoop(cfg, run_dir, resume=a.resume)

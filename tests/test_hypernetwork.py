@@ -158,6 +158,8 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     assert r.returncode == 0, r.stderr
     for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'ran into wall',
               'moved from where evolution started (init_policy, tied by kind)', '| food |'): assert s in r.stdout, r.stdout
+    r = subprocess.run(bench + ['--generations', '3', '--control-only'], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 2 and 'control.safetensors exists' in r.stderr, r.stderr   # refused before any training
     r = subprocess.run(bench + ['--generations', '3', '--resume'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr                                # the training flags come from the checkpoint
     assert '"tied_codes": true' in r.stdout and 'tied by kind' in r.stdout, r.stdout
