@@ -121,7 +121,8 @@ def main():
     print(f"config: {json.dumps(vars(a))}" + (f"\nresumed with the checkpoint's settings: {json.dumps(asdict(cfg))}" if a.resume else ""))
     hist = ctrl = None
     run_dir = Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-'))
-    if not (a.resume or a.skip_control) and (run_dir/CONTROL_FILE).exists():   # before hours of training, not after
+    control_stored = (run_dir/CONTROL_FILE).exists()
+    if control_stored and not (a.resume or a.skip_control):   # refused before hours of training, not after
         ap.error(f"{run_dir/CONTROL_FILE} exists: --resume it or choose another --run-dir")
     if not a.control_only:
         t0 = time.perf_counter()
@@ -131,7 +132,7 @@ def main():
         print(f"replicator run: {time.perf_counter() - t0:.0f} s for generations {start}-{a.generations}, "
               f"{int(hist.agent_steps.iloc[-1]):,} agent-steps")
     if not a.skip_control:
-        t0, resume = time.perf_counter(), a.resume and (run_dir/CONTROL_FILE).exists()
+        t0, resume = time.perf_counter(), a.resume and control_stored
         start = checkpoint_meta(run_dir/CONTROL_FILE)['generation'] if resume else 0
         ctrl, es = run_policy_es(cfg, run_dir, resume=resume, progress=False)
         print(f"control ES: {time.perf_counter() - t0:.0f} s for generations {start}-{a.generations}, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
