@@ -19,6 +19,7 @@ import argparse, json, math, tempfile, time
 from dataclasses import asdict, replace
 from pathlib import Path
 import numpy as np
+import pandas as pd
 import torch
 from genome_lab.hypernetwork import (ReplicatorConfig, HypernetConfig, TrainerConfig, ReplicatorTrainingLoop,
                                      run_policy_es, DiffusionHypernetwork, PolicyES, policy_config, init_policy, evaluate_population, stored_config,
@@ -138,14 +139,16 @@ def main():
         print(f"control ES: {time.perf_counter() - t0:.0f} s for generations {start}-{a.generations}, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
     print(f"\n1. fitness ({cfg.fitness} reward; food: eaten per snake, counted as the fitness counts; means over {a.report} generations; {cfg.agents_each} snakes x {cfg.steps} steps per genome, population {cfg.population})")
     print(" gen" + (" | replicator mean   max | food | entropy | estimator R2" if hist is not None else "")
-          + (" | control ES mean   max" if ctrl is not None else ""))
+          + (" | control ES mean   max | food" if ctrl is not None else ""))
     for g in range(0, a.generations, a.report):
         w = slice(g, g + a.report)
         line = f"{g:4d}"
         if hist is not None:
             r = hist.iloc[w]
             line += f" | {r.fitness_mean.mean():15.3f} {r.fitness_max.mean():5.2f} | {r.food_mean.mean():4.1f} | {r.entropy.iloc[-1]:7.2f} | {np.nanmean(r.estimator_r2):12.3f}"
-        if ctrl is not None: line += f" | {ctrl.iloc[w].fitness_mean.mean():15.3f} {ctrl.iloc[w].fitness_max.mean():5.2f}"
+        if ctrl is not None:   # a control checkpointed before its rows counted food has none
+            c = ctrl.iloc[w]
+            line += f" | {c.fitness_mean.mean():15.3f} {c.fitness_max.mean():5.2f} | {c.get('food_mean', pd.Series(dtype=float)).mean():4.1f}"
         print(line)
     if hist is not None:
         print("\n2. score versus evaluations (the distribution's mean genome, training map, length at death)")

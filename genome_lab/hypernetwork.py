@@ -539,12 +539,14 @@ def run_policy_es(cfg:ReplicatorConfig, # settings, `cfg.generations` generation
     elif resume: raise ValueError("resume needs the run_dir of the control run")
     arena = cfg.arena()
     for g in tqdm(range(len(rows), cfg.generations), initial=len(rows), total=cfg.generations, desc='policy ES', disable=not progress):
+        t0 = time.perf_counter()
         drop_learning_rates(es.opt, cfg.trainer, g)
         params, eps = es.ask(2 * cfg.population, torch.Generator().manual_seed(cfg.seed * 1_000_003 + g))
         ev = evaluate_population(hn.policy_config, params, arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
         es.tell(eps, ev['fitness']); spent += ev['agent_steps']
         rows.append(dict(generation=g, fitness_mean=float(ev['fitness'].mean()), fitness_max=float(ev['fitness'].max()),
-                         agent_steps=spent))
+                         food_mean=float(ev['food'].mean()), died=float(ev['died'].mean()), agent_steps=spent,
+                         seconds=time.perf_counter() - t0))
         if path and (len(rows) % cfg.checkpoint_every == 0 or len(rows) == cfg.generations):
             opt, groups = _opt_tensors(es.opt)
             _write_checkpoint(path, {'theta': es.theta.detach().clone(), **opt}, cfg, generation=len(rows), history=rows,
