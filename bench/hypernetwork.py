@@ -35,7 +35,9 @@ def score(policy, snakes, seed, max_steps): # (mean, std, n, censored, steps ali
 def fmt(m, s, n, c, *_): return f"{m:7.2f} ± {s:6.2f} (n={n}{', censored ' + str(c) if c else ''})"
 def habits(x): return f"lives {x[4]:.0f} steps on average and eats {x[5]:.3f} food per 100 steps"
 
-def play(policy, snakes=256, seed=202, steps=1500): # (adjacent food taken, {cause: share of deaths}, deaths)
+PLAY_STEPS = 1500   # steps of the greedy game that `play` reads habits from
+
+def play(policy, snakes=256, seed=202, steps=PLAY_STEPS): # (adjacent food taken, {cause: share of deaths}, deaths)
     """Two habits, from one greedy game on PufferLib's map: how often the snake eats a food (or corpse) lying in exactly
     one cell next to its head (a random move takes it 1 time in 4), and what each death ran into, read from the C state
     before the step: 'wall', its own body ('self'), another snake ('other'), or a cell that was free but that a snake
@@ -67,7 +69,7 @@ def play(policy, snakes=256, seed=202, steps=1500): # (adjacent food taken, {cau
     n = sum(causes.values())
     return (took / seen if seen else float("nan")), {k: v / max(n, 1) for k, v in causes.items()}, n
 
-def habits_in_play(policy, snakes, steps=1500): # one line for the bench
+def habits_in_play(policy, snakes, steps=PLAY_STEPS): # one line for the bench
     food, causes, n = play(policy, snakes, steps=steps)
     return f"takes adjacent food {food:.3f}; its {n} deaths in {steps} steps ran into " + ", ".join(f"{k} {v:.3f}" for k, v in causes.items())
 

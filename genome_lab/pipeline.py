@@ -52,8 +52,8 @@ PRESETS = {
                            eval_max_steps=20_000, player_steps=1000),
         '01a_sessions': dict(per_style=16, steps=1000, chunk_rows=1024),
         '02_clustering': dict(per_style=16, steps=1000, genome_epochs=8),
-        '04_hypernetwork': dict(run_dir='replicator', generations=600, population=32, hidden=16, steps=2048, agents_each=4,
-                                eval_snakes=256),
+        '04_hypernetwork': dict(run_dir='replicator', generations=1800, lr_drop_at=1200, population=32, hidden=16, steps=2048,
+                                agents_each=4, eval_snakes=256),  # the headline run of 04's measured section
         '05_physics': dict(population=64, generations=100, use_compile=True),
         '05a_creature_store': dict(population=20, generations=10),
         '06_tournament': dict(snakes_per_genome=16, game_steps=1000, meetings=3, width=160, height=90, num_food=800, ladder_games=60),

@@ -166,6 +166,14 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     assert '"tied_codes": true' in r.stdout and 'tied by kind' in r.stdout, r.stdout
     ran = [l for l in r.stdout.splitlines() if l.startswith(('replicator run:', 'control ES:'))]
     assert len(ran) == 2 and all('for generations 2-3' in l for l in ran), ran   # both runs resumed from their checkpoints
+    curves = [sys.executable, ROOT/'bench'/'hypernetwork_curves.py', '--out', tmp_path/'runs.json', '--block', '2']
+    r = subprocess.run(curves + [f'tiny={tmp_path}'], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    tiny = json.loads((tmp_path/'runs.json').read_text())['tiny']
+    assert tiny['generations'] == 3 and [b['generation'] for b in tiny['blocks']] == [0, 2] and len(tiny['curve']) == 3
+    assert tiny['config']['hypernet']['tied_codes'] and all(c['n'] == 4 for c in tiny['curve'])
+    r = subprocess.run(curves + [str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 2 and 'LABEL=RUN_DIR' in r.stderr, r.stderr
 
 def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     from genome_lab.hypernetwork import ReplicatorTrainingLoop

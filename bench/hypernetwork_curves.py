@@ -1,0 +1,39 @@
+"""Collects what stored replicator training runs measured while they trained, for `04_hypernetwork`'s figures.
+
+Reads the checkpoint (`checkpoint.safetensors`) of each run folder given as LABEL=DIR and writes one JSON file:
+for each run its settings, the score-versus-evaluations curve (the distribution's mean genome, length at death on
+the training map: mean, std, n, against agent-steps) and its training fitness in blocks of `--block` generations
+(window reward, food eaten and share of snakes that died, per snake, and the hypernetwork's parameter norm).
+Usage: python bench/hypernetwork_curves.py --out nbs/measured/hypernetwork_runs.json "seed 0=/tmp/run0" ...
+"""
+import argparse, json
+from pathlib import Path
+import numpy as np
+from genome_lab.hypernetwork import checkpoint_meta
+
+def run_record(run_dir:Path, block:int)->dict:
+    m = checkpoint_meta(Path(run_dir)/'checkpoint.safetensors')
+    h, blocks = m['history'], []
+    for lo in range(0, len(h), block):
+        b = h[lo:lo + block]
+        mean = lambda k: round(float(np.mean([r[k] for r in b])), 4)
+        blocks.append(dict(generation=lo, agent_steps=b[-1]['agent_steps'], window=mean('fitness_mean'), food=mean('food_mean'),
+                           died=mean('died'), hn_param_norm=mean('hn_param_norm')))
+    curve = [dict(generation=c['generation'], agent_steps=c['agent_steps'], score=round(c['score'], 3), std=round(c['std'], 3),
+                  n=c['n'], censored=c['censored']) for c in m['curve']]
+    return dict(config=m['config'], generations=m['generation'], curve=curve, blocks=blocks)
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('runs', nargs='+', help='LABEL=RUN_DIR, one per run')
+    ap.add_argument('--out', required=True, help='JSON file to write')
+    ap.add_argument('--block', type=int, default=10, help='generations per block of training fitness')
+    a = ap.parse_args(argv)
+    pairs = [r.split('=', 1) for r in a.runs]
+    if any(len(p) != 2 for p in pairs): ap.error('give each run as LABEL=RUN_DIR')
+    out = {label: run_record(Path(d), a.block) for label, d in pairs}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(out, indent=1))
+    for label, r in out.items(): print(f"{label}: {r['generations']} generations, {len(r['curve'])} evaluations, {len(r['blocks'])} blocks")
+
+if __name__ == '__main__': main()
