@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from genome_lab.hypernetwork import (ReplicatorConfig, HypernetConfig, TrainerConfig, ReplicatorTrainingLoop,
                                      run_policy_es, DiffusionHypernetwork, PolicyES, policy_config, init_policy, evaluate_population, stored_config,
-                                     CONTROL_FILE, checkpoint_meta)
+                                     CONTROL_FILE, checkpoint_meta, machine)
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate
 
@@ -121,6 +121,7 @@ def main():
     if a.resume:
         if not a.run_dir: ap.error('--resume needs the --run-dir of the run')
         cfg = replace(stored_config(a.run_dir), generations=a.generations)   # the flags of the first run need not be repeated
+    print(f"machine: {json.dumps(machine())}")   # runs repeat exactly on the same kind of CPU only
     print(f"config: {json.dumps(vars(a))}" + (f"\nresumed with the checkpoint's settings: {json.dumps(asdict(cfg))}" if a.resume else ""))
     hist = ctrl = None
     run_dir = Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-'))

@@ -2,9 +2,10 @@
 
 Reads the checkpoint (`checkpoint.safetensors`) of each run folder given as LABEL=DIR and writes one JSON file:
 for each run its settings, the score-versus-evaluations curve (the distribution's mean genome, length at death on
-the training map: mean, std, n, against agent-steps) and its training fitness in blocks of `--block` generations
-(window reward, food eaten and share of snakes that died, per snake, and the hypernetwork's parameter norm).
-Usage: python bench/hypernetwork_curves.py --out nbs/measured/hypernetwork_runs.json "seed 0=/tmp/run0" ...
+the training map: mean, std, n, against agent-steps), its training fitness in blocks of `--block` generations
+(window reward, food eaten and share of snakes that died, per snake, and the hypernetwork's parameter norm) and the
+machine that wrote the checkpoint (None for checkpoints written before genome_lab recorded it).
+Usage: python bench/hypernetwork_curves.py --out nbs/measured/hypernetwork_runs_$(date +%F).json "seed 0=/tmp/run0" ...
 """
 import argparse, json
 from pathlib import Path
@@ -21,7 +22,7 @@ def run_record(run_dir:Path, block:int)->dict:
                            died=mean('died'), hn_param_norm=mean('hn_param_norm')))
     curve = [dict(generation=c['generation'], agent_steps=c['agent_steps'], score=round(c['score'], 3), std=round(c['std'], 3),
                   n=c['n'], censored=c['censored']) for c in m['curve']]
-    return dict(config=m['config'], generations=m['generation'], curve=curve, blocks=blocks)
+    return dict(config=m['config'], generations=m['generation'], machine=m.get('machine'), curve=curve, blocks=blocks)
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

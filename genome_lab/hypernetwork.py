@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/hypernetwork.html.md"""
 
 # %% ../nbs/04_hypernetwork.ipynb #ff6efc98
 from __future__ import annotations
-import argparse, json, math, os, sys, time
+import argparse, json, math, os, platform, sys, time, warnings
 from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 import numpy as np
@@ -27,7 +27,7 @@ __all__ = ['SNAKE_INPUT', 'SNAKE_ACTIONS', 'CODE_KINDS', 'N_KINDS', 'FITNESS', '
            'policy_config', 'init_policy', 'target_layout', 'cosine_schedule', 'HypernetConfig',
            'DiffusionHypernetwork', 'evaluate_population', 'centred_ranks', 'TrainerConfig', 'drop_learning_rates',
            'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'checkpoint_meta', 'stored_config',
-           'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es', 'train_replicator_cli']
+           'machine', 'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es', 'train_replicator_cli']
 
 # %% ../nbs/04_hypernetwork.ipynb #6e06ec85
 SNAKE_INPUT, SNAKE_ACTIONS = 968, 4   # 11x11 cells x 8 codes; up, down, left, right
@@ -391,13 +391,25 @@ def _read_checkpoint(path:Path, cfg:ReplicatorConfig, resume:bool)->tuple|None: 
     meta, tensors = checkpoint_meta(path), st_load(path.read_bytes())
     saved = ReplicatorConfig(**{**meta['config'], 'generations': cfg.generations})
     if saved != cfg: raise ValueError(f"{path} was made with other settings: {asdict(saved)}")
+    if (then := meta.get('machine')) and then != (now := machine()):
+        warnings.warn(f"{path} was written on {then}, this is {now}: the run goes on, but it will not repeat the "
+                      "uninterrupted run (see 'Another machine' in 04_hypernetwork)", RuntimeWarning)
     return meta, tensors
 
+def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 'kernels': torch's CPU capability}
+    "The kind of CPU a run is on: the same settings repeat a run exactly on the same kind only (section 'Another machine')."
+    try: info = dict(l.split(':', 1) for l in Path('/proc/cpuinfo').read_text().split('\n\n')[0].splitlines() if ':' in l)
+    except OSError: info = {}
+    info = {k.strip(): v.strip() for k, v in info.items()}
+    cpu = f"{info.get('model name', platform.processor())} (family {info.get('cpu family', '?')}, model {info.get('model', '?')})"
+    return dict(cpu=cpu, kernels=torch.backends.cpu.get_cpu_capability())
+
 def _write_checkpoint(path:Path, tensors:dict, cfg:ReplicatorConfig, **meta):
-    "Write `tensors`, `cfg` and `meta` (JSON) to `path` atomically: a temporary file, then a rename."
+    "Write `tensors`, `cfg`, `meta` and `machine()` (JSON) to `path` atomically: a temporary file, then a rename."
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix('.tmp')
-    tmp.write_bytes(st_save(tensors, metadata={'replicator': json.dumps(dict(format=CHECKPOINT_FORMAT, config=asdict(cfg), **meta))}))
+    meta = dict(format=CHECKPOINT_FORMAT, config=asdict(cfg), machine=machine(), **meta)
+    tmp.write_bytes(st_save(tensors, metadata={'replicator': json.dumps(meta)}))
     os.replace(tmp, path)
 
 class ReplicatorTrainingLoop:

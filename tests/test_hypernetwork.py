@@ -1,6 +1,6 @@
 """Diffusion hypernetwork, replicator training loop, `genome-lab train-replicator` (SIGKILL, --resume, registration)
 and the replicator bench with tiny settings."""
-import json, os, signal, subprocess, sys, time
+import json, os, signal, subprocess, sys, time, warnings
 from pathlib import Path
 import numpy as np, pytest, torch
 from safetensors import safe_open
@@ -158,7 +158,7 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
                                 '--eval-interval', '1', '--tied-codes'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
     for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'ran into wall',
-              'moved from where evolution started (init_policy, tied by kind)', '| food |', 'control ES mean   max | food'): assert s in r.stdout, r.stdout
+              'moved from where evolution started (init_policy, tied by kind)', '| food |', 'control ES mean   max | food', 'machine: {"cpu": '): assert s in r.stdout, r.stdout
     r = subprocess.run(bench + ['--generations', '3', '--control-only'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 2 and 'control.safetensors exists' in r.stderr, r.stderr   # refused before any training
     r = subprocess.run(bench + ['--generations', '3', '--resume'], capture_output=True, text=True, env=ENV, timeout=300)
@@ -172,6 +172,8 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     tiny = json.loads((tmp_path/'runs.json').read_text())['tiny']
     assert tiny['generations'] == 3 and [b['generation'] for b in tiny['blocks']] == [0, 2] and len(tiny['curve']) == 3
     assert tiny['config']['hypernet']['tied_codes'] and all(c['n'] == 4 for c in tiny['curve'])
+    from genome_lab.hypernetwork import machine
+    assert tiny['machine'] == machine()                                    # the kind of CPU the run was on
     r = subprocess.run(curves + [str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 2 and 'LABEL=RUN_DIR' in r.stderr, r.stderr
 
@@ -223,7 +225,9 @@ def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_res
     loop.run(progress=False)
     assert lrs(loop.pm.trainer.opt) == [3e-4, 0.1]                          # generations 0 and 1: the full step
     for end in (4, 5):                                                      # resumed across the drop, then past it
-        loop = ReplicatorTrainingLoop(ReplicatorConfig(generations=end, **small), tmp_path, resume=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter('error', RuntimeWarning)                  # the same machine: no warning
+            loop = ReplicatorTrainingLoop(ReplicatorConfig(generations=end, **small), tmp_path, resume=True)
         loop.run(progress=False)
         assert lrs(loop.pm.trainer.opt) == pytest.approx([3e-4 / 4, 0.1 / 4])   # divided once, kept by the checkpoint
     _, es = run_policy_es(ReplicatorConfig(generations=3, **small), progress=False)
@@ -248,7 +252,10 @@ def test_control_killed_mid_run_resumes_from_its_checkpoint_to_the_uninterrupted
     assert H.stored_config(tmp_path) == cfg                                # a control-only folder gives its settings
     with pytest.raises(FileExistsError): H.run_policy_es(cfg, tmp_path, progress=False)
     with pytest.raises(ValueError, match='other settings'): H.run_policy_es(ReplicatorConfig(generations=5, **{**small, 'seed': 4}), tmp_path, resume=True)
-    hist, es = H.run_policy_es(cfg, tmp_path, resume=True, progress=False)
+    assert H.checkpoint_meta(tmp_path/H.CONTROL_FILE)['machine'] == H.machine()
+    monkeypatch.setattr(H, 'machine', lambda: dict(cpu='another CPU', kernels='DEFAULT'))
+    with pytest.warns(RuntimeWarning, match='will not repeat the uninterrupted run'):
+        hist, es = H.run_policy_es(cfg, tmp_path, resume=True, progress=False)
     assert untimed(hist.to_dict('records')) == untimed(full.to_dict('records')) and len(hist) == 5
     assert {'food_mean', 'died', 'seconds'} <= set(hist.columns) and (hist.food_mean >= 0).all() and hist.died.between(0, 1).all()
     assert torch.equal(es.theta, es_full.theta) and [g['lr'] for g in es.opt.param_groups] == pytest.approx([0.1 / 4])
