@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/hypernetwork.html.md"""
 
 # %% ../nbs/04_hypernetwork.ipynb #ff6efc98
 from __future__ import annotations
-import argparse, json, math, os, platform, sys, time, warnings
+import argparse, functools, json, math, os, platform, sys, time, warnings
 from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 import numpy as np
@@ -396,11 +396,12 @@ def _read_checkpoint(path:Path, cfg:ReplicatorConfig, resume:bool)->tuple|None: 
                       "uninterrupted run (see 'Another machine' in 04_hypernetwork)", RuntimeWarning)
     return meta, tensors
 
+@functools.cache
 def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 'kernels': torch's CPU capability}
     "The kind of CPU a run is on: the same settings repeat a run exactly on the same kind only (section 'Another machine')."
-    try: info = dict(l.split(':', 1) for l in Path('/proc/cpuinfo').read_text().split('\n\n')[0].splitlines() if ':' in l)
-    except OSError: info = {}
-    info = {k.strip(): v.strip() for k, v in info.items()}
+    try: first = Path('/proc/cpuinfo').read_text().split('\n\n')[0]   # the first processor's block
+    except OSError: first = ''
+    info = {k.strip(): v.strip() for k, sep, v in (l.partition(':') for l in first.splitlines()) if sep}
     cpu = f"{info.get('model name', platform.processor())} (family {info.get('cpu family', '?')}, model {info.get('model', '?')})"
     return dict(cpu=cpu, kernels=torch.backends.cpu.get_cpu_capability())
 
