@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import torch
 torch.set_num_threads(1)
-from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun, compare_heldout, TetrisConfig
+from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun, compare_heldout
+from genome_lab.sandbox import program_env
 from genome_lab.tetris_players import player_source, play_local, TetrisGame, DELLACHERIE_WEIGHTS, EL_TETRIS_WEIGHTS, MAX_TICKS
 from genome_lab.sandbox import play_games, SandboxLimits
 
@@ -52,7 +53,7 @@ def main(argv=None):
     print(json.dumps(res['run'], default=float), flush=True)
     best = (out/'best_program.py').read_text()
     held = list(range(100_000, 100_000 + a.games))
-    players = {'best evolved': best, 'template (gen 0)': TetrisConfig().player_template(),
+    players = {'best evolved': best, 'template (gen 0)': program_env('tetris').player_template(),
                'dellacherie': player_source(DELLACHERIE_WEIGHTS, 'dellacherie'), 'el-tetris': player_source(EL_TETRIS_WEIGHTS, 'el-tetris')}
     rows = compare_heldout({}, held, a.heldout_ticks, pufferlib=True)
     r = rows[0]; print(f"{r['player']:>18}: {r['mean']:8.2f} ± {r['std']:7.2f} lines/game (n={r['n']}, {r['ticks']:.0f} ticks/game, {r['seconds']} s)", flush=True)

@@ -12,7 +12,8 @@ import argparse, time
 import numpy as np, torch
 from genome_lab.arenas import SnakeArena
 from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
-from genome_lab.tournament import run_tournament, EpsilonGreedy, play_games, ladder_taus, games_to_reach
+from genome_lab.tournament import run_tournament, play_games, ladder_taus, games_to_reach
+from genome_lab.policies import EpsilonGreedy
 from genome_lab.selection import mutate
 
 def main():
@@ -29,7 +30,7 @@ def main():
     for w in ([1., .5, 10., .5], [2., 2., 10., 0.], [1., 0., 5., 1.]):
         h = SnakeHeuristic(); h.weights.data = torch.tensor(w); entrants.append(h)
     entrants += [RandomPolicy(4), RandomPolicy(4)]
-    kw = dict(genomes_per_game=5, snakes_per_genome=8, steps=a.steps, width=80, height=48, num_food=200)
+    kw = dict(genomes_per_game=5, agents_per_genome=8, steps=a.steps, settings=dict(width=80, height=48, num_food=200))
     ids = [f'g{i}' for i in range(len(entrants))]
     t0 = time.perf_counter()
     res = run_tournament(None, ids, entrants, meetings=a.tournament_games, seed=0, progress=False, **kw)
@@ -48,7 +49,7 @@ def main():
     final, reach = {'openskill': [], 'elo': []}, {'openskill': [], 'elo': []}
     for s in range(a.seeds):
         games = [tuple(range(6))] * a.ladder_games
-        rs = play_games(ladder, games, seed=1000 + s, progress=False, snakes_per_genome=4, steps=a.steps, width=80, height=48, num_food=200)
+        rs = play_games(ladder, games, seed=1000 + s, progress=False, agents_per_genome=4, steps=a.steps, settings=dict(width=80, height=48, num_food=200))
         taus = ladder_taus(rs, games, list(range(6)))
         for k in final: final[k].append(taus[k][-1]); reach[k].append(games_to_reach(taus[k]))
         print(f"ladder seed {s}: final tau openskill {taus['openskill'][-1]:.3f}, elo {taus['elo'][-1]:.3f}; "

@@ -8,7 +8,7 @@ import torch
 from genome_lab.cloning import (CLONE_PRESETS, sequence_logits, session_sequences, split_by_session, train_clone, clone,
                                 dagger_sessions, register_clone, training_record, finetune, merge_genomes, shared_base,
                                 ties_params, average_params, contributions)
-from genome_lab.policies import LinearLSTM, load_pufferlib_policy, PUFFERLIB_POLICIES
+from genome_lab.policies import LinearLSTM, load_pufferlib_policy, pufferlib_config
 from genome_lab.registry import Registry, RegistryError, seed_founders
 from genome_lab.evaluation import evaluate
 from genome_lab.sessions import load_sessions, record_bot_sessions
@@ -54,7 +54,7 @@ def test_cloning_learns_the_teacher(teacher_sessions):
 
 def test_dagger_labels_are_the_teachers_actions(tmp_path):
     "Every label is what the teacher, run beside the student on the same views, would have done."
-    teacher, student = load_pufferlib_policy('snake'), LinearLSTM(**PUFFERLIB_POLICIES['snake'])
+    teacher, student = load_pufferlib_policy('snake'), LinearLSTM(**pufferlib_config('snake'))
     ids = dagger_sessions(student, teacher, tmp_path, steps=40, seed=0, progress=False, **KW)
     sessions = load_sessions(tmp_path, ids)
     obs = np.stack([s.obs() for s in sessions], 1)  # (T, n, 11, 11)
@@ -77,7 +77,7 @@ def test_dagger_round_in_clone(teacher_sessions, tmp_path):
 
 
 def test_register_lineage_and_contributions(reg, teacher_sessions):
-    pol = LinearLSTM(**PUFFERLIB_POLICIES['snake'])
+    pol = LinearLSTM(**pufferlib_config('snake'))
     g = register_clone(reg, pol, teacher_sessions[:5], name='C')
     row = reg.genome(g.id)
     assert row['type'] == 'behavioral' and row['parents'] == [dict(id='bot:puffer_greedy', relation='player')]
@@ -108,7 +108,7 @@ def test_merges_need_a_shared_base(reg, teacher_sessions):
     assert [p['relation'] for p in reg.genome(ties.id)['parents']] == ['merge', 'merge']
     # a merge of merges still finds the base; scratch genomes and other architectures are refused
     assert shared_base(reg, [ties.id, a.id]) == a.id and shared_base(reg, [ties.id, base]) == base
-    scratch = register_clone(reg, LinearLSTM(**PUFFERLIB_POLICIES['snake']), teacher_sessions[:2], name='S')
+    scratch = register_clone(reg, LinearLSTM(**pufferlib_config('snake')), teacher_sessions[:2], name='S')
     for ids in ([scratch.id, a.id], [base, reg.founders['HeuristicSnake']], [a.id, a.id]):
         with pytest.raises(RegistryError): merge_genomes(reg, ids)
     n = len(reg.ids())

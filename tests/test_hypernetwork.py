@@ -9,7 +9,8 @@ from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, Hype
                                      ReplicatorConfig, evaluate_population)
 from genome_lab.registry import Registry
 from genome_lab.policies import load_pufferlib_policy
-from genome_lab.tournament import play_game, StackedLinearLSTM
+from genome_lab.tournament import play_game
+from genome_lab.policies import StackedLinearLSTM
 from genome_lab.arenas import SnakeArena
 
 torch.set_num_threads(1)

@@ -4,7 +4,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
 import pytest
-from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, CartPoleConfig, TetrisConfig,
+from genome_lab.sandbox import program_env
+from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator,
                                       ChildCallLimitExceeded, evolve_cli)
 
 def cfg(**kw):
@@ -65,7 +66,7 @@ def test_failed_children_are_recorded_and_the_run_goes_on(tmp_path):
     run._seed_generation()
     bad = run.repl['evaluate_program']("def choose_action(obs, view, memory):\n    while True: pass")
     assert not bad['ok'] and bad['failure'] in ('timeout', 'cpu')
-    assert run.repl['evaluate_program'](CartPoleConfig().player_template())['ok']
+    assert run.repl['evaluate_program'](program_env('cartpole').player_template())['ok']
 
 # ---- the openai backend against a local chat-completions server ----
 REPLAY = json.loads((Path(__file__).parent/'data'/'llm_replay.json').read_text())

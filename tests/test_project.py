@@ -9,7 +9,7 @@ BIN = Path(sys.executable).parent
 
 def test_every_notebook_has_one_parsable_parameters_cell():
     names = list_notebooks()
-    assert '00_registry' in names and '90_pipeline' in names
+    assert '10_registry' in names and '99_pipeline' in names
     for n in names:
         nb = nbformat.read(notebooks_dir()/f'{n}.ipynb', as_version=4)
         cells = [c for c in nb.cells if 'parameters' in c.metadata.get('tags', [])]
@@ -22,27 +22,27 @@ def test_no_notebook_exports_on_run():
         assert 'nbdev_export(' not in src, f"{n} would re-export the package when papermill runs it"
 
 def test_cli_run_writes_run_folder(tmp_path):
-    r = subprocess.run([BIN/'genome-lab', 'run', '00a_arenas', '-p', 'seed=3', '--runs-dir', tmp_path, '--run-id', 'r1'],
+    r = subprocess.run([BIN/'genome-lab', 'run', '00_arenas', '-p', 'seed=3', '--runs-dir', tmp_path, '--run-id', 'r1'],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rec = json.loads((tmp_path/'r1'/'run.json').read_text())
-    assert rec['status'] == 'ok' and rec['results']['00a_arenas']['parameters'] == {'seed': 3}
-    assert rec['versions']['pufferlib'] == '3.0.0' and (tmp_path/'r1'/'00a_arenas.ipynb').exists()
+    assert rec['status'] == 'ok' and rec['results']['00_arenas']['parameters'] == {'seed': 3}
+    assert rec['versions']['pufferlib'] == '3.0.0' and (tmp_path/'r1'/'00_arenas.ipynb').exists()
     assert not (tmp_path/'resources').exists() and not (tmp_path/'r1'/'resources').exists()
 
 def test_cli_rejects_unknown_parameter(tmp_path):
-    r = subprocess.run([BIN/'genome-lab', 'run', '00a_arenas', '-p', 'sead=3', '--runs-dir', tmp_path],
+    r = subprocess.run([BIN/'genome-lab', 'run', '00_arenas', '-p', 'sead=3', '--runs-dir', tmp_path],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "unknown parameter 'sead'" in r.stderr and 'seed' in r.stderr
     assert list(tmp_path.iterdir()) == []
 
 def test_cli_resume_skips_finished(tmp_path):
     run = lambda *a: subprocess.run([BIN/'genome-lab', 'run', *a, '--runs-dir', tmp_path], capture_output=True, text=True)
-    assert run('00a_arenas', '--run-id', 'r2').returncode == 0
-    mtime = (tmp_path/'r2'/'00a_arenas.ipynb').stat().st_mtime_ns
+    assert run('00_arenas', '--run-id', 'r2').returncode == 0
+    mtime = (tmp_path/'r2'/'00_arenas.ipynb').stat().st_mtime_ns
     r = run('--run-id', 'r2', '--resume')
     assert r.returncode == 0, r.stderr
-    assert (tmp_path/'r2'/'00a_arenas.ipynb').stat().st_mtime_ns == mtime
+    assert (tmp_path/'r2'/'00_arenas.ipynb').stat().st_mtime_ns == mtime
 
 def test_readme_is_generated_from_index():
     r = subprocess.run([sys.executable, ROOT/'tools'/'readme.py', '--check'], capture_output=True, text=True)

@@ -221,8 +221,9 @@ def test_concurrent_stats_updates_lose_nothing(root):
 # --- tournament jobs
 
 def test_run_tournament_job_reports_progress_and_result(root):
-    with TestClient(create_app(root, token=TOKEN)) as http:
-        r = http.post('/run_tournament', headers=AUTH, json=dict(agents=8, max_steps=200, snake_width=32, snake_height=24, num_food=16))
+    "The evaluation job (every active genome in its arena) reports progress and records its results."
+    with TestClient(create_app(root, token=TOKEN, job=evaluation_job)) as http:
+        r = http.post('/run_tournament', headers=AUTH, json=dict(arena='snake', agents=8, max_steps=200, settings=dict(width=32, height=24, num_food=16)))
         assert r.status_code == 202
         job = r.json(); seen = set()
         for _ in range(600):
@@ -232,9 +233,10 @@ def test_run_tournament_job_reports_progress_and_result(root):
         assert job['status'] == 'done', job
         assert job['progress'] == 1.0 and job['finished']
         with Registry(root) as reg:
-            assert sorted(job['result']) == sorted(reg.ids('active'))
+            snakes = [g for g in reg.ids('active') if reg.genome(g)['arena'] == 'snake']
+            assert sorted(job['result']) == sorted(snakes) and len(snakes) == 3
             kinds = [r[0] for r in reg.db.execute('SELECT kind FROM evaluations')]
-            assert kinds.count('tournament') == 5
+            assert kinds.count('tournament') == 3
             for gid, res in job['result'].items(): assert res['n'] == reg.games(gid) and res['n'] + res['censored'] == 8
             assert sum(res['n'] for res in job['result'].values()) > 0
         assert http.get('/get_genome_manifest').json()['last_tournament'] is not None
@@ -443,10 +445,9 @@ def test_a_damaged_genome_file_is_not_served(root):
 
 def test_a_crowded_snake_map_is_refused(http):
     "PufferLib's snake looks for free cells in a loop that holds the GIL: a full map would freeze the server."
-    r = http.post('/run_tournament', headers=AUTH, json=dict(snake_width=16, snake_height=16, agents=256, num_food=4096))
+    r = http.post('/run_tournament', headers=AUTH, json=dict(arena='snake', agents=256, settings=dict(width=16, height=16, num_food=4096)))
     assert r.status_code == 422 and 'crowd' in r.text
-    r = http.post('/run_tournament', headers=AUTH, json=dict(arena='tetris', snake_width=16, snake_height=16, agents=4, num_food=4096,
-                                                             max_steps=100))
+    r = http.post('/run_tournament', headers=AUTH, json=dict(arena='tetris', agents=4, max_steps=100))
     assert r.status_code == 202
     for _ in range(300):  # let the job end before the test does
         if http.get(f"/tournament_status/{r.json()['id']}").json()['status'] == 'done': break

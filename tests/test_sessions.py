@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from genome_lab.arenas import SnakeArena
+from genome_lab.arenas import SnakeArena, own_body, SNAKE_DR, SNAKE_DC
 from genome_lab.sessions import (SESSION_FORMAT, HeadingTracker, SessionWriter, SessionFormatError, read_session, list_sessions,
-                                 load_sessions, record_bot_sessions, HumanGame, play_widget, make_bot, own_body, MOVE_DR, MOVE_DC)
+                                 load_sessions, record_bot_sessions, HumanGame, play_widget, make_bot)
 
 torch.set_num_threads(1)
 
@@ -74,7 +74,7 @@ def test_heading_rule_matches_the_real_arena():
         move, turn, died = ht.update(a, r)
         reversals += int(((turn == 1) & (a != move)).sum())
         for i in np.flatnonzero(~died):
-            dr, dc = MOVE_DR[move[i]], MOVE_DC[move[i]]
+            dr, dc = SNAKE_DR[move[i]], SNAKE_DC[move[i]]
             before = obs[i] == 3; after = nobs[i] == 3
             # cell (r, c) of the new view is cell (r+dr, c+dc) of the old one
             old = before[max(dr, 0):11+min(dr, 0), max(dc, 0):11+min(dc, 0)]

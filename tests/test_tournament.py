@@ -11,7 +11,7 @@ def test_ray_backend_matches_local():
     import ray  # a dev dependency (tools/setup.sh installs it)
     pols = [load_pufferlib_policy('snake'), SnakeHeuristic(), RandomPolicy(4)]
     games = [(0, 1, 2), (2, 0, 1)]
-    kw = dict(snakes_per_genome=4, steps=60, width=40, height=30, num_food=60)
+    kw = dict(agents_per_genome=4, steps=60, settings=dict(width=40, height=30, num_food=60))
     # the local reference runs in a fresh process, as the ray workers do: PufferLib's snake draws from the C library's
     # process-global rand(), so anything else in this test process that touches it could change a game
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as ex:
@@ -39,13 +39,13 @@ def test_server_runs_a_real_tournament_and_selection(tmp_path):
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)
     auth = {'Authorization': 'Bearer t0k3n-secret'}
     with TestClient(create_app(tmp_path/'reg', token='t0k3n-secret', job=tournament_job)) as http:
-        job = http.post('/run_tournament', headers=auth, json=dict(agents=12, max_steps=80, snake_width=40, snake_height=30, num_food=20)).json()
+        job = http.post('/run_tournament', headers=auth, json=dict(arena='snake', agents=12, max_steps=80, settings=dict(width=40, height=30, num_food=20))).json()
         for _ in range(1200):
             job = http.get(f"/tournament_status/{job['id']}").json()
             if job['status'] not in ('queued', 'running'): break
             time.sleep(0.1)
     assert job['status'] == 'done', job
-    res = job['result']
+    res = job['result']['snake']
     assert {r['name'] for r in res['leaderboard']} == {'PufferSnake', 'HeuristicSnake', 'RandomSnake'}
     assert any('behavioral' in v for v in res['violations'])   # no behavioral genome yet: reported, not hidden
     with Registry(tmp_path/'reg') as reg:

@@ -1,0 +1,87 @@
+"""A new arena is one class and one registration: evaluation, a tournament and the server accept it unchanged."""
+import time
+import numpy as np
+import pytest
+import torch
+from fastapi.testclient import TestClient
+from genome_lab.arenas import Arena, Episodes, register_arena, find_arena, arena_names, make_arena, ARENAS
+from genome_lab.evaluation import evaluate
+from genome_lab.policies import RandomPolicy, Policy
+from genome_lab.registry import Registry, Genome
+from genome_lab.tournament import run_tournament
+from genome_lab.server import create_app
+
+class GuessArena(Arena):
+    "Guess a hidden digit 0..9 drawn per agent from the seed: an episode ends at the first right guess; score = 10 - guesses."
+    name, num_actions, stats = 'guess', 10, ('score', 'ret', 'length')
+    limits = dict(num_envs=(1, 64))
+    game_settings = dict(num_envs=3)
+    def __init__(self, num_envs:int=4):
+        self.config = dict(num_envs=num_envs)
+        self._make_buffers(num_envs, (1,))
+        self.reset(0)
+    def _reset(self, seed):
+        self.hidden = np.random.default_rng(seed).integers(0, 10, self.num_agents)
+        self.obs[:] = 0; self.guesses = np.zeros(self.num_agents, np.int64)
+    def _step(self):
+        self.guesses += 1
+        self.rewards[:] = (self.actions == self.hidden)
+        self.obs[:, 0] = np.sign(self.hidden - self.actions)   # -1: lower, +1: higher, 0: right
+    def _track(self):
+        done = self.rewards > 0
+        if done.any():
+            i = np.flatnonzero(done)
+            self._finished.append(Episodes(agent=i, ret=np.ones(len(i)), length=self.guesses[i].astype(float),
+                                           score=10.0 - self.guesses[i], lines=np.zeros(len(i))))
+            self.guesses[i] = 0
+        return done
+
+class Bisect(Policy):
+    "Guesses by bisection from the hint: a far better guesser than random."
+    arch = 'bisect_test'
+    def __init__(self): super().__init__(); self.config = {}; self.w = torch.nn.Parameter(torch.zeros(1))
+    def initial_state(self, n): return (torch.zeros(n, dtype=torch.long), torch.full((n,), 9, dtype=torch.long), torch.full((n,), -1))
+    def forward(self, obs, state):
+        lo, hi, last = state
+        hint = obs[:, 0].long()
+        lo = torch.where((last >= 0) & (hint > 0), last + 1, lo); hi = torch.where((last >= 0) & (hint < 0), last - 1, hi)
+        lo = torch.where((last >= 0) & (hint == 0), 0, lo); hi = torch.where((last >= 0) & (hint == 0), 9, hi)   # a new digit
+        guess = (lo + hi) // 2
+        return torch.nn.functional.one_hot(guess, 10).float() * 10, (lo, hi, guess)
+
+@pytest.fixture
+def guess():
+    register_arena(GuessArena)
+    from genome_lab.policies import ARCHITECTURES
+    ARCHITECTURES['bisect_test'] = Bisect
+    yield GuessArena
+    ARENAS.pop('guess'); ARCHITECTURES.pop('bisect_test')
+
+def test_registry_refuses_a_taken_name_and_non_arenas():
+    with pytest.raises(ValueError, match='taken'): register_arena(type('Other', (GuessArena,), {'name': 'snake'}))
+    with pytest.raises(ValueError, match='not an Arena'): register_arena(int)
+    with pytest.raises(ValueError, match='unknown arena'): find_arena('chess')
+    assert {'snake', 'tetris', 'cartpole', 'creatures'} <= set(arena_names())
+
+def test_evaluation_tournament_and_server_accept_a_new_arena(guess, tmp_path):
+    r = evaluate(Bisect(), 'guess', episodes_per_agent=3, seed=1, progress=False, num_envs=8)
+    rr = evaluate(RandomPolicy(10), 'guess', episodes_per_agent=3, seed=1, progress=False, num_envs=8)
+    assert r.n == rr.n == 24 and r.stats()['score']['mean'] > rr.stats()['score']['mean'] + 2
+    assert set(r.stats()) == {'score', 'ret', 'length'}
+    reg = Registry(tmp_path/'reg')
+    ids = [reg.add(Genome(name=n, type='baseline', arena='guess', arch=p.arch, config=p.config, source='test'), p.state_dict(),
+                   status='active').id for n, p in (('bisect', Bisect()), ('random', RandomPolicy(10)), ('random2', RandomPolicy(10)))]
+    t = run_tournament(reg, arena='guess', genomes_per_game=3, agents_per_genome=4, steps=60, meetings=3, seed=2, progress=False)
+    assert t.leaderboard.name.iloc[0] == 'bisect' and len(t.games) >= 3
+    assert reg.db.execute("SELECT arena FROM evaluations WHERE id=?", (t.evaluation,)).fetchone()[0] == 'guess'
+    token, auth = 'test-token-123', {'Authorization': 'Bearer test-token-123'}
+    with TestClient(create_app(tmp_path/'reg', token=token)) as http:
+        assert http.post('/run_tournament', headers=auth, json=dict(arena='guess', agents=99)).status_code == 422   # beyond its limits
+        job = http.post('/run_tournament', headers=auth, json=dict(arena='guess', agents=6, max_steps=40, settings=dict(num_envs=2))).json()
+        for _ in range(300):
+            job = http.get(f"/tournament_status/{job['id']}").json()
+            if job['status'] not in ('queued', 'running'): break
+            time.sleep(0.1)
+        assert job['status'] == 'done', job
+        assert job['result']['guess']['leaderboard'][0]['name'] == 'bisect'
+        assert {g['arena'] for g in http.get('/get_genome_manifest').json()['genomes']} == {'guess'}
