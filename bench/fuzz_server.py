@@ -37,7 +37,7 @@ def snapshot(reg)->dict:
 
 def check_intact(root:Path, founders:dict)->list: # problems found; empty when intact
     from genome_lab.registry import Registry
-    from genome_lab.server import ManifestOut, LeaderboardOut
+    from genome_lab.server import ManifestOut, LeaderboardOut, leaderboard
     bad = []
     with Registry(root) as reg:
         if (ic := reg.db.execute('PRAGMA integrity_check').fetchone()[0]) != 'ok': bad.append(f"integrity_check: {ic}")
@@ -56,7 +56,7 @@ def check_intact(root:Path, founders:dict)->list: # problems found; empty when i
             if rows.get(gid) != sha: bad.append(f"founder {gid} changed or lost")
         try:
             json.dumps(ManifestOut(**reg.manifest()).model_dump(), allow_nan=False)
-            json.dumps(LeaderboardOut(**reg.leaderboard()).model_dump(), allow_nan=False)
+            json.dumps(LeaderboardOut(**leaderboard(reg)).model_dump(), allow_nan=False)
         except Exception as e: bad.append(f"manifest/leaderboard not serialisable: {e}")
         n = dict(genomes=len(rows), results=reg.db.execute('SELECT COUNT(*) FROM results').fetchone()[0],
                  candidates=len(reg.ids('candidate')))

@@ -140,9 +140,9 @@ def style_ari(clustering:Clustering, styles:pd.Series, family:bool=True)->float:
 def latest_version(reg:Registry, name:str)->tuple: # (version, genome id); (0, None) if none
     "Highest `<name>V<n>` cluster genome in `reg`."
     best = (0, None)
-    for r in reg.db.execute("SELECT id, name FROM genomes WHERE type='cluster' AND name LIKE ?", (f'{name}V%',)):
-        m = re.fullmatch(re.escape(name) + r'V(\d+)', r['name'])
-        if m and int(m.group(1)) > best[0]: best = (int(m.group(1)), r['id'])
+    for gid, n in reg.named(f'{name}V', type='cluster'):
+        m = re.fullmatch(re.escape(name) + r'V(\d+)', n)
+        if m and int(m.group(1)) > best[0]: best = (int(m.group(1)), gid)
     return best
 
 def train_cluster_genome(reg:Registry, name:str, sessions:list, cfg:CloneConfig, progress:bool=False)->tuple: # (Genome row dict, trained?)

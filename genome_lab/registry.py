@@ -211,8 +211,7 @@ def record(self:Registry, gid:str, result, # an `EvalResult` (or anything with `
     kills = np.zeros(len(eps), np.int64) if kills is None else np.asarray(kills)
     if len(kills) != len(eps): raise RegistryError(f"{len(kills)} kill counts for {len(eps)} episodes")
     with self.transaction() as db:
-        if db.execute('SELECT 1 FROM genomes WHERE id=?', (gid,)).fetchone() is None:
-            raise RegistryError(f"no genome {gid!r} in the registry")
+        if not self.has(gid): raise RegistryError(f"no genome {gid!r} in the registry")
         cur = db.execute('INSERT INTO evaluations (kind, arena, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?)',
                          (kind, result.arena, json.dumps(result.settings), getattr(result, 'steps', None),
                           getattr(result, 'seconds', None), getattr(result, 'censored', 0), utcnow()))
@@ -223,14 +222,60 @@ def record(self:Registry, gid:str, result, # an `EvalResult` (or anything with `
     return eid
 
 @patch
-def stats(self:Registry)->dict: # {genome id: {'games', 'avg_score', 'std_score', 'avg_survival', 'kill_ratio', 'avg_lines', 'std_lines'}}
-    "Aggregated statistics of every genome with at least one game."
+def stats(self:Registry, gid:str|None=None)->dict: # {genome id: {'games', 'avg_score', 'std_score', 'avg_survival', 'kill_ratio', 'avg_lines', 'std_lines'}}
+    "Aggregated statistics of every genome with at least one game (of genome `gid` only, if given)."
     rows = self.db.execute("""SELECT genome, COUNT(*) n, AVG(score) ms, AVG(score*score) m2, AVG(survival) sv,
-        SUM(kills) k, SUM(deaths) d, AVG(lines) ml, AVG(lines*lines) l2 FROM results GROUP BY genome""")
+        SUM(kills) k, SUM(deaths) d, AVG(lines) ml, AVG(lines*lines) l2 FROM results""" + (" WHERE genome=?" if gid else "") +
+        " GROUP BY genome", (gid,) if gid else ())
     sd = lambda n, m, m2: float(np.sqrt(max(m2 - m*m, 0) * n/(n-1))) if n > 1 else float('nan')
     return {r['genome']: dict(games=r['n'], avg_score=r['ms'], std_score=sd(r['n'], r['ms'], r['m2']),
                               avg_survival=r['sv'], kill_ratio=r['k']/max(r['d'], 1),
                               avg_lines=r['ml'], std_lines=sd(r['n'], r['ml'], r['l2'])) for r in rows}
+
+# %% ../nbs/10_registry.ipynb #11adca57
+@patch
+def has(self:Registry, gid:str)->bool: return self.db.execute('SELECT 1 FROM genomes WHERE id=?', (gid,)).fetchone() is not None
+
+@patch
+def named(self:Registry, prefix:str, type:str|None=None)->list: # [(id, name)] in creation order
+    "Genomes whose name starts with `prefix` (and of `type`, if given): versioned names such as `HunterV1`, `HunterV2`."
+    q = "SELECT id, name FROM genomes WHERE substr(name, 1, ?) = ?" + (" AND type=?" if type else '') + " ORDER BY created, rowid"
+    return [(r['id'], r['name']) for r in self.db.execute(q, (len(prefix), prefix) + ((type,) if type else ()))]
+
+@patch
+def record_games(self:Registry,
+                 gid:str, # the genome that played
+                 games:list, # dicts with 'score', 'survival' (steps alive) and optional 'ret', 'kills', 'lines'
+                 player:str|None=None, # who reported the games (counted on the leaderboard)
+                 kind:str='game')->int: # the evaluation id
+    "Store `games` of genome `gid` as one evaluation; raises `RegistryError` (nothing stored) for an unknown genome or no games."
+    if not games: raise RegistryError("no games to record")
+    rows = [(float(g['score']), float(g.get('ret', 0.0)), float(g['survival']), int(g.get('kills', 0)), float(g.get('lines', 0.0)))
+            for g in games]
+    with self.transaction() as db:
+        row = db.execute('SELECT arena FROM genomes WHERE id=?', (gid,)).fetchone()
+        if row is None: raise RegistryError(f"no genome {gid!r} in the registry")
+        eid = db.execute('INSERT INTO evaluations (kind, arena, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?)',
+                         (kind, row['arena'], json.dumps(dict(player=player, source='client')), None, None, 0, utcnow())).lastrowid
+        db.executemany('INSERT INTO results VALUES (?,?,?,?,?,?,1,?)', [(eid, gid, s, r, l, k, li) for s, r, l, k, li in rows])
+    return eid
+
+@patch
+def games(self:Registry, gid:str)->int:
+    "Number of recorded games of genome `gid`."
+    return self.db.execute('SELECT COUNT(*) FROM results WHERE genome=?', (gid,)).fetchone()[0]
+
+@patch
+def players(self:Registry)->list: # [{'player', 'games', 'genomes'}] most games first
+    "Each player's contributions: games reported through `record_games(player=...)` and genomes with the player as a parent."
+    out = {}
+    for r in self.db.execute("""SELECT json_extract(e.settings, '$.player') p, COUNT(*) n FROM results r
+                                JOIN evaluations e ON e.id = r.evaluation
+                                WHERE json_extract(e.settings, '$.player') IS NOT NULL GROUP BY p"""):
+        out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['games'] = r['n']
+    for r in self.db.execute("SELECT parent p, COUNT(*) n FROM lineage WHERE relation='player' GROUP BY parent"):
+        out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['genomes'] = r['n']
+    return sorted(out.values(), key=lambda d: (-d['games'], -d['genomes'], d['player']))
 
 # %% ../nbs/10_registry.ipynb #b5697674
 @patch

@@ -6,17 +6,16 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 
 # %% ../nbs/72_server.ipynb #e04185e0
 from __future__ import annotations
-import argparse, hashlib, hmac, importlib, json, os, random, sqlite3, sys, threading, time, uuid
+import argparse, hashlib, hmac, importlib, importlib.resources, json, os, random, sqlite3, sys, threading, time, uuid
 from pathlib import Path
 from typing import Callable, Literal, Optional, Union
 import torch
-from fastapi import FastAPI, HTTPException, Request, Response, Depends, Path as PathParam, Query
+from fastapi import APIRouter, FastAPI, HTTPException, Request, Response, Depends, Path as PathParam, Query
 from fastapi.responses import HTMLResponse
 from fastapi.security import HTTPBearer, HTTPAuthorizationCredentials
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, ConfigDict, field_validator, model_validator, StrictBool, StrictInt, StrictFloat
 from starlette.concurrency import run_in_threadpool
-from fastcore.basics import patch
 from .registry import (Registry, RegistryError, Genome, GenomeFormatError, genome_from_bytes, FORMAT,
                                  GENOME_TYPES, RELATIONS, utcnow, seed_founders)
 from .policies import ARCHITECTURES, build_policy
@@ -24,11 +23,14 @@ from .arenas import find_arena
 from .selection import tournament_job
 
 # %% auto #0
-__all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'LEADERBOARD_HTML', 'RegistryPool', 'retry_busy', 'SubmissionError',
-           'ParentRef', 'GenomeMeta', 'meta_param_shapes', 'check_submission', 'ErrorOut', 'StatsOut', 'ParentOut',
-           'GenomeOut', 'ManifestOut', 'GameResult', 'StatsUpdate', 'StatsUpdated', 'Submitted', 'TournamentRequest',
-           'JobOut', 'HealthOut', 'LeaderRow', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'evaluation_job',
-           'JobRunner', 'FileCache', 'create_app', 'serve_cli']
+__all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'pages', 'RegistryPool', 'retry_busy',
+           'leaderboard', 'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes', 'check_submission',
+           'ErrorOut', 'StatsOut', 'ParentOut', 'GenomeOut', 'ManifestOut', 'GameResult', 'StatsUpdate', 'StatsUpdated',
+           'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut', 'LeaderRow', 'PlayerOut', 'NodeOut', 'EdgeOut',
+           'LeaderboardOut', 'evaluation_job', 'JobRunner', 'FileCache', 'registry_pool', 'require_token', 'genome_row',
+           'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats', 'submit_genome', 'run_tournament',
+           'tournament_status', 'leaderboard_page_html', 'leaderboard_data', 'leaderboard_page', 'create_app',
+           'serve_cli']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -62,52 +64,15 @@ def retry_busy(fn:Callable, *args, tries:int=6, base_s:float=0.05, **kwargs):
             if not _is_busy(e) or i == tries - 1: raise
             time.sleep(base_s * 2**i * (1 + random.random()))
 
-# %% ../nbs/72_server.ipynb #c371ce84
-@patch
-def record_games(self:Registry,
-                 gid:str, # the genome that played
-                 games:list, # dicts with 'score', 'survival' (steps alive) and optional 'ret', 'kills', 'lines'
-                 player:str|None=None, # who reported the games (counted on the leaderboard)
-                 kind:str='game')->int: # the evaluation id
-    "Store `games` of genome `gid` as one evaluation; raises `RegistryError` (nothing stored) for an unknown genome or no games."
-    if not games: raise RegistryError("no games to record")
-    rows = [(float(g['score']), float(g.get('ret', 0.0)), float(g['survival']), int(g.get('kills', 0)), float(g.get('lines', 0.0)))
-            for g in games]
-    with self.transaction() as db:
-        row = db.execute('SELECT arena FROM genomes WHERE id=?', (gid,)).fetchone()
-        if row is None: raise RegistryError(f"no genome {gid!r} in the registry")
-        eid = db.execute('INSERT INTO evaluations (kind, arena, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?)',
-                         (kind, row['arena'], json.dumps(dict(player=player, source='client')), None, None, 0, utcnow())).lastrowid
-        db.executemany('INSERT INTO results VALUES (?,?,?,?,?,?,1,?)', [(eid, gid, s, r, l, k, li) for s, r, l, k, li in rows])
-    return eid
-
-@patch
-def games(self:Registry, gid:str)->int:
-    "Number of recorded games of genome `gid`."
-    return self.db.execute('SELECT COUNT(*) FROM results WHERE genome=?', (gid,)).fetchone()[0]
-
 # %% ../nbs/72_server.ipynb #3c1c2095
 def _finite(x):
     "`x` as a float, or None when missing or NaN/inf (JSON has no NaN)."
     return float(x) if x is not None and x == x and abs(x) != float('inf') else None
 
-@patch
-def players(self:Registry)->list: # [{'player', 'games', 'genomes'}] most games first
-    "Each player's contributions: games reported through `record_games(player=...)` and genomes with the player as a parent."
-    out = {}
-    for r in self.db.execute("""SELECT json_extract(e.settings, '$.player') p, COUNT(*) n FROM results r
-                                JOIN evaluations e ON e.id = r.evaluation
-                                WHERE json_extract(e.settings, '$.player') IS NOT NULL GROUP BY p"""):
-        out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['games'] = r['n']
-    for r in self.db.execute("SELECT parent p, COUNT(*) n FROM lineage WHERE relation='player' GROUP BY parent"):
-        out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['genomes'] = r['n']
-    return sorted(out.values(), key=lambda d: (-d['games'], -d['genomes'], d['player']))
-
-@patch
-def leaderboard(self:Registry, top:int=10)->dict: # {'arenas': {arena: [rows]}, 'players': [...], 'nodes': [...], 'edges': [...]}
+def leaderboard(registry:Registry, top:int=10)->dict: # {'arenas': {arena: [rows]}, 'players': [...], 'nodes': [...], 'edges': [...]}
     "Top `top` genomes per arena by mean score, player contributions and the lineage graph."
-    stats = self.stats()
-    rows = [dict(r) for r in self.db.execute('SELECT id, name, type, arena, status, source, created FROM genomes ORDER BY created, rowid')]
+    stats = registry.stats()
+    rows = [dict(r) for r in registry.db.execute('SELECT id, name, type, arena, status, source, created FROM genomes ORDER BY created, rowid')]
     arenas = {}
     for g in rows:
         s = stats.get(g['id'])
@@ -117,13 +82,13 @@ def leaderboard(self:Registry, top:int=10)->dict: # {'arenas': {arena: [rows]}, 
         gs.sort(key=lambda g: (-(g['avg_score'] if g['avg_score'] is not None else -1e300), g['created']))
         arenas[a] = [dict(g, rank=k) for k, g in enumerate(gs[:top], 1)]
     edges = [dict(parent=r['parent'], child=r['child'], relation=r['relation'])
-             for r in self.db.execute('SELECT parent, child, relation FROM lineage ORDER BY rowid')]
+             for r in registry.db.execute('SELECT parent, child, relation FROM lineage ORDER BY rowid')]
     nodes = [dict(id=g['id'], name=g['name'], kind='genome', type=g['type'], status=g['status'], arena=g['arena']) for g in rows]
     known = {g['id'] for g in rows}
     for p in sorted({e['parent'] for e in edges} - known):
         nodes.append(dict(id=p, name=p, kind='player' if any(e['parent'] == p and e['relation'] == 'player' for e in edges) else 'missing',
                           type=None, status=None, arena=None))
-    return dict(arenas=arenas, players=self.players(), nodes=nodes, edges=edges, top=top)
+    return dict(arenas=arenas, players=registry.players(), nodes=nodes, edges=edges, top=top)
 
 # %% ../nbs/72_server.ipynb #7b3435dc
 ID_PATTERN = r'^[A-Za-z0-9_-]{1,64}$'
@@ -383,217 +348,161 @@ class FileCache:
                 while self.size > self.max_bytes: self.size -= len(self.items.popitem(last=False)[1])
         return data
 
-# %% ../nbs/72_server.ipynb #239a55cd
+# %% ../nbs/72_server.ipynb #0654eddb
 ERRORS = {s: {'model': ErrorOut} for s in (400, 401, 403, 404, 409, 413)}
 BINARY = {'application/octet-stream': {'schema': {'type': 'string', 'format': 'binary'}}}
-_bearer = HTTPBearer(auto_error=False, description="the token given to `genome-lab serve --token`")
+_bearer = HTTPBearer(auto_error=False, description="the token the server was started with")
 
+async def registry_pool(request:Request)->RegistryPool:
+    "FastAPI dependency: the app's `RegistryPool`; a handler calls `.get()` for its own thread's connection (FastAPI may run a sync dependency and its handler on different threads)."
+    return request.app.state.pool
+
+def require_token(request:Request, cred:Optional[HTTPAuthorizationCredentials]=Depends(_bearer)):
+    "FastAPI dependency of every write: 403 on a read-only server, 401 without `Authorization: Bearer`, 403 for a wrong token."
+    token = request.app.state.token
+    if token is None: raise HTTPException(403, "this server is read-only: it was started without a token")
+    if cred is None:
+        raise HTTPException(401, "this endpoint needs the header 'Authorization: Bearer <token>'", headers={'WWW-Authenticate': 'Bearer'})
+    if not hmac.compare_digest(cred.credentials.encode(), token.encode()): raise HTTPException(403, "wrong token")
+
+def genome_row(reg:Registry, gid:str)->dict:
+    "The registry row of `gid`, or 404."
+    try: return reg.genome(gid)
+    except RegistryError: raise HTTPException(404, f"no genome {gid!r} in the registry") from None
+
+# %% ../nbs/72_server.ipynb #53f3fbc6
+reads = APIRouter(tags=['read'])
+
+@reads.get('/get_genome_manifest', response_model=ManifestOut, operation_id='get_genome_manifest',
+           responses={200: {'links': {'GetGenome': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/genomes/0/id'}}}}})
+def get_genome_manifest(pool:RegistryPool=Depends(registry_pool))->ManifestOut:
+    "The manifest of seed 000: the active genomes with metadata, stats and rank, `max_active` and `last_tournament`."
+    return retry_busy(pool.get().manifest)
+
+@reads.get('/get_genome/{genome_id}', response_class=Response, operation_id='get_genome',
+           responses={200: {'content': BINARY, 'description': "the genome's safetensors file (ETag: its sha256)"},
+                      304: {'description': "not modified (If-None-Match matched the ETag)"}, 404: ERRORS[404]})
+def get_genome(request:Request, genome_id:str=PathParam(pattern=ID_PATTERN, description="a genome id from the manifest"),
+               pool:RegistryPool=Depends(registry_pool)):
+    "One genome's weights as safetensors bytes, with `ETag` (the sha256) and `Content-Length`."
+    reg = pool.get()
+    g = genome_row(reg, genome_id)
+    path = reg._genome_path(genome_id).resolve()
+    if path.parent != reg.genome_dir.resolve() or not path.is_file():
+        raise HTTPException(404, f"the file of genome {genome_id!r} is missing")
+    etag = f'"{g["sha256"]}"'
+    if etag in [t.strip() for t in request.headers.get('if-none-match', '').split(',')]:
+        return Response(status_code=304, headers={'ETag': etag})
+    try: data = request.app.state.files.get(path, g['sha256'])
+    except GenomeFormatError as e: raise HTTPException(500, f"genome {genome_id!r} is damaged on the server: {e}") from None
+    return Response(data, media_type='application/octet-stream', headers={'ETag': etag, 'Cache-Control': 'no-cache'})
+
+@reads.get('/health', response_model=HealthOut, operation_id='health')
+def health(request:Request, pool:RegistryPool=Depends(registry_pool))->HealthOut:
+    "Liveness, genome count and whether writes are enabled."
+    return dict(ok=True, genomes=len(pool.get().ids()), writable=request.app.state.token is not None)
+
+# %% ../nbs/72_server.ipynb #87f8fada
+writes = APIRouter(tags=['write'], dependencies=[Depends(require_token)])
+
+@writes.post('/update_genome_stats', response_model=StatsUpdated, operation_id='update_genome_stats',
+             responses={k: ERRORS[k] for k in (400, 401, 403, 404)})
+def update_genome_stats(body:StatsUpdate, pool:RegistryPool=Depends(registry_pool))->StatsUpdated:
+    "Record finished games of one genome (all or nothing) and return its updated stats."
+    reg = pool.get()
+    try: eid = retry_busy(reg.record_games, body.genome_id, [r.model_dump() for r in body.results], body.player)
+    except RegistryError as e: raise HTTPException(404, str(e)) from None
+    return StatsUpdated(genome_id=body.genome_id, recorded=len(body.results), evaluation=eid,
+                        stats=StatsOut(**reg.stats(body.genome_id)[body.genome_id]))
+
+@writes.post('/submit_genome', response_model=Submitted, status_code=201,
+             openapi_extra={'requestBody': {'required': True, 'content': BINARY,
+                                            'description': "a safetensors file as `genome_to_bytes` writes it (metadata in the header)"}},
+             operation_id='submit_genome',
+             responses={**{k: ERRORS[k] for k in (400, 401, 403, 409, 413)},
+                        201: {'links': {'GetSubmitted': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/id'}}}}})
+async def submit_genome(request:Request)->Submitted:
+    "Submit a candidate genome: safetensors bytes whose header holds the genome metadata; checked, then stored atomically."
+    cap = request.app.state.max_upload_bytes
+    cl = request.headers.get('content-length', '')
+    if cl.isdigit() and int(cl) > cap: raise HTTPException(413, f"the upload has {cl} bytes; the limit is {cap}")
+    buf = bytearray()
+    async for chunk in request.stream():
+        buf += chunk
+        if len(buf) > cap: raise HTTPException(413, f"the upload is over the limit of {cap} bytes")
+    return await run_in_threadpool(_submit, request.app.state.pool, bytes(buf), cap)
+
+def _submit(pool:RegistryPool, data:bytes, cap:int)->Submitted:
+    reg = pool.get()   # this worker thread's connection
+    try: genome, params = check_submission(data, cap)
+    except SubmissionError as e: raise HTTPException(400, str(e)) from None
+    for p in genome.parents:
+        if p['relation'] != 'player' and not reg.has(p['id']):
+            raise HTTPException(400, f"parent {p['id']!r} is not a genome of this registry (use relation 'player' for a player)")
+    genome.created = utcnow()  # the server's clock orders submissions
+    try: retry_busy(reg.add, genome, params, status='candidate')
+    except RegistryError as e: raise HTTPException(409, str(e)) from None
+    except GenomeFormatError as e: raise HTTPException(400, str(e)) from None
+    g = reg.genome(genome.id)
+    return Submitted(id=g['id'], name=g['name'], status='candidate', sha256=g['sha256'], size_bytes=g['size_bytes'])
+
+# %% ../nbs/72_server.ipynb #93cd6bf3
+jobs = APIRouter(tags=['jobs'])
+
+@jobs.post('/run_tournament', response_model=JobOut, status_code=202, dependencies=[Depends(require_token)],
+           operation_id='run_tournament',
+           responses={**{k: ERRORS[k] for k in (400, 401, 403, 409)},
+                      202: {'links': {'JobStatus': {'operationId': 'tournament_status', 'parameters': {'job_id': '$response.body#/id'}}}}})
+def run_tournament(request:Request, req:TournamentRequest)->JobOut:
+    "Start a tournament job in the background; poll `tournament_status/{job_id}`. 409 while another job runs."
+    try: return request.app.state.runner.start(req)
+    except RuntimeError as e: raise HTTPException(409, str(e)) from None
+
+@jobs.get('/tournament_status/{job_id}', response_model=JobOut, responses={404: ERRORS[404]}, operation_id='tournament_status')
+def tournament_status(request:Request, job_id:str=PathParam(pattern=r'^[0-9a-f]{1,32}$'))->JobOut:
+    "A job's status, progress (0..1), message and, when done, its result."
+    j = request.app.state.runner.get(job_id)
+    if j is None: raise HTTPException(404, f"no job {job_id!r} (jobs are kept in memory until the server stops)")
+    return j
+
+# %% ../nbs/72_server.ipynb #e6801564
+def leaderboard_page_html()->str:
+    "The leaderboard page's HTML template, package data `genome_lab/pages/leaderboard.html` (its data goes in at `__DATA__`)."
+    return importlib.resources.files('genome_lab').joinpath('pages/leaderboard.html').read_text()
+
+pages = APIRouter(tags=['pages'])
+
+@pages.get('/api/leaderboard', response_model=LeaderboardOut, operation_id='leaderboard_data')
+def leaderboard_data(top:int=Query(10, ge=1, le=100, description='rows per arena'), pool:RegistryPool=Depends(registry_pool))->LeaderboardOut:
+    "The leaderboard's data: top genomes per arena, player contributions, lineage graph."
+    return retry_busy(leaderboard, pool.get(), top)
+
+@pages.get('/leaderboard', response_class=HTMLResponse, operation_id='leaderboard_page')
+def leaderboard_page(pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
+    "The leaderboard page: top 10 per arena, player contributions and the family tree."
+    data = LeaderboardOut(**retry_busy(leaderboard, pool.get(), 10)).model_dump_json()
+    return HTMLResponse(leaderboard_page_html().replace('__DATA__', data.replace('<', '\\u003c')))
+
+# %% ../nbs/72_server.ipynb #c32e7b71
 def create_app(registry:str|Path, # registry folder
                token:str|None=None, # bearer token for writes; None makes the server read-only
                max_upload_bytes:int=8 << 20, # size cap of a submitted genome file
                job:Callable=tournament_job, # the `run_tournament` job: job(registry, TournamentRequest, progress)->dict
                static_dir:str|Path|None=None, # mounted at /static when given
-               cache_bytes:int=256 << 20)->FastAPI: # memory for recently served genome files
-    "The genome server's FastAPI app over the registry folder `registry`."
+               cache_bytes:int=256 << 20, # memory for recently served genome files
+               routers:tuple=())->FastAPI: # more `APIRouter`s to mount (a chapter's own endpoints), after the built-in ones
+    "The genome server's FastAPI app over the registry folder `registry`: the `reads`, `writes`, `jobs` and `pages` routers."
     if token is not None and len(token) < 8: raise ValueError("the token must have at least 8 characters")
     pool = RegistryPool(registry)
-    runner, files = JobRunner(pool, job), FileCache(cache_bytes)
     app = FastAPI(title="genome_lab genome server", version="1",
                   description="The registry over HTTP: the manifest and genome files for game clients (reads are open), "
                               "game results, submissions and tournaments (writes need the bearer token).")
-    app.state.pool, app.state.runner, app.state.token, app.state.read_only = pool, runner, token, token is None
-    app.state.max_upload_bytes = max_upload_bytes
+    app.state.pool, app.state.runner, app.state.files = pool, JobRunner(pool, job), FileCache(cache_bytes)
+    app.state.token, app.state.read_only, app.state.max_upload_bytes = token, token is None, max_upload_bytes
     app.router.add_event_handler('shutdown', pool.close)
-
-    def writer(cred:Optional[HTTPAuthorizationCredentials]=Depends(_bearer)):
-        if token is None: raise HTTPException(403, "this server is read-only: it was started without a token")
-        if cred is None:
-            raise HTTPException(401, "this endpoint needs the header 'Authorization: Bearer <token>'", headers={'WWW-Authenticate': 'Bearer'})
-        if not hmac.compare_digest(cred.credentials.encode(), token.encode()): raise HTTPException(403, "wrong token")
-
-    def genome_row(reg, gid):
-        try: return reg.genome(gid)
-        except RegistryError: raise HTTPException(404, f"no genome {gid!r} in the registry") from None
-
-    @app.get('/get_genome_manifest', response_model=ManifestOut, tags=['read'], operation_id='get_genome_manifest',
-             responses={200: {'links': {'GetGenome': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/genomes/0/id'}}}}})
-    def get_genome_manifest()->ManifestOut:
-        "The manifest of seed 000: the active genomes with metadata, stats and rank, `max_active` and `last_tournament`."
-        return retry_busy(pool.get().manifest)
-
-    @app.get('/get_genome/{genome_id}', response_class=Response, tags=['read'], operation_id='get_genome',
-             responses={200: {'content': BINARY, 'description': "the genome's safetensors file (ETag: its sha256)"},
-                        304: {'description': "not modified (If-None-Match matched the ETag)"}, 404: ERRORS[404]})
-    def get_genome(request:Request, genome_id:str=PathParam(pattern=ID_PATTERN, description="a genome id from the manifest")):
-        "One genome's weights as safetensors bytes, with `ETag` (the sha256) and `Content-Length`."
-        reg = pool.get()
-        g = genome_row(reg, genome_id)
-        path = reg._genome_path(genome_id).resolve()
-        if path.parent != reg.genome_dir.resolve() or not path.is_file():
-            raise HTTPException(404, f"the file of genome {genome_id!r} is missing")
-        etag = f'"{g["sha256"]}"'
-        if etag in [t.strip() for t in request.headers.get('if-none-match', '').split(',')]:
-            return Response(status_code=304, headers={'ETag': etag})
-        try: data = files.get(path, g['sha256'])
-        except GenomeFormatError as e: raise HTTPException(500, f"genome {genome_id!r} is damaged on the server: {e}") from None
-        return Response(data, media_type='application/octet-stream', headers={'ETag': etag, 'Cache-Control': 'no-cache'})
-
-    @app.post('/update_genome_stats', response_model=StatsUpdated, tags=['write'], dependencies=[Depends(writer)],
-              operation_id='update_genome_stats', responses={k: ERRORS[k] for k in (400, 401, 403, 404)})
-    def update_genome_stats(body:StatsUpdate)->StatsUpdated:
-        "Record finished games of one genome (all or nothing) and return its updated stats."
-        reg = pool.get()
-        try: eid = retry_busy(reg.record_games, body.genome_id, [r.model_dump() for r in body.results], body.player)
-        except RegistryError as e: raise HTTPException(404, str(e)) from None
-        s = reg.db.execute("""SELECT COUNT(*) games, AVG(score) avg_score, AVG(survival) avg_survival,
-                              AVG(lines) avg_lines, SUM(kills)*1.0/MAX(SUM(deaths),1) kill_ratio FROM results WHERE genome=?""",
-                           (body.genome_id,)).fetchone()
-        return StatsUpdated(genome_id=body.genome_id, recorded=len(body.results), evaluation=eid, stats=StatsOut(**dict(s)))
-
-    @app.post('/submit_genome', response_model=Submitted, status_code=201, tags=['write'], dependencies=[Depends(writer)],
-              openapi_extra={'requestBody': {'required': True, 'content': BINARY,
-                                             'description': "a safetensors file as `genome_to_bytes` writes it (metadata in the header)"}},
-              operation_id='submit_genome',
-              responses={**{k: ERRORS[k] for k in (400, 401, 403, 409, 413)},
-                         201: {'links': {'GetSubmitted': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/id'}}}}})
-    async def submit_genome(request:Request)->Submitted:
-        "Submit a candidate genome: safetensors bytes whose header holds the genome metadata; checked, then stored atomically."
-        cap = max_upload_bytes
-        cl = request.headers.get('content-length', '')
-        if cl.isdigit() and int(cl) > cap: raise HTTPException(413, f"the upload has {cl} bytes; the limit is {cap}")
-        buf = bytearray()
-        async for chunk in request.stream():
-            buf += chunk
-            if len(buf) > cap: raise HTTPException(413, f"the upload is over the limit of {cap} bytes")
-        return await run_in_threadpool(_submit, bytes(buf))
-
-    def _submit(data:bytes)->Submitted:
-        reg = pool.get()
-        try: genome, params = check_submission(data, max_upload_bytes)
-        except SubmissionError as e: raise HTTPException(400, str(e)) from None
-        for p in genome.parents:
-            if p['relation'] != 'player' and reg.db.execute('SELECT 1 FROM genomes WHERE id=?', (p['id'],)).fetchone() is None:
-                raise HTTPException(400, f"parent {p['id']!r} is not a genome of this registry (use relation 'player' for a player)")
-        genome.created = utcnow()  # the server's clock orders submissions
-        try: retry_busy(reg.add, genome, params, status='candidate')
-        except RegistryError as e: raise HTTPException(409, str(e)) from None
-        except GenomeFormatError as e: raise HTTPException(400, str(e)) from None
-        g = reg.genome(genome.id)
-        return Submitted(id=g['id'], name=g['name'], status='candidate', sha256=g['sha256'], size_bytes=g['size_bytes'])
-
-    @app.post('/run_tournament', response_model=JobOut, status_code=202, tags=['write'], dependencies=[Depends(writer)],
-              operation_id='run_tournament',
-              responses={**{k: ERRORS[k] for k in (400, 401, 403, 409)},
-                         202: {'links': {'JobStatus': {'operationId': 'tournament_status', 'parameters': {'job_id': '$response.body#/id'}}}}})
-    def run_tournament(req:TournamentRequest)->JobOut:
-        "Start a tournament job in the background; poll `tournament_status/{job_id}`. 409 while another job runs."
-        try: return runner.start(req)
-        except RuntimeError as e: raise HTTPException(409, str(e)) from None
-
-    @app.get('/tournament_status/{job_id}', response_model=JobOut, tags=['read'], responses={404: ERRORS[404]},
-             operation_id='tournament_status')
-    def tournament_status(job_id:str=PathParam(pattern=r'^[0-9a-f]{1,32}$'))->JobOut:
-        "A job's status, progress (0..1), message and, when done, its result."
-        j = runner.get(job_id)
-        if j is None: raise HTTPException(404, f"no job {job_id!r} (jobs are kept in memory until the server stops)")
-        return j
-
-    @app.get('/api/leaderboard', response_model=LeaderboardOut, tags=['read'], operation_id='leaderboard_data')
-    def leaderboard_data(top:int=Query(10, ge=1, le=100, description='rows per arena'))->LeaderboardOut:
-        "The leaderboard's data: top genomes per arena, player contributions, lineage graph."
-        return retry_busy(pool.get().leaderboard, top)
-
-    @app.get('/leaderboard', response_class=HTMLResponse, tags=['pages'], operation_id='leaderboard_page')
-    def leaderboard_page()->HTMLResponse:
-        "The leaderboard page: top 10 per arena, player contributions and the family tree."
-        data = LeaderboardOut(**retry_busy(pool.get().leaderboard, 10)).model_dump_json()
-        return HTMLResponse(LEADERBOARD_HTML.replace('__DATA__', data.replace('<', '\\u003c')))
-
-    @app.get('/health', tags=['read'], response_model=HealthOut, operation_id='health')
-    def health()->HealthOut:
-        "Liveness, genome count and whether writes are enabled."
-        return dict(ok=True, genomes=len(pool.get().ids()), writable=token is not None)
-
+    for r in (reads, writes, jobs, pages, *routers): app.include_router(r)
     if static_dir is not None: app.mount('/static', StaticFiles(directory=static_dir), name='static')
     return app
-
-# %% ../nbs/72_server.ipynb #e9cef46f
-LEADERBOARD_HTML = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>genome_lab leaderboard</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222} table{border-collapse:collapse;margin:.5em 0 1.5em}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left} th{background:#f3f3f3} .num{text-align:right}
-svg text{font-size:11px} .edge{stroke:#999;stroke-width:1.2} .node rect{fill:#e8f0fe;stroke:#4a6fa5} .node.player rect{fill:#fde8d0;stroke:#b5651d}
-.node.active rect{fill:#d7f5d7;stroke:#2e7d32}
-</style></head><body>
-<h1>genome_lab leaderboard</h1>
-<section id="top"><h2>Top 10 genomes</h2><div id="arenas"></div></section>
-<section id="players"><h2>Player contributions</h2><table id="player-table"><thead><tr><th>player</th><th>games reported</th><th>genomes</th></tr></thead><tbody></tbody></table></section>
-<section id="tree"><h2>Family tree</h2><svg id="family-tree" xmlns="http://www.w3.org/2000/svg"></svg></section>
-<script id="data" type="application/json">__DATA__</script>
-<script>
-"use strict";
-const NS = "http://www.w3.org/2000/svg";
-function el(tag, attrs, text, ns) {
-  const e = ns ? document.createElementNS(NS, tag) : document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
-const fmt = x => (x === null || x === undefined) ? "" : Number(x).toFixed(2);
-function render(d) {
-  const arenas = document.getElementById("arenas"); arenas.replaceChildren();
-  for (const [arena, rows] of Object.entries(d.arenas)) {
-    arenas.append(el("h3", {}, arena));
-    const t = el("table", {"class": "top", "data-arena": arena});
-    const head = el("tr"); for (const h of ["rank", "genome", "type", "status", "games", "mean score", "std"]) head.append(el("th", {}, h));
-    t.append(head);
-    for (const r of rows) {
-      const tr = el("tr", {"class": "genome-row", "data-id": r.id});
-      for (const [v, c] of [[r.rank, "num"], [r.name, "name"], [r.type, ""], [r.status, ""], [r.games, "num"], [fmt(r.avg_score), "num score"], [fmt(r.std_score), "num"]])
-        tr.append(el("td", {"class": c}, v));
-      t.append(tr);
-    }
-    arenas.append(t);
-  }
-  const body = document.querySelector("#player-table tbody"); body.replaceChildren();
-  for (const p of d.players) {
-    const tr = el("tr", {"class": "player-row", "data-player": p.player});
-    tr.append(el("td", {}, p.player), el("td", {"class": "num games"}, p.games), el("td", {"class": "num genomes"}, p.genomes));
-    body.append(tr);
-  }
-  // family tree: generation = 1 + max generation of the parents; one column per generation
-  const gen = {}, parents = {};
-  for (const e of d.edges) (parents[e.child] = parents[e.child] || []).push(e.parent);
-  const depth = (id, seen) => {
-    if (gen[id] !== undefined) return gen[id];
-    if (seen.has(id)) return 0; seen.add(id);
-    return gen[id] = Math.max(-1, ...(parents[id] || []).map(p => depth(p, seen))) + 1;
-  };
-  for (const n of d.nodes) depth(n.id, new Set());
-  const cols = {}, pos = {};
-  for (const n of d.nodes) (cols[gen[n.id]] = cols[gen[n.id]] || []).push(n);
-  const W = 170, H = 34;
-  let rowsMax = 1;
-  for (const [g, ns] of Object.entries(cols)) { ns.forEach((n, i) => pos[n.id] = [10 + g * W, 10 + i * H]); rowsMax = Math.max(rowsMax, ns.length); }
-  const svg = document.getElementById("family-tree"); svg.replaceChildren();
-  svg.setAttribute("width", 20 + (Object.keys(cols).length) * W); svg.setAttribute("height", 20 + rowsMax * H);
-  for (const e of d.edges) {
-    const [x1, y1] = pos[e.parent], [x2, y2] = pos[e.child];
-    const line = el("line", {"class": "edge", "x1": x1 + 140, "y1": y1 + 12, "x2": x2, "y2": y2 + 12, "data-parent": e.parent, "data-child": e.child, "data-relation": e.relation}, null, true);
-    line.append(el("title", {}, e.relation, true)); svg.append(line);
-  }
-  for (const n of d.nodes) {
-    const [x, y] = pos[n.id];
-    const g = el("g", {"class": "node " + n.kind + (n.status === "active" ? " active" : ""), "data-id": n.id, "transform": `translate(${x},${y})`}, null, true);
-    g.append(el("rect", {"width": 140, "height": 24, "rx": 4}, null, true), el("text", {"x": 6, "y": 16}, n.name, true));
-    svg.append(g);
-  }
-  document.body.setAttribute("data-rendered", "yes");
-}
-render(JSON.parse(document.getElementById("data").textContent));
-setInterval(() => fetch("api/leaderboard").then(r => r.json()).then(render).catch(() => {}), 10000);
-</script></body></html>"""
 
 # %% ../nbs/72_server.ipynb #61679680
 def _load_job(spec:str)->Callable:
