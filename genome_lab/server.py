@@ -29,8 +29,8 @@ __all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes',
            'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut', 'LeaderRow', 'PlayerOut', 'NodeOut', 'EdgeOut',
            'LeaderboardOut', 'evaluation_job', 'JobRunner', 'FileCache', 'registry_pool', 'require_token', 'genome_row',
            'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats', 'submit_genome', 'run_tournament',
-           'tournament_status', 'leaderboard_page_html', 'leaderboard_data', 'leaderboard_page', 'create_app',
-           'serve_cli']
+           'tournament_status', 'leaderboard_page_html', 'leaderboard_data', 'leaderboard_page', 'installed_routers',
+           'create_app', 'serve_cli']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -484,14 +484,19 @@ def leaderboard_page(pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
     return HTMLResponse(leaderboard_page_html().replace('__DATA__', data.replace('<', '\\u003c')))
 
 # %% ../nbs/72_server.ipynb #c32e7b71
+def installed_routers()->list: # [APIRouter]
+    "The routers of later chapters (seasons, streaming, ...), registered as entry points of the `genome_lab.routers` group."
+    from importlib import metadata
+    return [e.load() for e in sorted(metadata.entry_points(group='genome_lab.routers'), key=lambda e: e.name)]
+
 def create_app(registry:str|Path, # registry folder
                token:str|None=None, # bearer token for writes; None makes the server read-only
                max_upload_bytes:int=8 << 20, # size cap of a submitted genome file
                job:Callable=tournament_job, # the `run_tournament` job: job(registry, TournamentRequest, progress)->dict
                static_dir:str|Path|None=None, # mounted at /static when given
                cache_bytes:int=256 << 20, # memory for recently served genome files
-               routers:tuple=())->FastAPI: # more `APIRouter`s to mount (a chapter's own endpoints), after the built-in ones
-    "The genome server's FastAPI app over the registry folder `registry`: the `reads`, `writes`, `jobs` and `pages` routers."
+               routers:list|None=None)->FastAPI: # more `APIRouter`s to mount after the built-in ones; None: every `installed_routers()`
+    "The genome server's FastAPI app over the registry folder `registry`: the `reads`, `writes`, `jobs` and `pages` routers, and the chapters' own."
     if token is not None and len(token) < 8: raise ValueError("the token must have at least 8 characters")
     pool = RegistryPool(registry)
     app = FastAPI(title="genome_lab genome server", version="1",
@@ -500,7 +505,7 @@ def create_app(registry:str|Path, # registry folder
     app.state.pool, app.state.runner, app.state.files = pool, JobRunner(pool, job), FileCache(cache_bytes)
     app.state.token, app.state.read_only, app.state.max_upload_bytes = token, token is None, max_upload_bytes
     app.router.add_event_handler('shutdown', pool.close)
-    for r in (reads, writes, jobs, pages, *routers): app.include_router(r)
+    for r in (reads, writes, jobs, pages, *(installed_routers() if routers is None else routers)): app.include_router(r)
     if static_dir is not None: app.mount('/static', StaticFiles(directory=static_dir), name='static')
     return app
 
