@@ -1,4 +1,4 @@
-"""Play an untrusted player program in its own process, with resource limits, no network, no new processes and a wall-clock kill: observations in, actions out, the score kept by the harness.
+"""Play an untrusted player program inside bubblewrap (its own mount, PID and network namespaces, a read-only view of the interpreter and nothing else), as an unprivileged uid under a seccomp allow-list and rlimits, with a wall-clock kill: observations in, actions out, the score and every failure kind kept by the harness.
 
 Docs: https://genome-lab.github.io/genome_lab/sandbox.html.md"""
 
@@ -6,104 +6,193 @@ Docs: https://genome-lab.github.io/genome_lab/sandbox.html.md"""
 
 # %% ../nbs/80_sandbox.ipynb #6e3fa3e6
 from __future__ import annotations
-import os, sys, json, time, pickle, select, signal, struct, subprocess, resource, ctypes, platform, importlib
+import functools, importlib, json, os, pickle, re, select, shutil, signal, struct, subprocess, sys, tempfile, time
 from dataclasses import dataclass, field, asdict
 import numpy as np
 from .arenas import find_arena, make_arena
 
 # %% auto #0
-__all__ = ['FAILURE_KINDS', 'ALLOWED_IMPORTS', 'WORKER_SOURCE', 'SandboxLimits', 'SandboxFailure', 'SandboxedPlayer',
-           'PlayResult', 'play_games', 'CountdownGame', 'ArenaGame', 'ProgramEnv', 'program_env']
+__all__ = ['FAILURE_KINDS', 'REPORTED_KINDS', 'ALLOWED_IMPORTS', 'SANDBOX_UID', 'ALLOWED_SYSCALLS', 'O_WRITE_FLAGS', 'MAP_SHARED',
+           'TCGETS', 'EXIT_OK', 'WORKER_SOURCE', 'SandboxUnavailable', 'sanitise', 'seccomp_filter', 'sandbox_binds',
+           'bwrap_command', 'SandboxLimits', 'SandboxFailure', 'check_source', 'SandboxedPlayer', 'PlayResult',
+           'play_games', 'CountdownGame', 'ArenaGame', 'ProgramEnv', 'program_env']
 
 # %% ../nbs/80_sandbox.ipynb #5dd26abc
 FAILURE_KINDS = ('syntax', 'missing', 'exception', 'forbidden', 'memory', 'timeout', 'cpu', 'protocol', 'bad_action', 'crash')
+REPORTED_KINDS = ('missing', 'exception', 'memory') # the only kinds the child may report; the others the harness observes
 ALLOWED_IMPORTS = ('math', 'random', 'itertools', 'functools', 'collections', 'heapq', 'bisect', 'operator',
                    'statistics', 'copy', 'dataclasses', 'typing', 're', 'string', 'numpy', 'time')
+SANDBOX_UID = 65534 # the uid a program runs as (`nobody`)
+
+class SandboxUnavailable(RuntimeError):
+    "The sandbox cannot start on this machine (bubblewrap or seccomp missing); no program was run."
+
+def sanitise(text:str, n:int=200)->str:
+    "A short, printable one-line form of `text` (at most `n` characters): all the harness keeps of what a child says."
+    text = re.sub(r'\s+', ' ', re.sub(r'[^\x20-\x7e\s]', '?', str(text))).strip()
+    return text if len(text) <= n else text[:n - 3] + '...'
+
+# %% ../nbs/80_sandbox.ipynb #856ae3bd
+ALLOWED_SYSCALLS = ('read', 'write', 'readv', 'writev', 'pread64', 'close', 'lseek', 'fstat', 'newfstatat', 'stat', 'lstat',
+                    'statx', 'getdents64', 'readlink', 'readlinkat', 'getcwd', 'access', 'faccessat', 'faccessat2',
+                    'brk', 'munmap', 'mremap', 'mprotect', 'madvise', 'mbind', 'get_mempolicy', 'set_mempolicy', 'futex', 'sched_yield', 'getrandom',
+                    'clock_gettime', 'clock_getres', 'clock_nanosleep', 'nanosleep', 'gettimeofday', 'getrusage', 'times',
+                    'getpid', 'gettid', 'getuid', 'geteuid', 'getgid', 'getegid', 'rt_sigreturn', 'restart_syscall')
+O_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND # refused in open/openat
+MAP_SHARED, TCGETS = 0x01, 0x5401
+EXIT_OK = (0, 1) # exit statuses a child may choose; any other is refused, so a child cannot pose as a signal's victim
+
+@functools.cache
+def seccomp_filter()->bytes: # a classic-BPF program (struct sock_filter[])
+    """The child's seccomp filter, an allow-list compiled by libseccomp: the calls above, `open`/`openat` without write
+    flags, private `mmap`, `fcntl` F_GETFD/F_SETFD/F_GETFL, `ioctl` TCGETS (isatty), `exit`/`exit_group` with status 0 or 1.
+    Every other call (kill, unlink, rename, chmod, truncate, socket, fork, exec, ptrace, io_uring, ...) ends the
+    child at once with SIGSYS, which the harness reads as `forbidden`. Raises `SandboxUnavailable` without libseccomp."""
+    try: import pyseccomp as sc
+    except (ImportError, OSError, RuntimeError) as e:
+        raise SandboxUnavailable(f"libseccomp is missing ({e}): install Debian's libseccomp2 and the pyseccomp package") from None
+    f = sc.SyscallFilter(sc.KILL_PROCESS)
+    for name in ALLOWED_SYSCALLS: f.add_rule(sc.ALLOW, name)
+    f.add_rule(sc.ALLOW, 'openat', sc.Arg(2, sc.MASKED_EQ, O_WRITE_FLAGS, 0))
+    f.add_rule(sc.ALLOW, 'open', sc.Arg(1, sc.MASKED_EQ, O_WRITE_FLAGS, 0))
+    f.add_rule(sc.ALLOW, 'mmap', sc.Arg(3, sc.MASKED_EQ, MAP_SHARED, 0))
+    for cmd in (1, 2, 3): f.add_rule(sc.ALLOW, 'fcntl', sc.Arg(1, sc.EQ, cmd))
+    f.add_rule(sc.ALLOW, 'ioctl', sc.Arg(1, sc.EQ, TCGETS))
+    for name in ('exit', 'exit_group'):
+        for code in EXIT_OK: f.add_rule(sc.ALLOW, name, sc.Arg(0, sc.EQ, code))
+    with tempfile.TemporaryFile() as t:
+        f.export_bpf(t); t.seek(0); return t.read()
+
+# %% ../nbs/80_sandbox.ipynb #76ecf579
+_PROBE = """import sys, os, json, sysconfig
+for m in sys.argv[1].split(','): __import__(m)
+import ctypes, resource
+maps = sorted({l.split()[-1] for l in open('/proc/self/maps') if l.split()[-1].startswith('/')})
+print(json.dumps(dict(maps=maps, stdlib=sysconfig.get_paths()['stdlib'], numpy=os.path.dirname(sys.modules['numpy'].__file__))))"""
+
+def _elf_interpreter(path:str)->str:
+    "The program interpreter (`PT_INTERP`, the dynamic loader's path) of the 64-bit little-endian ELF file `path`."
+    with open(path, 'rb') as f:
+        h = f.read(64); phoff, = struct.unpack_from('<Q', h, 0x20); phsz, phn = struct.unpack_from('<HH', h, 0x36)
+        f.seek(phoff); ph = f.read(phsz * phn)
+        for i in range(phn):
+            if struct.unpack_from('<I', ph, i * phsz)[0] == 3:
+                off, n = struct.unpack_from('<Q', ph, i * phsz + 8)[0], struct.unpack_from('<Q', ph, i * phsz + 32)[0]
+                f.seek(off); return f.read(n).rstrip(b'\0').decode()
+    raise SandboxUnavailable(f"{path} has no program interpreter: the sandbox needs a dynamically linked Python")
+
+@functools.cache
+def sandbox_binds()->tuple: # ((host path, path in the sandbox), ...)
+    """What the child sees, all read-only: the interpreter, its standard library, numpy, and the shared libraries these
+    load (found by importing the allowed modules once outside the sandbox and reading `/proc/self/maps`). Nothing else:
+    no /etc, /home, /proc, /tmp, no repository and no registry."""
+    p = subprocess.run([sys.executable, '-I', '-c', _PROBE, ','.join(ALLOWED_IMPORTS)], capture_output=True, text=True, timeout=120)
+    if p.returncode: raise SandboxUnavailable(f"cannot list what the sandboxed interpreter needs: {p.stderr[-500:]}")
+    info, exe = json.loads(p.stdout), os.path.realpath(sys.executable)
+    stdlib, npdir = info['stdlib'], info['numpy']
+    binds = [(exe, '/sandbox/python/bin/python3'), (stdlib, f'/sandbox/python/lib/{os.path.basename(stdlib)}'),
+             (npdir, '/sandbox/site/numpy')]
+    if os.path.isdir(npdir + '.libs'): binds.append((npdir + '.libs', '/sandbox/site/numpy.libs'))
+    inside = lambda m: any(m.startswith(d + os.sep) for d in (stdlib, npdir, npdir + '.libs'))
+    for lib in (m for m in info['maps'] if '.so' in os.path.basename(m) and m != exe and not inside(m)):
+        d = os.path.dirname(lib)   # the file under each name that resolves to it (sonames are links to versioned files)
+        binds += [(lib, f'/sandbox/lib/{n}') for n in sorted(os.listdir(d)) if os.path.realpath(os.path.join(d, n)) == lib]
+    binds.append((os.path.realpath(_elf_interpreter(exe)), _elf_interpreter(exe)))
+    return tuple(binds)
+
+def bwrap_command()->list: # argv: bwrap, its options, the interpreter and the worker
+    """The child's command line: bubblewrap with new user (or, for a root harness, privileged), mount, PID, network,
+    IPC, UTS and cgroup namespaces; a read-only root holding only `sandbox_binds()` and a minimal /dev; a new session;
+    killed with its parent. A root harness starts it privileged so that the worker can drop to the real uid
+    `SANDBOX_UID` (CAP_SETUID/CAP_SETGID only, then none); otherwise the child is `SANDBOX_UID` in its own user
+    namespace, which it cannot leave. Raises `SandboxUnavailable` when bwrap is missing."""
+    bwrap = shutil.which('bwrap')
+    if bwrap is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not installed, and player programs run only inside it: install "
+                                 "Debian's package 'bubblewrap' (apt-get install bubblewrap; tools/setup_debian.sh does)")
+    if os.geteuid() == 0:
+        ns = ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
+              '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID']
+    else: ns = ['--unshare-all', '--unshare-user', '--disable-userns', '--uid', str(SANDBOX_UID), '--gid', str(SANDBOX_UID)]
+    cmd = [bwrap, *ns, '--die-with-parent', '--new-session', '--clearenv', '--setenv', 'LD_LIBRARY_PATH', '/sandbox/lib']
+    for k in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'): cmd += ['--setenv', k, '1']
+    parents = {os.path.dirname(dst[:i + 1]) for _, dst in sandbox_binds() for i, c in enumerate(dst) if c == '/'} - {'', '/'}
+    for d in sorted(parents): cmd += ['--perms', '0755', '--dir', d]   # searchable by the uid the program runs as
+    for src, dst in sandbox_binds(): cmd += ['--ro-bind', src, dst]
+    cmd += ['--dev', '/dev', '--chdir', '/', '--remount-ro', '/']
+    return cmd + ['/sandbox/python/bin/python3', '-I', '-S', '-c', WORKER_SOURCE, ','.join(ALLOWED_IMPORTS), '/sandbox/site']
 
 # %% ../nbs/80_sandbox.ipynb #9c72c3e6
 WORKER_SOURCE = r'''
-import os, sys, io, json, pickle, struct, traceback, builtins, ctypes
-ALLOWED = set(sys.argv[1].split(','))
+import os, sys, io, pickle, struct, builtins, resource, ctypes, signal
+ALLOWED = sys.argv[1].split(',')
+sys.path.append(sys.argv[2])
 for _m in ALLOWED: __import__(_m)
-import numpy
 proto_in, proto_out = os.fdopen(os.dup(0), 'rb', buffering=0), os.fdopen(os.dup(1), 'wb', buffering=0)
 _null = os.open(os.devnull, os.O_RDWR)
 for _fd in (0, 1, 2): os.dup2(_null, _fd)
 os.close(_null)
-class _Tail(io.TextIOBase):
-    def __init__(self): self.buf = ''
-    def write(self, s): self.buf = (self.buf + str(s))[-2000:]; return len(s)
-sys.stdout = sys.stderr = _Tail()
-def send(line): proto_out.write(line.encode() + b'\n')
-def fail(kind, msg):
-    send('E ' + json.dumps(dict(kind=kind, message=str(msg)[-1500:]))); os._exit(0)
+class _Null(io.TextIOBase):
+    def write(self, s): return len(s)
+sys.stdout = sys.stderr = _Null()
+def send(line): proto_out.write(line.encode('utf-8', 'replace') + b'\n')
 def recv():
     hdr = proto_in.read(4)
     if len(hdr) < 4: os._exit(0)
-    n = struct.unpack('<I', hdr)[0]; data = b''
+    n, data = struct.unpack('<I', hdr)[0], b''
     while len(data) < n:
         chunk = proto_in.read(n - len(data))
         if not chunk: os._exit(0)
         data += chunk
     return pickle.loads(data)
-layers = []
-def seccomp():
-    # BPF: EPERM for fork, vfork, clone, clone3, execve, execveat, socket on x86-64 (others: allowed)
-    if os.uname().machine != 'x86_64': return
+def drop_privileges(uid):
+    if os.getuid() == 0:
+        os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+    if 0 in os.getresuid() + os.getresgid(): raise PermissionError('still uid or gid 0')
+def install_filter(bpf):
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(38, 1, 0, 0, 0) != 0: return  # PR_SET_NO_NEW_PRIVS
-    ERRNO_EPERM, ALLOW = 0x00050000 | 1, 0x7fff0000
-    banned = (57, 58, 56, 435, 59, 322, 41)
-    ins = [(0x20, 0, 0, 4), (0x15, 0, len(banned) + 2, 0xC000003E), (0x20, 0, 0, 0)]
-    for i, nr in enumerate(banned): ins.append((0x15, len(banned) - i, 0, nr))
-    ins += [(0x06, 0, 0, ALLOW), (0x06, 0, 0, ERRNO_EPERM)]
-    class F(ctypes.Structure): _fields_ = [('code', ctypes.c_ushort), ('jt', ctypes.c_ubyte), ('jf', ctypes.c_ubyte), ('k', ctypes.c_uint)]
-    class P(ctypes.Structure): _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.POINTER(F))]
-    arr = (F * len(ins))(*[F(*x) for x in ins])
-    prog = P(len(ins), arr)
-    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) == 0: layers.append('seccomp')  # PR_SET_SECCOMP, FILTER
-seccomp()
+    class Prog(ctypes.Structure): _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_char_p)]
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(Prog(len(bpf) // 8, bpf)), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), 'prctl: cannot install the seccomp filter')  # PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP
+setup = recv()
+try:
+    drop_privileges(setup['uid'])
+    for name, (soft, hard) in setup['rlimits'].items(): resource.setrlimit(getattr(resource, name), (soft, hard))
+    install_filter(setup['filter'])
+except Exception as e: send(f'U {type(e).__name__}: {e}'); os._exit(0)
+send(f'S uid {os.getuid()},rlimits,seccomp,audit')
+armed = []
+def refuse(): armed.clear(); os.kill(os.getpid(), signal.SIGSYS)  # kill is outside the allow-list: seccomp ends the child with SIGSYS
 BLOCKED = ('socket.', 'os.system', 'os.exec', 'os.posix_spawn', 'os.spawn', 'os.fork', 'os.forkpty', 'subprocess.',
            'os.kill', 'os.killpg', 'os.remove', 'os.unlink', 'os.rename', 'os.rmdir', 'os.mkdir', 'os.chmod',
            'os.chown', 'os.truncate', 'os.link', 'os.symlink', 'os.putenv', 'os.unsetenv', 'os.chdir', 'os.listdir',
            'os.scandir', 'shutil.', 'ctypes.', 'mmap.', 'resource.', 'open', 'import', 'pty.', 'fcntl.',
-           'sys.addaudithook', 'urllib.', 'ftplib.', 'smtplib.', 'http.', 'webbrowser.', 'glob.', 'tempfile.',
-           'marshal.', 'sqlite3.', 'os.setuid', 'os.setgid', 'signal.')
-armed = []
+           'sys.addaudithook', 'glob.', 'tempfile.', 'marshal.', 'sqlite3.', 'os.setuid', 'os.setgid', 'signal.')
 def hook(event, args):
-    if armed and event.startswith(BLOCKED):
-        raise PermissionError(f'sandbox: {event} is not allowed')
-sys.addaudithook(hook); layers.append('audit')
+    if armed and event.startswith(BLOCKED): refuse()
+sys.addaudithook(hook)
 def safe_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level or name.split('.')[0] not in ALLOWED: raise PermissionError(f'sandbox: import of {name} is not allowed')
+    if level or name.split('.')[0] not in ALLOWED: refuse()
     return builtins.__import__(name, globals, locals, fromlist, level)
 safe_builtins = {k: v for k, v in vars(builtins).items() if k not in ('open', 'input', 'breakpoint', 'exit', 'quit', 'help')}
 safe_builtins['__import__'] = safe_import
-def kind_of(e):
-    if isinstance(e, MemoryError): return 'memory'
-    if isinstance(e, (PermissionError, ImportError)) and 'sandbox' in str(e): return 'forbidden'
-    if isinstance(e, RecursionError): return 'exception'
-    return 'exception'
-code = recv()
+def fail(e):
+    send(f"E {'memory' if isinstance(e, MemoryError) else 'exception'} {type(e).__name__}: {e}"[:400]); os._exit(0)
 armed.append(1)
 ns = {'__builtins__': safe_builtins, '__name__': 'player'}
-try: compiled = compile(code, 'player.py', 'exec')
-except (SyntaxError, ValueError) as e: fail('syntax', f'{type(e).__name__}: {e}')
-try: exec(compiled, ns)
-except BaseException as e: fail(kind_of(e), ''.join(traceback.format_exception_only(type(e), e)))
+try: exec(compile(setup['source'], 'player.py', 'exec'), ns)
+except BaseException as e: fail(e)
 act = ns.get('choose_action')
-if not callable(act): fail('missing', 'the program defines no choose_action(obs, view, memory)')
-send('R ' + ','.join(layers))
+if not callable(act): send('E missing the program defines no choose_action(obs, view, memory)'); os._exit(0)
+send('R')
 memory = {}
 while True:
     msg = recv()
     if msg[0] == 'new': memory = {}; continue
     try: a = act(msg[1], msg[2], memory)
-    except BaseException as e:
-        fail(kind_of(e), ''.join(traceback.format_exception(type(e), e, e.__traceback__)[-3:]))
-    try: a = int(a)
-    except BaseException as e: fail('bad_action', f'choose_action returned {type(a).__name__}, not an int')
-    send(f'A {a}')
+    except BaseException as e: fail(e)
+    try: send(f'A {int(a)}')
+    except BaseException: send(f'A {type(a).__name__}')
 '''
 
 # %% ../nbs/80_sandbox.ipynb #095667e8
@@ -116,51 +205,49 @@ class SandboxLimits:
     wall_s: float = 120.0 # wall-clock seconds for the whole evaluation, start-up included
     step_timeout_s: float = 5.0 # wall-clock seconds for one action (the first one includes the program's set-up)
     start_timeout_s: float = 20.0 # wall-clock seconds to start Python and load the program
-    isolate_network: bool = True # run the child in new user and network namespaces?
 
-_CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
-_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here: the forked child must not call dlopen (the parent may have threads)
-
-def _preexec(limits:SandboxLimits):
-    "Runs in the forked child before `exec`: rlimits, then new user+network namespaces."
-    def f():
-        mb = limits.memory_mb * 2**20
-        for lim, val in ((resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1)), (resource.RLIMIT_AS, (mb, mb)),
-                         (resource.RLIMIT_NOFILE, (limits.max_files, limits.max_files)), (resource.RLIMIT_FSIZE, (0, 0)),
-                         (resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_NPROC, (0, 0))):
-            resource.setrlimit(lim, val)
-        if limits.isolate_network:
-            if _LIBC.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0: os.write(2, b'unshare failed\n')
-    return f
+    def rlimits(self)->dict: # {resource name: (soft, hard)}, set by the worker before the program runs
+        mb = self.memory_mb * 2**20
+        return dict(RLIMIT_CPU=(self.cpu_s, self.cpu_s + 1), RLIMIT_AS=(mb, mb), RLIMIT_NOFILE=(self.max_files, self.max_files),
+                    RLIMIT_FSIZE=(0, 0), RLIMIT_CORE=(0, 0), RLIMIT_NPROC=(0, 0))
 
 # %% ../nbs/80_sandbox.ipynb #0b0e1fe8
 class SandboxFailure(Exception):
-    "A candidate program failed: `kind` is one of `FAILURE_KINDS`."
+    "A candidate program failed: `kind` is one of `FAILURE_KINDS`, `message` a short sanitised reason."
     def __init__(self, kind:str, message:str): super().__init__(f"{kind}: {message}"); self.kind, self.message = kind, message
 
+def check_source(source:str, max_bytes:int=1 << 20):
+    "Compile `source` in the harness (nothing runs); raises `SandboxFailure('syntax')`, so a child cannot claim it."
+    if len(source.encode('utf-8', 'replace')) > max_bytes: raise SandboxFailure('syntax', f"the program is over {max_bytes} bytes")
+    try: compile(source, 'player.py', 'exec')
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e: raise SandboxFailure('syntax', sanitise(f"{type(e).__name__}: {e}")) from None
+
 class SandboxedPlayer:
-    "A player program running in its own sandboxed process; `act(obs, view)` returns its action."
+    """A player program running in its own sandboxed process; `act(obs, view)` returns its action. The harness decides
+    every failure kind from what it observes (its clock, the child's exit status and CPU time, the action's value);
+    the child may only report that the program raised (`REPORTED_KINDS`), and its words are cut to a short sanitised
+    reason. Raises `SandboxUnavailable` when the sandbox cannot start, which is no failure of the program."""
     def __init__(self, source:str, limits:SandboxLimits|None=None, num_actions:int=7):
         self.limits, self.num_actions = limits or SandboxLimits(), num_actions
-        self.t0 = time.monotonic()
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN); self._cpu0 = ru.ru_utime + ru.ru_stime
-        env = dict(PATH='/usr/bin:/bin', OMP_NUM_THREADS='1', OPENBLAS_NUM_THREADS='1', MKL_NUM_THREADS='1')
-        self.proc = subprocess.Popen([sys.executable, '-I', '-c', WORKER_SOURCE, ','.join(ALLOWED_IMPORTS)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     preexec_fn=_preexec(self.limits), start_new_session=True, env=env, cwd='/')
-        self._buf = b''
-        self.layers = []
-        self._send(source)
+        check_source(source)
+        setup = dict(uid=SANDBOX_UID, rlimits=self.limits.rlimits(), filter=seccomp_filter(), source=source)
+        self.t0, self._buf, self.layers = time.monotonic(), b'', []
+        self.proc = subprocess.Popen(bwrap_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     start_new_session=True, env={}, cwd='/')
+        self._send(setup)
+        started = self._read(self.limits.start_timeout_s, starting=True)
+        if not started.startswith('S '):
+            self.kill(); raise SandboxUnavailable(f"the sandbox did not start: {sanitise(started[2:], 500)}")
+        self.layers = ['bwrap'] + started[2:].split(',')
         reply = self._read(self.limits.start_timeout_s)
-        if not reply.startswith('R'): self._fail_from(reply)
-        self.layers = reply[2:].split(',') if len(reply) > 2 else []
+        if reply != 'R': self._fail_from(reply)
 
     def _send(self, obj):
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         try: self.proc.stdin.write(struct.pack('<I', len(data)) + data); self.proc.stdin.flush()
         except (BrokenPipeError, OSError): self._died()
 
-    def _read(self, timeout:float)->str:
+    def _read(self, timeout:float, starting:bool=False)->str:
         deadline = min(time.monotonic() + timeout, self.t0 + self.limits.wall_s)
         fd = self.proc.stdout.fileno()
         while b'\n' not in self._buf:
@@ -172,29 +259,31 @@ class SandboxedPlayer:
             r, _, _ = select.select([fd], [], [], left)
             if not r: continue
             chunk = os.read(fd, 65536)
-            if not chunk: self._died()
+            if not chunk: self._died(starting)
             self._buf += chunk
             if len(self._buf) > 65536: self.kill(); raise SandboxFailure('protocol', 'the child sent more than 64 KiB without a newline')
         line, self._buf = self._buf.split(b'\n', 1)
         return line.decode('utf-8', 'replace')
 
     def _fail_from(self, reply:str):
+        "A reply that is not the expected one: the program raised (a reported kind), or the child broke the protocol."
         self.kill()
-        if reply.startswith('E '):
-            try: d = json.loads(reply[2:]); raise SandboxFailure(d['kind'], d['message'])
-            except (ValueError, KeyError): pass
-        raise SandboxFailure('protocol', f"unexpected reply {reply[:80]!r}")
+        kind, _, message = reply[2:].partition(' ')
+        if reply.startswith('E ') and kind in REPORTED_KINDS: raise SandboxFailure(kind, sanitise(message))
+        raise SandboxFailure('protocol', f"unexpected reply {sanitise(reply, 80)!r}")
 
-    def _died(self):
-        rc = self.proc.wait()
+    def _died(self, starting:bool=False):
+        "The child's pipe closed: classify its end by its exit status and CPU time, which the program cannot choose."
+        _, status, ru = os.wait4(self.proc.pid, 0)
+        rc = self.proc.returncode = os.waitstatus_to_exitcode(status)
+        err = self.proc.stderr.read(4096).decode('utf-8', 'replace') if starting else ''
         self.kill()
-        if rc == -signal.SIGXCPU or (rc == -signal.SIGKILL and self._cpu_used() >= self.limits.cpu_s - 0.5):
+        if starting: raise SandboxUnavailable(f"the sandbox did not start (bwrap exit status {rc}): {sanitise(err, 500)}")
+        sig = rc - 128 if rc > 128 else -rc if rc < 0 else 0   # bwrap exits with 128 + the signal that ended its child
+        if sig == signal.SIGSYS: raise SandboxFailure('forbidden', "a system call outside the allow-list, or a refused import (seccomp ended the child: SIGSYS)")
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and ru.ru_utime + ru.ru_stime >= self.limits.cpu_s - 0.5):
             raise SandboxFailure('cpu', f"CPU time limit of {self.limits.cpu_s} s reached")
-        raise SandboxFailure('crash', f"the child exited with status {rc}")
-
-    def _cpu_used(self)->float:
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return ru.ru_utime + ru.ru_stime - getattr(self, '_cpu0', 0.0)
+        raise SandboxFailure('crash', f"the child ended by signal {sig}" if sig else f"the child exited with status {rc}")
 
     def new_game(self): self._send(('new',))
     def act(self, obs, view)->int: # an action in 0..num_actions-1
@@ -203,18 +292,19 @@ class SandboxedPlayer:
         reply = self._read(self.limits.step_timeout_s)
         if not reply.startswith('A '): self._fail_from(reply)
         try: a = int(reply[2:])
-        except ValueError: self.kill(); raise SandboxFailure('protocol', f"unexpected reply {reply[:80]!r}")
+        except ValueError: self.kill(); raise SandboxFailure('bad_action', f"choose_action returned {sanitise(reply[2:], 40)}, not an int") from None
         if not 0 <= a < self.num_actions:
             self.kill(); raise SandboxFailure('bad_action', f"action {a} is outside 0..{self.num_actions-1}")
         return a
 
     def kill(self):
-        "SIGKILL the child's whole process group and reap it."
-        try: os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError): pass
-        try: self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired: pass
-        for f in (self.proc.stdin, self.proc.stdout):
+        "SIGKILL bubblewrap's process group (the child dies with it: `--die-with-parent`, PID namespace) and reap it."
+        if self.proc.returncode is None:
+            try: os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError): pass
+            try: self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired: pass
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try: f.close()
             except OSError: pass
     def __enter__(self): return self
@@ -230,7 +320,7 @@ class PlayResult:
     message: str = ''
     steps: int = 0 # actions asked of the program
     seconds: float = 0.0
-    layers: list = field(default_factory=list) # in-child layers that were active ('seccomp', 'audit')
+    layers: list = field(default_factory=list) # layers that were active ('bwrap', 'uid 65534', 'rlimits', 'seccomp', 'audit')
     def to_dict(self): return asdict(self)
 
 def play_games(source:str, # the player program

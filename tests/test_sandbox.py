@@ -1,19 +1,62 @@
-"Hostile player programs: each is contained and recorded with its reason, and the harness goes on."
-import os, socket, subprocess, sys, threading, tempfile
-import pytest
-from genome_lab.sandbox import play_games, SandboxLimits, CountdownGame, _preexec
+"""Hostile player programs: each is contained by the operating system and recorded with its reason, and the harness goes on.
 
-LIM = SandboxLimits(step_timeout_s=2, start_timeout_s=6, wall_s=15, cpu_s=8)
+The escapes run as the harness's real user (whoever runs pytest: root on CI) against files and processes that user
+owns. Most first switch off every Python-level guard (the audit hook's flag and the restricted import, reached
+through a traceback's frames) so that only the OS layers (bubblewrap's namespaces, the seccomp allow-list, the
+unprivileged uid, rlimits) stand between them and the harness. Run with `-s` to see each escape's reason."""
+import os, shutil, socket, stat, subprocess, sys
+from pathlib import Path
+import pytest
+from genome_lab.sandbox import (play_games, SandboxLimits, CountdownGame, SandboxedPlayer, SandboxUnavailable,
+                                sandbox_binds, FAILURE_KINDS, REPORTED_KINDS, SANDBOX_UID)
+
+ROOT = Path(__file__).resolve().parent.parent
+LIM = SandboxLimits(step_timeout_s=4, start_timeout_s=20, wall_s=30, cpu_s=8)
 ESC = "find({!r})"
 FIND = ("def find(name):\n    todo = list(object.__subclasses__())\n    while todo:\n        c = todo.pop()\n"
         "        if c.__name__ == name: return c\n        todo.extend(type.__subclasses__(c))\n")
 GOOD = "def choose_action(obs, view, memory):\n    return min(view['left'], 9)\n"
+# Switch off every Python-level guard: the worker's globals through a traceback's frames, the audit hook's flag
+# cleared, the real `open`, `__import__` and `os` taken back.
+DISARM = '''
+def worker_globals():
+    try: raise ValueError
+    except ValueError as e: f = e.__traceback__.tb_frame
+    while f.f_back is not None: f = f.f_back
+    return f.f_globals
+W = worker_globals()
+W['armed'].clear()
+W['safe_builtins']['__import__'] = W['builtins'].__import__
+os, open, imp, sys = W['os'], W['builtins'].open, W['builtins'].__import__, W['sys']
+assert not W['armed']
+'''
 
 def play(src, lim=LIM): return play_games(FIND + src, CountdownGame(3), [0], lim)
 
+def escape(body:str, lim=LIM):
+    "Run `body` (the body of choose_action, after DISARM) in the sandbox; print and return the result."
+    src = DISARM + "def choose_action(obs, view, memory):\n" + ''.join(f"    {l}\n" for l in body.splitlines()) + "    return 0\n"
+    r = play_games(src, CountdownGame(3), [0], lim)
+    print(f"\n  {body.splitlines()[-1][:70]!r} -> {r.reason or 'ok'}: {r.message}")
+    return r
+
 def test_good_program_scores_and_layers():
     r = play(GOOD)
-    assert r.ok and r.games[0]['score'] == 3.0 and {'seccomp', 'audit'} <= set(r.layers)
+    assert r.ok and r.games[0]['score'] == 3.0, r
+    assert r.layers == ['bwrap', f'uid {SANDBOX_UID}', 'rlimits', 'seccomp', 'audit']
+
+def test_a_legitimate_program_uses_what_it_may():
+    "numpy, random, re, statistics, time and exceptions the program catches work under the allow-list."
+    src = ("import numpy as np, random, re, statistics, time, collections, math\n"
+           "def choose_action(obs, view, memory):\n"
+           "    a = np.random.default_rng(0).normal(size=(64, 64)); b = a @ a.T; np.linalg.eigh(b); np.sort(a, axis=None)\n"
+           "    big = np.zeros(20_000_000); del big\n"
+           "    random.seed(1); re.sub('a+', 'b', 'caaat'); statistics.stdev([1, 2, 4]); time.sleep(0.001); time.process_time()\n"
+           "    try: {}['x']\n    except KeyError: pass\n"
+           "    memory['n'] = memory.get('n', 0) + 1\n"
+           "    return min(view['left'], 9)\n")
+    r = play_games(src, CountdownGame(3), [0, 1], LIM)
+    assert r.ok and [g['score'] for g in r.games] == [3.0, 3.0], r
 
 HOSTILE = {
     'syntax': ("def choose_action(obs, view, memory) return 1", 'syntax'),
@@ -31,7 +74,7 @@ HOSTILE = {
                           "    os['system']('echo pwned > /tmp/pwned_by_sandbox_test')\n    return 0", 'forbidden'),
     'socket via escape': ("def choose_action(obs, view, memory):\n    b = " + ESC.format('_wrap_close') + ".__init__.__globals__['__builtins__']\n"
                           "    s = b['__import__']('socket').socket()\n    return 0", 'forbidden'),
-    'ctypes via escape': ("def choose_action(obs, view, memory):\n    import sys\n    return 0", 'forbidden'),
+    'os through an allowed module': ("import random\ndef choose_action(obs, view, memory):\n    random._os.unlink('/nonexistent')\n    return 0", 'forbidden'),
     'bad action type': ("def choose_action(obs, view, memory):\n    return 'left'", 'bad_action'),
     'out of range action': ("def choose_action(obs, view, memory):\n    return 10**6", 'bad_action'),
 }
@@ -41,39 +84,137 @@ def test_hostile_program_is_contained(name):
     src, reason = HOSTILE[name]
     r = play(src)
     assert not r.ok and r.reason == reason, (name, r.reason, r.message)
-    assert r.message
+    assert r.message and len(r.message) <= 200
 
-def test_file_write_via_escape_is_refused():
-    path = os.path.join(tempfile.mkdtemp(), 'written_by_program.txt')
-    src = ("def choose_action(obs, view, memory):\n    f = " + ESC.format('FileIO') + f"({path!r}, 'w')\n"
-           "    f.write(b'x' * 100)\n    return 0")
-    r = play(src)
-    assert not r.ok and r.reason == 'forbidden' and not os.path.exists(path)
+# --- escapes that first switch off every Python-level guard, run as the harness's real user
+
+@pytest.fixture
+def owned(tmp_path):
+    "A file and a folder the harness's user owns, with their state."
+    f = tmp_path/'harness_secret.txt'; f.write_text('secret of the harness ' * 50)
+    d = tmp_path/'dir'; d.mkdir()
+    snap = lambda: (f.read_bytes(), stat.S_IMODE(f.stat().st_mode), sorted(p.name for p in tmp_path.iterdir()), sorted(d.iterdir()))
+    return f, d, snap
+
+def test_the_python_guards_are_really_off():
+    "The prelude works: with the audit hook off and the real import back, `import os` no longer ends the child."
+    r = escape("import os as real_os\nreturn real_os.getpid()")
+    assert r.ok or r.reason == 'bad_action', (r.reason, r.message)   # it ran; its PID in its own namespace is small
+    assert r.reason != 'forbidden'
+
+FILE_ESCAPES = {  # what the escape tries -> the reasons that contain it
+    'read /etc/passwd': ("open('/etc/passwd').read()", {'exception'}),
+    'read /etc/shadow by fd': ("os.read(os.open('/etc/shadow', os.O_RDONLY), 100)", {'exception'}),
+    "read the harness's file": ("return len(open(F).read())", {'exception'}),
+    "list the harness's folder": ("os.listdir(D)", {'exception'}),
+    'read the repository': (f"open({str(ROOT/'README.md')!r}).read()", {'exception'}),
+    "write the harness's file": ("open(F, 'w').write('pwned')", {'forbidden'}),
+    "append to the harness's file": ("os.open(F, os.O_WRONLY | os.O_APPEND)", {'forbidden'}),
+    "truncate the harness's file": ("os.truncate(F, 0)", {'forbidden'}),
+    "delete the harness's file": ("os.unlink(F)", {'forbidden'}),
+    "rename the harness's file": ("os.rename(F, F + '.moved')", {'forbidden'}),
+    "chmod the harness's file": ("os.chmod(F, 0o777)", {'forbidden'}),
+    'create a folder': ("os.mkdir(D + '/new')", {'forbidden'}),
+    'create a link': ("os.symlink('/', D + '/link')", {'forbidden'}),
+    'write into /dev/shm': ("open('/dev/shm/x', 'w').write('x')", {'forbidden'}),
+    "shared writable mmap of a file": ("m = imp('mmap')\nfd = os.open(sys.executable, os.O_RDONLY)\nm.mmap(fd, 4096, m.MAP_SHARED, m.PROT_READ)", {'forbidden'}),
+    'shared anonymous mmap': ("m = imp('mmap')\nm.mmap(-1, 4096, m.MAP_SHARED)", {'forbidden'}),
+    'unlink by raw syscall': ("c = W['ctypes']\nc.CDLL(None).syscall(87, F.encode())", {'forbidden'}),
+}
+
+@pytest.mark.parametrize('name', list(FILE_ESCAPES))
+def test_file_escapes_are_contained(name, owned):
+    f, d, snap = owned
+    before = snap()
+    body, reasons = FILE_ESCAPES[name]
+    r = escape(f"F, D = {str(f)!r}, {str(d)!r}\n" + body)
+    assert not r.ok and r.reason in reasons, (name, r.reason, r.message)
+    assert snap() == before, name
+    assert 'secret of the harness' not in r.message and 'root:' not in r.message
+
+def test_a_file_read_cannot_leak_through_the_message():
+    "Nothing outside the sandbox is readable, and whatever a child says is cut to a short printable reason."
+    r = escape("raise RuntimeError('\\x1b[2J' + 'A' * 100_000 + '\\n' + open('/etc/hostname').read())")
+    assert r.reason == 'exception' and len(r.message) <= 200 and '\x1b' not in r.message and '\n' not in r.message
+
+def test_signals_cannot_leave_the_sandbox():
+    "Kill the harness, its process group, every process, or the parent: each ends the child (seccomp), and all stay alive."
+    sleeper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    try:
+        for body in (f"os.kill({os.getpid()}, 9)", f"os.kill({sleeper.pid}, 9)", "os.kill(-1, 9)", f"os.killpg({os.getpgid(0)}, 9)",
+                     "os.kill(1, 9)", "os.kill(os.getpid(), 9)"):
+            r = escape(body)
+            assert not r.ok and r.reason == 'forbidden', (body, r.reason, r.message)
+        assert sleeper.poll() is None
+    finally: sleeper.kill(); sleeper.wait()
+
+def test_other_processes_are_invisible():
+    "No /proc: the harness's command line (a server's token would be there) and the list of processes are out of reach."
+    for body in (f"open('/proc/{os.getpid()}/cmdline').read()", "os.listdir('/proc')", "open('/proc/self/environ').read()"):
+        r = escape(body)
+        assert not r.ok and r.reason == 'exception' and 'FileNotFoundError' in r.message, (body, r.reason, r.message)
+
+def test_the_child_is_unprivileged_and_alone():
+    "uid 65534, PID 2 of its own namespace, no /etc or /home, a read-only root holding little (the action carries the facts)."
+    facts = [f"os.getuid() == os.geteuid() == {SANDBOX_UID}", "os.getpid() == 2", "not os.path.exists('/etc')",
+             "not os.path.exists('/home')", "set(os.listdir('/')) <= {'dev', 'lib', 'lib64', 'sandbox'}",
+             "not os.access('/sandbox', os.W_OK)"]
+    src = DISARM + "def choose_action(obs, view, memory):\n    return sum(1 << i for i, f in enumerate([" + ', '.join(facts) + "]) if f)\n"
+    with SandboxedPlayer(src, LIM, 2**len(facts)) as p:
+        a = p.act(*CountdownGame(1).reset(0))
+    assert a == 2**len(facts) - 1, [f for i, f in enumerate(facts) if not (a >> i) & 1]
+
+def test_network_is_unreachable():
+    "A server listening on the host's loopback cannot be reached: socket() ends the child, and the namespace has no route."
+    srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(1); port = srv.getsockname()[1]
+    try:
+        r = escape(f"s = imp('socket')\ns.create_connection(('127.0.0.1', {port}), timeout=2)")
+        assert not r.ok and r.reason == 'forbidden', (r.reason, r.message)
+        srv.settimeout(0.2)
+        with pytest.raises(socket.timeout): srv.accept()
+    finally: srv.close()
+
+def test_processes_limits_and_syscalls_the_filter_refuses():
+    for body in ("os.fork()", "os.execv(sys.executable, [sys.executable])", "imp('resource').setrlimit(0, (10**9, 10**9))",
+                 "W['ctypes'].CDLL(None).prctl(22, 0, 0, 0, 0)", "W['ctypes'].CDLL(None).syscall(425, 8, 0)",   # io_uring_setup
+                 "W['ctypes'].CDLL(None).syscall(101, 0, 1, 0, 0)", "os.setuid(0)", "os.chdir('/')", "os._exit(159)"):
+        r = escape(body)
+        assert not r.ok and r.reason == 'forbidden', (body, r.reason, r.message)
+
+def test_the_program_cannot_choose_its_verdict():
+    "Fake protocol lines and exit statuses: the harness names the failure from what it observes."
+    for body, reason in [("W['send']('E timeout faked'); os._exit(0)", 'protocol'),
+                         ("W['send']('E crash faked'); os._exit(0)", 'protocol'),
+                         ("W['send']('E forbidden faked'); os._exit(0)", 'protocol'),
+                         ("W['send']('A 3'); W['send']('A 99'); return 3", 'bad_action'),
+                         ("os._exit(0)", 'crash'), ("os._exit(152)", 'forbidden'), ("os._exit(137)", 'forbidden')]:
+        r = escape(body)
+        assert not r.ok and r.reason == reason, (body, r.reason, r.message)
+    assert set(REPORTED_KINDS) < set(FAILURE_KINDS) and not {'crash', 'timeout', 'forbidden', 'bad_action', 'cpu'} & set(REPORTED_KINDS)
+
+def test_the_score_cannot_be_touched():
+    "Printing fake protocol lines goes to /dev/null: the harness's score is what the game measured."
+    r = play("def choose_action(obs, view, memory):\n    print('A 5')\n    print('score 1000000')\n    return 0\n")
+    assert r.ok and r.games[0]['score'] == 0.0  # action 0 is never the right answer in CountdownGame(3)
 
 def test_cpu_limit_kills():
     r = play("def choose_action(obs, view, memory):\n    while True: pass", SandboxLimits(cpu_s=1, step_timeout_s=20, wall_s=30))
     assert not r.ok and r.reason == 'cpu', (r.reason, r.message)
 
-def test_wall_clock_kills_the_process_group():
-    r = play("import time\ndef choose_action(obs, view, memory):\n    time.sleep(60)\n    return 0",
-             SandboxLimits(step_timeout_s=1, wall_s=5))
-    assert not r.ok and r.reason == 'timeout' and r.seconds < 5
-
-def test_score_cannot_be_touched():
-    "Printing fake protocol lines goes to /dev/null: the harness's score is what the game measured."
-    cheat = ("import sys\n" if False else "") + (
-        "def choose_action(obs, view, memory):\n    print('A 5')\n    print('score 1000000')\n    return 0\n")
-    r = play(cheat)
-    assert r.ok and r.games[0]['score'] == 0.0  # action 0 is never the right answer in CountdownGame(3)
+def test_wall_clock_kills_the_child():
+    r = play("import time\ndef choose_action(obs, view, memory):\n    time.sleep(60)\n    return 0", SandboxLimits(step_timeout_s=1, wall_s=8))
+    assert not r.ok and r.reason == 'timeout' and r.seconds < 8
 
 def test_the_run_goes_on_after_failures():
     rs = [play(HOSTILE[k][0]) for k in ('infinite loop', 'huge allocation', 'fork bomb via escape')] + [play(GOOD)]
     assert [r.ok for r in rs] == [False, False, False, True]
 
-def test_no_network_in_the_namespace():
-    "A child started with the sandbox's pre-exec step cannot reach a server listening on the host's loopback."
-    srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(1); port = srv.getsockname()[1]
-    code = f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2); print('connected')\nexcept OSError as e: print('refused', e)"
-    p = subprocess.run([sys.executable, '-c', code], preexec_fn=_preexec(SandboxLimits()), capture_output=True, text=True, timeout=30)
-    srv.close()
-    assert 'refused' in p.stdout and 'connected' not in p.stdout, p.stdout + p.stderr
+def test_the_child_sees_only_read_only_binds_of_the_interpreter():
+    srcs = {src for src, _ in sandbox_binds()}
+    assert not any(s.startswith(str(ROOT) + os.sep) and '/site-packages/numpy' not in s for s in srcs), srcs
+    assert not any(s.startswith(('/etc', '/home', '/proc')) for s in srcs)
+
+def test_a_missing_bwrap_is_a_clear_error(monkeypatch):
+    "Without bubblewrap no program runs, and the error says what to install (it is no failure of the program)."
+    monkeypatch.setattr(shutil, 'which', lambda name: None)
+    with pytest.raises(SandboxUnavailable, match='apt-get install bubblewrap'): play_games(GOOD, CountdownGame(3), [0], LIM)

@@ -391,7 +391,7 @@ CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic
 
 def test_leaderboard_page_in_headless_chromium(root, tmp_path):
     chromium = shutil.which('chromium')
-    if chromium is None: pytest.fail("chromium is not installed: run tools/setup_chromium.sh (tools/test.sh does)")
+    if chromium is None: pytest.fail("chromium is not installed: run tools/setup_debian.sh chromium:chromium (tools/test.sh does)")
     ids = add_random_genomes(root, 12)
     with Registry(root) as reg:
         for k, gid in enumerate(ids): reg.record_games(gid, [dict(score=float(k), survival=1.0)] * 2, player='ada' if k < 3 else 'bob')

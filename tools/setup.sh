@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Install everything genome_lab needs into .venv/ (idempotent: a second call reuses what is installed).
 # CPU torch 2.13.0, numpy<2, PufferLib 3.0.0 built from its sdist (tools/build_pufferlib.sh), then this
-# package with its dev extras, editable. Set GENOME_LAB_PYTHON to choose the interpreter (default: python3).
+# package with its dev extras, editable; Debian's bubblewrap for the program sandbox (tools/setup_debian.sh).
+# Set GENOME_LAB_PYTHON to choose the interpreter (default: python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${GENOME_LAB_PYTHON:-python3}
 VENV=.venv
+# the program sandbox runs player programs inside bubblewrap (Debian's package; apt-get as root or with sudo)
+bash tools/setup_debian.sh bwrap:bubblewrap
 stamp_src=$(cat pyproject.toml tools/setup.sh tools/build_pufferlib.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$VENV/.genome_lab_installed" ] && [ "$(cat "$VENV/.genome_lab_installed")" = "$stamp_src" ]; then
   exit 0

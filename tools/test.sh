@@ -8,5 +8,5 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 echo "== nbdev-test"
 .venv/bin/nbdev-test --n-workers 2
 echo "== pytest"
-bash tools/setup_chromium.sh  # the leaderboard page is tested in headless chromium
+bash tools/setup_debian.sh chromium:chromium  # the leaderboard page is tested in headless chromium
 .venv/bin/python -m pytest -q tests
