@@ -18,9 +18,9 @@ from .policies import Policy, build_policy, param_shapes, load_pufferlib_policy,
 from .core import atomic_write
 
 # %% auto #0
-__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'STATUSES', 'GenomeFormatError', 'utcnow', 'Genome', 'check_params',
-           'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes',
-           'seed_founders']
+__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'STATUSES', 'GenomeFormatError', 'utcnow', 'Genome',
+           'check_params', 'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry',
+           'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -108,20 +108,33 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE INDEX IF NOT EXISTS results_genome ON results(genome);
 CREATE TABLE IF NOT EXISTS manifest (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO manifest VALUES ('max_active', '15'), ('last_tournament', 'null');
+CREATE TABLE IF NOT EXISTS version (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL);
+INSERT OR IGNORE INTO version VALUES (1, 0);
 """
+VERSIONED = ('genomes', 'lineage', 'results', 'manifest') # the tables the manifest shows: each change bumps `version`
+SCHEMA += ''.join(f"CREATE TRIGGER IF NOT EXISTS {t}_{op.lower()}_version AFTER {op} ON {t} BEGIN UPDATE version SET n = n + 1; END;\n"
+                  for t in VERSIONED for op in ('INSERT', 'UPDATE', 'DELETE'))
 
 class RegistryError(ValueError):
     "A registry operation that was refused; the registry is unchanged."
 
 # %% ../nbs/10_registry.ipynb #a7fbe818
 class SQLiteStore:
-    "One SQLite file in WAL mode with foreign keys on, created with `schema`; `transaction()` makes writes all or nothing."
-    def __init__(self, path:str|Path, schema:str):
-        self.path = Path(path); self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+    """One SQLite file in WAL mode with foreign keys on, created with `schema`; `transaction()` makes writes all or nothing.
+    `read_only` opens an existing file with SQLite's `mode=ro` (nothing is created or written; a write raises
+    `sqlite3.OperationalError`); a missing file raises `FileNotFoundError`."""
+    def __init__(self, path:str|Path, schema:str, read_only:bool=False):
+        self.path, self.read_only = Path(path), read_only
+        if read_only:
+            if not self.path.is_file(): raise FileNotFoundError(f"{self.path} not found (opened read-only: nothing is created)")
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30, isolation_level=None,
+                                      check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
-        self.db.execute('PRAGMA journal_mode=WAL'); self.db.execute('PRAGMA foreign_keys=ON')
-        self.db.executescript(schema)
+        self.db.execute('PRAGMA foreign_keys=ON')
+        if not read_only: self.db.execute('PRAGMA journal_mode=WAL'); self.db.executescript(schema)
 
     @contextlib.contextmanager
     def transaction(self):
@@ -136,11 +149,22 @@ class SQLiteStore:
     def __exit__(self, *a): self.close()
 
 class Registry(SQLiteStore):
-    "Genomes, their results and lineage in `root/registry.sqlite` + `root/genomes/*.safetensors`."
-    def __init__(self, root:str|Path): # folder; created if missing
+    """Genomes, their results and lineage in `root/registry.sqlite` + `root/genomes/*.safetensors`. `version()` grows with
+    every committed change of what the manifest shows (triggers on `VERSIONED`), whichever process wrote it."""
+    def __init__(self, root:str|Path, # folder; created if missing (unless `read_only`)
+                 read_only:bool=False): # open an existing registry without writing anything (`mode=ro`)?
         self.root = Path(root); self.genome_dir = self.root/'genomes'
-        self.genome_dir.mkdir(parents=True, exist_ok=True)
-        super().__init__(self.root/'registry.sqlite', SCHEMA)
+        if self.root.exists() and not self.root.is_dir(): raise RegistryError(f"{self.root} is a file, not a registry folder")
+        if not read_only: self.genome_dir.mkdir(parents=True, exist_ok=True)
+        super().__init__(self.root/'registry.sqlite', SCHEMA, read_only)
+        have = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if read_only and not {'genomes', 'version'} <= have:
+            self.close(); raise RegistryError(f"{self.path} is not a registry of this version (tables: {sorted(have)}); "
+                                              "it was opened read-only and nothing was written")
+
+    def version(self)->int:
+        "A number that changes whenever a committed write changes what the manifest shows."
+        return self.db.execute('SELECT n FROM version').fetchone()[0]
 
     def __repr__(self): return f"Registry({str(self.root)!r}, {len(self.ids())} genomes)"
 

@@ -6,44 +6,49 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 
 # %% ../nbs/72_server.ipynb #e04185e0
 from __future__ import annotations
-import argparse, hashlib, hmac, importlib, importlib.resources, json, os, random, sqlite3, sys, threading, time, uuid
+import argparse, functools, hashlib, hmac, importlib, importlib.resources, json, os, random, sqlite3, sys, threading, time, uuid
 from pathlib import Path
-from typing import Callable, Literal, Optional, Union
-import torch
+from typing import Annotated, Callable, Literal, Optional, Union
+import numpy as np, torch
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response, Depends, Path as PathParam, Query
-from fastapi.responses import HTMLResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPBearer, HTTPAuthorizationCredentials
 from fastapi.staticfiles import StaticFiles
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ConfigDict, field_validator, model_validator, StrictBool, StrictInt, StrictFloat
 from starlette.concurrency import run_in_threadpool
 from .registry import (Registry, RegistryError, Genome, GenomeFormatError, genome_from_bytes, FORMAT,
                                  GENOME_TYPES, RELATIONS, utcnow, seed_founders)
 from .policies import ARCHITECTURES, build_policy
-from .arenas import find_arena
+from .arenas import find_arena, make_arena
 from .selection import tournament_job
 
 # %% auto #0
 __all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'pages', 'RegistryPool', 'retry_busy',
            'leaderboard', 'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes', 'check_submission',
-           'ErrorOut', 'StatsOut', 'ParentOut', 'GenomeOut', 'ManifestOut', 'GameResult', 'StatsUpdate', 'StatsUpdated',
-           'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut', 'LeaderRow', 'PlayerOut', 'NodeOut', 'EdgeOut',
-           'LeaderboardOut', 'evaluation_job', 'JobRunner', 'FileCache', 'registry_pool', 'require_token', 'genome_row',
-           'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats', 'submit_genome', 'run_tournament',
-           'tournament_status', 'leaderboard_page_html', 'leaderboard_data', 'leaderboard_page', 'installed_routers',
-           'create_app', 'serve_cli']
+           'arena_observation', 'check_fits_arena', 'ErrorOut', 'StatsOut', 'ParentOut', 'GenomeOut', 'ManifestOut',
+           'GameResult', 'StatsUpdate', 'StatsUpdated', 'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut',
+           'LeaderRow', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'evaluation_job', 'JobRunner',
+           'ManifestCache', 'FileCache', 'registry_pool', 'token_refusal', 'require_token', 'TokenRoute', 'BodyGuard',
+           'validation_error', 'genome_row', 'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats',
+           'submit_genome', 'retire_genome', 'run_tournament', 'tournament_status', 'leaderboard_page_html',
+           'leaderboard_data', 'leaderboard_page', 'installed_routers', 'create_app', 'serve_cli',
+           'app_from_environment']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
     "One `Registry` connection per thread over the folder `root` (sqlite3 connections must not interleave transactions)."
-    def __init__(self, root:str|Path): # registry folder (created if missing)
-        self.root, self._local, self._all, self._lock = Path(root), threading.local(), [], threading.Lock()
+    def __init__(self, root:str|Path, # registry folder (created if missing, unless `read_only`)
+                 read_only:bool=False): # open every connection with SQLite's `mode=ro`?
+        self.root, self.read_only, self._local, self._all, self._lock = Path(root), read_only, threading.local(), [], threading.Lock()
         self.get()
 
     def get(self)->Registry:
         "This thread's `Registry`."
         reg = getattr(self._local, 'registry', None)
         if reg is None:
-            reg = self._local.registry = Registry(self.root)
+            reg = self._local.registry = Registry(self.root, read_only=self.read_only)
             with self._lock: self._all.append(reg)
         return reg
 
@@ -142,7 +147,7 @@ def check_submission(data:bytes, # the uploaded file
     n = int.from_bytes(data[:8], 'little')
     if n > len(data) - 8: raise SubmissionError(f"not a safetensors file: header length {n} beyond the file's {len(data)} bytes")
     try: header = json.loads(data[8:8+n])
-    except (UnicodeDecodeError, ValueError): raise SubmissionError("not a safetensors file: its header is not JSON") from None
+    except (UnicodeDecodeError, ValueError, RecursionError): raise SubmissionError("not a safetensors file: its header is not JSON (or nests too deep)") from None
     if not isinstance(header, dict): raise SubmissionError("not a safetensors file: its header is not a JSON object")
     meta = header.pop('__metadata__', None) or {}
     if not isinstance(meta, dict) or meta.get('format') != FORMAT:
@@ -150,7 +155,10 @@ def check_submission(data:bytes, # the uploaded file
     try: gm = GenomeMeta.model_validate_json(meta.get('genome', ''))
     except ValueError as e: raise SubmissionError(f"bad genome metadata: {e}") from None
     want = meta_param_shapes(gm.arch, gm.config)
-    got = {k: tuple(v.get('shape', ())) if isinstance(v, dict) else None for k, v in header.items()}
+    odd = sorted(k for k, v in header.items() if not (isinstance(v, dict) and isinstance(v.get('dtype'), str) and isinstance(v.get('shape'), list)
+                                                     and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v['shape'])))
+    if odd: raise SubmissionError(f"not a safetensors file: tensors {odd[:5]} lack a dtype string and a shape list of non-negative ints")
+    got = {k: tuple(v['shape']) for k, v in header.items()}
     if got != want:
         missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
         wrong = sorted(k for k in set(want) & set(got) if want[k] != got[k])
@@ -162,7 +170,29 @@ def check_submission(data:bytes, # the uploaded file
     except (GenomeFormatError, ValueError, TypeError, KeyError) as e: raise SubmissionError(str(e)) from None
     params = {k: v.float() for k, v in params.items()}
     if not all(bool(torch.isfinite(v).all()) for v in params.values()): raise SubmissionError("parameters hold NaN or infinite values")
+    check_fits_arena(genome.arch, genome.config, params, genome.arena)
     return genome, params
+
+@functools.cache
+def arena_observation(arena:str)->tuple: # (shape of one agent's observation, dtype)
+    "What one agent of `arena` observes, from a one-agent arena reset with seed 0."
+    cls = find_arena(arena)
+    a = make_arena(arena, **{cls.agents_arg: 1})
+    try: obs = a.reset(0)
+    finally: a.close()
+    return obs.shape[1:], obs.dtype
+
+def check_fits_arena(arch:str, config:dict, params:dict, arena:str):
+    "Raise `SubmissionError` unless the policy reads `arena`'s observations and scores its `num_actions` actions (one forward on a zero observation)."
+    cls = find_arena(arena)
+    if not cls.num_actions: return   # continuous actions (creatures): their own game checks them
+    shape, dtype = arena_observation(arena)
+    pol = build_policy(arch, config); pol.load_state_dict(params)
+    try:
+        with torch.inference_mode(): logits, _ = pol(torch.as_tensor(np.zeros((1, *shape), dtype)), pol.initial_state(1))
+    except Exception as e: raise SubmissionError(f"{arch!r} with config {config} cannot read {arena}'s observations {shape}: {e}") from None
+    if tuple(logits.shape) != (1, cls.num_actions):
+        raise SubmissionError(f"{arch!r} with config {config} gives {tuple(logits.shape)[1:]} action scores; {arena} has {cls.num_actions} actions")
 
 # %% ../nbs/72_server.ipynb #4aa0e208
 class ErrorOut(BaseModel):
@@ -233,7 +263,7 @@ class TournamentRequest(BaseModel):
     agents: int = Field(16, ge=1, le=256, description="agents of a game or evaluation: snakes on the map, tetris boards, ...")
     max_steps: int = Field(1000, ge=1, le=20000)
     seed: int = Field(0, ge=0, le=2**31 - 1)
-    settings: dict[str, Union[StrictBool, StrictInt, StrictFloat]] = Field(default_factory=dict, max_length=16,
+    settings: dict[str, Union[StrictBool, StrictInt, Annotated[float, Field(strict=True, allow_inf_nan=False)]]] = Field(default_factory=dict, max_length=16,
         description="the arena's own settings (snake: width, height, num_food, ...) within its `limits`; needs `arena`")
 
     @model_validator(mode='after')
@@ -330,6 +360,20 @@ class JobRunner:
         return dict(j) if j else None
 
 # %% ../nbs/72_server.ipynb #9f99e108
+class ManifestCache:
+    """The manifest's JSON bytes and ETag, rebuilt only when the registry's `version()` moved: every request reads the
+    version (one indexed row), so a write by any thread or process is seen by the next request, and several server
+    processes over one registry stay correct."""
+    def __init__(self): self.version, self.body, self.etag, self.lock = None, b'', '', threading.Lock()
+
+    def get(self, reg:Registry)->tuple: # (JSON bytes, ETag)
+        v = retry_busy(reg.version)   # read before the manifest: a write in between only makes the body newer than its label
+        if v != self.version:
+            body = ManifestOut(**retry_busy(reg.manifest)).model_dump_json().encode()
+            with self.lock: self.version, self.body, self.etag = v, body, f'"v{v}-{hashlib.sha256(body).hexdigest()[:16]}"'
+            return body, self.etag
+        with self.lock: return self.body, self.etag
+
 class FileCache:
     "Least-recently-used cache of genome files by sha256, up to `max_bytes` in all; files are checked when read."
     def __init__(self, max_bytes:int=256 << 20):
@@ -357,13 +401,64 @@ async def registry_pool(request:Request)->RegistryPool:
     "FastAPI dependency: the app's `RegistryPool`; a handler calls `.get()` for its own thread's connection (FastAPI may run a sync dependency and its handler on different threads)."
     return request.app.state.pool
 
+def token_refusal(token:str|None, # the server's token (None: read-only)
+                  authorization:str)->HTTPException|None: # the request's `Authorization` header ('' when absent)
+    "Why a write is refused: 403 on a read-only server, 401 without `Authorization: Bearer`, 403 for a wrong token; None when allowed."
+    if token is None: return HTTPException(403, "this server is read-only: it was started without a token")
+    scheme, _, cred = authorization.partition(' ')
+    if scheme.lower() != 'bearer' or not cred.strip():
+        return HTTPException(401, "this endpoint needs the header 'Authorization: Bearer <token>'", headers={'WWW-Authenticate': 'Bearer'})
+    if not hmac.compare_digest(cred.strip().encode(), token.encode()): return HTTPException(403, "wrong token")
+    return None
+
 def require_token(request:Request, cred:Optional[HTTPAuthorizationCredentials]=Depends(_bearer)):
-    "FastAPI dependency of every write: 403 on a read-only server, 401 without `Authorization: Bearer`, 403 for a wrong token."
-    token = request.app.state.token
-    if token is None: raise HTTPException(403, "this server is read-only: it was started without a token")
-    if cred is None:
-        raise HTTPException(401, "this endpoint needs the header 'Authorization: Bearer <token>'", headers={'WWW-Authenticate': 'Bearer'})
-    if not hmac.compare_digest(cred.credentials.encode(), token.encode()): raise HTTPException(403, "wrong token")
+    "FastAPI dependency of every write (`token_refusal`); a `TokenRoute` applies the same check before the body is read."
+    if (e := token_refusal(request.app.state.token, request.headers.get('authorization', ''))) is not None: raise e
+
+def _depends_on(dependant, call)->bool:
+    "Does `dependant` (or a dependency of it, at any depth) call `call`?"
+    return dependant.call is call or any(_depends_on(d, call) for d in dependant.dependencies)
+
+class TokenRoute(APIRoute):
+    """A route that refuses a request without the token (401/403) before reading its body, when it depends on
+    `require_token`: FastAPI reads and parses a body before it solves dependencies, so a large unauthenticated body
+    would be parsed first. Routers with writes use it: `APIRouter(route_class=TokenRoute, dependencies=[Depends(require_token)])`."""
+    def get_route_handler(self)->Callable:
+        handler = super().get_route_handler()
+        if not _depends_on(self.dependant, require_token): return handler
+        async def guarded(request:Request)->Response:
+            if (e := token_refusal(request.app.state.token, request.headers.get('authorization', ''))) is not None:
+                return JSONResponse({'detail': e.detail}, e.status_code, headers=e.headers)
+            return await handler(request)
+        return guarded
+
+class BodyGuard:
+    """ASGI middleware in front of every route: every request body is capped (413) at `max_body_bytes`, or at its
+    path's own cap in `app.state.body_caps` (path -> bytes; `/submit_genome`: the upload cap), whether it declares its
+    length or streams it in chunks."""
+    def __init__(self, app, max_body_bytes:int=1 << 20): self.app, self.max_body_bytes = app, max_body_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope['type'] != 'http' or scope['method'] in ('GET', 'HEAD', 'OPTIONS'): return await self.app(scope, receive, send)
+        cap = scope['app'].state.body_caps.get(scope['path'], self.max_body_bytes)
+        declared = dict(scope['headers']).get(b'content-length', b'')
+        if declared.isdigit() and int(declared) > cap:
+            return await self._refuse(scope, receive, send, HTTPException(413, f"the body has {int(declared)} bytes; the limit is {cap}"))
+        seen = 0
+        async def capped():
+            nonlocal seen
+            msg = await receive()
+            seen += len(msg.get('body', b''))
+            if seen > cap: raise HTTPException(413, f"the body is over the limit of {cap} bytes")
+            return msg
+        return await self.app(scope, capped, send)
+
+    async def _refuse(self, scope, receive, send, e:HTTPException):
+        await JSONResponse({'detail': e.detail}, e.status_code, headers=e.headers)(scope, receive, send)
+
+async def validation_error(request:Request, exc:RequestValidationError)->JSONResponse:
+    "422 with each error's type, location and message: never the input, which may hold NaN or infinities JSON cannot carry."
+    return JSONResponse({'detail': [{k: e[k] for k in ('type', 'loc', 'msg') if k in e} for e in exc.errors()]}, 422)
 
 def genome_row(reg:Registry, gid:str)->dict:
     "The registry row of `gid`, or 404."
@@ -374,10 +469,14 @@ def genome_row(reg:Registry, gid:str)->dict:
 reads = APIRouter(tags=['read'])
 
 @reads.get('/get_genome_manifest', response_model=ManifestOut, operation_id='get_genome_manifest',
-           responses={200: {'links': {'GetGenome': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/genomes/0/id'}}}}})
-def get_genome_manifest(pool:RegistryPool=Depends(registry_pool))->ManifestOut:
-    "The manifest of seed 000: the active genomes with metadata, stats and rank, `max_active` and `last_tournament`."
-    return retry_busy(pool.get().manifest)
+           responses={200: {'links': {'GetGenome': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/genomes/0/id'}}}},
+                      304: {'description': "not modified (If-None-Match matched the ETag: the registry's version)"}})
+def get_genome_manifest(request:Request, pool:RegistryPool=Depends(registry_pool)):
+    "The manifest of seed 000: the active genomes with metadata, stats and rank, `max_active` and `last_tournament`; `ETag` names its registry version."
+    body, etag = request.app.state.manifest.get(pool.get())
+    if etag in [t.strip() for t in request.headers.get('if-none-match', '').split(',')]:
+        return Response(status_code=304, headers={'ETag': etag})
+    return Response(body, media_type='application/json', headers={'ETag': etag, 'Cache-Control': 'no-cache'})
 
 @reads.get('/get_genome/{genome_id}', response_class=Response, operation_id='get_genome',
            responses={200: {'content': BINARY, 'description': "the genome's safetensors file (ETag: its sha256)"},
@@ -403,7 +502,7 @@ def health(request:Request, pool:RegistryPool=Depends(registry_pool))->HealthOut
     return dict(ok=True, genomes=len(pool.get().ids()), writable=request.app.state.token is not None)
 
 # %% ../nbs/72_server.ipynb #87f8fada
-writes = APIRouter(tags=['write'], dependencies=[Depends(require_token)])
+writes = APIRouter(tags=['write'], dependencies=[Depends(require_token)], route_class=TokenRoute)
 
 @writes.post('/update_genome_stats', response_model=StatsUpdated, operation_id='update_genome_stats',
              responses={k: ERRORS[k] for k in (400, 401, 403, 404)})
@@ -432,6 +531,14 @@ async def submit_genome(request:Request)->Submitted:
         if len(buf) > cap: raise HTTPException(413, f"the upload is over the limit of {cap} bytes")
     return await run_in_threadpool(_submit, request.app.state.pool, bytes(buf), cap)
 
+@writes.post('/retire_genome/{genome_id}', response_model=GenomeOut, operation_id='retire_genome', responses={k: ERRORS[k] for k in (401, 403, 404)})
+def retire_genome(genome_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool=Depends(registry_pool))->GenomeOut:
+    "Retire a genome: it leaves the manifest and every later tournament; its file, results and lineage stay."
+    reg = pool.get()
+    try: retry_busy(reg.set_status, genome_id, 'retired')
+    except RegistryError as e: raise HTTPException(404, str(e)) from None
+    return genome_row(reg, genome_id)
+
 def _submit(pool:RegistryPool, data:bytes, cap:int)->Submitted:
     reg = pool.get()   # this worker thread's connection
     try: genome, params = check_submission(data, cap)
@@ -447,7 +554,7 @@ def _submit(pool:RegistryPool, data:bytes, cap:int)->Submitted:
     return Submitted(id=g['id'], name=g['name'], status='candidate', sha256=g['sha256'], size_bytes=g['size_bytes'])
 
 # %% ../nbs/72_server.ipynb #93cd6bf3
-jobs = APIRouter(tags=['jobs'])
+jobs = APIRouter(tags=['jobs'], route_class=TokenRoute)
 
 @jobs.post('/run_tournament', response_model=JobOut, status_code=202, dependencies=[Depends(require_token)],
            operation_id='run_tournament',
@@ -495,15 +602,20 @@ def create_app(registry:str|Path, # registry folder
                job:Callable=tournament_job, # the `run_tournament` job: job(registry, TournamentRequest, progress)->dict
                static_dir:str|Path|None=None, # mounted at /static when given
                cache_bytes:int=256 << 20, # memory for recently served genome files
-               routers:list|None=None)->FastAPI: # more `APIRouter`s to mount after the built-in ones; None: every `installed_routers()`
-    "The genome server's FastAPI app over the registry folder `registry`: the `reads`, `writes`, `jobs` and `pages` routers, and the chapters' own."
+               routers:list|None=None, # more `APIRouter`s to mount after the built-in ones; None: every `installed_routers()`
+               max_body_bytes:int=1 << 20)->FastAPI: # size cap of any other request body (`BodyGuard`; a router may set its own in `app.state.body_caps`)
+    """The genome server's FastAPI app over the registry folder `registry`: the `reads`, `writes`, `jobs` and `pages` routers,
+    and the chapters' own. Without a token the registry is opened read-only (SQLite `mode=ro`: nothing is ever written)."""
     if token is not None and len(token) < 8: raise ValueError("the token must have at least 8 characters")
-    pool = RegistryPool(registry)
+    pool = RegistryPool(registry, read_only=token is None)
     app = FastAPI(title="genome_lab genome server", version="1",
                   description="The registry over HTTP: the manifest and genome files for game clients (reads are open), "
                               "game results, submissions and tournaments (writes need the bearer token).")
-    app.state.pool, app.state.runner, app.state.files = pool, JobRunner(pool, job), FileCache(cache_bytes)
+    app.state.pool, app.state.runner, app.state.files, app.state.manifest = pool, JobRunner(pool, job), FileCache(cache_bytes), ManifestCache()
     app.state.token, app.state.read_only, app.state.max_upload_bytes = token, token is None, max_upload_bytes
+    app.state.body_caps = {'/submit_genome': max_upload_bytes}
+    app.add_middleware(BodyGuard, max_body_bytes=max_body_bytes)
+    app.add_exception_handler(RequestValidationError, validation_error)
     app.router.add_event_handler('shutdown', pool.close)
     for r in (reads, writes, jobs, pages, *(installed_routers() if routers is None else routers)): app.include_router(r)
     if static_dir is not None: app.mount('/static', StaticFiles(directory=static_dir), name='static')
@@ -517,22 +629,27 @@ def _load_job(spec:str)->Callable:
 
 def serve_cli(argv:list)->int: # exit status
     "`genome-lab serve`: the genome server over a registry folder."
-    ap = argparse.ArgumentParser(prog='genome-lab serve', description=serve_cli.__doc__)
+    ap = argparse.ArgumentParser(prog='genome-lab serve', description=serve_cli.__doc__, allow_abbrev=False)
     ap.add_argument('--registry', required=True, help='registry folder (created if missing)')
     ap.add_argument('--port', type=int, default=8000)
     ap.add_argument('--host', default='127.0.0.1', help='interface to listen on (default: loopback only)')
-    ap.add_argument('--token', default=None, help='bearer token for writes (or set GENOME_LAB_TOKEN); at least 8 characters')
+    ap.add_argument('--token-file', default=None, help='file holding the bearer token for writes (else the environment variable GENOME_LAB_TOKEN); at least 8 characters')
     ap.add_argument('--read-only', action='store_true', help='serve without a token: every write answers 403')
     ap.add_argument('--max-upload-mb', type=float, default=8.0, help='size cap of a submitted genome file in MiB')
     ap.add_argument('--seed-founders', action='store_true', help="add the founding genomes the registry lacks, as active")
     ap.add_argument('--job', default='genome_lab.selection:tournament_job', help='run_tournament job as module:function (default: a snake tournament, then selection)')
+    ap.add_argument('--workers', type=int, default=1, help='server processes (more than 1 needs --read-only: tournament jobs live in one process)')
     a = ap.parse_args(argv)
-    token = a.token or os.environ.get('GENOME_LAB_TOKEN') or None
     err = lambda m: (print(f"genome-lab serve: error: {m}", file=sys.stderr), 2)[1]
+    try: token = Path(a.token_file).read_text().strip() if a.token_file else os.environ.get('GENOME_LAB_TOKEN') or None
+    except OSError as e: return err(f"cannot read --token-file: {e}")
     if token is None and not a.read_only:
-        return err("no token: give --token (or GENOME_LAB_TOKEN) for a writable server, or --read-only; there is no default token")
+        return err("no token: set GENOME_LAB_TOKEN or give --token-file for a writable server (never on the command line, where "
+                   "every process can read it), or --read-only; there is no default token")
     if token is not None and a.read_only: return err("--read-only and a token exclude each other")
     if token is not None and len(token) < 8: return err("the token must have at least 8 characters")
+    if a.workers < 1 or (a.workers > 1 and not a.read_only):
+        return err("--workers must be 1, or more with --read-only (tournament jobs and their status live in one process's memory)")
     try:
         if a.seed_founders:
             with Registry(a.registry) as reg: seed_founders(reg)
@@ -541,5 +658,14 @@ def serve_cli(argv:list)->int: # exit status
     except (ValueError, ImportError, AttributeError, OSError, sqlite3.Error) as e: return err(str(e))
     import uvicorn
     print(f"genome-lab serve: {a.registry} on http://{a.host}:{a.port} ({'read-only' if token is None else 'writes need the token'})", file=sys.stderr)
-    uvicorn.run(app, host=a.host, port=a.port, log_level='warning', timeout_graceful_shutdown=5)
+    if a.workers == 1: uvicorn.run(app, host=a.host, port=a.port, log_level='warning', timeout_graceful_shutdown=5)
+    else:
+        os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=str(a.registry), max_upload_bytes=int(a.max_upload_mb * 2**20), job=a.job))
+        uvicorn.run('genome_lab.server:app_from_environment', factory=True, workers=a.workers, host=a.host, port=a.port,
+                    log_level='warning', timeout_graceful_shutdown=5)
     return 0
+
+def app_from_environment()->FastAPI:
+    "The app each process of `genome-lab serve --workers N` builds: `create_app` with the settings in `GENOME_LAB_SERVE` (JSON) and no token."
+    s = json.loads(os.environ['GENOME_LAB_SERVE'])
+    return create_app(s['registry'], max_upload_bytes=s['max_upload_bytes'], job=_load_job(s['job']))

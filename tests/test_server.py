@@ -453,3 +453,119 @@ def test_a_crowded_snake_map_is_refused(http):
         if http.get(f"/tournament_status/{r.json()['id']}").json()['status'] == 'done': break
         time.sleep(0.1)
     assert http.get(f"/tournament_status/{r.json()['id']}").json()['status'] == 'done'
+
+# --- hardening (issue 26): tokens, body caps, hostile inputs, arena fit, retiring, read-only, the manifest cache
+
+def test_serve_never_takes_the_token_on_the_command_line(tmp_path):
+    "A token on the command line is readable by every process (/proc/PID/cmdline): there is no such flag."
+    with Registry(tmp_path/'r') as reg: seed_founders(reg)
+    env = {k: v for k, v in os.environ.items() if k != 'GENOME_LAB_TOKEN'}
+    r = subprocess.run([BIN/'genome-lab', 'serve', '--registry', tmp_path/'r', '--port', str(free_port()), '--token', TOKEN],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and 'unrecognized arguments' in r.stderr, r.stderr
+    (tmp_path/'token').write_text(TOKEN + '\n')
+    port = free_port()
+    p = subprocess.Popen([BIN/'genome-lab', 'serve', '--registry', tmp_path/'r', '--port', str(port), '--token-file', tmp_path/'token'],
+                         env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f'http://127.0.0.1:{port}/health').json()['writable']: break
+            except httpx.HTTPError: time.sleep(0.1)
+        assert TOKEN not in Path(f'/proc/{p.pid}/cmdline').read_bytes().decode(errors='replace')
+        gid = httpx.get(f'http://127.0.0.1:{port}/get_genome_manifest').json()['genomes'][0]['id']
+        body = dict(genome_id=gid, results=[dict(score=1, survival=2)])
+        assert httpx.post(f'http://127.0.0.1:{port}/update_genome_stats', json=body, headers=AUTH).status_code == 200
+    finally: p.terminate(); p.wait(20)
+
+def test_the_token_is_checked_before_the_body_is_read(http):
+    "Without the token a write answers 401/403 whatever its body (it is never parsed); before, a malformed body got 422."
+    for path in ('/update_genome_stats', '/run_tournament', '/retire_genome/x'):
+        assert http.post(path, content=b'{' * 100_000, headers={'Content-Type': 'application/json'}).status_code == 401, path
+        assert http.post(path, content=b'{' * 100_000, headers={'Content-Type': 'application/json', 'Authorization': 'Bearer wrong-token-1'}).status_code == 403
+
+def test_every_body_is_capped(http):
+    "A token holder's body over the cap gets 413, declared (Content-Length) or streamed in chunks, before it is parsed."
+    gid = http.get('/get_genome_manifest').json()['genomes'][0]['id']
+    big = json.dumps(dict(genome_id=gid, results=[dict(score=1.0, survival=1.0)] * 60_000)).encode()   # about 2 MiB
+    assert len(big) > 1 << 20
+    assert http.post('/update_genome_stats', content=big, headers={**AUTH, 'Content-Type': 'application/json'}).status_code == 413
+    chunks = (big[i:i + 65536] for i in range(0, len(big), 65536))
+    assert http.post('/update_genome_stats', content=chunks, headers={**AUTH, 'Content-Type': 'application/json'}).status_code == 413
+    assert http.post('/update_genome_stats', json=dict(genome_id=gid, results=[dict(score=1.0, survival=1.0)]), headers=AUTH).status_code == 200
+
+def test_hostile_safetensors_headers_get_400(http, root):
+    good, _ = genome_file(root)
+    deep = b'{"a":' * 5000 + b'1' + b'}' * 5000
+    first = lambda h: next(k for k in h if k != '__metadata__')
+    cases = [len(deep).to_bytes(8, 'little') + deep,
+             _tamper(good, lambda h: h[first(h)].update(shape=5)), _tamper(good, lambda h: h[first(h)].update(shape=None)),
+             _tamper(good, lambda h: h[first(h)].update(shape=['a'])), _tamper(good, lambda h: h[first(h)].update(shape=[-1])),
+             _tamper(good, lambda h: h[first(h)].pop('dtype')), _tamper(good, lambda h: h.update({first(h): 7}))]
+    before = state(root)
+    for data in cases:
+        r = http.post('/submit_genome', content=data, headers=AUTH)
+        assert r.status_code == 400 and r.json()['detail'], r.text[:300]
+    assert state(root) == before
+
+def test_nan_and_infinity_in_requests_get_422(http):
+    "Python's JSON reads NaN and Infinity; the 422 must still be JSON (it named the input before, and could not be written)."
+    gid = http.get('/get_genome_manifest').json()['genomes'][0]['id']
+    bodies = [('/update_genome_stats', '{"genome_id": "%s", "results": [{"score": NaN, "survival": 1}]}' % gid),
+              ('/update_genome_stats', '{"genome_id": "%s", "results": [{"score": 1, "survival": Infinity}]}' % gid),
+              ('/run_tournament', '{"arena": "snake", "settings": {"width": NaN}}'),
+              ('/run_tournament', '{"arena": "tetris", "settings": {"x": -Infinity}}')]
+    for path, body in bodies:
+        r = http.post(path, content=body, headers={**AUTH, 'Content-Type': 'application/json'})
+        assert r.status_code == 422 and r.json()['detail'], (path, r.status_code, r.text[:300])
+
+def test_a_genome_that_does_not_fit_its_arena_is_refused(http, root):
+    "A random policy with 1000 actions for snake, or tetris's network for snake, would break every later tournament."
+    rnd = genome_to_bytes(Genome(name='R1000', type='baseline', arena='snake', arch='random', config=dict(num_actions=1000), source='t'),
+                          RandomPolicy(1000).state_dict())
+    with Registry(root) as reg: tg, tp = reg.load(reg.by_name('PufferTetris'))
+    tetris_net = genome_to_bytes(Genome(name='T', type='rl', arena='snake', arch='linear_lstm', config=tg.config, source='t'), tp)
+    before = state(root)
+    for data, why in [(rnd, '4 actions'), (tetris_net, "cannot read snake's observations")]:
+        r = http.post('/submit_genome', content=data, headers=AUTH)
+        assert r.status_code == 400 and why in r.json()['detail'], r.text[:300]
+    assert state(root) == before
+    ok = genome_to_bytes(Genome(name='R4', type='baseline', arena='snake', arch='random', config=dict(num_actions=4), source='t'), RandomPolicy(4).state_dict())
+    assert http.post('/submit_genome', content=ok, headers=AUTH).status_code == 201
+
+def test_a_token_holder_retires_a_genome(http, root):
+    man = http.get('/get_genome_manifest').json()
+    gid = next(g['id'] for g in man['genomes'] if g['name'] == 'RandomSnake')
+    assert http.post(f'/retire_genome/{gid}').status_code == 401
+    assert http.post('/retire_genome/nosuchgenome', headers=AUTH).status_code == 404
+    r = http.post(f'/retire_genome/{gid}', headers=AUTH)
+    assert r.status_code == 200 and r.json()['status'] == 'retired'
+    assert gid not in [g['id'] for g in http.get('/get_genome_manifest').json()['genomes']]
+    assert http.get(f'/get_genome/{gid}').status_code == 200   # its file, results and lineage stay
+
+def test_read_only_never_writes_the_registry(tmp_path):
+    "An emptied registry.sqlite served --read-only is refused, and stays empty (before: a new schema was written into it)."
+    (tmp_path/'r').mkdir(); (tmp_path/'r'/'registry.sqlite').write_bytes(b'')
+    env = {k: v for k, v in os.environ.items() if k != 'GENOME_LAB_TOKEN'}
+    r = subprocess.run([BIN/'genome-lab', 'serve', '--registry', tmp_path/'r', '--read-only', '--port', str(free_port())],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and 'not a registry' in r.stderr, r.stderr
+    assert sorted(p.name for p in (tmp_path/'r').iterdir()) == ['registry.sqlite'] and (tmp_path/'r'/'registry.sqlite').stat().st_size == 0
+    (tmp_path/'file').write_text('x')
+    r = subprocess.run([BIN/'genome-lab', 'serve', '--registry', tmp_path/'file', '--read-only'], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and 'is a file' in r.stderr, r.stderr
+
+def test_the_manifest_cache_is_never_stale(root):
+    "ETag and 304; every write (this app, another app on the same registry as another worker would be, another process) shows at once."
+    with TestClient(create_app(root, token=TOKEN)) as a, TestClient(create_app(root)) as b:
+        r = b.get('/get_genome_manifest'); etag = r.headers['etag']
+        assert b.get('/get_genome_manifest', headers={'If-None-Match': etag}).status_code == 304
+        gid = next(g['id'] for g in r.json()['genomes'] if g['name'] == 'PufferSnake')
+        games = lambda c: next(g for g in c.get('/get_genome_manifest').json()['genomes'] if g['id'] == gid)['stats']
+        assert games(b) is None
+        for k in range(1, 4):
+            assert a.post('/update_genome_stats', json=dict(genome_id=gid, results=[dict(score=1.0, survival=1.0)]), headers=AUTH).status_code == 200
+            assert games(b)['games'] == k and games(a)['games'] == k
+        assert b.get('/get_genome_manifest', headers={'If-None-Match': etag}).status_code == 200
+        subprocess.run([sys.executable, '-c', f"from genome_lab.registry import Registry; Registry({str(root)!r}).set_status({gid!r}, 'retired')"], check=True)
+        assert gid not in [g['id'] for g in b.get('/get_genome_manifest').json()['genomes']]
