@@ -6,14 +6,14 @@ Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
 # %% ../nbs/03_core.ipynb #3e388884
 from __future__ import annotations
-import argparse, dataclasses, json, os, tempfile, typing
+import argparse, contextlib, dataclasses, fcntl, json, os, tempfile, typing
 from pathlib import Path
 from fastcore.docments import docments
 import genome_lab
 
 # %% auto #0
-__all__ = ['atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args', 'notebooks_dir',
-           'measured_dir']
+__all__ = ['atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args', 'RunLocked', 'run_lock',
+           'notebooks_dir', 'measured_dir']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -90,6 +90,24 @@ def config_from_args(cls:type, # the config dataclass
             kw[f.name] = build(t, cur) if dataclasses.is_dataclass(t) else given.get(f.name, cur)
         return c(**kw)
     return build(cls, base)
+
+# %% ../nbs/03_core.ipynb #826335a3
+class RunLocked(RuntimeError):
+    "Another process is working on this run; nothing was changed."
+
+@contextlib.contextmanager
+def run_lock(path:str|Path): # the lock file, e.g. `run_dir/'.lock'` (its folder is created if missing)
+    "Hold an exclusive lock (`flock`) on `path` while the block runs; raises `RunLocked`, naming the holder's pid, if another process holds it."
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors='replace').strip() or '?'
+            raise RunLocked(f"{path.parent} is in use by another process (pid {holder}): wait for it to end, or stop it") from None
+        os.ftruncate(fd, 0); os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield path
+    finally: os.close(fd)   # closing the file releases the lock, also when the process is killed
 
 # %% ../nbs/03_core.ipynb #876d80de
 def notebooks_dir()->Path:

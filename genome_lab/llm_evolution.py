@@ -18,10 +18,10 @@ from .llm_backends import OfflineMutator, OpenAIBackend, LLMCache, extract_code,
 from .core import atomic_write_json
 
 # %% auto #0
-__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'Program', 'ProgramDatabase',
+__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'POSITIVE', 'Program', 'ProgramDatabase',
            'EvolutionLimitError', 'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded',
            'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity',
-           'plot_run', 'pufferlib_games', 'compare_heldout', 'evolve_cli']
+           'plot_run', 'pufferlib_games', 'compare_heldout', 'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -500,18 +500,44 @@ def compare_heldout(programs:dict, # name -> player program source
     return rows
 
 # %% ../nbs/83_llm_evolution.ipynb #c31d8769
+POSITIVE = ('max_child_calls_per_generation', 'children_per_generation', 'games_per_eval', 'cpu_s', 'wall_s', 'max_wall_s', 'llm_timeout_s')
+
+def check_evolution_config(cfg:EvolutionConfig)->EvolutionConfig:
+    "Raise `ValueError`, saying what to fix, for an unknown arena or backend or a negative (or zero, where that means nothing) setting."
+    program_env(cfg.env)   # ValueError names the known arenas
+    if cfg.backend not in ('offline', 'openai'): raise ValueError(f"backend must be 'offline' or 'openai', not {cfg.backend!r}")
+    for k, v in asdict(cfg).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and (v < 0 or (k in POSITIVE and v <= 0)):
+            raise ValueError(f"{k} must be {'above' if k in POSITIVE else 'at least'} 0, not {v}")
+    return cfg
+
 def evolve_cli(argv:list)->int: # exit status
-    "`genome-lab evolve RUN_DIR [--env tetris] [--backend offline] [--generations N] ... [--resume]`: run or resume an evolution."
-    import argparse
-    ap = argparse.ArgumentParser(prog='genome-lab evolve', description='LLM (or offline) evolution of player programs')
+    """`genome-lab evolve RUN_DIR [--env tetris] [--backend offline] [--max-generations N] ... [--resume]`: run or resume an
+    evolution. A new run needs a new (or empty) folder; `--resume` needs a checkpoint and may change only the soft
+    parameters (`SOFT_PARAMETERS`); one process per run folder (`run_lock`). Flags are `EvolutionConfig`'s fields."""
+    import sys
+    from genome_lab.core import config_parser, config_from_args, run_lock, RunLocked
+    ap = config_parser(EvolutionConfig, prog='genome-lab evolve', description='LLM (or offline) evolution of player programs', allow_abbrev=False)
     ap.add_argument('run_dir')
-    ap.add_argument('--resume', action='store_true', help='resume from the last checkpoint of run_dir')
-    for f in EvolutionConfig.__dataclass_fields__.values():
-        if f.name == 'replay_only': ap.add_argument('--replay-only', action='store_true'); continue
-        ap.add_argument('--' + f.name.replace('_', '-'), type=type(f.default), default=None)
-    a = ap.parse_args(argv)
-    kw = {k: v for k, v in vars(a).items() if k in EvolutionConfig.__dataclass_fields__ and v not in (None, False)}
-    run = EvolutionRun(a.run_dir, None if a.resume else EvolutionConfig(**kw), resume=a.resume)
-    s = run.run()
+    ap.add_argument('--resume', action='store_true', help=f'resume from the last checkpoint of run_dir (may change only {", ".join(SOFT_PARAMETERS)})')
+    a = vars(ap.parse_args(argv))
+    d, resume = Path(a.pop('run_dir')), a.pop('resume')
+    err = lambda m: (print(f"genome-lab evolve: error: {m}", file=sys.stderr), 2)[1]
+    if d.exists() and not d.is_dir(): return err(f"{d} is a file, not a run folder")
+    try:
+        if resume:
+            if not sorted((d/'checkpoints').glob('checkpoint_gen_*.json')): return err(f"nothing to resume in {d}: it has no checkpoint")
+            if hard := sorted(set(a) - set(SOFT_PARAMETERS)): return err(f"a resumed run keeps its settings: only {SOFT_PARAMETERS} may change, not {hard}")
+            cfg = None
+        else:
+            if d.exists() and any(p.name != '.lock' for p in d.iterdir()): return err(f"{d} holds a run: continue it with --resume, or choose a new folder")
+            cfg = check_evolution_config(config_from_args(EvolutionConfig, a))
+        with run_lock(d/'.lock'):
+            run = EvolutionRun(d, cfg, resume=resume)
+            if resume and a:
+                soft = run.modify_parameters(**a); check_evolution_config(run.cfg)
+                print(f"genome-lab evolve: soft parameters now {soft}", file=sys.stderr)
+            s = run.run()
+    except (RunLocked, ValueError) as e: return err(e)
     print(json.dumps({k: s[k] for k in ('stop_reason', 'programs', 'failed', 'best_id', 'best_metrics', 'tokens', 'elapsed_s')}, default=float))
     return 0

@@ -150,3 +150,36 @@ def test_repl_is_persistent_and_guarded(tmp_path):
     assert run.repl['x'] == 42 and run.repl['program_database'] is run.db
     with pytest.raises(ImportError): exec("import os", run.repl)
     with pytest.raises(NameError): exec("open('/tmp/x', 'w')", run.repl)
+
+# --- the command's refusals (issue 26): nothing lost, no tracebacks, 0 kept, one process per run
+
+def test_cli_refuses_to_overwrite_or_invent_a_run(tmp_path, capsys):
+    d = tmp_path/'run'
+    small = ['--env', 'cartpole', '--max-generations', '1', '--children-per-generation', '1', '--max-ticks', '0', '--games-per-eval', '1']
+    assert evolve_cli([str(d), *small]) == 0
+    assert json.loads((d/'config.json').read_text())['max_ticks'] == 0   # 0 is a value, not "unset"
+    checkpoints = sorted(p.name for p in (d/'checkpoints').iterdir())
+    assert evolve_cli([str(d), *small]) == 2 and 'holds a run' in capsys.readouterr().err
+    assert sorted(p.name for p in (d/'checkpoints').iterdir()) == checkpoints
+    assert evolve_cli([str(tmp_path/'missing'), '--resume']) == 2 and not (tmp_path/'missing').exists()
+    assert evolve_cli([str(d), '--resume', '--max-generations', '9']) == 2 and 'only' in capsys.readouterr().err
+    d2 = tmp_path/'run2'
+    EvolutionRun(d2, cfg(max_generations=1, children_per_generation=1, games_per_eval=1, max_ticks=20))._seed_generation()   # generation 0 only
+    assert evolve_cli([str(d2), '--resume', '--games-per-eval', '3']) == 0
+    last = json.loads(sorted((d2/'checkpoints').glob('checkpoint_gen_*.json'))[-1].read_text())
+    assert last['generation'] == 1 and last['soft']['games_per_eval'] == 3   # the soft change was applied and kept
+    assert [p['metrics']['games'] for p in last['programs'] if p['generation'] == 1] == [3]
+
+@pytest.mark.parametrize('args,why', [(['--env', 'nosuch'], 'unknown arena'), (['--backend', 'nosuch'], 'backend'),
+                                      (['--max-ticks', '-5'], 'max_ticks'), (['--games-per-eval', '0'], 'games_per_eval')])
+def test_cli_bad_settings_are_one_line_errors(tmp_path, capsys, args, why):
+    assert evolve_cli([str(tmp_path/'r'), *args]) == 2
+    err = capsys.readouterr().err
+    assert why in err and 'Traceback' not in err and not (tmp_path/'r').exists()
+
+def test_cli_refuses_a_file_and_a_second_process(tmp_path, capsys):
+    from genome_lab.core import run_lock
+    (tmp_path/'f').write_text('x')
+    assert evolve_cli([str(tmp_path/'f')]) == 2 and 'is a file' in capsys.readouterr().err
+    with run_lock(tmp_path/'r'/'.lock'):
+        assert evolve_cli([str(tmp_path/'r'), '--env', 'cartpole']) == 2 and 'in use' in capsys.readouterr().err
