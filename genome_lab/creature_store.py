@@ -284,7 +284,8 @@ def replay(store:CreatureStore, run_id:str, generation:int, creature:int, # whic
 
 # %% ../nbs/61_creature_store.ipynb #fdb957a7
 def evolve_creatures_cli(argv:list|None=None)->int: # exit status
-    "`genome-lab evolve-creatures`: evolve creatures, resume a run, export or import one."
+    "`genome-lab evolve-creatures`: evolve creatures, resume a run, export or import one (one process per run: `run_lock`)."
+    from genome_lab.core import run_lock, RunLocked
     ap = argparse.ArgumentParser(prog='genome-lab evolve-creatures', description=evolve_creatures_cli.__doc__)
     ap.add_argument('--generations', type=int, default=100, help='generations of a new run')
     ap.add_argument('--population', type=int, default=20, help='creatures per generation')
@@ -305,8 +306,15 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
     ap.add_argument('--quiet', action='store_true', help='no progress bar')
     a = ap.parse_args(argv)
     if sum(x is not None for x in (a.resume, a.export, a.import_)) > 1: ap.error('choose one of --resume, --export, --import')
+    for name, ok, want in (('generations', a.generations >= 1, 'at least 1'), ('population', a.population >= 2, 'at least 2'),
+                           ('checkpoint-every', a.checkpoint_every >= 1, 'at least 1'), ('threads', a.threads >= 1, 'at least 1'),
+                           ('seconds', 0 < a.seconds <= EPISODE_SECONDS, f'above 0 and at most {EPISODE_SECONDS}')):
+        if not ok: ap.error(f"--{name} must be {want}")
+    if Path(a.store).is_dir(): ap.error(f"--store {a.store} is a folder: give the run store's SQLite file")
+    if a.registry and Path(a.registry).exists() and not Path(a.registry).is_dir(): ap.error(f"--registry {a.registry} is a file, not a registry folder")
     torch.set_num_threads(a.threads)
-    store = CreatureStore(a.store)
+    try: store = CreatureStore(a.store)
+    except sqlite3.Error as e: print(f"genome-lab evolve-creatures: error: {a.store} is not a run store: {e}", file=sys.stderr); return 1
     try:
         if a.export:
             text = json.dumps(export_run(store, a.export))
@@ -320,14 +328,15 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
         rid = a.resume or a.run_id or uuid.uuid4().hex[:12]
         print(f"run {rid} in {a.store}", flush=True)
         t0 = time.perf_counter()
-        evolve_run(store, a.generations, a.population, a.seed, a.turbo, not a.no_compile, seconds=a.seconds,
-                   checkpoint_every=a.checkpoint_every, resume=a.resume, run_id=None if a.resume else rid, registry=reg,
-                   progress=not a.quiet, device=a.device)
+        with run_lock(Path(f"{a.store}.{rid}.lock")):   # one process per run
+            evolve_run(store, a.generations, a.population, a.seed, a.turbo, not a.no_compile, seconds=a.seconds,
+                       checkpoint_every=a.checkpoint_every, resume=a.resume, run_id=None if a.resume else rid, registry=reg,
+                       progress=not a.quiet, device=a.device)
         last = store.db.execute('SELECT best, mean, worst FROM generations WHERE run_id=? ORDER BY generation DESC LIMIT 1',
                                 (rid,)).fetchone()
         print(f"run {rid} done in {time.perf_counter() - t0:.1f} s: last generation best {last['best']:.3f}, "
               f"mean {last['mean']:.3f}, worst {last['worst']:.3f}")
         return 0
-    except (StoreError, ValueError, json.JSONDecodeError, FileNotFoundError) as e:
+    except (StoreError, ValueError, json.JSONDecodeError, FileNotFoundError, RunLocked, sqlite3.Error) as e:
         print(f"genome-lab evolve-creatures: error: {e}", file=sys.stderr); return 1
     finally: store.close()

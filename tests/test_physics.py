@@ -6,7 +6,7 @@ from genome_lab.physics import (random_population, simulate, pellet_course, phys
                                 creature_policy, stack_policies, CreaturePolicy, DQ_REASONS)
 from genome_lab.policies import ARCHITECTURES
 from genome_lab.registry import Registry, Genome
-from genome_lab.creature_store import CreatureStore, evolve_run, export_run, import_run
+from genome_lab.creature_store import CreatureStore, evolve_run, export_run, import_run, evolve_creatures_cli
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,3 +130,26 @@ def test_bench_runs_tiny():
                        capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
     assert 'ratio batched/sequential' in r.stdout and 'turbo run: 2 generations' in r.stdout
+
+# --- the command's refusals (issue 26)
+
+@pytest.mark.parametrize('args,why', [(['--checkpoint-every', '0'], 'checkpoint-every'), (['--seconds', '-1'], 'seconds'),
+                                      (['--generations', '0'], 'generations'), (['--population', '1'], 'population')])
+def test_evolve_creatures_refuses_bad_settings_before_starting(tmp_path, capsys, args, why):
+    "Before: --checkpoint-every 0 died with ZeroDivisionError after the run was stored, leaving it 'running' for ever."
+    store = tmp_path/'s.sqlite'
+    with pytest.raises(SystemExit) as e: evolve_creatures_cli([*args, '--store', str(store), '--quiet', '--no-compile'])
+    assert e.value.code == 2 and why in capsys.readouterr().err
+    assert not store.exists()
+
+def test_evolve_creatures_refuses_odd_paths_and_a_second_process(tmp_path, capsys):
+    from genome_lab.core import run_lock
+    with pytest.raises(SystemExit): evolve_creatures_cli(['--store', str(tmp_path), '--quiet'])
+    assert 'is a folder' in capsys.readouterr().err
+    (tmp_path/'junk.sqlite').write_bytes(b'not a database at all' * 100)
+    assert evolve_creatures_cli(['--store', str(tmp_path/'junk.sqlite'), '--quiet']) == 1 and 'not a run store' in capsys.readouterr().err
+    store = tmp_path/'s.sqlite'
+    with run_lock(f"{store}.r1.lock"):
+        assert evolve_creatures_cli(['--store', str(store), '--run-id', 'r1', '--generations', '1', '--population', '2', '--seconds', '1',
+                                     '--no-compile', '--quiet']) == 1
+    assert 'in use' in capsys.readouterr().err
