@@ -6,15 +6,16 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 
 # %% ../nbs/99_pipeline.ipynb #dc2279ef
 from __future__ import annotations
-import argparse, ast, importlib, json, platform, subprocess, sys, time, uuid
+import argparse, ast, importlib, json, os, platform, shutil, subprocess, sys, time, uuid
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from .core import notebooks_dir
+from .core import notebooks_dir, atomic_write, run_lock, RunLocked
 
 # %% auto #0
 __all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'list_notebooks', 'notebook_parameters', 'parse_override', 'resolve_parameters',
-           'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'run_pipeline', 'run_cli', 'commands', 'main']
+           'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'run_pipeline', 'snapshot_registry',
+           'restore_registry', 'run_cli', 'commands', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -140,8 +141,9 @@ def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: 
                  resume:bool=False, # continue run `run_id`, skipping notebooks that finished?
                  flags:list=(), # nbdev flags to run ('slow', 'cuda'); 'cuda' is added when torch sees a GPU
                  progress:bool=True)->Path: # the run folder
-    "Execute `notebooks` with papermill into a run folder; raises `NotebookFailed` naming the notebook and cell."
-    import papermill as pm, nbformat, torch
+    """Execute `notebooks` with papermill into a run folder; raises `NotebookFailed` naming the notebook and cell, `RunLocked`
+    while another process works on the run."""
+    import torch
     nbs = notebooks_dir()
     flags = set(flags) | ({'cuda'} if torch.cuda.is_available() else set())
     run_dir = Path(runs_dir)/(run_id or new_run_id())
@@ -158,13 +160,36 @@ def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: 
                       status='running', results={})
     params = resolve_parameters(notebooks, preset, overrides, nbs)
     (run_dir/'registry').mkdir(parents=True, exist_ok=True)
-    def save(): record_path.write_text(json.dumps(record, indent=1, default=str))
+    with run_lock(run_dir/'.lock'):
+        _run_notebooks(run_dir, notebooks, params, record, flags, progress)
+    return run_dir
+
+def snapshot_registry(run_dir:Path):
+    "Copy `run_dir/registry` to `run_dir/registry.before` (the registry as it is before a notebook runs), all at once."
+    tmp, snap = run_dir/'registry.before.tmp', run_dir/'registry.before'
+    shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(run_dir/'registry', tmp)
+    shutil.rmtree(snap, ignore_errors=True); os.replace(tmp, snap)
+
+def restore_registry(run_dir:Path):
+    "Put `run_dir/registry.before` back as `run_dir/registry` (a killed restore is simply done again on the next resume)."
+    tmp, old = run_dir/'registry.restore.tmp', run_dir/'registry.old'
+    shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(run_dir/'registry.before', tmp)
+    shutil.rmtree(old, ignore_errors=True); os.replace(run_dir/'registry', old); os.replace(tmp, run_dir/'registry'); shutil.rmtree(old)
+
+def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool):
+    """Run the notebooks not yet done. Before each one the registry is snapshotted; a notebook that was running or
+    failed when the run stopped (a SIGKILL included) starts again from the registry as it was before it."""
+    import papermill as pm, nbformat
+    nbs, record_path = notebooks_dir(), run_dir/'run.json'
+    def save(): atomic_write(record_path, json.dumps(record, indent=1, default=str))
     record['status'] = 'running'; save()
     for n in notebooks:
         if record['results'].get(n, {}).get('status') == 'ok': continue
+        if record['results'].get(n, {}).get('snapshot'): restore_registry(run_dir)
+        else: snapshot_registry(run_dir)
         p = dict(params[n])
         if 'registry_dir' in notebook_parameters(nbs/f'{n}.ipynb'): p['registry_dir'] = str((run_dir/'registry').resolve())
-        record['results'][n] = dict(status='running', parameters=p); save()
+        record['results'][n] = dict(status='running', parameters=p, snapshot=True); save()
         t0 = time.perf_counter()
         if progress: print(f"[genome-lab] {n} ...", flush=True)
         try:
@@ -177,10 +202,9 @@ def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: 
             record['results'][n].update(status='failed', seconds=time.perf_counter()-t0, error=msg)
             record['status'] = 'failed'; save()
             raise NotebookFailed(f"{msg}\nexecuted notebook kept at {run_dir/f'{n}.ipynb'}") from None
-        record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2)); save()
+        record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False); save()
         if progress: print(f"[genome-lab] {n} done in {record['results'][n]['seconds']} s", flush=True)
     record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
-    return run_dir
 
 # %% ../nbs/99_pipeline.ipynb #56d0af31
 def run_cli(argv:list|None=None):
@@ -197,7 +221,7 @@ def run_cli(argv:list|None=None):
     if a.resume and not a.run_id: ap.error('--resume needs --run-id')
     names = [n[:-6] if n.endswith('.ipynb') else n for n in a.notebooks]
     try: run = run_pipeline(names or None, a.preset, a.param, a.runs_dir, a.run_id, a.resume, a.flags)
-    except (ValueError, FileNotFoundError, FileExistsError, NotebookFailed) as e:
+    except (ValueError, FileNotFoundError, FileExistsError, NotebookFailed, RunLocked) as e:
         print(f"genome-lab run: error: {e}", file=sys.stderr); return 1
     print(f"[genome-lab] run finished: {run}")
     return 0

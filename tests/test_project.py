@@ -75,3 +75,38 @@ def test_every_preset_names_declared_parameters():
     for preset in PRESETS:
         params = resolve_parameters(list_notebooks(), preset)
         for nb, vals in PRESETS[preset].items(): assert params[nb] == {k: (float(v) if isinstance(v, float) else v) for k, v in vals.items()}
+
+KILLED = """
+import json, os, signal, sys
+import papermill as pm
+from genome_lab.pipeline import run_pipeline
+from genome_lab.registry import Registry, Genome
+from genome_lab.policies import RandomPolicy
+seen = sys.argv[2]
+def execute(nb, out, parameters, **kw):
+    reg = Registry(parameters['registry_dir'])
+    with open(seen, 'a') as f: f.write(json.dumps(sorted(g for g in reg.ids())) + '\\n')
+    reg.add(Genome(name='Founder', type='baseline', arena='snake', arch='random', config=dict(num_actions=4), source='t'),
+            RandomPolicy(4).state_dict(), status='active')
+    if sys.argv[3] == 'kill': os.kill(os.getpid(), signal.SIGKILL)   # half-way through the notebook, as a power cut would
+pm.execute_notebook = execute
+run_pipeline(['10_registry'], runs_dir=sys.argv[1], run_id='r', resume=sys.argv[3] == 'resume', progress=False)
+"""
+
+def test_a_notebook_killed_half_way_is_resumed_from_the_registry_before_it(tmp_path):
+    "Before: a resume re-ran 10_registry against the half-written registry (founders added again, two of each name)."
+    seen = tmp_path/'seen.jsonl'
+    run = lambda mode: subprocess.run([sys.executable, '-c', KILLED, str(tmp_path), str(seen), mode], capture_output=True, text=True, timeout=120)
+    assert run('kill').returncode == -9
+    assert run('resume').returncode == 0, run
+    assert [json.loads(l) for l in seen.read_text().splitlines()] == [[], []]   # the resumed notebook started from the empty registry
+    from genome_lab.registry import Registry
+    with Registry(tmp_path/'r'/'registry') as reg: assert [reg.genome(g)['name'] for g in reg.ids()] == ['Founder']
+    assert json.loads((tmp_path/'r'/'run.json').read_text())['results']['10_registry']['status'] == 'ok'
+
+def test_a_run_has_one_process(tmp_path):
+    from genome_lab.core import run_lock
+    with run_lock(tmp_path/'r'/'.lock'):
+        (tmp_path/'r'/'run.json').write_text(json.dumps(dict(notebooks=['10_registry'], preset='quick', overrides=[], results={})))
+        r = subprocess.run([BIN/'genome-lab', 'run', '--runs-dir', tmp_path, '--run-id', 'r', '--resume'], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and 'in use' in r.stderr, r.stderr
