@@ -1,6 +1,7 @@
 """Load benchmark of the genome server, on loopback only.
 
-1. Requests/s and p50/p99 latency of the manifest (`/get_genome_manifest`) and of a 1 MB genome download
+1. Requests/s and p50/p99 latency of the manifest (`/get_genome_manifest`, served from its cache; `/uncached_manifest`: built
+   on every request, as before the cache: the baseline) and of a 1 MB genome download
    (`/get_genome/{id}`, PufferLib's snake policy: 1,027,092 floats bytes) at 1, 16 and 64 concurrent keep-alive
    connections, next to the same bytes served as static files by the same server process (`/static/...`,
    Starlette's StaticFiles, which streams the file from disk in 64 KiB chunks): the issue's ceiling. Ratio =
@@ -8,7 +9,10 @@
 2. Concurrent stats updates: C clients (threads, one HTTP connection each) each record G game results, one request
    per game; then the registry must hold every one of the C x G games (each carries a distinct score).
 
-The server runs in its own process (uvicorn, as `genome-lab serve` runs it); the load generator is a small asyncio
+The manifest is measured on each server of `--servers` (uvicorn's h11 on asyncio, the baseline; httptools on uvloop,
+from `uvicorn[standard]`; N read-only worker processes, as `genome-lab serve --workers N --read-only` runs them), and a
+write by another process must show in the next manifest (not stale). The server runs in its own process (uvicorn, as
+`genome-lab serve` runs it); the load generator is a small asyncio
 HTTP/1.1 client in this process. Every phase is bounded by a request count and a duration.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/server_load.py [--seconds 3] [--clients 32 --games 100]
@@ -22,19 +26,27 @@ HOST = '127.0.0.1'
 TOKEN = 'bench-token-' + os.urandom(6).hex()
 
 SERVER = """
-import sys, uvicorn
-from genome_lab.server import create_app
-root, static, port, token = sys.argv[1:5]
-uvicorn.run(create_app(root, token=token, static_dir=static), host='127.0.0.1', port=int(port), log_level='warning')
+import json, os, sys, uvicorn
+from genome_lab.server import create_app, ManifestOut, retry_busy
+root, static, port, token, http, workers = sys.argv[1:7]
+if int(workers) > 1:   # read-only processes as `genome-lab serve --workers N --read-only` runs them
+    os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=root, max_upload_bytes=8 << 20, job='genome_lab.selection:tournament_job'))
+    uvicorn.run('genome_lab.server:app_from_environment', factory=True, workers=int(workers), host='127.0.0.1', port=int(port),
+                log_level='warning', http=http, loop='uvloop' if http == 'httptools' else 'asyncio')
+else:
+    app = create_app(root, token=token, static_dir=static)
+    # the baseline: the manifest built and validated on every request, as the server did before its cache
+    app.get('/uncached_manifest')(lambda: retry_busy(app.state.pool.get().manifest))
+    uvicorn.run(app, host='127.0.0.1', port=int(port), log_level='warning', http=http, loop='uvloop' if http == 'httptools' else 'asyncio')
 """
 
 def free_port()->int:
     with socket.socket() as s: s.bind((HOST, 0)); return s.getsockname()[1]
 
-def start_server(root:Path, static:Path)->tuple:
+def start_server(root:Path, static:Path, http:str='h11', workers:int=1)->tuple:
     port = free_port()
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
-    proc = subprocess.Popen([sys.executable, '-c', SERVER, str(root), str(static), str(port), TOKEN], env=env, cwd=root)
+    proc = subprocess.Popen([sys.executable, '-c', SERVER, str(root), str(static), str(port), TOKEN, http, str(workers)], env=env, cwd=root)
     for _ in range(600):
         try:
             if httpx.get(f'http://{HOST}:{port}/health', timeout=1).status_code == 200: return proc, port
@@ -94,6 +106,8 @@ def main(argv=None):
     ap.add_argument('--conns', default='1,16,64', help='concurrent connections, comma-separated')
     ap.add_argument('--clients', type=int, default=32, help='concurrent clients recording results')
     ap.add_argument('--games', type=int, default=100, help='game results per client (one request each)')
+    ap.add_argument('--servers', default='h11:1,httptools:1,httptools:2',
+                    help='uvicorn http implementation:worker processes, comma-separated; the first (the baseline) also serves the uncached manifest, genomes and writes')
     a = ap.parse_args(argv)
     from genome_lab.registry import Registry, seed_founders
     import genome_lab.server  # noqa: F401 (Registry.games, record_games)
@@ -105,21 +119,40 @@ def main(argv=None):
         size = reg.genome(gid)['size_bytes']
         static.mkdir()
         shutil.copy(reg._genome_path(gid), static/'genome.safetensors')
-    proc, port = start_server(root, static)
+    def row(name, c, e, st=None):
+        tail = f"{st['rps']:13.1f} {st['p50']:8.2f} {st['p99']:8.2f} {e['rps']/st['rps']:6.2f}" if st else f"{'-':>13s} {'-':>8s} {'-':>8s} {'-':>6s}"
+        print(f"{name:22s} {c:5d} {e['rps']:15.1f} {e['p50']:8.2f} {e['p99']:8.2f} {tail}", flush=True)
+    header = (f"{'target':22s} {'conns':>5s} {'endpoint req/s':>15s} {'p50 ms':>8s} {'p99 ms':>8s} {'static req/s':>13s} "
+              f"{'p50 ms':>8s} {'p99 ms':>8s} {'ratio':>6s}")
+    conns = [int(x) for x in a.conns.split(',')]
+    for http, workers in [tuple(x.split(':')) for x in a.servers.split(',')][1:]:   # the manifest on the faster servers
+        proc, port = start_server(root, static, http, int(workers))
+        try:
+            (static/'manifest.json').write_bytes(httpx.get(f'http://{HOST}:{port}/get_genome_manifest').content)
+            print(f"uvicorn --http {http} ({'uvloop' if http == 'httptools' else 'asyncio'}), {workers} worker process(es)"
+                  f"{'' if workers == '1' else ', read-only (no static files: their ceiling is in the 1-process rows)'}; load average {os.getloadavg()[0]:.1f}")
+            print(header)
+            for c in conns:
+                row(f'manifest (cached)', c, load(port, '/get_genome_manifest', c, a.seconds, a.max_requests),
+                    load(port, '/static/manifest.json', c, a.seconds, a.max_requests) if workers == '1' else None)
+        finally: proc.terminate(); proc.wait(10)
+    http, workers = a.servers.split(',')[0].split(':')
+    proc, port = start_server(root, static, http, int(workers))
     try:
         manifest = httpx.get(f'http://{HOST}:{port}/get_genome_manifest').content
         (static/'manifest.json').write_bytes(manifest)
-        print(f"server on {HOST}:{port} (uvicorn, 1 process); genome {gid}: {size:,} bytes; manifest: {len(manifest):,} bytes; "
-              f"{a.seconds} s per point (at most {a.max_requests} requests); OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
-        print(f"{'target':10s} {'conns':>5s} {'endpoint req/s':>15s} {'p50 ms':>8s} {'p99 ms':>8s} {'static req/s':>13s} "
-              f"{'p50 ms':>8s} {'p99 ms':>8s} {'ratio':>6s}")
-        for name, path, spath in [('manifest', '/get_genome_manifest', '/static/manifest.json'),
+        print(f"server on {HOST}:{port} (uvicorn --http {http}, {workers} process); genome {gid}: {size:,} bytes; manifest: {len(manifest):,} bytes; "
+              f"{a.seconds} s per point (at most {a.max_requests} requests); OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}; "
+              f"load average {os.getloadavg()[0]:.1f}")
+        print(header)
+        for name, path, spath in [('manifest (cached)', '/get_genome_manifest', '/static/manifest.json'),
+                                  ('manifest (uncached)', '/uncached_manifest', '/static/manifest.json'),
                                   ('genome 1MB', f'/get_genome/{gid}', '/static/genome.safetensors')]:
-            for c in [int(x) for x in a.conns.split(',')]:
-                e = load(port, path, c, a.seconds, a.max_requests)
-                s = load(port, spath, c, a.seconds, a.max_requests)
-                print(f"{name:10s} {c:5d} {e['rps']:15.1f} {e['p50']:8.2f} {e['p99']:8.2f} {s['rps']:13.1f} "
-                      f"{s['p50']:8.2f} {s['p99']:8.2f} {e['rps']/s['rps']:6.2f}", flush=True)
+            for c in conns: row(name, c, load(port, path, c, a.seconds, a.max_requests), load(port, spath, c, a.seconds, a.max_requests))
+        etag = httpx.get(f'http://{HOST}:{port}/get_genome_manifest').headers['etag']
+        with Registry(root) as reg: reg.set_status(ids['RandomSnake'], 'retired')   # a write by another process
+        fresh = httpx.get(f'http://{HOST}:{port}/get_genome_manifest', headers={'If-None-Match': etag})
+        print(f"manifest after a write by another process: status {fresh.status_code} (200 = not stale), ETag changed: {fresh.headers['etag'] != etag}")
         with Registry(root) as reg: before = reg.games(gid)
         st = stats_storm(port, gid, a.clients, a.games)
         with Registry(root) as reg:

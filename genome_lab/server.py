@@ -366,6 +366,10 @@ class ManifestCache:
     processes over one registry stay correct."""
     def __init__(self): self.version, self.body, self.etag, self.lock = None, b'', '', threading.Lock()
 
+    def fresh(self, reg:Registry)->tuple|None: # (JSON bytes, ETag) when the registry has not moved, else None
+        with self.lock: version, out = self.version, (self.body, self.etag)
+        return out if retry_busy(reg.version) == version else None
+
     def get(self, reg:Registry)->tuple: # (JSON bytes, ETag)
         v = retry_busy(reg.version)   # read before the manifest: a write in between only makes the body newer than its label
         if v != self.version:
@@ -471,9 +475,10 @@ reads = APIRouter(tags=['read'])
 @reads.get('/get_genome_manifest', response_model=ManifestOut, operation_id='get_genome_manifest',
            responses={200: {'links': {'GetGenome': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/genomes/0/id'}}}},
                       304: {'description': "not modified (If-None-Match matched the ETag: the registry's version)"}})
-def get_genome_manifest(request:Request, pool:RegistryPool=Depends(registry_pool)):
+async def get_genome_manifest(request:Request, pool:RegistryPool=Depends(registry_pool)):
     "The manifest of seed 000: the active genomes with metadata, stats and rank, `max_active` and `last_tournament`; `ETag` names its registry version."
-    body, etag = request.app.state.manifest.get(pool.get())
+    cache = request.app.state.manifest   # answered on the event loop when fresh (one indexed read); rebuilt on a worker thread
+    body, etag = cache.fresh(pool.get()) or await run_in_threadpool(lambda: cache.get(pool.get()))
     if etag in [t.strip() for t in request.headers.get('if-none-match', '').split(',')]:
         return Response(status_code=304, headers={'ETag': etag})
     return Response(body, media_type='application/json', headers={'ETag': etag, 'Cache-Control': 'no-cache'})

@@ -424,10 +424,12 @@ def test_leaderboard_page_in_headless_chromium(root, tmp_path):
 # --- the benchmark and the fuzz run, with tiny settings
 
 def test_load_benchmark_runs():
-    r = subprocess.run([sys.executable, ROOT/'bench'/'server_load.py', '--seconds', '0.2', '--conns', '1,4', '--clients', '8', '--games', '5'],
+    r = subprocess.run([sys.executable, ROOT/'bench'/'server_load.py', '--seconds', '0.2', '--conns', '1,4', '--clients', '8', '--games', '5',
+                        '--servers', 'h11:1,httptools:2'],
                        capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert 'genome 1MB' in r.stdout and 'counted 40 of 40' in r.stdout
+    assert 'genome 1MB' in r.stdout and 'counted 40 of 40' in r.stdout and 'stats updates: OK' in r.stdout
+    assert 'status 200 (200 = not stale), ETag changed: True' in r.stdout and '2 worker process(es)' in r.stdout
 
 def test_fuzz_small_budget():
     r = subprocess.run([sys.executable, ROOT/'bench'/'fuzz_server.py', '--max-examples', '5', '--min-requests', '40', '--max-time', '30',
