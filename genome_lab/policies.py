@@ -269,15 +269,36 @@ class GenomeGroup:
         return torch.stack([o[0] for o in out]), [o[1] for o in out]
 
     @torch.inference_mode()
-    def act(self, obs, state, greedy=True, generator=None): # obs (G*n, ...) genome-major -> actions (G*n,) int32
+    def logits(self, obs, state)->tuple: # obs (G*n, ...) genome-major -> logits (G, n, A) after each wrapper's `adjust`, new state
+        "What every genome's policy makes of `obs` from `state`: its logits, and the recurrent state after them (`state` is left as it was)."
         obs = torch.as_tensor(obs)
         x = obs.view(len(self.policies), self.n, *obs.shape[1:])
-        actions = torch.empty(len(self.policies), self.n, dtype=torch.long)
+        out, new = [None]*len(self.policies), {}
         for a, ix in self.groups.items():
-            logits, state[a] = self._logits(a, ix, x, state[a])
+            logits, new[a] = self._logits(a, ix, x, state[a])
             for k, i in enumerate(ix):
-                p, l = self.policies[i], logits[k]
-                if hasattr(p, 'adjust'): l = p.adjust(l)
+                p = self.policies[i]
+                out[i] = p.adjust(logits[k]) if hasattr(p, 'adjust') else logits[k]
+        return torch.stack(out), new
+
+    @torch.inference_mode()
+    def values(self, state)->torch.Tensor: # (G, n) float32
+        "Value estimates of the genomes with a value head (stacked `LinearLSTM`s read their hidden state in `state`); NaN for the others."
+        out = torch.full((len(self.policies), self.n), float('nan'))
+        for a, ix in self.groups.items():
+            if a not in self.stacked: continue
+            h = state[a][0]
+            for k, i in enumerate(ix): out[i] = self.nets[i].value(h[k]).squeeze(-1)
+        return out
+
+    @torch.inference_mode()
+    def act(self, obs, state, greedy=True, generator=None): # obs (G*n, ...) genome-major -> actions (G*n,) int32, `state` updated
+        logits, new = self.logits(obs, state)
+        state.update(new)
+        actions = torch.empty(len(self.policies), self.n, dtype=torch.long)
+        for ix in self.groups.values():
+            for i in ix:
+                p, l = self.policies[i], logits[i]
                 if greedy and not p.stochastic: actions[i] = l.argmax(-1)
                 else: actions[i] = torch.multinomial(torch.softmax(l.float(), -1), 1, generator=generator).squeeze(-1)
         return actions.reshape(-1).numpy().astype(np.int32), state

@@ -20,8 +20,9 @@ from .evaluation import torch_threads, evaluate, summarize
 
 # %% auto #0
 __all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'TOURNAMENT_SCHEMA', 'KillTracker', 'GameResult',
-           'play_game', 'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fitness_table', 'play_games',
-           'load_ratings', 'TournamentResult', 'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
+           'play_game', 'SnakeGame', 'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fitness_table',
+           'play_games', 'load_ratings', 'TournamentResult', 'run_tournament', 'ladder_taus', 'games_to_reach',
+           'rank_stability']
 
 # %% ../nbs/70_tournament.ipynb #a4e6971c
 KILL_NONE, KILL_WALL, KILL_UNKNOWN = -1, -2, -3
@@ -97,41 +98,61 @@ class GameResult:
 def play_game(policies:list, # one policy per genome
               seed:int=0, snakes_per_genome:int=8, steps:int=400, # game seed, snakes each, steps
               greedy:bool=True, threads:int|None=1, # torch threads (see `torch_threads`)
+              on_step=None, # called as `on_step(game)` after every step with the `SnakeGame` (a recorder of highlights)
               **settings)->GameResult: # `SnakeArena` arguments (map size, food); default `SnakeArena.game_settings`
     "Play one seeded game of `policies` on one snake map; see the statistics above."
     G, n = len(policies), snakes_per_genome
     arena = SnakeArena(**{**SnakeArena.game_settings, **settings, 'num_snakes': G*n})
     try:
-        with torch_threads(threads): return _run_game(policies, arena, seed, n, steps, greedy)
+        with torch_threads(threads): return _run_game(SnakeGame(policies, arena, seed, n, greedy), steps, on_step)
     finally: arena.close()
 
-def _run_game(policies, arena, seed, n, steps, greedy)->GameResult:
-    G = len(policies)
-    rng = np.random.default_rng(seed)
-    slot = rng.permutation(G*n)          # agent index of genome-major position p is slot[p]
-    owner = np.empty(G*n, np.int64); owner[slot] = np.repeat(np.arange(G), n)
-    group, kt = GenomeGroup(policies, n), KillTracker(arena)
-    gen = torch.Generator().manual_seed(seed)
-    obs, state = arena.reset(seed), group.initial_state()
+class SnakeGame:
+    """A seeded game of `policies` on the one map of `arena`, `n` snakes each, stepped one step at a time: snakes are
+    given to genomes by a seeded shuffle, one `GenomeGroup` acts for all, a `KillTracker` attributes the deaths."""
+    def __init__(self, policies:list, arena:SnakeArena, seed:int, n:int, # snakes per genome
+                 greedy:bool=True): # most likely actions (or sampled with a generator seeded by `seed`)?
+        G = len(policies)
+        if (arena.config['num_envs'], arena.config['num_snakes']) != (1, G*n):
+            raise ValueError(f"the arena must have one map of {G}*{n} = {G*n} snakes, not {arena.config['num_envs']} maps "
+                             f"of {arena.config['num_snakes']}")
+        self.policies, self.arena, self.seed, self.n, self.greedy = policies, arena, seed, n, greedy
+        rng = np.random.default_rng(seed)
+        self.slot = rng.permutation(G*n)          # agent index of genome-major position p is slot[p]
+        self.owner = np.empty(G*n, np.int64); self.owner[self.slot] = np.repeat(np.arange(G), n)  # genome of each agent
+        self.group, self.kt = GenomeGroup(policies, n), KillTracker(arena)
+        self.gen = torch.Generator().manual_seed(seed)
+        self.obs, self.state, self.t = arena.reset(seed), self.group.initial_state(), 0
+        self.actions, self.rewards, self.died = np.zeros(G*n, np.int32), np.zeros(G*n, np.float32), np.zeros(G*n, bool)
+        self.killer = np.full(G*n, KILL_NONE)
+
+    def step(self):
+        "Step every snake once; sets `actions`, `rewards`, `died` and `killer` (as `KillTracker.after`) of the step, and `t`."
+        self.kt.before()
+        a, self.state = self.group.act(self.obs[self.slot], self.state, self.greedy, self.gen)
+        acts = np.empty_like(a); acts[self.slot] = a
+        self.obs, rew, died = self.arena.step(acts)
+        self.killer = self.kt.after(acts, rew)[0] if died.any() else np.full(len(acts), KILL_NONE)
+        self.actions, self.rewards, self.died, self.t = acts, rew, died, self.t + 1
+        return self
+
+def _run_game(game:SnakeGame, steps:int, on_step=None)->GameResult:
+    G, n, owner, arena = len(game.policies), game.n, game.owner, game.arena
     kills, tkills, deaths = np.zeros(G, np.int64), np.zeros(G, np.int64), np.zeros(G, np.int64)
     t0 = time.perf_counter()
     for _ in range(steps):
-        kt.before()
-        a, state = group.act(obs[slot], state, greedy, gen)
-        acts = np.empty_like(a); acts[slot] = a
-        obs, rew, died = arena.step(acts)
-        if died.any():
-            killer, _ = kt.after(acts, rew)
-            for v in np.flatnonzero(died):
-                deaths[owner[v]] += 1
-                k = killer[v]
-                if k >= 0 and k != v: (kills if owner[k] != owner[v] else tkills)[owner[k]] += 1
+        game.step()
+        for v in np.flatnonzero(game.died):
+            deaths[owner[v]] += 1
+            k = game.killer[v]
+            if k >= 0 and k != v: (kills if owner[k] != owner[v] else tkills)[owner[k]] += 1
+        if on_step is not None: on_step(game)
     seconds = time.perf_counter() - t0
     eps = arena.pop_episodes()
     lengths = np.concatenate([eps.score, arena._snake_len]); lived = np.concatenate([eps.length, arena._len])
     who = owner[np.concatenate([eps.agent, np.arange(G*n)])]
     mean = lambda x: np.bincount(who, x, G) / np.bincount(who, minlength=G)
-    return GameResult(seed, mean(lengths), mean(lived), kills, deaths, tkills, steps, steps*G*n, seconds)
+    return GameResult(game.seed, mean(lengths), mean(lived), kills, deaths, tkills, steps, steps*G*n, seconds)
 
 # %% ../nbs/70_tournament.ipynb #b2a0598d
 def play_solo_game(policies:list, # one policy per genome
