@@ -137,6 +137,7 @@ class Broadcast:
         self.sent = collections.deque(maxlen=240)   # (time, H.264 bytes) of recent frames
         self.drawn = collections.deque(maxlen=240)  # times of recent frames
         self._faults = collections.Counter()
+        self.threads = []
 
     # -- viewers
     def subscribe(self, kind:str, loop:asyncio.AbstractEventLoop)->Viewer:
@@ -164,13 +165,14 @@ class Broadcast:
         now = time.monotonic()
         self.beat = {'game': now, 'render': now}
         for part in ('game', 'render'): self._spawn(part)
-        threading.Thread(target=self._watchdog, name='stream-watchdog', daemon=True).start()
+        self.threads.append(threading.Thread(target=self._watchdog, name='stream-watchdog', daemon=True)); self.threads[-1].start()
 
     def _spawn(self, part:str):
         self._gen[part] += 1
         self.beat[part] = time.monotonic()
         target = self._play if part == 'game' else self._render
-        threading.Thread(target=target, args=(self._gen[part],), name=f'stream-{part}-{self._gen[part]}', daemon=True).start()
+        th = threading.Thread(target=target, args=(self._gen[part],), name=f'stream-{part}-{self._gen[part]}', daemon=True)
+        th.start(); self.threads = [t for t in self.threads if t.is_alive()] + [th]
 
     def _live(self, part:str, gen:int)->bool: return self.running and self._gen[part] == gen
 
@@ -274,12 +276,15 @@ class Broadcast:
         if fault not in ('codec', 'stall'): raise ValueError(f"fault must be 'codec' or 'stall', not {fault!r}")
         self._faults[fault] = seconds if fault == 'stall' else 1
 
-    def close(self):
+    def close(self, timeout:float=5.0): # seconds to wait for the threads to end (a stalled game may not)
         "Stop the stream now."
         self.running = False
         with self.lock:
             for v in self.viewers: v.close()
             self.viewers.clear()
+        t0 = time.monotonic()
+        for th in list(self.threads):
+            if th is not threading.current_thread(): th.join(max(0.0, timeout - (time.monotonic() - t0)))
 
     def health(self)->dict:
         "Frame rate, render and encode times, bitrate, restarts, viewers, the game and the last errors."

@@ -88,7 +88,7 @@ class HighlightConfig:
     after: int = 15 # steps after it
     per_game: int = 2 # the strongest events cut from one game
     fps: int = 10 # clip frames per second (one step per frame: real time at 10 steps a second)
-    width: int = 1280
+    width: int = 1280 # clip size (drawn at 1280x720, scaled by the encoder)
     height: int = 720
     max_count: int = 50 # retention: clips kept at most
     max_age_days: float = 30.0 # retention: older clips go
@@ -142,9 +142,9 @@ def find_highlights(rec:GameRecord, record_length:int=0, # the store's record so
     return sorted(out, key=lambda h: -h.strength)
 
 # %% ../nbs/92_highlights.ipynb #c6333583
-def clip_frames(rec:GameRecord, h:Highlight, width:int=1280, height:int=720):
-    "The pictures of highlight `h` (an `av.VideoFrame` per step, one canvas redrawn)."
-    sg, cv = rec.stored, Canvas(width, height)
+def clip_frames(rec:GameRecord, h:Highlight):
+    "The pictures of highlight `h` at 1280x720 (the overlays' layout): an `av.VideoFrame` per step, one canvas redrawn."
+    sg, cv = rec.stored, Canvas(1280, 720)
     colours, G = genome_colours(sg.ids), len(sg.ids)
     ordinals = [mu - 3*sigma for mu, sigma in sg.ratings]
     caption = f'{h.kind.upper()} · {h.title}'
@@ -222,7 +222,7 @@ def record_highlights(registry:Registry, store:HighlightStore, evaluation:int|No
         out['verified'] += 1
         hs = find_highlights(rec, store.record_length(), cfg); out['found'] += len(hs)
         for h in hs[:cfg.per_game]:
-            clip = write_clip(store.folder/f'.{uuid.uuid4().hex}.mp4', clip_frames(rec, h, cfg.width, cfg.height), cfg.fps)
+            clip = write_clip(store.folder/f'.{uuid.uuid4().hex}.mp4', clip_frames(rec, h), cfg.fps, cfg.width, cfg.height)
             out['added'].append(store.add(h, sg, clip))
     out['removed'] = store.prune(cfg.max_count, cfg.max_age_days, cfg.max_bytes)
     return out

@@ -79,24 +79,24 @@ def _packet_track(viewer:Viewer):
 async def offer(request:Request, body:Offer, b:Broadcast=Depends(broadcast))->Answer:
     "Answer a WebRTC offer with the live stream (H.264); 400 for an offer without H.264, 503 when the stream is full."
     from aiortc import RTCPeerConnection, RTCSessionDescription, RTCConfiguration, RTCRtpSender
-    try: viewer = b.subscribe('h264', asyncio.get_running_loop())
-    except RuntimeError as e: raise HTTPException(503, str(e)) from None
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    peers = request.app.state.peers; peers.add(pc)
-    async def close():
-        b.unsubscribe(viewer); peers.discard(pc); await pc.close()
-    @pc.on('connectionstatechange')
-    async def _changed():
-        if pc.connectionState in ('failed', 'closed'): await close()
-    sender = pc.addTrack(_packet_track(viewer))
-    tr = next(t for t in pc.getTransceivers() if t.sender is sender)
+    tr = pc.addTransceiver('video', direction='sendonly')
     tr.setCodecPreferences([c for c in RTCRtpSender.getCapabilities('video').codecs if c.mimeType == 'video/H264'])
     try:
         await pc.setRemoteDescription(RTCSessionDescription(body.sdp, body.type))
         await pc.setLocalDescription(await pc.createAnswer())
-    except Exception as e:   # aiortc rejects a malformed or H.264-less offer with assorted errors; the viewer is gone either way
-        await close()
+    except Exception as e:   # aiortc rejects a malformed or H.264-less offer with assorted errors
+        await pc.close()
         raise HTTPException(400, f"cannot answer this offer ({type(e).__name__}: {e}); an H.264 (constrained baseline) receiver is needed, or use /stream?mode=mjpeg") from None
+    try: viewer = b.subscribe('h264', asyncio.get_running_loop())   # only an answered offer becomes a viewer
+    except RuntimeError as e:
+        await pc.close(); raise HTTPException(503, str(e)) from None
+    tr.sender.replaceTrack(_packet_track(viewer))
+    peers = request.app.state.peers; peers.add(pc)
+    @pc.on('connectionstatechange')
+    async def _changed():
+        if pc.connectionState in ('failed', 'closed'):
+            b.unsubscribe(viewer); peers.discard(pc); await pc.close()
     return Answer(sdp=pc.localDescription.sdp, type='answer')
 
 @stream.get('/mjpeg', include_in_schema=False)

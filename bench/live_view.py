@@ -1,0 +1,119 @@
+"""Watch the genome server's live stream or highlight playlist in headless Chromium, inside a private network namespace.
+
+WebRTC needs a network interface that is not loopback (Chromium gathers no loopback candidates, aioice skips
+127.0.0.1), so this script re-runs itself in a new network namespace (`unshare -n`, or `-rn` without root) with a veth
+pair 198.18.0.1 <-> 198.18.0.2 (RFC 2544's benchmarking range) and a default route into it: the server, Chromium and
+their ICE traffic stay in that namespace, and nothing can reach another host. The server (`create_app` over
+`--registry`, with a token) runs under uvicorn on 127.0.0.1 in this process; Chromium is Debian's, driven by
+Playwright (no browser download). Prints one JSON object: what the page measured (frames, glass-to-glass latencies,
+video time), the server's health, the recovery after an injected fault, and the screenshots written to `--out`.
+
+    .venv/bin/python bench/live_view.py --registry DIR --out DIR [--page live|playlist] [--mode webrtc|mjpeg]
+                                        [--seconds 6] [--inject-codec-at 3]
+"""
+import argparse, json, os, shutil, socket, subprocess, sys, threading, time
+from pathlib import Path
+
+NETNS_SETUP = ('ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 198.18.0.1/24 dev v0 && '
+               'ip addr add 198.18.0.2/24 dev v1 && ip link set v0 up && ip link set v1 up && ip route add default via 198.18.0.2 dev v0')
+CHROMIUM_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+                  '--disable-component-update', '--disable-sync', '--autoplay-policy=no-user-gesture-required',
+                  '--disable-features=WebRtcHideLocalIpsWithMdns']   # real host candidates (no multicast DNS names)
+TOKEN = 'live-view-token'
+
+def in_private_network(argv:list)->int:
+    "Run this script with `argv` in a new network namespace (see the module's docstring); returns its exit status."
+    unshare = ['unshare', '-n'] if os.geteuid() == 0 else ['unshare', '-rn']
+    cmd = [*unshare, 'sh', '-c', NETNS_SETUP + ' && exec "$@"', 'sh', sys.executable, os.path.abspath(__file__), *argv]
+    return subprocess.run(cmd, env={**os.environ, 'GENOME_LAB_NETNS': '1'}).returncode
+
+def serve(app):
+    "Run `app` under uvicorn on 127.0.0.1 in a thread; returns (base URL, server)."
+    import uvicorn
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host='127.0.0.1', port=port, log_level='warning'))
+    server.thread = threading.Thread(target=server.run, daemon=True); server.thread.start()
+    t0 = time.time()
+    while not server.started:
+        if time.time() - t0 > 30: raise RuntimeError("the server did not start within 30 s")
+        time.sleep(0.05)
+    return f'http://127.0.0.1:{port}', server
+
+def watch_live(page, url:str, a, out:Path)->dict:
+    "Open the live page, watch `a.seconds`, inject a codec error at `a.inject_codec_at` s; the page's and the server's figures."
+    import httpx
+    page.goto(f'{url}/stream' + ('?mode=mjpeg' if a.mode == 'mjpeg' else ''))
+    t0, res = time.time(), {}
+    page.wait_for_function('() => window.streamStats && window.streamStats.frames > 0', timeout=20_000)
+    res['first_frame_s'] = time.time() - t0
+    vt = lambda: page.evaluate("() => document.getElementById('screen').currentTime")
+    res['video_time'] = [vt()]
+    page.screenshot(path=str(out/f'live-{a.mode}-1.png'))
+    injected = None
+    while time.time() - t0 < a.seconds:
+        if a.inject_codec_at and injected is None and time.time() - t0 >= a.inject_codec_at:
+            r = httpx.post(f'{url}/stream/fault', json={'fault': 'codec'}, headers={'Authorization': f'Bearer {TOKEN}'})
+            r.raise_for_status(); injected = time.time() * 1000
+        time.sleep(0.2)
+    res['video_time'].append(vt())
+    page.screenshot(path=str(out/f'live-{a.mode}-2.png'))
+    st = page.evaluate('() => window.streamStats')
+    lat = st['latencies'][len(st['latencies']) // 4:]   # the first quarter: the connection settling
+    res.update(mode=st['mode'], connected=st['connected'], frames=st['frames'], errors=st['errors'], clock_offset_ms=st['offset'],
+               rtt_ms=st.get('rtt'), latency_ms=summary(lat), screenshots=[str(out/f'live-{a.mode}-{k}.png') for k in (1, 2)])
+    if injected is not None:   # the first frame drawn after the fault that reached the screen
+        later = [(shown, stamp) for shown, stamp in st['shown'] if stamp > injected % 2**32]
+        res['recovery_s'] = (later[0][0] - injected) / 1000 if later else None
+    res['health'] = httpx.get(f'{url}/stream/health').json()
+    return res
+
+def watch_playlist(page, url:str, a, out:Path)->dict:
+    "Open the playlist page and watch it play; the clips listed, played and the video's time."
+    page.goto(f'{url}/stream/playlist')
+    page.wait_for_function('() => window.playlistStats && window.playlistStats.played.length > 0', timeout=20_000)
+    t0 = page.evaluate("() => document.getElementById('clip').currentTime")
+    time.sleep(a.seconds)
+    res = page.evaluate("() => ({...window.playlistStats, time: document.getElementById('clip').currentTime, "
+                        "items: [...document.querySelectorAll('#list li')].map(li => li.textContent)})")
+    res['start_time'] = t0
+    page.screenshot(path=str(out/'playlist.png')); res['screenshots'] = [str(out/'playlist.png')]
+    return res
+
+def summary(x:list)->dict|None:
+    import numpy as np
+    if not x: return None
+    x = np.asarray(x, float)
+    return dict(n=len(x), median=float(np.median(x)), p95=float(np.percentile(x, 95)), min=float(x.min()), max=float(x.max()))
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--registry', required=True, help='registry folder (with active snake genomes)')
+    ap.add_argument('--out', required=True, help='folder for the screenshots')
+    ap.add_argument('--page', default='live', choices=['live', 'playlist'])
+    ap.add_argument('--mode', default='webrtc', choices=['webrtc', 'mjpeg'])
+    ap.add_argument('--seconds', type=float, default=6.0, help='how long to watch')
+    ap.add_argument('--inject-codec-at', type=float, default=0.0, help='inject a codec error this many seconds in (0: none)')
+    ap.add_argument('--fps', type=int, default=30)
+    a = ap.parse_args(argv)
+    if os.environ.get('GENOME_LAB_NETNS') != '1': return in_private_network(sys.argv[1:] if argv is None else argv)
+    from playwright.sync_api import sync_playwright
+    from genome_lab.server import create_app
+    from genome_lab.broadcast import StreamConfig
+    out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
+    app = create_app(a.registry, token=TOKEN)
+    app.state.stream_config = StreamConfig(fps=a.fps, idle_seconds=3.0)
+    url, server = serve(app)
+    chromium = shutil.which('chromium')
+    if chromium is None: raise SystemExit("chromium is not installed: run tools/setup_chromium.sh")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+            page = browser.new_page(viewport={'width': 1280, 'height': 820})
+            res = (watch_live if a.page == 'live' else watch_playlist)(page, url, a, out)
+            browser.close()
+    finally:   # the app's shutdown stops its broadcast and waits for its threads
+        server.should_exit = True; server.thread.join(30)
+    print(json.dumps(res))
+    return 0
+
+if __name__ == '__main__': sys.exit(main())

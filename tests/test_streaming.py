@@ -1,0 +1,96 @@
+"""The streaming chapter in a real browser: the live page over WebRTC and MJPEG, a codec error injected into a watched
+stream, the highlight playlist (headless Chromium inside a private network namespace, bench/live_view.py), the router's
+refusals, and a smoke run of the streaming benchmark."""
+import json, os, subprocess, sys
+from pathlib import Path
+import numpy as np, pytest
+from PIL import Image
+from fastapi.testclient import TestClient
+from genome_lab.registry import Registry, seed_founders
+from genome_lab.server import create_app
+from genome_lab.broadcast import active_snakes, StreamConfig
+from genome_lab.streaming import genome_colours, MAP_COLOURS, SNAKE_EMPTY
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, 'OMP_NUM_THREADS': '1'}
+
+@pytest.fixture(scope='module')
+def registry(tmp_path_factory):
+    root = tmp_path_factory.mktemp('stream')/'registry'
+    with Registry(root) as reg: seed_founders(reg)
+    return root
+
+def live_view(registry, out, *args):
+    "Run bench/live_view.py (it enters its own network namespace); its JSON result."
+    r = subprocess.run([sys.executable, ROOT/'bench'/'live_view.py', '--registry', registry, '--out', out, *map(str, args)],
+                       capture_output=True, text=True, env=ENV, timeout=240)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+def shows_the_arena(png, registry):
+    "The screenshot's 1280x720 video area is a snake map: mostly the map's background, the genomes' colours, many colours."
+    px = np.asarray(Image.open(png).convert('RGB'))[:720, :1280].reshape(-1, 3).astype(int)
+    near = lambda c, tol=24: (np.abs(px - np.array(c)).max(1) <= tol).mean()
+    with Registry(registry) as reg: ids = [i for i, _, _ in active_snakes(reg, 8)]
+    c = genome_colours(ids).astype(int)
+    assert near(MAP_COLOURS[SNAKE_EMPTY]) > 0.15, "the map's background is missing"
+    assert all(near(b) + near(h) > 1e-4 for b, h in zip(c * 8 // 10, np.minimum(c + 70, 255))), "a genome's snakes (bodies, heads) are missing"
+    assert len(np.unique(px // 16, axis=0)) > 20 and px.std() > 20, "a blank or flat picture"
+
+def test_live_page_plays_over_webrtc(registry, tmp_path):
+    r = live_view(registry, tmp_path, '--seconds', 4)
+    assert r['mode'] == 'webrtc' and r['connected'] and not r['errors'], r
+    assert r['video_time'][1] - r['video_time'][0] > 2, r['video_time']     # the video plays
+    assert r['frames'] >= 30 and r['latency_ms']['median'] < 1000, r
+    assert r['health']['viewers']['h264'] == 1 and r['health']['encode_ms'] is not None
+    shows_the_arena(r['screenshots'][-1], registry)   # the first may show the card of a game still loading
+
+def test_mjpeg_fallback_plays(registry, tmp_path):
+    r = live_view(registry, tmp_path, '--mode', 'mjpeg', '--seconds', 3)
+    assert r['mode'] == 'mjpeg' and r['frames'] >= 10 and not r['errors'], r
+    assert r['health']['viewers'] == {'h264': 0, 'jpeg': 1}
+    shows_the_arena(r['screenshots'][-1], registry)
+
+def test_codec_error_heals_within_5_s(registry, tmp_path):
+    r = live_view(registry, tmp_path, '--seconds', 6, '--inject-codec-at', 2)
+    assert r['health']['restarts']['encoder'] == 1 and 'EOFError' in ' '.join(r['health']['errors']), r['health']
+    assert r['recovery_s'] is not None and r['recovery_s'] < 5, r     # a frame drawn after the fault reached the screen
+    assert r['video_time'][1] - r['video_time'][0] > 3
+    shows_the_arena(r['screenshots'][-1], registry)
+
+def test_playlist_loops_the_clips(registry, tmp_path):
+    from genome_lab.tournament import run_tournament
+    from genome_lab.highlights import HighlightStore, HighlightConfig, record_highlights
+    with Registry(registry) as reg, HighlightStore(registry/'highlights') as store:
+        run_tournament(reg, arena='snake', agents_per_genome=4, steps=100, progress=False)
+        out = record_highlights(reg, store, cfg=HighlightConfig(width=640, height=360, before=10, after=5))
+        clips = store.clips()
+    assert out['verified'] == out['games'] == 1 and clips, out
+    r = live_view(registry, tmp_path, '--page', 'playlist', '--seconds', 2)
+    assert r['clips'] == len(clips) and r['played'][0] == clips[0]['id'] and not r['errors'], r
+    assert r['time'] > r['start_time'] + 0.5                       # the clip plays
+    assert [li.split(' · ')[1] for li in r['items']] == [c['title'] for c in clips]
+    px = np.asarray(Image.open(r['screenshots'][0]).convert('RGB'))[:720].astype(int)
+    assert px.std() > 20 and (np.abs(px - MAP_COLOURS[SNAKE_EMPTY]).max(-1) < 24).mean() > 0.05
+
+def test_router_refuses_bad_requests(registry):
+    app = create_app(registry, token='stream-token-1')
+    app.state.stream_config = StreamConfig(idle_seconds=0.5)
+    with TestClient(app) as http:
+        for body in [{'sdp': 'v=0', 'type': 'offer'}, {'sdp': 'x' * 30_000, 'type': 'offer'}, {'sdp': 'v=0', 'type': 'answer'}, {}]:
+            assert http.post('/stream/offer', json=body).status_code in (400, 422), body
+        assert http.post('/stream/fault', json={'fault': 'codec'}).status_code == 401
+        auth = {'Authorization': 'Bearer stream-token-1'}
+        assert http.post('/stream/fault', json={'fault': 'meltdown'}, headers=auth).status_code == 422
+        assert http.get('/stream/health').json()['state'] == 'idle'     # refused offers started nothing
+        assert http.post('/stream/fault', json={'fault': 'stall', 'seconds': 0.1}, headers=auth).json()['restarts'] == {'encoder': 0, 'game': 0, 'render': 0}
+        assert http.get('/stream/clips/../registry.sqlite').status_code == 404
+        assert http.get('/stream/clips/0123456789ab.mp4').status_code == 404
+        assert http.get('/stream/health').json()['viewers'] == {'h264': 0, 'jpeg': 0}   # a refused offer leaves no viewer
+
+def test_streaming_benchmark_runs(tmp_path):
+    r = subprocess.run([sys.executable, ROOT/'bench'/'streaming.py', '--seconds', '1', '--viewers', '1', '--latency-seconds', '3',
+                        '--json', tmp_path/'s.json'], capture_output=True, text=True, env=ENV, timeout=400)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = json.loads((tmp_path/'s.json').read_text())
+    assert out['render']['x_real_time'] > 0 and out['encode']['bitrate_kbps'] > 0 and out['latency']['webrtc']['median'] > 0
