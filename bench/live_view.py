@@ -21,11 +21,11 @@ CHROMIUM_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first
                   '--disable-features=WebRtcHideLocalIpsWithMdns']   # real host candidates (no multicast DNS names)
 TOKEN = 'live-view-token'
 
-def in_private_network(argv:list)->int:
-    "Run this script with `argv` in a new network namespace (see the module's docstring); returns its exit status."
+def in_private_network(cmd:list, **kw)->subprocess.CompletedProcess:
+    "Run `cmd` in a new network namespace (see the module's docstring), with `GENOME_LAB_NETNS=1` set; `kw` go to `subprocess.run`."
     unshare = ['unshare', '-n'] if os.geteuid() == 0 else ['unshare', '-rn']
-    cmd = [*unshare, 'sh', '-c', NETNS_SETUP + ' && exec "$@"', 'sh', sys.executable, os.path.abspath(__file__), *argv]
-    return subprocess.run(cmd, env={**os.environ, 'GENOME_LAB_NETNS': '1'}).returncode
+    return subprocess.run([*unshare, 'sh', '-c', NETNS_SETUP + ' && exec "$@"', 'sh', *map(str, cmd)],
+                          env={**os.environ, 'GENOME_LAB_NETNS': '1'}, **kw)
 
 def serve(app):
     "Run `app` under uvicorn on 127.0.0.1 in a thread; returns (base URL, server)."
@@ -95,7 +95,8 @@ def main(argv=None):
     ap.add_argument('--inject-codec-at', type=float, default=0.0, help='inject a codec error this many seconds in (0: none)')
     ap.add_argument('--fps', type=int, default=30)
     a = ap.parse_args(argv)
-    if os.environ.get('GENOME_LAB_NETNS') != '1': return in_private_network(sys.argv[1:] if argv is None else argv)
+    if os.environ.get('GENOME_LAB_NETNS') != '1':
+        return in_private_network([sys.executable, os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv)]).returncode
     from playwright.sync_api import sync_playwright
     from genome_lab.server import create_app
     from genome_lab.broadcast import StreamConfig

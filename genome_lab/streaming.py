@@ -69,7 +69,7 @@ def text_sprite(text:str, size:int=16)->Sprite: return sprite(text_mask(text, si
 # %% ../nbs/90_streaming.ipynb #ec07d026
 class Canvas:
     """A `width` x `height` picture held in the YUV 4:2:0 planes of an `av.VideoFrame` (`frame`) and drawn in place;
-    coordinates are pixels from the top left, colours RGB tuples or `rgb_to_yuv` values."""
+    coordinates are pixels from the top left, colours RGB (`cells` takes `rgb_to_yuv` colours, converted once per map)."""
     def __init__(self, width:int=1280, height:int=720):
         if width < 2 or height < 2 or width % 2 or height % 2: raise ValueError(f"width and height must be even and at least 2, not {width}x{height}")
         self.width, self.height = width, height
