@@ -56,7 +56,11 @@ PRESETS = {
         '73_client': dict(draws=100_000),
         '81_tetris_players': dict(demo_ticks=10_000),
         '83_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
-                                 max_ticks=10_000, heldout_games=64, heldout_ticks=10_000)},
+                                 max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
+        '90_streaming': dict(game_steps=300, clip_seconds=10.0),
+        '91_broadcast': dict(fps=30, seconds=5.0),
+        '92_highlights': dict(clip_width=1280, clip_height=720, max_clips=50),
+        '93_stream_server': dict(seconds=3.0)},
 }
 RUN_INJECTED = ('registry_dir',)  # set by the pipeline itself: the run's shared registry
 
