@@ -23,6 +23,8 @@ TOKEN = 'live-view-token'
 
 def in_private_network(cmd:list, **kw)->subprocess.CompletedProcess:
     "Run `cmd` in a new network namespace (see the module's docstring), with `GENOME_LAB_NETNS=1` set; `kw` go to `subprocess.run`."
+    if missing := [t for t in ('unshare', 'ip') if shutil.which(t) is None]:
+        raise SystemExit(f"{missing} not found: a private network namespace needs util-linux's unshare and iproute2's ip")
     unshare = ['unshare', '-n'] if os.geteuid() == 0 else ['unshare', '-rn']
     return subprocess.run([*unshare, 'sh', '-c', NETNS_SETUP + ' && exec "$@"', 'sh', *map(str, cmd)],
                           env={**os.environ, 'GENOME_LAB_NETNS': '1'}, **kw)

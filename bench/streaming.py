@@ -240,6 +240,7 @@ def main(argv=None):
     ap.add_argument('--viewers', default='1,2,4', help='viewer counts of section 3')
     ap.add_argument('--latency-seconds', type=float, default=10.0, help='seconds each latency page is watched')
     ap.add_argument('--json', default='', help='write the figures there too (e.g. nbs/measured/streaming.json)')
+    ap.add_argument('--sections', default='render,viewers,latency', help='which sections to run (a comma-separated subset)')
     ap.add_argument('--serve', choices=['shared', 'per-viewer'], help=argparse.SUPPRESS)
     ap.add_argument('--port', type=int, help=argparse.SUPPRESS)
     ap.add_argument('--registry', help=argparse.SUPPRESS)
@@ -255,14 +256,18 @@ def main(argv=None):
     cpu = sorted(os.sched_getaffinity(0))[-1]
     model = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), 'unknown CPU')
     res = dict(load_start=load(), cpu=f'{model}, {os.cpu_count()} CPUs')
-    os.sched_setaffinity(0, {cpu})   # sections 1-2 on one core
-    res.update(render_and_encode(reg, a.seconds))
-    os.sched_setaffinity(0, set(range(os.cpu_count())))
-    r = live_view.in_private_network([sys.executable, __file__, '--viewers-only', '--viewers', a.viewers, '--seconds', a.seconds,
-                                      '--registry', reg], capture_output=True, text=True, timeout=1800)
-    if r.returncode: raise RuntimeError(f"the viewer measurement failed: {r.stdout[-2000:]} {r.stderr[-2000:]}")
-    res['viewers'] = json.loads(r.stdout.strip().splitlines()[-1])
-    res['latency'] = latency(reg, a.latency_seconds)
+    sections = set(a.sections.split(','))
+    if bad := sections - {'render', 'viewers', 'latency'}: raise SystemExit(f"unknown sections {sorted(bad)}: choose from render, viewers, latency")
+    if 'render' in sections:
+        os.sched_setaffinity(0, {cpu})   # sections 1-2 on one core
+        res.update(render_and_encode(reg, a.seconds))
+        os.sched_setaffinity(0, set(range(os.cpu_count())))
+    if 'viewers' in sections:
+        r = live_view.in_private_network([sys.executable, __file__, '--viewers-only', '--viewers', a.viewers, '--seconds', a.seconds,
+                                          '--registry', reg], capture_output=True, text=True, timeout=1800)
+        if r.returncode: raise RuntimeError(f"the viewer measurement failed: {r.stdout[-2000:]} {r.stderr[-2000:]}")
+        res['viewers'] = json.loads(r.stdout.strip().splitlines()[-1])
+    if 'latency' in sections: res['latency'] = latency(reg, a.latency_seconds)
     res['load_end'] = load()
     report(res)
     if a.json: Path(a.json).write_text(json.dumps(res, indent=1) + '\n')
@@ -270,17 +275,18 @@ def main(argv=None):
 
 def report(r:dict):
     print(f"load at start {' '.join(r['load_start'])}, at end {' '.join(r['load_end'])}; {r['cpu']}")
-    R, E, RE = r['render'], r['encode'], r['render_and_encode']
-    print(f"render 1280x720 ({R['frames']} frames), CPU per frame on one core: {R['cpu_ms']:.2f} ms = {R['x_real_time']:.1f}x real time at 30 fps "
-          f"(wall {R['wall_ms']:.2f} ms); baseline {R['baseline']['what']}: {R['baseline']['cpu_ms']:.2f} ms = {R['baseline']['x_real_time']:.1f}x")
-    print(f"encode ({E['settings']}): {E['cpu_ms']:.2f} ms = {E['x_real_time']:.1f}x real time, {E['bitrate_kbps']:.0f} kbit/s, "
-          f"delay {E['delay_frames']} frames; baseline {E['baseline']['what']}: {E['baseline']['cpu_ms']:.2f} ms = "
-          f"{E['baseline']['x_real_time']:.1f}x, {E['baseline']['bitrate_kbps']:.0f} kbit/s, delay {E['baseline']['delay_frames']} frames")
-    print(f"render + encode: {RE['cpu_ms']:.2f} ms = {RE['x_real_time']:.1f}x real time (goal {RE['goal']}x); baseline {RE['baseline']['x_real_time']:.1f}x")
-    for mode, rows in r['viewers'].items():
+    if 'render' in r:
+        R, E, RE = r['render'], r['encode'], r['render_and_encode']
+        print(f"render 1280x720 ({R['frames']} frames), CPU per frame on one core: {R['cpu_ms']:.2f} ms = {R['x_real_time']:.1f}x real time at 30 fps "
+              f"(wall {R['wall_ms']:.2f} ms); baseline {R['baseline']['what']}: {R['baseline']['cpu_ms']:.2f} ms = {R['baseline']['x_real_time']:.1f}x")
+        print(f"encode ({E['settings']}): {E['cpu_ms']:.2f} ms = {E['x_real_time']:.1f}x real time, {E['bitrate_kbps']:.0f} kbit/s, "
+              f"delay {E['delay_frames']} frames; baseline {E['baseline']['what']}: {E['baseline']['cpu_ms']:.2f} ms = "
+              f"{E['baseline']['x_real_time']:.1f}x, {E['baseline']['bitrate_kbps']:.0f} kbit/s, delay {E['baseline']['delay_frames']} frames")
+        print(f"render + encode: {RE['cpu_ms']:.2f} ms = {RE['x_real_time']:.1f}x real time (goal {RE['goal']}x); baseline {RE['baseline']['x_real_time']:.1f}x")
+    for mode, rows in r.get('viewers', {}).items():
         print(f"server CPU by viewers, {mode}: " + '; '.join(f"{x['viewers']}: {x['server_cpu_s_per_s']:.2f} s/s, {x['server_cpu_ms_per_frame']:.1f} ms "
                                                                f"per frame sent to all (fps per viewer {', '.join(f'{f:.1f}' for f in x['fps_per_viewer'])})" for x in rows))
-    for mode, v in r['latency'].items():
+    for mode, v in r.get('latency', {}).items():
         print(f"glass-to-glass {mode}: median {v['median']:.0f} ms, p95 {v['p95']:.0f} ms (n {v['n']}, stream {v['fps']:.1f} fps); clock round trip {v['clock_rtt_ms']} ms")
 
 if __name__ == '__main__': sys.exit(main())
