@@ -129,7 +129,7 @@ class Broadcast:
         self.root, self.config = Path(registry), config
         self.viewers, self.lock = [], threading.Lock()
         self.running, self.game, self.games, self.roster = False, None, 0, []
-        self._gen = {'game': 0, 'render': 0}
+        self._gen = {'game': 0, 'render': 0, 'watchdog': 0}
         self.beat = {'game': 0.0, 'render': 0.0}
         self.counts = collections.Counter()   # encoder_restarts, game_restarts, render_restarts, reloads, frames, ...
         self.errors = collections.deque(maxlen=10)
@@ -164,13 +164,12 @@ class Broadcast:
         self.running = True
         now = time.monotonic()
         self.beat = {'game': now, 'render': now}
-        for part in ('game', 'render'): self._spawn(part)
-        self.threads.append(threading.Thread(target=self._watchdog, name='stream-watchdog', daemon=True)); self.threads[-1].start()
+        for part in ('game', 'render', 'watchdog'): self._spawn(part)
 
     def _spawn(self, part:str):
         self._gen[part] += 1
         self.beat[part] = time.monotonic()
-        target = self._play if part == 'game' else self._render
+        target = {'game': self._play, 'render': self._render, 'watchdog': self._watchdog}[part]
         th = threading.Thread(target=target, args=(self._gen[part],), name=f'stream-{part}-{self._gen[part]}', daemon=True)
         th.start(); self.threads = [t for t in self.threads if t.is_alive()] + [th]
 
@@ -194,6 +193,8 @@ class Broadcast:
                 self.games += 1
                 self.game = game
                 self._run_game(game, gen)
+            except Exception as e:   # a failing policy ends its game, not the stream: reported, and the next game starts
+                self.errors.append(f'game {game.number}: {type(e).__name__}: {e}'); time.sleep(1.0)
             finally: game.close()
 
     def _run_game(self, game:LiveGame, gen:int):
@@ -214,12 +215,15 @@ class Broadcast:
         while self._live('render', gen):
             t0, ms = time.perf_counter(), int(time.time() * 1000)
             game = self.game
-            if game is None: waiting_card(canvas, 'waiting for active snake genomes in the registry', ms)
-            else: render_snake(canvas, *game.moment, c.view, stamp_ms=ms)
-            self.times['render'].append(time.perf_counter() - t0)
-            self.counts['frames'] += 1; self.drawn.append(time.monotonic())
-            h264 = self._send_h264(canvas, h264)
-            jpeg = self._send_jpeg(canvas, jpeg)
+            try:
+                if game is None: waiting_card(canvas, 'waiting for active snake genomes in the registry', ms)
+                else: render_snake(canvas, *game.moment, c.view, stamp_ms=ms)
+                self.times['render'].append(time.perf_counter() - t0)
+                self.counts['frames'] += 1; self.drawn.append(time.monotonic())
+                h264 = self._send_h264(canvas, h264)
+                jpeg = self._send_jpeg(canvas, jpeg)
+            except Exception as e:   # reported; the encoders start afresh with the next frame
+                self.errors.append(f'render: {type(e).__name__}: {e}'); h264 = jpeg = None
             self.beat['render'] = time.monotonic()
             t_next = max(t_next + 1 / c.fps, time.monotonic() - 1 / c.fps)
             time.sleep(max(0.0, t_next - time.monotonic()))
@@ -250,9 +254,9 @@ class Broadcast:
         for v in viewers: v.offer(data)
         return enc
 
-    def _watchdog(self):
+    def _watchdog(self, gen:int):
         c, last_reload, idle_since = self.config, time.monotonic(), None
-        while self.running:
+        while self._live('watchdog', gen):
             time.sleep(0.1)
             now = time.monotonic()
             for part in ('game', 'render'):
