@@ -4,6 +4,7 @@
    `render_snake` drawing straight into YUV 4:2:0 planes, against the same picture drawn in RGB (numpy cells, Pillow
    text) and converted to YUV 4:2:0 by swscale, as a renderer without the YUV canvas would. Frames come from a game of
    the founding genomes stepped once per frame (every frame differs). As multiples of real time (33.3 ms a frame).
+   Also the other arenas' pictures: 4 tetris boards, 8 creatures (no baseline: the same canvas).
 2. Encode rate of the same frames: `LiveEncoder` (libx264 ultrafast, zerolatency, no B-frames, GOP 30, CBR) against
    libx264's defaults (preset medium, B-frames, look-ahead) at the same bitrate, one thread each; the bitrate
    measured from the packets, and the encoder's delay (frames in before the first packet out). Render + encode
@@ -118,7 +119,25 @@ def render_and_encode(registry:Path, seconds:float, fps:int=30)->dict:
                                        cpu_ms=1e3*c_d, wall_ms=1e3*w_d, x_real_time=budget / c_d, bitrate_kbps=kbps_d, delay_frames=first_d))
     res['render_and_encode'] = dict(cpu_ms=1e3*(c_ours + c_e), x_real_time=budget / (c_ours + c_e), goal=2.0,
                                     baseline=dict(cpu_ms=1e3*(c_base + c_d), x_real_time=budget / (c_base + c_d)))
+    res['other_arenas'] = other_arenas(n, budget)
     return res
+
+def other_arenas(n:int, budget:float)->dict:
+    "CPU per 1280x720 frame of 4 tetris boards (from `TetrisArena` stepped by random keys) and of 8 creatures (recorded frames)."
+    from genome_lab.arenas import TetrisArena
+    from genome_lab.physics import random_population, simulate, pellet_course
+    from genome_lab.streaming import Canvas, render_tetris, render_creatures, tetris_boards, genome_colours
+    cv, rng, names = Canvas(), np.random.default_rng(0), ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H']
+    arena = TetrisArena(num_envs=4)
+    boards = []
+    for _ in range(n): arena.step(rng.integers(0, 7, 4)); boards.append(tetris_boards(arena))
+    c_t, _, _ = cpu_per_call(lambda b: render_tetris(cv, b, names[:4], genome_colours(names[:4]), [0] * 4), boards)
+    pop = random_population(8, 0); g = {k: v.numpy() for k, v in pop.items()}
+    course = pellet_course(0)
+    sim = simulate(pop, course, seconds=n / 15, record=True)
+    c_c, _, _ = cpu_per_call(lambda k: render_creatures(cv, sim.frames[k], g['node_mask'], g['muscle_a'], g['muscle_b'], g['muscle_mask'],
+                                                         course[int(sim.frame_pellets[k, 0])].numpy(), names, genome_colours(names)), range(len(sim.frames)))
+    return dict(tetris=dict(boards=4, cpu_ms=1e3*c_t, x_real_time=budget / c_t), creatures=dict(creatures=8, cpu_ms=1e3*c_c, x_real_time=budget / c_c))
 
 # -- section 3: viewers (run inside the network namespace)
 
@@ -283,6 +302,9 @@ def report(r:dict):
               f"delay {E['delay_frames']} frames; baseline {E['baseline']['what']}: {E['baseline']['cpu_ms']:.2f} ms = "
               f"{E['baseline']['x_real_time']:.1f}x, {E['baseline']['bitrate_kbps']:.0f} kbit/s, delay {E['baseline']['delay_frames']} frames")
         print(f"render + encode: {RE['cpu_ms']:.2f} ms = {RE['x_real_time']:.1f}x real time (goal {RE['goal']}x); baseline {RE['baseline']['x_real_time']:.1f}x")
+        O = r['other_arenas']
+        print(f"render 1280x720, other arenas: 4 tetris boards {O['tetris']['cpu_ms']:.2f} ms = {O['tetris']['x_real_time']:.1f}x real time; "
+              f"8 creatures {O['creatures']['cpu_ms']:.2f} ms = {O['creatures']['x_real_time']:.1f}x")
     for mode, rows in r.get('viewers', {}).items():
         print(f"server CPU by viewers, {mode}: " + '; '.join(f"{x['viewers']}: {x['server_cpu_s_per_s']:.2f} s/s, {x['server_cpu_ms_per_frame']:.1f} ms "
                                                                f"per frame sent to all (fps per viewer {', '.join(f'{f:.1f}' for f in x['fps_per_viewer'])})" for x in rows))
