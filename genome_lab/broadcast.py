@@ -45,7 +45,8 @@ class StreamConfig:
 
 def active_snakes(registry:Registry, k:int)->list: # [(id, name, ordinal or None)], best first
     "The `k` best-rated active snake genomes (OpenSkill ordinal; unrated ones after the rated, by age)."
-    ratings = load_ratings(registry)
+    rated = registry.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='ratings'").fetchone()
+    ratings = load_ratings(registry) if rated or not registry.read_only else {}   # a read-only registry without a tournament yet
     rows = [registry.genome(i) for i in registry.ids('active')]
     rows = [(g['id'], g['name'], ratings[g['id']].ordinal() if g['id'] in ratings else None) for g in rows if g['arena'] == 'snake']
     return sorted(rows, key=lambda r: (r[2] is None, -(r[2] or 0)))[:k]
@@ -123,10 +124,11 @@ class Viewer:
 class Broadcast:
     "One game, one renderer and one encoder per format, shared by every `Viewer`; runs only while someone watches."
     def __init__(self, registry:str|Path, # registry folder
-                 config:StreamConfig=StreamConfig()):
+                 config:StreamConfig=StreamConfig(),
+                 read_only:bool=False): # open the registry read-only (a read-only server writes nothing)?
         if config.view not in ('map', 'follow'): raise ValueError(f"view must be 'map' or 'follow', not {config.view!r}")
         if config.width % 2 or config.height % 2: raise ValueError("width and height must be even")
-        self.root, self.config = Path(registry), config
+        self.root, self.config, self.read_only = Path(registry), config, read_only
         self.viewers, self.lock = [], threading.Lock()
         self.running, self.game, self.games, self.roster = False, None, 0, []
         self._gen = {'game': 0, 'render': 0, 'watchdog': 0}
@@ -180,7 +182,7 @@ class Broadcast:
         c = self.config
         while self._live('game', gen):
             try:
-                with Registry(self.root) as reg:
+                with Registry(self.root, read_only=self.read_only) as reg:
                     roster = active_snakes(reg, c.max_genomes)
                     self.roster = [r[0] for r in roster]
                     game = LiveGame(reg, roster, c.seed + self.games, self.games + 1, c) if roster else None
@@ -266,7 +268,7 @@ class Broadcast:
                     self._spawn(part)
             if now - last_reload > c.reload_seconds:
                 last_reload = now
-                with Registry(self.root) as reg: active = [r[0] for r in active_snakes(reg, c.max_genomes)]
+                with Registry(self.root, read_only=self.read_only) as reg: active = [r[0] for r in active_snakes(reg, c.max_genomes)]
                 if sorted(active) != sorted(self.roster):
                     self.counts['reloads'] += 1; self.roster = active
                     self._spawn('game')

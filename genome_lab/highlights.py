@@ -165,10 +165,11 @@ CREATE TABLE IF NOT EXISTS records (kind TEXT PRIMARY KEY, value REAL NOT NULL);
 """
 
 class HighlightStore(SQLiteStore):
-    "Clips and their metadata in `folder`, under a retention policy."
-    def __init__(self, folder:str|Path):
-        self.folder = Path(folder); (self.folder/'clips').mkdir(parents=True, exist_ok=True)
-        super().__init__(self.folder/'highlights.sqlite', HIGHLIGHTS_SCHEMA)
+    "Clips and their metadata in `folder`, under a retention policy; `read_only` opens an existing store without writing."
+    def __init__(self, folder:str|Path, read_only:bool=False):
+        self.folder = Path(folder)
+        if not read_only: (self.folder/'clips').mkdir(parents=True, exist_ok=True)
+        super().__init__(self.folder/'highlights.sqlite', HIGHLIGHTS_SCHEMA, read_only)
 
     def clip_path(self, cid:str)->Path: return self.folder/'clips'/f'{cid}.mp4'
 

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Path as PathPara
 from fastapi.responses import HTMLResponse, FileResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from .registry import Registry
-from .server import RegistryPool, registry_pool, require_token, ERRORS
+from .server import RegistryPool, registry_pool, require_token, TokenRoute, ERRORS
 from .broadcast import Broadcast, StreamConfig, Viewer
 from .highlights import HighlightStore, HighlightConfig, record_highlights
 
@@ -31,14 +31,14 @@ async def _lifespan(app):
     if b is not None: b.close()
     for pc in list(getattr(app.state, 'peers', ())): await pc.close()
 
-stream = APIRouter(prefix='/stream', tags=['stream'], lifespan=_lifespan)
+stream = APIRouter(prefix='/stream', tags=['stream'], lifespan=_lifespan, route_class=TokenRoute)  # writes refused before their body is read
 
 def broadcast(request:Request, pool:RegistryPool=Depends(registry_pool))->Broadcast:
     "FastAPI dependency: the app's `Broadcast` over its registry (configured by `app.state.stream_config`, default `StreamConfig()`)."
     st = request.app.state
     with _lock:
         if getattr(st, 'stream', None) is None:
-            st.stream, st.peers = Broadcast(pool.root, getattr(st, 'stream_config', None) or StreamConfig()), set()
+            st.stream, st.peers = Broadcast(pool.root, getattr(st, 'stream_config', None) or StreamConfig(), pool.read_only), set()
     return st.stream
 
 _lock = threading.Lock()
@@ -166,7 +166,7 @@ def highlight_dir(pool:RegistryPool)->Path: return pool.root/'highlights'
 
 def _clips(pool:RegistryPool)->list:
     if not (highlight_dir(pool)/'highlights.sqlite').exists(): return []
-    with HighlightStore(highlight_dir(pool)) as store:
+    with HighlightStore(highlight_dir(pool), read_only=pool.read_only) as store:
         return [ClipOut(**{k: c[k] for k in ClipOut.model_fields if k != 'url'}, url=f"/stream/clips/{c['id']}.mp4") for c in store.clips()]
 
 @stream.get('/highlights', response_model=HighlightsOut, operation_id='stream_highlights')

@@ -73,7 +73,9 @@ def test_playlist_loops_the_clips(registry, tmp_path):
     px = np.asarray(Image.open(r['screenshots'][0]).convert('RGB'))[:720].astype(int)
     assert px.std() > 20 and (np.abs(px - MAP_COLOURS[SNAKE_EMPTY]).max(-1) < 24).mean() > 0.05
 
-def test_router_refuses_bad_requests(registry):
+def test_router_refuses_bad_requests(tmp_path):
+    registry = tmp_path/'registry'
+    with Registry(registry) as reg: seed_founders(reg)
     app = create_app(registry, token='stream-token-1')
     app.state.stream_config = StreamConfig(idle_seconds=0.5)
     with TestClient(app) as http:
@@ -87,6 +89,10 @@ def test_router_refuses_bad_requests(registry):
         assert http.get('/stream/clips/../registry.sqlite').status_code == 404
         assert http.get('/stream/clips/0123456789ab.mp4').status_code == 404
         assert http.get('/stream/health').json()['viewers'] == {'h264': 0, 'jpeg': 0}   # a refused offer leaves no viewer
+    with TestClient(create_app(registry)) as ro:   # read-only: the broadcast and the highlight list write nothing
+        assert ro.get('/stream/health').status_code == 200 and ro.app.state.stream.read_only
+        assert ro.get('/stream/highlights').json()['clips'] == [] and not (registry/'highlights').exists()
+        assert ro.post('/stream/fault', json={'fault': 'codec'}, headers={'Authorization': 'Bearer stream-token-1'}).status_code == 403
 
 def test_streaming_benchmark_runs(tmp_path):
     r = subprocess.run([sys.executable, ROOT/'bench'/'streaming.py', '--seconds', '1', '--viewers', '1', '--sections', 'render,viewers',
