@@ -8,12 +8,15 @@ Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 from __future__ import annotations
 import argparse, base64, io, json, sqlite3, sys, time, uuid, zlib
 from dataclasses import asdict
+from fractions import Fraction
 from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import save as st_save, load as st_load
 from tqdm.auto import tqdm
+import av
+from IPython.display import Image
 from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, simulate, pellet_course,
                                 creature_types, creature_policy, pop_size, DQ_REASONS, FPS, EPISODE_SECONDS, INT_GENES)
 from .registry import Genome, Registry, SQLiteStore, utcnow
@@ -21,7 +24,7 @@ from .registry import Genome, Registry, SQLiteStore, utcnow
 # %% auto #0
 __all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'StoreError', 'CreatureStore', 'pack_frames', 'unpack_frames', 'pack_population',
            'unpack_population', 'best_over_time', 'type_distribution', 'kept_for_frames', 'register_creatures',
-           'evolve_run', 'export_run', 'import_run', 'replay', 'evolve_creatures_cli']
+           'evolve_run', 'export_run', 'import_run', 'apng', 'replay', 'evolve_creatures_cli']
 
 # %% ../nbs/61_creature_store.ipynb #f7d83dcf
 STORE_SCHEMA = """
@@ -254,14 +257,26 @@ def import_run(store:CreatureStore, doc:dict, run_id:str|None=None)->str: # the 
     return rid
 
 # %% ../nbs/61_creature_store.ipynb #7013ce05
+def apng(frames:list, # (height, width, 3) uint8 RGB images, all of one size
+         fps:float)->bytes: # an animated PNG that loops forever
+    "Encode `frames` at `fps` frames per second as an animated PNG with PyAV (ffmpeg's `apng` encoder)."
+    if not frames: raise ValueError("apng needs at least one frame")
+    h, w = frames[0].shape[:2]
+    buf = io.BytesIO()
+    with av.open(buf, 'w', format='apng', options={'plays': '0'}) as out:
+        stream = out.add_stream('apng', rate=Fraction(fps).limit_denominator(1000))
+        stream.width, stream.height, stream.pix_fmt = w, h, 'rgb24'
+        for f in frames: out.mux(stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format='rgb24')))
+        out.mux(stream.encode())
+    return buf.getvalue()
+
 def replay(store:CreatureStore, run_id:str, generation:int, creature:int, # which creature
            max_frames:int=300, # subsample to at most this many frames
-           dpi:int=60)->str: # HTML (display with `IPython.display.HTML`), or 'No replay available'
-    "An animation of a stored creature at 15 FPS (slower when subsampled)."
+           dpi:int=60)->Image|str: # an animated PNG (its bytes in `.data`), or 'No replay available'
+    "An animation of a stored creature at 15 FPS (slower when subsampled), as an animated PNG that needs no JavaScript."
     fr = store.frames(run_id, generation, creature)
     if fr is None: return 'No replay available'
     import matplotlib.pyplot as plt
-    from matplotlib.animation import FuncAnimation
     pos, nm = fr['frames'], fr['node_mask'].astype(bool)
     mm = fr['muscle_mask'].astype(bool); ma, mb = fr['muscle_a'][mm], fr['muscle_b'][mm]
     idx = np.linspace(0, len(pos) - 1, min(max_frames, len(pos))).round().astype(int)
@@ -273,14 +288,15 @@ def replay(store:CreatureStore, run_id:str, generation:int, creature:int, # whic
     dots, = ax.plot([], [], 'o', color='tab:blue', ms=4)
     pellet, = ax.plot([], [], '*', color='gold', ms=12, mec='k')
     def draw(k):
-        p = pos[idx[k]]
+        p = pos[k]
         for l, a, b in zip(lines, ma, mb): l.set_data([p[a, 0], p[b, 0]], [p[a, 1], p[b, 1]])
         dots.set_data(p[nm, 0], p[nm, 1])
-        c = fr['course'][min(int(fr['pellet'][idx[k]]), len(fr['course']) - 1)]; pellet.set_data([c[0]], [c[1]])
-        return lines + [dots, pellet]
-    anim = FuncAnimation(fig, draw, frames=len(idx), interval=1000/FPS*len(pos)/len(idx), blit=True)
-    html = anim.to_jshtml(default_mode='loop'); plt.close(fig)
-    return html
+        c = fr['course'][min(int(fr['pellet'][k]), len(fr['course']) - 1)]; pellet.set_data([c[0]], [c[1]])
+        fig.canvas.draw()
+        return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+    frames = [draw(k) for k in idx]
+    plt.close(fig)
+    return Image(data=apng(frames, FPS * len(idx) / len(pos)), format='png')
 
 # %% ../nbs/61_creature_store.ipynb #fdb957a7
 def evolve_creatures_cli(argv:list|None=None)->int: # exit status

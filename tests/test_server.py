@@ -1,6 +1,6 @@
 """The genome server (genome_lab.server) and client (genome_lab.client): API, security, atomic writes, concurrency,
 tournament jobs, the CLI, the leaderboard page in headless Chromium, and smoke runs of the load and fuzz scripts."""
-import contextlib, hashlib, json, os, pickle, re, shutil, socket, subprocess, sys, tempfile, threading, time
+import contextlib, hashlib, json, os, pickle, re, socket, subprocess, sys, tempfile, threading, time
 from html.parser import HTMLParser
 from pathlib import Path
 import numpy as np, pytest, torch, httpx
@@ -9,6 +9,7 @@ from genome_lab.registry import Registry, Genome, genome_to_bytes, seed_founders
 from genome_lab.policies import build_policy, RandomPolicy
 from genome_lab.server import create_app, evaluation_job, TournamentRequest
 from genome_lab.client import GenomeClient
+from loopback import CHROMIUM_FLAGS, chromium, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -23,9 +24,6 @@ def root(tmp_path):
 @pytest.fixture
 def http(root):
     with TestClient(create_app(root, token=TOKEN, max_upload_bytes=2 << 20), raise_server_exceptions=False) as c: yield c
-
-def free_port():
-    with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 @contextlib.contextmanager
 def live(app):
@@ -386,12 +384,7 @@ class _Dom(HTMLParser):
     def handle_data(self, data):
         for el in self.stack: el['text'] += data
 
-CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                  '--disable-background-networking', '--disable-component-update', '--disable-sync']
-
 def test_leaderboard_page_in_headless_chromium(root, tmp_path):
-    chromium = shutil.which('chromium')
-    if chromium is None: pytest.fail("chromium is not installed: run tools/setup_debian.sh chromium:chromium (tools/test.sh does)")
     ids = add_random_genomes(root, 12)
     with Registry(root) as reg:
         for k, gid in enumerate(ids): reg.record_games(gid, [dict(score=float(k), survival=1.0)] * 2, player='ada' if k < 3 else 'bob')
@@ -400,7 +393,7 @@ def test_leaderboard_page_in_headless_chromium(root, tmp_path):
         reg.add(child, RandomPolicy(4).state_dict())
         n_genomes = len(reg.ids()); n_edges = reg.db.execute('SELECT COUNT(*) FROM lineage').fetchone()[0]
     with live(create_app(root)) as url:
-        r = subprocess.run([chromium, *CHROMIUM_FLAGS, f'--user-data-dir={tmp_path/"chromium"}', '--virtual-time-budget=3000',
+        r = subprocess.run([chromium(), *CHROMIUM_FLAGS, f'--user-data-dir={tmp_path/"chromium"}', '--virtual-time-budget=3000',
                             '--dump-dom', f'{url}/leaderboard'], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     dom = _Dom(); dom.feed(r.stdout)

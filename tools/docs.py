@@ -1,0 +1,152 @@
+"""Build the docs site into `_docs/` with Sphinx and myst-nb (Quarto, which `nbdev-docs` needs, is not installable here).
+
+The chapters are the numbered notebooks in number order (the card's chapter order), as a pipeline run executed them,
+figures and tables included; a notebook the run did not execute is shown as its source. The home page is the README's
+content, the API reference has one page per module (autodoc, with each parameter's docment), and the runbooks are the
+pages under `docs/runbooks/`. Search is Sphinx's own (client-side, no server needed).
+
+    python tools/docs.py                       # runs the quick pipeline into runs/<id>/ first (minutes), then builds
+    python tools/docs.py --from-run runs/ID    # builds from a finished run, e.g. `genome-lab run 10_registry`
+"""
+import argparse, ast, json, re, shutil, sys
+from pathlib import Path
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = {0: 'Foundations', 1: 'Registry', 2: 'Behaviour cloning', 3: 'Clustering', 4: 'Replicator dynamics',
+            5: 'Diffusion hypernetwork', 6: 'Physics', 7: 'Tournament, server and client', 8: 'LLM evolution',
+            9: 'Streaming and the pipeline'}   # the card's chapters by the tens digit of a notebook's number
+DIRECTIVE = re.compile(r'^#\|\s*(\w+)(.*)$')
+
+def directives(source:str)->dict: # {name: rest of the line} of a cell's leading `#|` lines
+    out = {}
+    for line in source.splitlines():
+        if not (m := DIRECTIVE.match(line)): break
+        out[m.group(1)] = m.group(2).strip()
+    return out
+
+def strip_directives(source:str)->str:
+    lines = source.splitlines()
+    while lines and DIRECTIVE.match(lines[0]): lines.pop(0)
+    return '\n'.join(lines)
+
+def module_of(nb)->str|None:
+    return next((d['default_exp'] for c in nb.cells if c.cell_type == 'code' and 'default_exp' in (d := directives(c.source))), None)
+
+def public_defs(source:str, exported:set)->list: # [(kind, name)] of the cell's top-level functions and classes in `__all__`
+    try: tree = ast.parse(source)
+    except SyntaxError: return []
+    kinds = {ast.FunctionDef: 'autofunction', ast.AsyncFunctionDef: 'autofunction', ast.ClassDef: 'autoclass'}
+    return [(kinds[type(n)], n.name) for n in tree.body if type(n) in kinds and n.name in exported]
+
+def api_cell(module:str, defs:list)->nbformat.NotebookNode:
+    "A markdown cell documenting `defs` like nbdev's `show_doc`: signature, docstring and docments (indexed on the API page)."
+    rst = [f".. {kind}:: genome_lab.{module}.{name}\n   :no-index:\n" + ("   :members:\n" if kind == 'autoclass' else '')
+           for kind, name in defs]
+    return nbformat.v4.new_markdown_cell("```{eval-rst}\n" + '\n'.join(rst) + "```")
+
+def chapter(nb, module:str|None, executed:bool)->nbformat.NotebookNode:
+    "The notebook as a page: hidden cells and papermill's injected cell dropped, exported code folded under its API entry."
+    import importlib
+    exported = set(getattr(importlib.import_module(f'genome_lab.{module}'), '__all__', ())) if module else set()
+    cells = []
+    for c in nb.cells:
+        tags = c.metadata.get('tags', [])
+        if 'injected-parameters' in tags: continue
+        if c.cell_type == 'raw' and c.source.startswith('#|'):   # a flagged cell the run skipped (`slow`, `cuda`)
+            c = nbformat.v4.new_code_cell(c.source, metadata=c.metadata)
+        if c.cell_type != 'code': cells.append(c); continue
+        d = directives(c.source)
+        if 'hide' in d or (d and not strip_directives(c.source).strip()): continue
+        if 'export' in d:
+            c.metadata['tags'] = [*tags, 'hide-input']
+            c.outputs = [o for o in c.get('outputs', []) if o.get('output_type') != 'stream']
+            c.source = strip_directives(c.source)
+            cells.append(c)
+            if defs := public_defs(c.source, exported): cells.append(api_cell(module, defs))
+            continue
+        c.source = strip_directives(c.source)
+        cells.append(c)
+    links = [f"API: [`genome_lab.{module}`](api/{module}.md)"] if module else []
+    if not executed: links.append("*This chapter was not executed for this build: it shows the notebook's source.*")
+    if links: cells.insert(1, nbformat.v4.new_markdown_cell('\n\n'.join(links)))
+    nb.cells = cells
+    return nb
+
+def toctree(entries:list, caption:str|None=None, hidden:bool=False)->str:
+    opts = [':maxdepth: 1'] + ([f':caption: {caption}'] if caption else []) + ([':hidden:'] if hidden else [])
+    return '```{toctree}\n' + '\n'.join(opts) + '\n\n' + '\n'.join(entries) + '\n```\n'
+
+def page_name(notebook:str)->str: return re.sub(r'^\d+_', '', notebook)   # nbdev's page name: 02_evaluation -> evaluation
+
+def write_chapters(src:Path, names:list, run:Path|None)->list: # [(notebook, module, executed)]
+    record = json.loads((run/'run.json').read_text()) if run else {}
+    ok = {n for n, r in record.get('results', {}).items() if r.get('status') == 'ok'}
+    pages = [page_name(n) for n in names]
+    if dup := sorted({p for p in pages if pages.count(p) > 1} | ({'index', 'chapters', 'search', 'genindex'} & set(pages))):
+        raise RuntimeError(f"notebooks {dup} would make pages with the same or a reserved name: rename one")
+    out = []
+    for n in names:
+        executed = n in ok
+        nb = nbformat.read((run if executed else ROOT/'nbs')/f'{n}.ipynb', as_version=4)
+        module = module_of(nb)
+        nbformat.write(chapter(nb, module, executed), src/f'{page_name(n)}.ipynb')
+        out.append((n, module, executed))
+    groups = {}
+    for n, _, _ in out: groups.setdefault(int(n[0]), []).append(page_name(n))
+    run_line = (f"Executed by run `{record.get('run_id')}` (preset `{record.get('preset')}`, commit "
+                f"`{(record.get('git_commit') or '?')[:10]}`): {sum(e for *_, e in out)} of {len(out)} notebooks; "
+                "the others are shown as source." if run else "No run was given: every chapter is shown as source.")
+    page = ["# Chapters", "", "The notebooks in the card's chapter order, each a chapter: prose, code, figures, tables "
+            "and tests. " + run_line, ""]
+    page += [toctree(ps, CHAPTERS.get(d, f'Chapter {d}')) for d, ps in sorted(groups.items())]
+    (src/'chapters.md').write_text('\n'.join(page))
+    return out
+
+def write_api(src:Path, chapters:list):
+    (src/'api').mkdir()
+    mods = [(m, page_name(n)) for n, m, _ in chapters if m]
+    for m, page in mods:
+        (src/'api'/f'{m}.md').write_text(f"# genome_lab.{m}\n\nChapter: [](../{page}.ipynb)\n\n"
+                                         f"```{{eval-rst}}\n.. automodule:: genome_lab.{m}\n   :members:\n```\n")
+    (src/'api'/'index.md').write_text("# API reference\n\nOne page per module, in the notebooks' order; each signature "
+                                       "comes with its parameters' docments (shapes, units, what they mean).\n\n"
+                                       + toctree([m for m, _ in mods]))
+
+def write_home(src:Path):
+    readme = (ROOT/'README.md').read_text()
+    readme = re.sub(r'^<!--.*?-->\s*', '', readme, flags=re.S)   # the "generated from" comment
+    (src/'index.md').write_text(readme + '\n' + toctree(['chapters', 'api/index', 'runbooks/index'], hidden=True))
+
+def build(run:Path|None, out:Path, work:Path)->Path:
+    "Stage the pages in `work/src` and build the HTML site into `out`; returns `out/index.html`."
+    from genome_lab.pipeline import list_notebooks
+    from sphinx.cmd.build import build_main
+    if run is not None and not (run/'run.json').exists(): raise FileNotFoundError(f"{run} is not a run folder (no run.json)")
+    src = work/'src'
+    if src.exists(): shutil.rmtree(src)
+    shutil.copytree(ROOT/'docs', src)
+    write_home(src)
+    write_api(src, write_chapters(src, list_notebooks(), run))
+    if build_main(['-b', 'html', '-q', '-d', str(work/'doctrees'), str(src), str(out)]) != 0:
+        raise RuntimeError("sphinx-build failed (see the messages above)")
+    return out/'index.html'
+
+def main(argv=None)->int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--from-run', type=Path, help='a run folder (runs/<id>) whose executed notebooks to show; default: run the quick pipeline first')
+    ap.add_argument('--runs-dir', type=Path, default=ROOT/'runs', help='where the quick run goes when no --from-run is given')
+    ap.add_argument('--out', type=Path, default=ROOT/'_docs', help='the site folder')
+    ap.add_argument('--work', type=Path, default=ROOT/'_build'/'docs', help='staged pages and Sphinx caches')
+    a = ap.parse_args(argv)
+    run = a.from_run
+    if run is None:
+        from genome_lab.pipeline import run_pipeline
+        run = run_pipeline(runs_dir=a.runs_dir)
+    try: index = build(run, a.out, a.work)
+    except (FileNotFoundError, RuntimeError) as e:
+        print(f"docs: error: {e}", file=sys.stderr); return 1
+    print(f"docs: site built: {index}")
+    return 0
+
+if __name__ == '__main__': sys.exit(main())
