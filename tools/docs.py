@@ -8,7 +8,7 @@ pages under `docs/runbooks/`. Search is Sphinx's own (client-side, no server nee
     python tools/docs.py                       # runs the quick pipeline into runs/<id>/ first (minutes), then builds
     python tools/docs.py --from-run runs/ID    # builds from a finished run, e.g. `genome-lab run 10_registry`
 """
-import argparse, ast, json, re, shutil, sys
+import argparse, ast, importlib, json, re, shutil, sys
 from pathlib import Path
 import nbformat
 
@@ -45,28 +45,23 @@ def api_cell(module:str, defs:list)->nbformat.NotebookNode:
            for kind, name in defs]
     return nbformat.v4.new_markdown_cell("```{eval-rst}\n" + '\n'.join(rst) + "```")
 
+def page_cells(c, module:str|None, exported:set)->list: # the cells that show notebook cell `c` on its page
+    "Hidden, directive-only and papermill's injected cells go; exported code is folded above its API entries."
+    if 'injected-parameters' in c.metadata.get('tags', []): return []
+    if c.cell_type == 'raw' and c.source.startswith('#|'):   # a flagged cell the run skipped (`slow`, `cuda`)
+        c = nbformat.v4.new_code_cell(c.source, metadata=c.metadata)
+    if c.cell_type != 'code': return [c]
+    d, c.source = directives(c.source), strip_directives(c.source)
+    if 'hide' in d or not c.source.strip(): return []
+    if 'export' not in d: return [c]
+    c.metadata['tags'] = [*c.metadata.get('tags', []), 'hide-input']
+    defs = public_defs(c.source, exported)
+    return [c, api_cell(module, defs)] if defs else [c]
+
 def chapter(nb, module:str|None, executed:bool)->nbformat.NotebookNode:
-    "The notebook as a page: hidden cells and papermill's injected cell dropped, exported code folded under its API entry."
-    import importlib
+    "The notebook as a page (see `page_cells`), with a link to its API page and a note when the run did not execute it."
     exported = set(getattr(importlib.import_module(f'genome_lab.{module}'), '__all__', ())) if module else set()
-    cells = []
-    for c in nb.cells:
-        tags = c.metadata.get('tags', [])
-        if 'injected-parameters' in tags: continue
-        if c.cell_type == 'raw' and c.source.startswith('#|'):   # a flagged cell the run skipped (`slow`, `cuda`)
-            c = nbformat.v4.new_code_cell(c.source, metadata=c.metadata)
-        if c.cell_type != 'code': cells.append(c); continue
-        d = directives(c.source)
-        if 'hide' in d or (d and not strip_directives(c.source).strip()): continue
-        if 'export' in d:
-            c.metadata['tags'] = [*tags, 'hide-input']
-            c.outputs = [o for o in c.get('outputs', []) if o.get('output_type') != 'stream']
-            c.source = strip_directives(c.source)
-            cells.append(c)
-            if defs := public_defs(c.source, exported): cells.append(api_cell(module, defs))
-            continue
-        c.source = strip_directives(c.source)
-        cells.append(c)
+    cells = [p for c in nb.cells for p in page_cells(c, module, exported)]
     links = [f"API: [`genome_lab.{module}`](api/{module}.md)"] if module else []
     if not executed: links.append("*This chapter was not executed for this build: it shows the notebook's source.*")
     if links: cells.insert(1, nbformat.v4.new_markdown_cell('\n\n'.join(links)))
@@ -79,9 +74,9 @@ def toctree(entries:list, caption:str|None=None, hidden:bool=False)->str:
 
 def page_name(notebook:str)->str: return re.sub(r'^\d+_', '', notebook)   # nbdev's page name: 02_evaluation -> evaluation
 
-def write_chapters(src:Path, names:list, run:Path|None)->list: # [(notebook, module, executed)]
-    record = json.loads((run/'run.json').read_text()) if run else {}
-    ok = {n for n, r in record.get('results', {}).items() if r.get('status') == 'ok'}
+def write_chapters(src:Path, names:list, run:Path)->list: # [(notebook, module, executed)]
+    record = json.loads((run/'run.json').read_text())
+    ok = {n for n, r in record['results'].items() if r.get('status') == 'ok'}
     pages = [page_name(n) for n in names]
     if dup := sorted({p for p in pages if pages.count(p) > 1} | ({'index', 'chapters', 'search', 'genindex'} & set(pages))):
         raise RuntimeError(f"notebooks {dup} would make pages with the same or a reserved name: rename one")
@@ -94,9 +89,9 @@ def write_chapters(src:Path, names:list, run:Path|None)->list: # [(notebook, mod
         out.append((n, module, executed))
     groups = {}
     for n, _, _ in out: groups.setdefault(int(n[0]), []).append(page_name(n))
-    run_line = (f"Executed by run `{record.get('run_id')}` (preset `{record.get('preset')}`, commit "
+    run_line = (f"Executed by run `{record['run_id']}` (preset `{record['preset']}`, commit "
                 f"`{(record.get('git_commit') or '?')[:10]}`): {sum(e for *_, e in out)} of {len(out)} notebooks; "
-                "the others are shown as source." if run else "No run was given: every chapter is shown as source.")
+                "the others are shown as source.")
     page = ["# Chapters", "", "The notebooks in the card's chapter order, each a chapter: prose, code, figures, tables "
             "and tests. " + run_line, ""]
     page += [toctree(ps, CHAPTERS.get(d, f'Chapter {d}')) for d, ps in sorted(groups.items())]
@@ -118,11 +113,11 @@ def write_home(src:Path):
     readme = re.sub(r'^<!--.*?-->\s*', '', readme, flags=re.S)   # the "generated from" comment
     (src/'index.md').write_text(readme + '\n' + toctree(['chapters', 'api/index', 'runbooks/index'], hidden=True))
 
-def build(run:Path|None, out:Path, work:Path)->Path:
-    "Stage the pages in `work/src` and build the HTML site into `out`; returns `out/index.html`."
+def build(run:Path, out:Path, work:Path)->Path:
+    "Stage the pages in `work/src` and build the HTML site into `out` from run folder `run`; returns `out/index.html`."
     from genome_lab.pipeline import list_notebooks
     from sphinx.cmd.build import build_main
-    if run is not None and not (run/'run.json').exists(): raise FileNotFoundError(f"{run} is not a run folder (no run.json)")
+    if not (run/'run.json').exists(): raise FileNotFoundError(f"{run} is not a run folder (no run.json)")
     src = work/'src'
     if src.exists(): shutil.rmtree(src)
     shutil.copytree(ROOT/'docs', src)
@@ -139,14 +134,10 @@ def main(argv=None)->int:
     ap.add_argument('--out', type=Path, default=ROOT/'_docs', help='the site folder')
     ap.add_argument('--work', type=Path, default=ROOT/'_build'/'docs', help='staged pages and Sphinx caches')
     a = ap.parse_args(argv)
-    run = a.from_run
-    if run is None:
-        from genome_lab.pipeline import run_pipeline
-        run = run_pipeline(runs_dir=a.runs_dir)
-    try: index = build(run, a.out, a.work)
-    except (FileNotFoundError, RuntimeError) as e:
+    from genome_lab.pipeline import run_pipeline, NotebookFailed
+    try: print(f"docs: site built: {build(a.from_run or run_pipeline(runs_dir=a.runs_dir), a.out, a.work)}")
+    except (FileNotFoundError, RuntimeError, NotebookFailed) as e:
         print(f"docs: error: {e}", file=sys.stderr); return 1
-    print(f"docs: site built: {index}")
     return 0
 
 if __name__ == '__main__': sys.exit(main())
