@@ -123,8 +123,11 @@ def build(run:Path, out:Path, work:Path)->Path:
     shutil.copytree(ROOT/'docs', src)
     write_home(src)
     write_api(src, write_chapters(src, list_notebooks(), run))
-    if build_main(['-b', 'html', '-q', '-d', str(work/'doctrees'), str(src), str(out)]) != 0:
+    html = work/'html'   # myst-nb writes its files beside the output folder: keep them in `work`
+    if build_main(['-b', 'html', '-q', '-d', str(work/'doctrees'), str(src), str(html)]) != 0:
         raise RuntimeError("sphinx-build failed (see the messages above)")
+    if out.exists(): shutil.rmtree(out)
+    shutil.copytree(html, out)
     return out/'index.html'
 
 def main(argv=None)->int:
