@@ -81,6 +81,12 @@ class Page:
         self.send('Page.navigate', url=url)
         self.wait(f"location.href.startsWith({json.dumps(url.split('#')[0].split('?')[0])}) && document.readyState === 'complete'", timeout)
 
-    def screenshot(self, path:Path)->Path:
-        Path(path).write_bytes(base64.b64decode(self.send('Page.captureScreenshot', format='png')['data']))
-        return Path(path)
+    def screenshot(self, path:Path|None=None, element:str|None=None)->bytes: # PNG of the view, or of the element `element` evaluates to
+        "Capture the page as PNG (written to `path` when given); `element`: a JavaScript expression for one element."
+        clip = {}
+        if element:
+            box = self.js(f"(e => {{ const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }})({element})")
+            clip = dict(clip=dict(zip(('x', 'y', 'width', 'height'), box), scale=1))
+        png = base64.b64decode(self.send('Page.captureScreenshot', format='png', **clip)['data'])
+        if path: Path(path).write_bytes(png)
+        return png

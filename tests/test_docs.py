@@ -53,6 +53,13 @@ def test_cells_run_by_nbdev_doc_processing_are_imports_only():
             if has_import and not all(isinstance(x, (ast.Import, ast.ImportFrom)) for x in body): bad.append(f'{n} cell {k}')
     assert not bad, f"cells that mix imports with other code (move the imports into a cell of their own): {bad}"
 
+def plays(page:Page, element:str)->bool:
+    "Does the picture of `element` change within two seconds (an animation that plays)?"
+    frames = []
+    for _ in range(6):
+        frames.append(page.screenshot(element=element)); time.sleep(0.4)
+    return len(set(frames)) > 1
+
 IMAGES_LOADED = "[...document.querySelectorAll('{sel}')].filter(i => i.complete && i.naturalWidth > 0).length"
 
 def test_site_in_headless_chromium(site, tmp_path):
@@ -71,7 +78,9 @@ def test_site_in_headless_chromium(site, tmp_path):
         assert n >= 3, n   # the curves and the two replays (animated PNGs) have loaded
         assert page.js("document.querySelectorAll('.cell_output table').length") >= 1
         assert 'not executed' not in page.js("document.body.innerText")
-        page.js("document.querySelectorAll('.cell_output img')[1].scrollIntoView()")
+        replay = "document.querySelectorAll('.cell_output img')[1]"
+        page.js(f"{replay}.scrollIntoView({{block: 'center'}})")
+        assert plays(page, replay)
         page.screenshot(tmp_path/'chapter.png')
 
         page.goto(f'{url}/registry.html')   # not in the run: shown as source
@@ -128,8 +137,11 @@ def jupyterlab(root:Path, home:Path, token:str):
     tracker = home/'settings'/'@jupyterlab'/'notebook-extension'/'tracker.jupyterlab-settings'
     tracker.parent.mkdir(parents=True)
     tracker.write_text(json.dumps({'windowingMode': 'none'}))   # render every cell, not only those in view
+    news = home/'settings'/'@jupyterlab'/'apputils-extension'/'notification.jupyterlab-settings'
+    news.parent.mkdir(parents=True)
+    news.write_text(json.dumps({'fetchNews': 'false'}))   # no question about news over the notebook
     proc = subprocess.Popen([BIN/'jupyter', 'lab', '--no-browser', '--ip=127.0.0.1', f'--port={port}', f'--ServerApp.root_dir={root}',
-                             f'--IdentityProvider.token={token}', '--LabApp.news_url=', '--ServerApp.port_retries=0', '--allow-root'],
+                             f'--IdentityProvider.token={token}', '--ServerApp.port_retries=0', '--allow-root'],
                             env=env, stdout=subprocess.DEVNULL, stderr=open(home/'jupyterlab.log', 'w'))
     url = f'http://127.0.0.1:{port}'
     try:
@@ -163,6 +175,7 @@ def test_jupyterlab_renders_an_untrusted_executed_notebook(run, tmp_path):
         assert page.js("document.querySelectorAll('.jp-Dialog').length") == 0   # no error dialog
         assert page.js("document.querySelectorAll('.jp-RenderedJavaScript, .jp-OutputArea-output script').length") == 0
         page.screenshot(tmp_path/'jupyterlab-top.png')
-        page.js("document.querySelectorAll('.jp-OutputArea-output img')[1].scrollIntoView({block: 'center'})")
-        time.sleep(0.5)
+        replay = "document.querySelectorAll('.jp-OutputArea-output img')[1]"
+        page.js(f"{replay}.scrollIntoView({{block: 'center'}})")
+        assert plays(page, replay)
         page.screenshot(tmp_path/'jupyterlab-replay.png')
