@@ -85,7 +85,8 @@ class Page:
         "Capture the page as PNG (written to `path` when given); `element`: a JavaScript expression for one element."
         clip = {}
         if element:
-            box = self.js(f"(e => {{ const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }})({element})")
+            box = self.js(f"(e => {{ const r = e.getBoundingClientRect(); "   # the clip is in document coordinates
+                          f"return [r.x + scrollX, r.y + scrollY, r.width, r.height]; }})({element})")
             clip = dict(clip=dict(zip(('x', 'y', 'width', 'height'), box), scale=1))
         png = base64.b64decode(self.send('Page.captureScreenshot', format='png', **clip)['data'])
         if path: Path(path).write_bytes(png)

@@ -89,9 +89,10 @@ def write_chapters(src:Path, names:list, run:Path)->list: # [(notebook, module, 
         out.append((n, module, executed))
     groups = {}
     for n, _, _ in out: groups.setdefault(int(n[0]), []).append(page_name(n))
+    n_run = sum(e for *_, e in out)
     run_line = (f"Executed by run `{record['run_id']}` (preset `{record['preset']}`, commit "
-                f"`{(record.get('git_commit') or '?')[:10]}`): {sum(e for *_, e in out)} of {len(out)} notebooks; "
-                "the others are shown as source.")
+                f"`{(record.get('git_commit') or '?')[:10]}`): {n_run} of {len(out)} notebooks"
+                + ("." if n_run == len(out) else "; the others are shown as source."))
     page = ["# Chapters", "", "The notebooks in the card's chapter order, each a chapter: prose, code, figures, tables "
             "and tests. " + run_line, ""]
     page += [toctree(ps, CHAPTERS.get(d, f'Chapter {d}')) for d, ps in sorted(groups.items())]
@@ -124,7 +125,7 @@ def build(run:Path, out:Path, work:Path)->Path:
     write_home(src)
     write_api(src, write_chapters(src, list_notebooks(), run))
     html = work/'html'   # myst-nb writes its files beside the output folder: keep them in `work`
-    if build_main(['-b', 'html', '-q', '-d', str(work/'doctrees'), str(src), str(html)]) != 0:
+    if build_main(['-b', 'html', '-q', '-j', 'auto', '-d', str(work/'doctrees'), str(src), str(html)]) != 0:
         raise RuntimeError("sphinx-build failed (see the messages above)")
     if out.exists(): shutil.rmtree(out)
     shutil.copytree(html, out)
