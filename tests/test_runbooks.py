@@ -10,6 +10,7 @@ from loopback import free_port
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 PAGES = ROOT/'docs'/'runbooks'
+SERVER_ENV = {**os.environ, 'GENOME_LAB_TOKEN': 'runbook-token', 'OMP_NUM_THREADS': '1'}   # the token comes from the environment
 BLOCK = re.compile(r'^```\{code-block\} bash\n:caption: (.+?)\n(.*?)^```$', re.S | re.M)
 
 class Runbook:
@@ -101,7 +102,7 @@ def registry(tmp_path):
 
 def test_recover_server(tmp_path, registry):
     port = free_port()
-    server = subprocess.Popen([BIN/'genome-lab', 'serve', '--registry', registry, '--port', str(port), '--token', 'runbook-token'],
+    server = subprocess.Popen([BIN/'genome-lab', 'serve', '--registry', registry, '--port', str(port)], env=SERVER_ENV,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try: before = wait_health(port)
     finally: server.kill(); server.wait()   # SIGKILL: nothing runs at exit
@@ -155,8 +156,8 @@ def test_evaluate(tmp_path, registry):
     candidate = Genome(name='Candidate', type='hybrid', arena='snake', arch=g.arch, config=g.config, source='test',
                        parents=[dict(id=g.id, relation='finetune')])
     (tmp_path/'candidate.safetensors').write_bytes(genome_to_bytes(candidate, {k: v * 0.9 for k, v in p.items()}))
-    server = subprocess.Popen([BIN/'genome-lab', 'serve', '--registry', registry, '--port', str(port), '--token', 'runbook-token'],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    server = subprocess.Popen([BIN/'genome-lab', 'serve', '--registry', registry, '--port', str(port)], env=SERVER_ENV,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_health(port)
         rb = Runbook('evaluate', tmp_path, GENOME=tmp_path/'candidate.safetensors', PORT=port, GENOME_LAB_TOKEN='runbook-token',
