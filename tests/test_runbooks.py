@@ -80,8 +80,8 @@ def test_recover_run(tmp_path):
                             env={**os.environ, 'OMP_NUM_THREADS': '1'}, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     record, t0 = runs/'r1'/'run.json', time.time()
-    while status(record).get('03_core') != 'ok':
-        assert proc.poll() is None and time.time() - t0 < 300, "the run did not get through 03_core"
+    while status(record) != {'03_core': 'ok', '00_arenas': 'running'}:
+        assert proc.poll() is None and time.time() - t0 < 300, "the run did not get to 00_arenas"
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL); proc.wait()   # killed while 00_arenas runs
     finished = (runs/'r1'/'03_core.ipynb').stat().st_mtime_ns
