@@ -7,20 +7,29 @@ Docs: https://genome-lab.github.io/genome_lab/arenas.html.md"""
 # %% ../nbs/00_arenas.ipynb #a1b4f8f1
 from __future__ import annotations
 import os, tempfile, importlib
+from importlib import metadata
 from fastcore.basics import patch
 from dataclasses import dataclass, field
 import numpy as np
 
 # %% auto #0
-__all__ = ['EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPSE', 'SNAKE_WALL', 'SNAKE_CODES', 'SNAKE_VISION',
-           'SNAKE_VIEW', 'SNAKE_CELLS', 'SNAKE_INPUT', 'SNAKE_MOVES', 'SNAKE_DR', 'SNAKE_DC', 'SNAKE_OPPOSITE',
-           'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState', 'import_pufferlib_module', 'Episodes',
-           'Arena', 'PufferArena', 'register_arena', 'find_arena', 'arena_names', 'make_arena', 'view_distances',
-           'own_body', 'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena', 'CartPoleArena', 'rollout_random']
+__all__ = ['PUFFERLIB_VERSION', 'EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPSE', 'SNAKE_WALL',
+           'SNAKE_CODES', 'SNAKE_VISION', 'SNAKE_VIEW', 'SNAKE_CELLS', 'SNAKE_INPUT', 'SNAKE_MOVES', 'SNAKE_DR',
+           'SNAKE_DC', 'SNAKE_OPPOSITE', 'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState',
+           'import_pufferlib_module', 'Episodes', 'Arena', 'PufferArena', 'register_arena', 'find_arena', 'arena_names',
+           'make_arena', 'view_distances', 'own_body', 'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena',
+           'CartPoleArena', 'rollout_random']
 
 # %% ../nbs/00_arenas.ipynb #65f62f9c
+PUFFERLIB_VERSION = '3.0.0+genomelab.1' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
+
 def import_pufferlib_module(name:str): # dotted module name, e.g. `pufferlib.ocean.snake.binding`
-    "Import `name` from PufferLib without leaving its `resources` symlink in the working directory."
+    "Import `name` from PufferLib `PUFFERLIB_VERSION` without leaving its `resources` symlink in the working directory."
+    try: found = metadata.version('pufferlib')
+    except metadata.PackageNotFoundError: found = None
+    if found != PUFFERLIB_VERSION:
+        raise ImportError(f"genome_lab needs PufferLib {PUFFERLIB_VERSION} (built from its sdist, each env with its own random "
+                          f"stream), found {found}: run `bash tools/setup.sh`, which builds and installs it")
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
@@ -304,14 +313,15 @@ from collections import namedtuple
 class _SnakeLog(ctypes.Structure): _fields_ = [(k, ctypes.c_float) for k in ('perf', 'score', 'episode_return', 'episode_length', 'n')]
 _I = ctypes.POINTER(ctypes.c_int)
 class CSnakeStruct(ctypes.Structure):
-    "`ctypes` mirror of `struct CSnake` in PufferLib 3.0.0's `pufferlib/ocean/snake/snake.h` (field order matters)."
+    "`ctypes` mirror of `struct CSnake` in PufferLib 3.0.0's `pufferlib/ocean/snake/snake.h`, patched (field order matters)."
     _fields_ = [('observations', ctypes.c_void_p), ('actions', _I), ('rewards', ctypes.c_void_p), ('terminals', ctypes.c_void_p),
                 ('log', _SnakeLog), ('snake_logs', ctypes.c_void_p), ('grid', ctypes.POINTER(ctypes.c_int8)), ('snake', _I),
                 ('snake_lengths', _I), ('snake_ptr', _I), ('snake_lifetimes', _I), ('snake_colors', _I),
                 ('num_snakes', ctypes.c_int), ('width', ctypes.c_int), ('height', ctypes.c_int), ('max_snake_length', ctypes.c_int),
                 ('food', ctypes.c_int), ('vision', ctypes.c_int), ('window', ctypes.c_int), ('obs_size', ctypes.c_int),
                 ('leave_corpse_on_death', ctypes.c_ubyte), ('reward_food', ctypes.c_float), ('reward_corpse', ctypes.c_float),
-                ('reward_death', ctypes.c_float), ('tick', ctypes.c_int), ('cell_size', ctypes.c_int), ('client', ctypes.c_void_p)]
+                ('reward_death', ctypes.c_float), ('tick', ctypes.c_int), ('cell_size', ctypes.c_int), ('client', ctypes.c_void_p),
+                ('rng', ctypes.c_uint64)]  # appended by genome_lab's patch: the map's own random stream
 
 SnakeState = namedtuple('SnakeState', 'grid body head_ptr length')
 

@@ -3,6 +3,7 @@ import json, os, subprocess, sys
 from pathlib import Path
 import nbformat, pytest
 from genome_lab.pipeline import list_notebooks, notebooks_dir, notebook_parameters
+from genome_lab.arenas import PUFFERLIB_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -27,7 +28,7 @@ def test_cli_run_writes_run_folder(tmp_path):
     assert r.returncode == 0, r.stderr
     rec = json.loads((tmp_path/'r1'/'run.json').read_text())
     assert rec['status'] == 'ok' and rec['results']['00_arenas']['parameters'] == {'seed': 3}
-    assert rec['versions']['pufferlib'] == '3.0.0' and (tmp_path/'r1'/'00_arenas.ipynb').exists()
+    assert rec['versions']['pufferlib'] == PUFFERLIB_VERSION and (tmp_path/'r1'/'00_arenas.ipynb').exists()
     assert not (tmp_path/'resources').exists() and not (tmp_path/'r1'/'resources').exists()
 
 def test_cli_rejects_unknown_parameter(tmp_path):
@@ -69,6 +70,21 @@ def test_build_script_refuses_a_wrong_checksum(tmp_path):
     finally: srv.shutdown()
     assert r.returncode != 0 and 'sha256 mismatch' in r.stderr, r.stderr
     assert not list((tmp_path/'out').glob('*.whl'))
+
+def test_pufferlib_version_is_the_patched_build():
+    "The build script, the package's requirement and the arenas name one PufferLib build, and it is the one installed."
+    from importlib import metadata
+    built = subprocess.run(['bash', ROOT/'tools'/'build_pufferlib.sh', '--version'], capture_output=True, text=True, check=True).stdout.strip()
+    assert built == PUFFERLIB_VERSION == metadata.version('pufferlib') and '+genomelab.' in built
+    assert f'pufferlib=={built}' in metadata.requires('genome_lab')
+
+def test_pufferlib_patch_refuses_another_sdist(tmp_path):
+    "The patch stops, naming the file, when the sdist's code is not what it expects, and leaves that file unchanged."
+    ocean = tmp_path/'pufferlib'/'ocean'
+    for rel in ('snake/snake.h', 'tetris/tetris.h'): (ocean/rel).parent.mkdir(parents=True, exist_ok=True); (ocean/rel).write_text('int x = rand();\n')
+    r = subprocess.run([sys.executable, ROOT/'tools'/'pufferlib_patch'/'apply.py', tmp_path, PUFFERLIB_VERSION], capture_output=True, text=True)
+    assert r.returncode != 0 and 'snake/snake.h: expected 1' in r.stderr, r.stderr
+    assert (ocean/'snake'/'snake.h').read_text() == 'int x = rand();\n'
 
 def test_every_preset_names_declared_parameters():
     from genome_lab.pipeline import PRESETS, resolve_parameters

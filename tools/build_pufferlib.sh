@@ -2,19 +2,24 @@
 # Build a PufferLib 3.0.0 wheel from its PyPI sdist, offline apart from the package index.
 # The sdist's setup.py downloads raylib/box2d from GitHub; this script does what it needs without that:
 # fetch the sdist from the index's simple page (sha256 checked), drop impulse_wars (box2d), create the
-# empty folders setup.py looks for, keep only the Ocean envs genome_lab uses, and build with NO_TRAIN=1.
+# empty folders setup.py looks for, keep only the Ocean envs genome_lab uses, patch it (below), and build with
+# NO_TRAIN=1. The wheel's version carries a local label, LOCAL_VERSION, so setup.sh can tell a patched install.
 # Usage: tools/build_pufferlib.sh PYTHON OUTDIR   (PYTHON must already have torch, numpy<2, setuptools)
+#        tools/build_pufferlib.sh --version     (prints LOCAL_VERSION)
 set -euo pipefail
+VERSION=3.0.0
+LOCAL_VERSION=$VERSION+genomelab.1   # raise the number whenever the patch changes
+[ "${1:-}" = "--version" ] && { echo "$LOCAL_VERSION"; exit 0; }
+HERE=$(cd "$(dirname "$0")" && pwd)
 PY=$(command -v "${1:?usage: build_pufferlib.sh PYTHON OUTDIR}") || { echo "build_pufferlib: no python at $1" >&2; exit 1; }
 PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")
 OUT=${2:?usage: build_pufferlib.sh PYTHON OUTDIR}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
-VERSION=3.0.0
 SHA256=7df3a3e3f5f894d78d2a1f5374097890aec01473183e748abefe4f3faa10eaa9
 KEEP_ENVS="snake tetris"   # Ocean envs whose C extension is compiled
 
 fail() { echo "build_pufferlib: $*" >&2; exit 1; }
 mkdir -p "$OUT"
-if ls "$OUT"/pufferlib-"$VERSION"-*.whl >/dev/null 2>&1; then exit 0; fi
+if ls "$OUT"/pufferlib-"$LOCAL_VERSION"-*.whl >/dev/null 2>&1; then exit 0; fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 
 index=${PIP_INDEX_URL:-$("$PY" -c 'from pip._internal.models.index import PyPI; print(PyPI.simple_url)')}
@@ -37,8 +42,13 @@ for b in "$src"/pufferlib/ocean/*/binding.c; do
   env=$(basename "$(dirname "$b")")
   case " $KEEP_ENVS " in *" $env "*) ;; *) rm -f "$b" ;; esac
 done
+
+# Patch: every Snake and Tetris env owns its random stream instead of libc's process-global rand()
+# (tools/pufferlib_patch/apply.py says what it edits), and the version gets the local label.
+"$PY" "$HERE/pufferlib_patch/apply.py" "$src" "$LOCAL_VERSION" || fail "patching the sdist failed"
+
 echo "build_pufferlib: compiling Ocean envs: $KEEP_ENVS"
 (cd "$src" && NO_TRAIN=1 "$PY" -m pip wheel --no-build-isolation --no-deps -w "$OUT" . >"$work/build.log" 2>&1) \
   || { tail -40 "$work/build.log" >&2; fail "pip wheel failed (log tail above)"; }
-ls "$OUT"/pufferlib-"$VERSION"-*.whl >/dev/null 2>&1 || fail "no wheel was written to $OUT"
-echo "build_pufferlib: built $(ls "$OUT"/pufferlib-"$VERSION"-*.whl)"
+ls "$OUT"/pufferlib-"$LOCAL_VERSION"-*.whl >/dev/null 2>&1 || fail "no wheel was written to $OUT"
+echo "build_pufferlib: built $(ls "$OUT"/pufferlib-"$LOCAL_VERSION"-*.whl)"

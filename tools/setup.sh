@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything genome_lab needs into .venv/ (idempotent: a second call reuses what is installed).
-# CPU torch 2.13.0, numpy<2, PufferLib 3.0.0 built from its sdist (tools/build_pufferlib.sh), then this
-# package with its dev extras, editable; Debian's bubblewrap for the program sandbox (tools/setup_debian.sh).
+# CPU torch 2.13.0, numpy<2, PufferLib 3.0.0 built and patched from its sdist (tools/build_pufferlib.sh; an
+# installed PufferLib without the patch's version label is replaced), then this package with its dev extras,
+# editable; Debian's bubblewrap for the program sandbox (tools/setup_debian.sh).
 # Set GENOME_LAB_PYTHON to choose the interpreter (default: python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,7 @@ PY=${GENOME_LAB_PYTHON:-python3}
 VENV=.venv
 # the program sandbox runs player programs inside bubblewrap (Debian's package; apt-get as root or with sudo)
 bash tools/setup_debian.sh bwrap:bubblewrap
-stamp_src=$(cat pyproject.toml tools/setup.sh tools/build_pufferlib.sh | sha256sum | cut -d' ' -f1)
+stamp_src=$(cat pyproject.toml tools/setup.sh tools/build_pufferlib.sh tools/pufferlib_patch/* | sha256sum | cut -d' ' -f1)
 if [ -f "$VENV/.genome_lab_installed" ] && [ "$(cat "$VENV/.genome_lab_installed")" = "$stamp_src" ]; then
   exit 0
 fi
@@ -21,10 +22,13 @@ pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@" 2> >(grep 
 "$VENV/bin/python" -c 'import torch' 2>/dev/null || pip install 'torch==2.13.0'
 "$VENV/bin/python" -c 'import torch' 2>/dev/null || fail "torch did not install"
 pip install 'numpy<2' setuptools wheel
-"$VENV/bin/python" -c 'import pufferlib.ocean.snake.binding, pufferlib.ocean.tetris.binding' 2>/dev/null || {
+puffer=$(bash tools/build_pufferlib.sh --version)
+installed=$("$VENV/bin/python" -c 'from importlib.metadata import version; print(version("pufferlib"))' 2>/dev/null || true)
+if [ "$installed" != "$puffer" ] || ! "$VENV/bin/python" -c 'import pufferlib.ocean.snake.binding, pufferlib.ocean.tetris.binding' 2>/dev/null; then
+  [ -z "$installed" ] || echo "setup: replacing pufferlib $installed by the patched $puffer"
   bash tools/build_pufferlib.sh "$VENV/bin/python" .cache/wheels
-  pip install --no-deps .cache/wheels/pufferlib-3.0.0-*.whl
-}
+  pip install --no-deps --force-reinstall .cache/wheels/pufferlib-"$puffer"-*.whl
+fi
 pip install --find-links .cache/wheels -e '.[dev]'
 root=$(pwd)
 (cd /tmp && "$root/$VENV/bin/python" -c 'import genome_lab.registry, pufferlib.ocean.snake.binding') \
