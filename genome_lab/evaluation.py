@@ -15,7 +15,7 @@ from .arenas import Arena, Episodes, make_arena, find_arena
 from .policies import Policy
 
 # %% auto #0
-__all__ = ['torch_threads', 'summarize', 'EvalResult', 'evaluate']
+__all__ = ['torch_threads', 'summarize', 'between_map_sem', 'EvalResult', 'evaluate']
 
 # %% ../nbs/02_evaluation.ipynb #1ea3ebb1
 import contextlib
@@ -35,44 +35,65 @@ def summarize(x)->dict: # {'mean', 'std', 'n'}
     return dict(mean=float(x.mean()) if len(x) else float('nan'),
                 std=float(x.std(ddof=1)) if len(x) > 1 else float('nan'), n=int(len(x)))
 
+def between_map_sem(means)->float: # NaN with fewer than two finite means
+    "Standard error of the mean of per-map `means` (their sample std / sqrt(maps)), maps without a mean left out."
+    m = np.asarray(means, dtype=float); m = m[np.isfinite(m)]
+    return float(m.std(ddof=1) / np.sqrt(len(m))) if len(m) > 1 else float('nan')
+
 @dataclass
 class EvalResult:
-    "Episodes of one evaluation with its settings and costs."
+    "Episodes of one evaluation, one map (or set of boards) per seed, with its settings and costs."
     arena: str
     episodes: Episodes
-    censored: int # counted episodes still running at `max_steps` (left out)
-    steps: int # arena steps played
+    censored: int # counted episodes still running at `max_steps` (left out), all maps
+    steps: int # arena steps played, all maps
     agent_steps: int # steps x agents
     seconds: float # wall time
     settings: dict = field(default_factory=dict)
+    seeds: tuple = (0,) # the seeds played, one map each
+    map_index: np.ndarray|None = None # (n,) index into `seeds` of each episode's map; None: all from the first
 
     @property
     def n(self): return len(self.episodes)
-    def stats(self)->dict: # {'score': {'mean','std','n'}, 'ret': ..., 'length': ..., 'lines': ...}
-        "Summary of each per-episode statistic."
-        return {k: summarize(getattr(self.episodes, k)) for k in find_arena(self.arena).stats}
+    def per_map(self, stat:str='score')->np.ndarray: # (len(seeds),) means; NaN for a map without a finished episode
+        "Mean of `stat` on each map."
+        x, idx = getattr(self.episodes, stat), self.map_index if self.map_index is not None else np.zeros(self.n, np.int64)
+        return np.array([x[idx == m].mean() if (idx == m).any() else np.nan for m in range(len(self.seeds))])
+    def stats(self)->dict: # {'score': {'mean','std','n','sem','maps','map_sem'}, 'ret': ..., 'length': ..., 'lines': ...}
+        """Summary of each per-episode statistic: `sem` is the standard error of the mean if episodes were independent,
+        `map_sem` the one measured between the `maps` maps' means (NaN for one map)."""
+        out = {}
+        for k in find_arena(self.arena).stats:
+            s = summarize(getattr(self.episodes, k))
+            out[k] = s | dict(sem=s['std'] / np.sqrt(s['n']) if s['n'] > 1 else float('nan'), maps=len(self.seeds),
+                              map_sem=between_map_sem(self.per_map(k)))
+        return out
     def __repr__(self):
         s = self.stats()['score']
-        return (f"EvalResult({self.arena}: score {s['mean']:.2f} ± {s['std']:.2f} (n={s['n']}), "
+        spread = f", {s['maps']} maps, s.e. between maps {s['map_sem']:.2f}" if s['maps'] > 1 else ''
+        return (f"EvalResult({self.arena}: score {s['mean']:.2f} ± {s['std']:.2f} (n={s['n']}{spread}), "
                 f"censored={self.censored}, {self.agent_steps/max(self.seconds,1e-9):,.0f} agent-steps/s)")
 
 # %% ../nbs/02_evaluation.ipynb #5e3d503d
 def evaluate(policy:Policy, # the genome's policy
              arena:str|Arena='snake', # arena name (built with `arena_kwargs`) or an `Arena`
-             episodes_per_agent:int=1, # first episodes of each agent that count (n = agents x this)
-             seed:int=0, # seeds the arena and the action sampling
+             episodes_per_agent:int=1, # first episodes of each agent that count on each map (n = maps x agents x this)
+             seed:int|list=0, # one seed, or several: one map each, played one after another (each also seeds its action sampling)
              greedy:bool=True, # most likely action instead of sampling?
-             max_steps:int=20_000, # stop here; unfinished counted episodes are `censored`
+             max_steps:int=20_000, # stop a map here; its unfinished counted episodes are `censored`
              progress:bool=True, # show a progress bar of counted episodes?
              threads:int|None=1, # torch threads during the evaluation (see above); None: leave as is
              **arena_kwargs)->EvalResult:
-    "Play `policy` on every agent of `arena` until each agent has finished `episodes_per_agent` episodes."
+    "Play `policy` on every agent of `arena`, on the map of each seed, until each agent has finished `episodes_per_agent` episodes."
     if episodes_per_agent < 1: raise ValueError("episodes_per_agent must be at least 1")
+    seeds = [int(s) for s in np.atleast_1d(seed)]
+    if not seeds or len(set(seeds)) < len(seeds): raise ValueError(f"seed: give one seed or distinct seeds, not {seed!r}")
     own = isinstance(arena, str)
     if arena_kwargs and not own: raise ValueError("arena_kwargs are for a named arena, not an Arena instance")
     env = make_arena(arena, **arena_kwargs) if own else arena
     try:
-        with torch_threads(threads): return _play_counted(policy, env, episodes_per_agent, seed, greedy, max_steps, progress)
+        with torch_threads(threads):
+            return _combine([_play_counted(policy, env, episodes_per_agent, s, greedy, max_steps, progress) for s in seeds])
     finally:
         if own: env.close()
 
@@ -96,6 +117,14 @@ def _play_counted(policy, env, episodes_per_agent, seed, greedy, max_steps, prog
                 kept.append(eps.select(keep)); bar.update(int(keep.sum()))
     seconds = time.perf_counter() - t0
     censored = int(np.clip(episodes_per_agent - done_count, 0, None).sum())
-    settings = dict(episodes_per_agent=episodes_per_agent, seed=seed, greedy=greedy, max_steps=max_steps,
+    settings = dict(episodes_per_agent=episodes_per_agent, seeds=[seed], greedy=greedy, max_steps=max_steps,
                     arena_config=dict(getattr(env, 'config', {})))
-    return EvalResult(env.name, Episodes.concat(kept), censored, steps, steps*n_agents, seconds, settings)
+    return EvalResult(env.name, Episodes.concat(kept), censored, steps, steps*n_agents, seconds, settings, (seed,))
+
+def _combine(parts:list)->EvalResult:
+    "One result of the one-map results `parts`, each episode keeping the index of its map."
+    seeds = tuple(s for p in parts for s in p.seeds)
+    return EvalResult(parts[0].arena, Episodes.concat(p.episodes for p in parts), sum(p.censored for p in parts),
+                      sum(p.steps for p in parts), sum(p.agent_steps for p in parts), sum(p.seconds for p in parts),
+                      parts[0].settings | dict(seeds=list(seeds)), seeds,
+                      np.concatenate([np.full(p.n, m, np.int64) for m, p in enumerate(parts)]))

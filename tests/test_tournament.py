@@ -1,27 +1,63 @@
 """Tournament backends and benchmark."""
-import concurrent.futures, multiprocessing, os, subprocess, sys
+import concurrent.futures, multiprocessing, os, subprocess, sys, threading
 from pathlib import Path
 import numpy as np, pytest
 from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
 from genome_lab.tournament import play_games
+from genome_lab.evaluation import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 
-def test_ray_backend_matches_local():
-    import ray  # a dev dependency (tools/setup.sh installs it)
+SNAKE_GAMES = [(0, 1, 2), (2, 0, 1), (1, 2, 0)]
+SNAKE_KW = dict(agents_per_genome=4, steps=100, settings=dict(width=40, height=30, num_food=60))
+TETRIS_KW = dict(seed=[3, 4], greedy=False, max_steps=3000, progress=False, num_envs=8)
+
+def play_reference(backend:str='local')->dict: # {name: array}
+    "Snake tournament games (`play_games`) and a sampled Tetris evaluation on two seeds, here or in Ray."
     pols = [load_pufferlib_policy('snake'), SnakeHeuristic(), RandomPolicy(4)]
-    games = [(0, 1, 2), (2, 0, 1)]
-    kw = dict(agents_per_genome=4, steps=60, settings=dict(width=40, height=30, num_food=60))
-    # the local reference runs in a fresh process, as the ray workers do: PufferLib's snake draws from the C library's
-    # process-global rand(), so anything else in this test process that touches it could change a game
+    snake = play_games(pols, SNAKE_GAMES, 5, progress=False, backend=backend, **SNAKE_KW)
+    tetris_pol = load_pufferlib_policy('tetris')
+    if backend == 'ray':
+        import ray
+        tetris = ray.get(ray.remote(evaluate).remote(tetris_pol, 'tetris', **TETRIS_KW))
+    else: tetris = evaluate(tetris_pol, 'tetris', **TETRIS_KW)
+    out = {f'game {k} {f}': getattr(r, f) for k, r in enumerate(snake) for f in ('score', 'survival', 'kills', 'deaths', 'team_kills')}
+    return out | {f'tetris {f}': getattr(tetris.episodes, f) for f in ('agent', 'score', 'lines', 'length')} | {'tetris map': tetris.map_index}
+
+def draw_rand_forever(threads:int=2)->threading.Event: # set it to stop the threads
+    "Start daemon threads that reseed and draw from libc's process-global `rand()` in a loop, as foreign code might."
+    import ctypes, threading
+    libc, stop = ctypes.CDLL(None), threading.Event()
+    def loop(k):
+        while not stop.wait(0.0002):   # the wait lets the game's thread hold the GIL most of the time
+            libc.srand(k); k += 1
+            for _ in range(10): libc.rand()
+    for k in range(threads): threading.Thread(target=loop, args=(1000*k,), daemon=True).start()
+    return stop
+
+def play_beside_rand()->dict:
+    "`play_reference` while other threads of this process call `rand()`."
+    stop = draw_rand_forever()
+    try: return play_reference()
+    finally: stop.set()
+
+def test_a_game_is_a_function_of_its_seed():
+    """The same games give the same results in this process, in a spawned process and in Ray workers, each with other
+    threads calling libc's `rand()` throughout (PufferLib's envs draw from their own streams, genome_lab's patch)."""
+    import ray
+    here = play_beside_rand()
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as ex:
-        local = ex.submit(play_games, pols, games, 5, progress=False, **kw).result()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try: remote = play_games(pols, games, seed=5, backend='ray', **kw)
+        spawned = ex.submit(play_beside_rand).result()
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])   # Ray workers cannot import this test module
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env=dict(worker_process_setup_hook=draw_rand_forever))   # every worker draws rand() while it plays
+    try: in_ray = play_reference('ray')
     finally: ray.shutdown()
-    for a, b in zip(local, remote):
-        for f in ('score', 'survival', 'kills', 'deaths', 'team_kills'): np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
-    assert sum(r.deaths.sum() for r in local) > 0
+    assert here.keys() == spawned.keys() == in_ray.keys()
+    for k in here:
+        np.testing.assert_array_equal(here[k], spawned[k], err_msg=f'{k}: spawned process'); np.testing.assert_array_equal(here[k], in_ray[k], err_msg=f'{k}: ray')
+    assert sum(here[f'game {k} deaths'].sum() for k in range(len(SNAKE_GAMES))) > 0
+    assert set(here['tetris map']) == {0, 1} and len(here['tetris score']) >= 8
 
 def test_tournament_benchmark_runs():
     r = subprocess.run([sys.executable, ROOT/'bench'/'tournament.py', '--ladder-games', '3', '--seeds', '1', '--steps', '30'],
