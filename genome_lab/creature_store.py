@@ -123,10 +123,11 @@ def best_over_time(store:CreatureStore, run_id:str)->pd.DataFrame: # generation,
 
 def type_distribution(store:CreatureStore, run_id:str)->pd.DataFrame: # index generation, one column per type: counts
     "How many creatures of each type every generation had."
-    df = pd.read_sql_query("""SELECT g.generation, json_extract(j.value, '$.type') AS type, COUNT(*) AS n
-        FROM generations g, json_each(g.results) j WHERE g.run_id=? GROUP BY g.generation, type ORDER BY g.generation""",
+    # the alias must not be `type`: `json_each` has a `type` column of its own, which GROUP BY would bind to
+    df = pd.read_sql_query("""SELECT g.generation, json_extract(j.value, '$.type') AS creature_type, COUNT(*) AS n
+        FROM generations g, json_each(g.results) j WHERE g.run_id=? GROUP BY g.generation, creature_type ORDER BY g.generation""",
                            store.db, params=(run_id,))
-    return df.pivot(index='generation', columns='type', values='n').fillna(0).astype(int)
+    return df.pivot(index='generation', columns='creature_type', values='n').fillna(0).astype(int).rename_axis(columns='type')
 
 # %% ../nbs/61_creature_store.ipynb #1dac4935
 def kept_for_frames(order:np.ndarray, rng:np.random.Generator, top:int=10, middle:int=10, bottom:int=5)->list: # [(index, rank, kept_as)]

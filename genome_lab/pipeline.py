@@ -14,8 +14,8 @@ from .core import notebooks_dir, atomic_write, run_lock, RunLocked
 
 # %% auto #0
 __all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'list_notebooks', 'notebook_parameters', 'parse_override', 'resolve_parameters',
-           'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'run_pipeline', 'snapshot_registry',
-           'restore_registry', 'run_cli', 'commands', 'main']
+           'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'kernel_config', 'run_pipeline',
+           'snapshot_registry', 'restore_registry', 'run_cli', 'commands', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -139,6 +139,11 @@ def _git_commit(path:Path)->str|None:
 def new_run_id()->str: return datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S-') + uuid.uuid4().hex[:6]
 
 # %% ../nbs/99_pipeline.ipynb #63ca52d7
+def kernel_config(): # a traitlets `Config` for papermill's kernel manager
+    "Kernels of a run talk over CurveZMQ-encrypted sockets, with keys jupyter_client provisions (when the kernelspec supports it)."
+    from traitlets.config import Config
+    return Config(KernelManager=dict(transport_encryption='auto'))
+
 def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: all numbered notebooks
                  preset:str='quick', overrides:list=(), # `name=value` strings
                  runs_dir:str|Path='runs', run_id:str|None=None, # output: `runs_dir/run_id/`
@@ -187,7 +192,7 @@ def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags
     nbs, record_path = notebooks_dir(), run_dir/'run.json'
     def save(): atomic_write(record_path, json.dumps(record, indent=1, default=str))
     record['status'] = 'running'; save()
-    for n in notebooks:
+    for k, n in enumerate(notebooks, 1):
         if record['results'].get(n, {}).get('status') == 'ok': continue
         if record['results'].get(n, {}).get('snapshot'): restore_registry(run_dir)
         else: snapshot_registry(run_dir)
@@ -195,19 +200,21 @@ def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags
         if 'registry_dir' in notebook_parameters(nbs/f'{n}.ipynb'): p['registry_dir'] = str((run_dir/'registry').resolve())
         record['results'][n] = dict(status='running', parameters=p, snapshot=True); save()
         t0 = time.perf_counter()
-        if progress: print(f"[genome-lab] {n} ...", flush=True)
+        line = f"[genome-lab] {k}/{len(notebooks)} {n}"
+        if progress: print(f"{line} ...", end='', flush=True)
         try:
             nb = nbformat.read(nbs/f'{n}.ipynb', as_version=4)
             record['results'][n]['skipped_cells'] = skip_flagged(nb, flags)
-            pm.execute_notebook(nb, str(run_dir/f'{n}.ipynb'), parameters=p, cwd=str(run_dir),
-                                progress_bar=progress, kernel_name='python3', log_output=False)
+            pm.execute_notebook(nb, str(run_dir/f'{n}.ipynb'), parameters=p, cwd=str(run_dir), progress_bar=False,
+                                kernel_name='python3', log_output=False, config=kernel_config())
         except pm.PapermillExecutionError as e:
             msg = f"notebook {n} failed in cell {e.exec_count} (cell index {e.cell_index}): {e.ename}: {e.evalue}"
             record['results'][n].update(status='failed', seconds=time.perf_counter()-t0, error=msg)
             record['status'] = 'failed'; save()
+            if progress: print(f"\r{line} failed", flush=True)
             raise NotebookFailed(f"{msg}\nexecuted notebook kept at {run_dir/f'{n}.ipynb'}") from None
         record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False); save()
-        if progress: print(f"[genome-lab] {n} done in {record['results'][n]['seconds']} s", flush=True)
+        if progress: print(f"\r{line} done in {record['results'][n]['seconds']} s", flush=True)
     record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
 
 # %% ../nbs/99_pipeline.ipynb #56d0af31

@@ -24,12 +24,18 @@ def test_no_notebook_exports_on_run():
 
 def test_cli_run_writes_run_folder(tmp_path):
     r = subprocess.run([BIN/'genome-lab', 'run', '00_arenas', '-p', 'seed=3', '--runs-dir', tmp_path, '--run-id', 'r1'],
-                       capture_output=True, text=True, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+                       capture_output=True, cwd=tmp_path)   # bytes: text mode would turn the carriage return into a newline
+    out, err = r.stdout.decode(), r.stderr.decode()
+    assert r.returncode == 0, err
     rec = json.loads((tmp_path/'r1'/'run.json').read_text())
     assert rec['status'] == 'ok' and rec['results']['00_arenas']['parameters'] == {'seed': 3}
     assert rec['versions']['pufferlib'] == PUFFERLIB_VERSION and (tmp_path/'r1'/'00_arenas.ipynb').exists()
     assert not (tmp_path/'resources').exists() and not (tmp_path/'r1'/'resources').exists()
+    # the console: one line for the notebook, one for the run; no kernel warning (CurveZMQ keys, see 99_pipeline)
+    lines = out.rstrip('\n').split('\n')   # the notebook's line is rewritten after a carriage return: one line
+    assert len(lines) == 2 and lines[0].startswith('[genome-lab] 1/1 00_arenas ...\r[genome-lab] 1/1 00_arenas done in '), lines
+    assert lines[1] == f"[genome-lab] run finished: {tmp_path/'r1'}"
+    assert 'without encryption' not in err and err.strip() == '', err
 
 def test_cli_rejects_unknown_parameter(tmp_path):
     r = subprocess.run([BIN/'genome-lab', 'run', '00_arenas', '-p', 'sead=3', '--runs-dir', tmp_path],
