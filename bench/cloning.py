@@ -1,67 +1,101 @@
-"""Clone-versus-teacher score ratio: PufferLib's snake is recorded, cloned (and DAgger-ed per the preset) and both
-are evaluated in the arena with `genome_lab.evaluation.evaluate` (greedy, first episode of every snake).
+"""Clone-versus-teacher score ratio on maps the clone never trained on: PufferLib's snake is recorded on the
+`--record-seeds` maps, cloned (and DAgger-ed per the preset, with the iterate selection on the preset's seeds), and
+teacher and clone are evaluated in the arena on the `--eval-seeds` maps, which must differ from every recording,
+DAgger and selection seed: first episodes from reset (`evaluate`, greedy) and every death in the `--window` of
+continuous play (`evaluate_continuous`). The teacher is the baseline, measured in the same run on the same maps.
 
-    python bench/cloning.py                      # the `full` preset on PufferLib's training map (minutes)
-    python bench/cloning.py --preset tiny --width 96 --height 64 --snakes 32 --food 400 --steps 200 --seeds 0
+    python bench/cloning.py --json nbs/measured/cloning.json   # the `full` preset on PufferLib's training map (an hour or more)
+    python bench/cloning.py --preset tiny --width 96 --height 64 --snakes 32 --food 400 --steps 200 --eval-seeds 10 11 --window 100 300
 
-Prints mean, std and n of both scores, their ratio, and the costs; figures are taken with one torch thread.
+Prints mean, std, n and the standard error between maps of both scores in both protocols, the ratios with their
+standard error between maps (teacher and clone play the same maps), and the costs; one torch thread by default.
 """
-import argparse, json, sys, tempfile, time
+import argparse, os, shlex, sys, tempfile, time
 from dataclasses import replace, asdict
-import numpy as np
+from datetime import datetime, timezone
 import torch
-from genome_lab.cloning import CLONE_PRESETS, clone, compare_scores
+from genome_lab.core import atomic_write_json
+from genome_lab.cloning import CLONE_PRESETS, clone, compare_scores, dagger_seeds, training_seeds
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.sessions import load_sessions, record_bot_sessions
 
 
-def main(argv=None):
+def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--preset', default='full', choices=sorted(CLONE_PRESETS))
     p.add_argument('--width', type=int, default=640); p.add_argument('--height', type=int, default=360)
     p.add_argument('--snakes', type=int, default=256); p.add_argument('--food', type=int, default=4096)
-    p.add_argument('--steps', type=int, default=2000, help='steps of each recorded teacher session')
-    p.add_argument('--seeds', type=int, nargs='+', default=[0], help='evaluation seeds (n = snakes x seeds)')
+    p.add_argument('--record-seeds', type=int, nargs='+', default=[1, 2], help='maps the teacher is recorded on (all its snakes)')
+    p.add_argument('--steps', type=int, default=1000, help='steps of each recorded teacher session')
+    p.add_argument('--eval-seeds', type=int, nargs='+', default=list(range(10, 18)), help='evaluation maps, never trained on')
+    p.add_argument('--window', type=int, nargs=2, default=[3000, 9000], metavar=('START', 'STOP'),
+                   help='continuous play counts every death at steps START < t <= STOP')
     p.add_argument('--epochs', type=int, default=None); p.add_argument('--dagger-rounds', type=int, default=None)
-    p.add_argument('--max-steps', type=int, default=20_000)
+    p.add_argument('--max-steps', type=int, default=20_000, help='step cap of the first-episode evaluation')
     p.add_argument('--threads', type=int, default=1)
-    p.add_argument('--json', default=None, help='also write the figures to this file')
+    p.add_argument('--json', default=None, help='also write the figures to this file (nbs/measured/cloning.json)')
     p.add_argument('--save', default=None, help="save the clone's parameters to this safetensors file")
     a = p.parse_args(argv)
-    torch.set_num_threads(a.threads)
     cfg = CLONE_PRESETS[a.preset]
     if a.epochs is not None: cfg = replace(cfg, epochs=a.epochs)
     if a.dagger_rounds is not None: cfg = replace(cfg, dagger_rounds=a.dagger_rounds)
+    if seen := training_seeds(cfg, a.record_seeds) & set(a.eval_seeds):
+        p.error(f"evaluation seeds {sorted(seen)} are maps the clone trains on (recording {a.record_seeds}, DAgger "
+                f"{dagger_seeds(cfg)}, selection {list(cfg.select_seeds)}): choose other --eval-seeds")
+    if len(set(a.eval_seeds)) < len(a.eval_seeds) or len(set(a.record_seeds)) < len(a.record_seeds):
+        p.error("--eval-seeds and --record-seeds must not repeat a seed (a seed is a map)")
+    return a, cfg
+
+
+def record(a, kw)->list: # teacher sessions of every --record-seeds map
+    root = tempfile.mkdtemp()
+    ids = [i for s in a.record_seeds
+           for i in record_bot_sessions(root, ['puffer_greedy'], per_style=a.snakes, steps=a.steps, seed=s, progress=False, **kw)]
+    return load_sessions(root, ids)
+
+
+def report(scores)->list: # printed lines
+    lines = []
+    for (protocol, who), r in scores.iterrows():
+        lines.append(f"{protocol:15s} {who:8s} score {r['mean']:.2f} ± {r['std']:.2f} (n={int(r['n'])}, censored={int(r['censored'])}, "
+                     f"{len(r['per_map'])} maps, s.e. between maps {r['map_sem']:.2f}; per map {[round(x, 2) for x in r['per_map']]})")
+    for protocol, ratio in scores.attrs['ratio'].items():
+        lines.append(f"ratio clone/teacher ({protocol}): {ratio:.3f} (per-map ratios: s.e. between maps {scores.attrs['ratio_sem'][protocol]:.3f})")
+    return lines
+
+
+def main(argv=None):
+    a, cfg = parse(argv)
+    torch.set_num_threads(a.threads)
     kw = dict(width=a.width, height=a.height, num_snakes=a.snakes, num_food=a.food)
     teacher = load_pufferlib_policy('snake')
+    t0 = time.perf_counter(); sessions = record(a, kw); t_rec = time.perf_counter() - t0
     t0 = time.perf_counter()
-    root, droot = tempfile.mkdtemp(), tempfile.mkdtemp()
-    ids = record_bot_sessions(root, ['puffer_greedy'], per_style=a.snakes, steps=a.steps, seed=1, progress=False, **kw)
-    sessions = load_sessions(root, ids)
-    t_rec = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    student, hist, dag = clone(sessions, cfg, teacher=teacher, dagger_root=droot, progress=False, **kw)
+    student, hist, dag = clone(sessions, cfg, teacher=teacher, dagger_root=tempfile.mkdtemp(), progress=False, **kw)
     t_train = time.perf_counter() - t0
     t0 = time.perf_counter()
-    scores = compare_scores(student, teacher, seeds=a.seeds, max_steps=a.max_steps, **kw)
+    scores = compare_scores(student, teacher, seeds=a.eval_seeds, max_steps=a.max_steps, window=tuple(a.window), **kw)
     t_eval = time.perf_counter() - t0
-    print(f"config: {asdict(cfg)}; arena {kw}; {len(sessions)} teacher sessions x {a.steps} steps; "
-          f"{len(dag)} DAgger sessions; torch threads {a.threads}")
+    print(f"config: {asdict(cfg)}; arena {kw}; torch threads {a.threads}; load average {os.getloadavg()[0]:.1f}")
+    print(f"training maps: recording {a.record_seeds} ({len(sessions)} teacher sessions x {a.steps} steps), DAgger "
+          f"{dagger_seeds(cfg)} ({len(dag)} sessions), selection {list(cfg.select_seeds)}; evaluation maps {a.eval_seeds}")
     print(hist.round(4).to_string(index=False))
-    if 'select/score' in hist: print(f"kept: the iterate with the best select/score on seeds {cfg.select_seeds}")
-    for who in ('teacher', 'clone'):
-        r = scores.loc[who]
-        print(f"{who:8s} score {r['mean']:.2f} ± {r['std']:.2f} (n={int(r['n'])}, censored={int(r['censored'])})")
-    print(f"ratio clone/teacher: {scores.attrs['ratio']:.3f}")
+    if 'select/score' in hist: print(f"kept: the iterate with the best select/score on seeds {list(cfg.select_seeds)}")
+    print('\n'.join(report(scores)))
     print(f"seconds: record {t_rec:.1f}, train {t_train:.1f}, evaluate {t_eval:.1f}")
     if a.save:
         from safetensors.torch import save_file
         save_file({k: v.contiguous() for k, v in student.state_dict().items()}, a.save)
     if a.json:
-        out = dict(config=asdict(cfg), arena=kw, seeds=a.seeds, ratio=scores.attrs['ratio'],
-                   scores=scores.to_dict(orient='index'), history=hist.to_dict(orient='records'),
+        out = dict(command=shlex.join(['python', 'bench/cloning.py', *(sys.argv[1:] if argv is None else argv)]),
+                   finished=datetime.now(timezone.utc).isoformat(timespec='seconds'), torch_threads=a.threads,
+                   load_average=os.getloadavg()[0], config=asdict(cfg), arena=kw, record_seeds=a.record_seeds, record_steps=a.steps,
+                   sessions=len(sessions), dagger_seeds=dagger_seeds(cfg), select_seeds=list(cfg.select_seeds),
+                   eval_seeds=a.eval_seeds, window=a.window, max_steps=a.max_steps,
+                   scores=[dict(protocol=p, policy=w, **r) for (p, w), r in scores.to_dict(orient='index').items()],
+                   ratio=scores.attrs['ratio'], ratio_sem=scores.attrs['ratio_sem'], history=hist.to_dict(orient='records'),
                    seconds=dict(record=t_rec, train=t_train, evaluate=t_eval))
-        with open(a.json, 'w') as f: json.dump(out, f, indent=1, default=float)
+        atomic_write_json(a.json, out)
     return 0
 
 

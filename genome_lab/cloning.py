@@ -17,14 +17,14 @@ from tqdm.auto import tqdm
 from .arenas import SnakeArena, SNAKE_CELLS
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
 from .registry import Registry, Genome, RegistryError, seed_founders
-from .evaluation import evaluate, summarize
+from .evaluation import evaluate, evaluate_continuous, between_map_sem
 from .sessions import Session, DataRecorder, MixedDriver, load_sessions, record_bot_sessions
 
 # %% auto #0
 __all__ = ['CLONE_PRESETS', 'MERGE_LINKS', 'session_sequences', 'split_by_session', 'pad_batch', 'sequence_logits', 'CloneConfig',
-           'evaluate_sequences', 'train_clone', 'dagger_sessions', 'clone', 'training_description', 'training_record',
-           'player_parents', 'register_clone', 'compare_scores', 'finetune', 'base_ancestors', 'shared_base',
-           'average_params', 'ties_params', 'merge_genomes', 'contributions']
+           'evaluate_sequences', 'train_clone', 'dagger_sessions', 'dagger_seeds', 'training_seeds', 'clone',
+           'training_description', 'training_record', 'player_parents', 'register_clone', 'compare_scores', 'finetune',
+           'base_ancestors', 'shared_base', 'average_params', 'ties_params', 'merge_genomes', 'contributions']
 
 # %% ../nbs/21_cloning.ipynb #c15251be
 def session_sequences(sessions:list)->list: # [(obs (T, 121) int8 tensor, target (T,) int64 tensor, session id)]
@@ -154,6 +154,14 @@ def dagger_sessions(student:Policy, teacher:Policy, root:str|Path,
         return rec.close()
     finally: arena.close()
 
+def dagger_seeds(cfg:CloneConfig)->list: # one seed per DAgger round
+    "Seeds of the maps the clone plays in `cfg`'s DAgger rounds."
+    return [cfg.seed + 1000 + r for r in range(cfg.dagger_rounds)]
+
+def training_seeds(cfg:CloneConfig, record_seeds)->set: # every map seed a clone of `cfg` learned or was selected on
+    "Seeds of the recording (`record_seeds`), DAgger and selection maps of a clone trained with `cfg`."
+    return set(int(s) for s in record_seeds) | set(dagger_seeds(cfg)) | set(cfg.select_seeds)
+
 def clone(sessions:list, # the player's sessions
           cfg:CloneConfig, teacher:Policy|None=None, # the teacher for DAgger (needed if `cfg.dagger_rounds`)
           dagger_root:str|Path|None=None, # where DAgger sessions are written
@@ -169,12 +177,12 @@ def clone(sessions:list, # the player's sessions
         nonlocal best
         for h in hist[n0:]: h['phase'] = phase
         if cfg.select_seeds:
-            sel = [evaluate(pol, 'snake', seed=s, progress=False, **arena_kwargs).episodes.score for s in cfg.select_seeds]
-            hist[-1]['select/score'] = score = float(np.concatenate(sel).mean())
+            sel = evaluate(pol, 'snake', seed=list(cfg.select_seeds), progress=False, **arena_kwargs)
+            hist[-1]['select/score'] = score = float(sel.episodes.score.mean())
             if score > best[0]: best = (score, {k: v.clone() for k, v in pol.state_dict().items()})
     train_clone(pol, train, val, cfg, progress=progress, history=hist); checkpoint('bc', 0)
-    for r in range(cfg.dagger_rounds):
-        ids = dagger_sessions(pol, teacher, dagger_root, cfg.dagger_steps, seed=cfg.seed + 1000 + r, progress=progress, **arena_kwargs)
+    for r, s in enumerate(dagger_seeds(cfg)):
+        ids = dagger_sessions(pol, teacher, dagger_root, cfg.dagger_steps, seed=s, progress=progress, **arena_kwargs)
         extra += ids
         train += session_sequences(load_sessions(dagger_root, ids))
         n0 = len(hist); train_clone(pol, train, val, cfg, epochs=cfg.dagger_epochs, progress=progress, history=hist)
@@ -210,15 +218,28 @@ def register_clone(reg:Registry, policy:LinearLSTM, sessions:list, # the session
     return reg.add(g, policy.state_dict(), status=status)
 
 # %% ../nbs/21_cloning.ipynb #765cd63b
-def compare_scores(student:Policy, teacher:Policy, seeds=(0,), max_steps:int=20_000, progress:bool=False,
-                   **arena_kwargs)->pd.DataFrame: # rows teacher, clone; columns mean, std, n; plus `ratio` in attrs
-    "Mean, std and n of the score (length at death) of `teacher` and `student` over `seeds`, and the ratio of the means."
+def compare_scores(student:Policy, teacher:Policy,
+                   seeds=(0,), # evaluation maps: keep them apart from `training_seeds`
+                   max_steps:int=20_000, # step cap of the first-episode protocol
+                   window:tuple|None=None, # (start, stop) of the continuous protocol; None: first episodes only
+                   progress:bool=False, **arena_kwargs)->pd.DataFrame: # rows (protocol, policy); attrs `ratio`, `ratio_sem`
+    """Score (length at death) of `teacher` and `student` on the maps of `seeds`: first episodes from reset (`evaluate`)
+    and, with `window`, every death in that window of continuous play (`evaluate_continuous`). One row per (protocol,
+    policy): mean, std, n, censored, `map_sem` and the maps' means `per_map`; attrs `ratio` {protocol: clone/teacher
+    ratio of the means} and `ratio_sem` {protocol: standard error between maps of the per-map ratios}."""
+    runs = {'first episodes': lambda pol: evaluate(pol, 'snake', seed=list(seeds), max_steps=max_steps, progress=progress, **arena_kwargs)}
+    if window is not None:
+        runs['continuous'] = lambda pol: evaluate_continuous(pol, 'snake', seed=list(seeds), window=window, progress=progress, **arena_kwargs)
     rows = {}
-    for name, pol in (('teacher', teacher), ('clone', student)):
-        eps = [evaluate(pol, 'snake', seed=s, max_steps=max_steps, progress=progress, **arena_kwargs) for s in seeds]
-        rows[name] = summarize(np.concatenate([e.episodes.score for e in eps])) | dict(censored=sum(e.censored for e in eps))
-    df = pd.DataFrame(rows).T
-    df.attrs['ratio'] = rows['clone']['mean'] / rows['teacher']['mean']
+    for protocol, run in runs.items():
+        for name, pol in (('teacher', teacher), ('clone', student)):
+            r = run(pol); s = r.stats()['score']
+            rows[(protocol, name)] = dict(mean=s['mean'], std=s['std'], n=s['n'], censored=r.censored, map_sem=s['map_sem'],
+                                          per_map=r.per_map().tolist())
+    df = pd.DataFrame.from_dict(rows, orient='index').rename_axis(['protocol', 'policy'])
+    per_map_ratio = {p: np.array(df.loc[(p, 'clone'), 'per_map']) / np.array(df.loc[(p, 'teacher'), 'per_map']) for p in runs}
+    df.attrs['ratio'] = {p: df.loc[(p, 'clone'), 'mean'] / df.loc[(p, 'teacher'), 'mean'] for p in runs}
+    df.attrs['ratio_sem'] = {p: between_map_sem(r) for p, r in per_map_ratio.items()}
     return df
 
 # %% ../nbs/21_cloning.ipynb #797a5990

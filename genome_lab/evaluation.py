@@ -15,7 +15,7 @@ from .arenas import Arena, Episodes, make_arena, find_arena
 from .policies import Policy
 
 # %% auto #0
-__all__ = ['torch_threads', 'summarize', 'between_map_sem', 'EvalResult', 'evaluate']
+__all__ = ['torch_threads', 'summarize', 'between_map_sem', 'EvalResult', 'evaluate', 'evaluate_continuous']
 
 # %% ../nbs/02_evaluation.ipynb #1ea3ebb1
 import contextlib
@@ -86,14 +86,18 @@ def evaluate(policy:Policy, # the genome's policy
              **arena_kwargs)->EvalResult:
     "Play `policy` on every agent of `arena`, on the map of each seed, until each agent has finished `episodes_per_agent` episodes."
     if episodes_per_agent < 1: raise ValueError("episodes_per_agent must be at least 1")
+    return _over_maps(arena, seed, threads, arena_kwargs,
+                      lambda env, s: _play_counted(policy, env, episodes_per_agent, s, greedy, max_steps, progress))
+
+def _over_maps(arena, seed, threads, arena_kwargs, play)->EvalResult:
+    "`play(env, seed)` on the map of every seed of `seed` (an int or distinct ints), combined."
     seeds = [int(s) for s in np.atleast_1d(seed)]
     if not seeds or len(set(seeds)) < len(seeds): raise ValueError(f"seed: give one seed or distinct seeds, not {seed!r}")
     own = isinstance(arena, str)
     if arena_kwargs and not own: raise ValueError("arena_kwargs are for a named arena, not an Arena instance")
     env = make_arena(arena, **arena_kwargs) if own else arena
     try:
-        with torch_threads(threads):
-            return _combine([_play_counted(policy, env, episodes_per_agent, s, greedy, max_steps, progress) for s in seeds])
+        with torch_threads(threads): return _combine([play(env, s) for s in seeds])
     finally:
         if own: env.close()
 
@@ -128,3 +132,30 @@ def _combine(parts:list)->EvalResult:
                       sum(p.steps for p in parts), sum(p.agent_steps for p in parts), sum(p.seconds for p in parts),
                       parts[0].settings | dict(seeds=list(seeds)), seeds,
                       np.concatenate([np.full(p.n, m, np.int64) for m, p in enumerate(parts)]))
+
+# %% ../nbs/02_evaluation.ipynb #2aa63328
+def evaluate_continuous(policy:Policy, # the genome's policy
+                        arena:str|Arena='snake', # arena name (built with `arena_kwargs`) or an `Arena`
+                        seed:int|list=0, # one seed, or several: one map each (each also seeds its action sampling)
+                        window:tuple=(3000, 9000), # (start, stop): play `stop` steps, count episodes ending at steps start < t <= stop
+                        greedy:bool=True, # most likely action instead of sampling?
+                        progress:bool=True, # show a progress bar of steps?
+                        threads:int|None=1, # torch threads during the evaluation; None: leave as is
+                        **arena_kwargs)->EvalResult:
+    "Continuous play of `policy` on every agent of `arena`: every episode that ends within `window` steps after reset, on each seed's map."
+    start, stop = (int(w) for w in window)
+    if not 0 <= start < stop: raise ValueError(f"window must be (start, stop) with 0 <= start < stop, not {window!r}")
+    return _over_maps(arena, seed, threads, arena_kwargs, lambda env, s: _play_window(policy, env, s, start, stop, greedy, progress))
+
+def _play_window(policy, env, seed, start, stop, greedy, progress)->EvalResult:
+    g = torch.Generator().manual_seed(seed)
+    obs, state = env.reset(seed), policy.initial_state(env.num_agents)
+    kept, t0 = [], time.perf_counter()
+    for t in tqdm(range(1, stop + 1), desc=f"{getattr(policy, 'arch', 'policy')} on {env.name}", disable=not progress, leave=False):
+        actions, state = policy.act(obs, state, greedy=greedy, generator=g)
+        obs, _, done = env.step(actions)
+        if done.any():
+            eps = env.pop_episodes()
+            if t > start: kept.append(eps)
+    settings = dict(window=[start, stop], seeds=[seed], greedy=greedy, arena_config=dict(getattr(env, 'config', {})))
+    return EvalResult(env.name, Episodes.concat(kept), 0, stop, stop*env.num_agents, time.perf_counter() - t0, settings, (seed,))

@@ -41,7 +41,7 @@ PRESETS = {
     'quick': {'50_hypernetwork': dict(run_dir='replicator'),  # keep training runs inside the run folder
               '83_llm_evolution': dict(run_dir='llm_evolution')},
     'full': {
-        '10_registry': dict(episodes_per_agent=4, tetris_envs=1024, max_steps=50_000),
+        '10_registry': dict(maps=4, tetris_envs=1024, max_steps=50_000),
         '20_sessions': dict(per_style=16, steps=1000, chunk_rows=1024),
         '21_cloning': dict(preset='full', width=640, height=360, num_snakes=256, num_food=4096, record_steps=2000,
                            eval_max_steps=20_000, player_steps=1000),

@@ -1,5 +1,5 @@
 """Behaviour cloning: the sequence forward, training, DAgger labels, lineage, fine-tuning and merging."""
-import os, subprocess, sys
+import json, os, subprocess, sys
 from dataclasses import replace
 from pathlib import Path
 import numpy as np
@@ -128,9 +128,24 @@ def test_ties_steps():
     with pytest.raises(ValueError): ties_params(base, [t1], density=0)
 
 
-def test_bench_runs_tiny():
-    r = subprocess.run([sys.executable, ROOT/'bench'/'cloning.py', '--preset', 'tiny', '--width', '48', '--height', '48', '--snakes', '12',
-                        '--food', '120', '--steps', '80', '--epochs', '1', '--max-steps', '300'],
-                       capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+def run_bench(*flags):
+    return subprocess.run([sys.executable, ROOT/'bench'/'cloning.py', '--preset', 'tiny', '--width', '48', '--height', '48', '--snakes', '12',
+                           '--food', '120', '--steps', '80', '--epochs', '1', '--max-steps', '300', *flags],
+                          capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+
+
+def test_bench_runs_tiny(tmp_path):
+    r = run_bench('--record-seeds', '1', '--eval-seeds', '2', '3', '--window', '40', '120', '--json', str(tmp_path/'c.json'))
     assert r.returncode == 0, r.stderr
-    assert 'ratio clone/teacher:' in r.stdout and 'teacher  score' in r.stdout and '(n=12' in r.stdout
+    for protocol in ('first episodes', 'continuous'):
+        assert f'ratio clone/teacher ({protocol}):' in r.stdout and f'{protocol:15s} teacher  score' in r.stdout
+    m = json.loads((tmp_path/'c.json').read_text())
+    assert m['eval_seeds'] == [2, 3] and m['record_seeds'] == [1] and m['window'] == [40, 120]
+    first = {s['policy']: s for s in m['scores'] if s['protocol'] == 'first episodes'}
+    assert len(first['clone']['per_map']) == 2 and first['clone']['n'] + first['clone']['censored'] == 24
+    assert m['ratio']['first episodes'] == pytest.approx(first['clone']['mean'] / first['teacher']['mean'])
+
+
+def test_bench_refuses_to_evaluate_on_training_maps():
+    r = run_bench('--record-seeds', '1', '2', '--eval-seeds', '2', '5')
+    assert r.returncode == 2 and 'evaluation seeds [2] are maps the clone trains on' in r.stderr
