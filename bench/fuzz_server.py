@@ -15,7 +15,7 @@ Tournament jobs started by the fuzzer run the real evaluation with `max_steps` c
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/fuzz_server.py [--max-examples 100] [--min-requests 1000]
 """
-import argparse, collections, hashlib, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
+import argparse, collections, hashlib, json, os, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 
 HOST = '127.0.0.1'
@@ -70,9 +70,8 @@ def main(argv=None):
     ap.add_argument('--max-time', type=int, default=900, help="schemathesis time budget in seconds")
     ap.add_argument('--phases', default='examples,coverage,fuzzing,stateful', help="schemathesis phases")
     a = ap.parse_args(argv)
-    import uvicorn
     from genome_lab.registry import Registry, seed_founders
-    from genome_lab.server import create_app, evaluation_job
+    from genome_lab.server import create_app, evaluation_job, serve_in_thread
     work = Path(tempfile.mkdtemp(prefix='genome_lab_fuzz_'))
     root = work/'registry'
     with Registry(root) as reg:
@@ -82,20 +81,16 @@ def main(argv=None):
     capped = lambda reg, req, progress: evaluation_job(reg, req.model_copy(update=dict(max_steps=min(req.max_steps, 200))), progress)
     inner = create_app(root, token=token, job=capped)
     app = CountStatuses(inner)
-    with socket.socket() as s: s.bind((HOST, 0)); port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level='warning'))
-    th = threading.Thread(target=server.run, daemon=True); th.start()
-    while not server.started: time.sleep(0.05)
     st = Path(sys.executable).parent/'schemathesis'
-    cmd = [st, 'run', f'http://{HOST}:{port}/openapi.json', '--max-examples', str(a.max_examples), '--seed', str(a.seed),
-           '--checks', 'all', '--exclude-checks', 'positive_data_acceptance', '--max-time', str(a.max_time), '--phases', a.phases,
-           '-H', f'Authorization: Bearer {token}', '--workers', '1']
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, 'NO_COLOR': '1'}, cwd=work)  # its .schemathesis cache goes there
-    dt = time.perf_counter() - t0
-    t1 = time.time()
-    while inner.state.runner.busy() and time.time() - t1 < 300: time.sleep(0.2)  # a tournament job still running ends first
-    server.should_exit = True; th.join(15)
+    with serve_in_thread(app, host=HOST) as url:
+        cmd = [st, 'run', f'{url}/openapi.json', '--max-examples', str(a.max_examples), '--seed', str(a.seed),
+               '--checks', 'all', '--exclude-checks', 'positive_data_acceptance', '--max-time', str(a.max_time), '--phases', a.phases,
+               '-H', f'Authorization: Bearer {token}', '--workers', '1']
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, 'NO_COLOR': '1'}, cwd=work)  # its .schemathesis cache goes there
+        dt = time.perf_counter() - t0
+        t1 = time.time()
+        while inner.state.runner.busy() and time.time() - t1 < 300: time.sleep(0.2)  # a tournament job still running ends first
     out = r.stdout.splitlines()
     summary = out[out.index(next(l for l in out if 'SUMMARY' in l)):] if any('SUMMARY' in l for l in out) else out[-30:]
     print('\n'.join(l for l in summary if l.strip()))

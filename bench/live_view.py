@@ -11,7 +11,7 @@ video time), the server's health, the recovery after an injected fault, and the 
     .venv/bin/python bench/live_view.py --registry DIR --out DIR [--page live|playlist] [--mode webrtc|mjpeg]
                                         [--seconds 6] [--inject-codec-at 3]
 """
-import argparse, json, os, shutil, socket, subprocess, sys, threading, time
+import argparse, json, os, shutil, subprocess, sys, time
 from pathlib import Path
 
 NETNS_SETUP = ('ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 198.18.0.1/24 dev v0 && '
@@ -28,18 +28,6 @@ def in_private_network(cmd:list, **kw)->subprocess.CompletedProcess:
     unshare = ['unshare', '-n'] if os.geteuid() == 0 else ['unshare', '-rn']
     return subprocess.run([*unshare, 'sh', '-c', NETNS_SETUP + ' && exec "$@"', 'sh', *map(str, cmd)],
                           env={**os.environ, 'GENOME_LAB_NETNS': '1'}, **kw)
-
-def serve(app):
-    "Run `app` under uvicorn on 127.0.0.1 in a thread; returns (base URL, server)."
-    import uvicorn
-    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host='127.0.0.1', port=port, log_level='warning'))
-    server.thread = threading.Thread(target=server.run, daemon=True); server.thread.start()
-    t0 = time.time()
-    while not server.started:
-        if time.time() - t0 > 30: raise RuntimeError("the server did not start within 30 s")
-        time.sleep(0.05)
-    return f'http://127.0.0.1:{port}', server
 
 def watch_live(page, url:str, a, out:Path)->dict:
     "Open the live page, watch `a.seconds`, inject a codec error at `a.inject_codec_at` s; the page's and the server's figures."
@@ -100,22 +88,18 @@ def main(argv=None):
     if os.environ.get('GENOME_LAB_NETNS') != '1':
         return in_private_network([sys.executable, os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv)]).returncode
     from playwright.sync_api import sync_playwright
-    from genome_lab.server import create_app
+    from genome_lab.server import create_app, serve_in_thread
     from genome_lab.broadcast import StreamConfig
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     app = create_app(a.registry, token=TOKEN)
     app.state.stream_config = StreamConfig(fps=a.fps, idle_seconds=3.0)
-    url, server = serve(app)
     chromium = shutil.which('chromium')
     if chromium is None: raise SystemExit("chromium is not installed: run tools/setup_chromium.sh")
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
-            page = browser.new_page(viewport={'width': 1280, 'height': 820})
-            res = (watch_live if a.page == 'live' else watch_playlist)(page, url, a, out)
-            browser.close()
-    finally:   # the app's shutdown stops its broadcast and waits for its threads
-        server.should_exit = True; server.thread.join(30)
+    with serve_in_thread(app) as url, sync_playwright() as p:   # on exit the app's shutdown stops its broadcast and waits for its threads
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={'width': 1280, 'height': 820})
+        res = (watch_live if a.page == 'live' else watch_playlist)(page, url, a, out)
+        browser.close()
     print(json.dumps(res))
     return 0
 

@@ -21,6 +21,7 @@ import argparse, asyncio, json, os, shutil, socket, subprocess, sys, tempfile, t
 from pathlib import Path
 import numpy as np
 import httpx
+from genome_lab.server import free_port
 
 HOST = '127.0.0.1'
 TOKEN = 'bench-token-' + os.urandom(6).hex()
@@ -40,11 +41,8 @@ else:
     uvicorn.run(app, host='127.0.0.1', port=int(port), log_level='warning', http=http, loop='uvloop' if http == 'httptools' else 'asyncio')
 """
 
-def free_port()->int:
-    with socket.socket() as s: s.bind((HOST, 0)); return s.getsockname()[1]
-
 def start_server(root:Path, static:Path, http:str='h11', workers:int=1)->tuple:
-    port = free_port()
+    port = free_port(HOST)
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
     proc = subprocess.Popen([sys.executable, '-c', SERVER, str(root), str(static), str(port), TOKEN, http, str(workers)], env=env, cwd=root)
     for _ in range(600):

@@ -212,11 +212,12 @@ def proc_cpu(pid:int)->float: # seconds of CPU (user + system) of process `pid`
 def viewers_main(a)->dict:
     "Inside the namespace: for each mode and viewer count, a fresh server, then N viewers for `seconds`; its CPU s/s."
     import asyncio
+    from genome_lab.server import free_port
     out = {}
     for mode in ('shared', 'per-viewer'):
         rows = []
         for n in [int(x) for x in a.viewers.split(',')]:
-            with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+            port = free_port()
             srv = subprocess.Popen([sys.executable, __file__, '--serve', mode, '--port', str(port), '--registry', a.registry])
             try:
                 url, t0 = f'http://127.0.0.1:{port}', time.time()

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 
 # %% ../nbs/72_server.ipynb #e04185e0
 from __future__ import annotations
-import argparse, functools, hashlib, hmac, importlib, importlib.resources, json, os, random, sqlite3, sys, threading, time, uuid
+import argparse, contextlib, functools, hashlib, hmac, importlib, importlib.resources, json, os, random, sqlite3, sys, threading, time, uuid
 from pathlib import Path
 from typing import Annotated, Callable, Literal, Optional, Union
 import numpy as np, torch
@@ -33,8 +33,8 @@ __all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes',
            'ManifestCache', 'FileCache', 'registry_pool', 'token_refusal', 'require_token', 'TokenRoute', 'BodyGuard',
            'validation_error', 'genome_row', 'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats',
            'submit_genome', 'retire_genome', 'run_tournament', 'tournament_status', 'leaderboard_page_html',
-           'leaderboard_data', 'leaderboard_page', 'installed_routers', 'create_app', 'serve_cli',
-           'app_from_environment']
+           'leaderboard_data', 'leaderboard_page', 'installed_routers', 'create_app', 'free_port', 'serve_in_thread',
+           'serve_cli', 'app_from_environment']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -625,6 +625,29 @@ def create_app(registry:str|Path, # registry folder
     for r in (reads, writes, jobs, pages, *(installed_routers() if routers is None else routers)): app.include_router(r)
     if static_dir is not None: app.mount('/static', StaticFiles(directory=static_dir), name='static')
     return app
+
+# %% ../nbs/72_server.ipynb #deac89f3
+def free_port(host:str='127.0.0.1')->int: # a TCP port free on `host` now (for a server started in another process)
+    "A port the operating system offers on `host`; another process may take it before it is used, so prefer port 0 where a server can bind it itself."
+    import socket
+    with socket.socket() as s: s.bind((host, 0)); return s.getsockname()[1]
+
+@contextlib.contextmanager
+def serve_in_thread(app, # an ASGI app, e.g. `create_app(...)`
+                    host:str='127.0.0.1', # the interface: loopback unless told otherwise
+                    start_timeout_s:float=30, # seconds to wait for the server to listen
+                    **uvicorn_kw): # more `uvicorn.Config` settings (`http`, `loop`, ...)
+    "Run `app` under uvicorn in a daemon thread on a free port of `host`; yields its base URL, stops it on exit. Raises `RuntimeError` when it does not start."
+    import uvicorn
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level='warning', **uvicorn_kw))
+    thread = threading.Thread(target=server.run, daemon=True); thread.start()
+    t0 = time.monotonic()
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() - t0 > start_timeout_s: raise RuntimeError(f"the server did not start within {start_timeout_s} s")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try: yield f'http://{host}:{port}'
+    finally: server.should_exit = True; thread.join(30)
 
 # %% ../nbs/72_server.ipynb #61679680
 def _load_job(spec:str)->Callable:

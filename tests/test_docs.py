@@ -7,7 +7,8 @@ import urllib.error, urllib.parse, urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
 import nbformat, pytest
-from loopback import Page, free_port, serve_folder
+from loopback import Page, serve_folder
+from genome_lab.server import free_port
 from genome_lab.pipeline import list_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ import json, os, re, signal, shlex, subprocess, sys, time
 from pathlib import Path
 import httpx, pytest
 from genome_lab.registry import Registry, Genome, genome_to_bytes, seed_founders
-from loopback import free_port
+from genome_lab.server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

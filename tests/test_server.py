@@ -1,15 +1,15 @@
 """The genome server (genome_lab.server) and client (genome_lab.client): API, security, atomic writes, concurrency,
 tournament jobs, the CLI, the leaderboard page in headless Chromium, and smoke runs of the load and fuzz scripts."""
-import contextlib, hashlib, json, os, pickle, re, socket, subprocess, sys, tempfile, threading, time
+import hashlib, json, os, pickle, re, socket, subprocess, sys, tempfile, threading, time
 from html.parser import HTMLParser
 from pathlib import Path
 import numpy as np, pytest, torch, httpx
 from fastapi.testclient import TestClient
 from genome_lab.registry import Registry, Genome, genome_to_bytes, seed_founders
 from genome_lab.policies import build_policy, RandomPolicy
-from genome_lab.server import create_app, evaluation_job, TournamentRequest
+from genome_lab.server import create_app, evaluation_job, TournamentRequest, free_port, serve_in_thread
 from genome_lab.client import GenomeClient
-from loopback import CHROMIUM_FLAGS, chromium, free_port
+from loopback import CHROMIUM_FLAGS, chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -24,20 +24,6 @@ def root(tmp_path):
 @pytest.fixture
 def http(root):
     with TestClient(create_app(root, token=TOKEN, max_upload_bytes=2 << 20), raise_server_exceptions=False) as c: yield c
-
-@contextlib.contextmanager
-def live(app):
-    "The app under uvicorn on loopback in a thread; yields its base URL."
-    import uvicorn
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host='127.0.0.1', port=port, log_level='warning'))
-    th = threading.Thread(target=server.run, daemon=True); th.start()
-    t0 = time.time()
-    while not server.started:
-        assert time.time() - t0 < 30 and th.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try: yield f'http://127.0.0.1:{port}'
-    finally: server.should_exit = True; th.join(10)
 
 def state(root):
     "Everything a failed write must leave as it was: genome rows, lineage, result count, files."
@@ -88,7 +74,7 @@ def test_path_parameters_cannot_escape(root, http):
         r = http.get(f'/get_genome/{bad}')
         assert r.status_code in (404, 422) and b'secret' != r.content, bad
     assert http.get('/get_genome/secret').status_code == 404
-    with live(create_app(root)) as url:  # raw bytes on the wire: no client-side normalisation of '..'
+    with serve_in_thread(create_app(root)) as url:  # raw bytes on the wire: no client-side normalisation of '..'
         port = int(url.rsplit(':', 1)[1])
         for path in ['/get_genome/../secret.safetensors', '/get_genome/..%2F..%2Fsecret', '/get_genome/%2e%2e/secret']:
             with socket.create_connection(('127.0.0.1', port)) as s:
@@ -202,7 +188,7 @@ def test_concurrent_stats_updates_lose_nothing(root):
     C, G = 32, 10
     with Registry(root) as reg: gid = reg.by_name('PufferSnake')
     errors = []
-    with live(create_app(root, token=TOKEN)) as url:
+    with serve_in_thread(create_app(root, token=TOKEN)) as url:
         def client(c):
             with httpx.Client(base_url=url, headers=AUTH, timeout=60) as h:
                 for k in range(G):
@@ -392,7 +378,7 @@ def test_leaderboard_page_in_headless_chromium(root, tmp_path):
                        source='test', parents=[dict(id='ada', relation='player'), dict(id=ids[-1], relation='clone')])
         reg.add(child, RandomPolicy(4).state_dict())
         n_genomes = len(reg.ids()); n_edges = reg.db.execute('SELECT COUNT(*) FROM lineage').fetchone()[0]
-    with live(create_app(root)) as url:
+    with serve_in_thread(create_app(root)) as url:
         r = subprocess.run([chromium(), *CHROMIUM_FLAGS, f'--user-data-dir={tmp_path/"chromium"}', '--virtual-time-budget=3000',
                             '--dump-dom', f'{url}/leaderboard'], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
