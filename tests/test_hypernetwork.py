@@ -39,28 +39,28 @@ def test_population_evaluation_and_stacked_play_match_each_policy():
         with torch.no_grad(): torch.testing.assert_close(logits[i], pol(obs[i])[0], atol=1e-5, rtol=1e-5)
     assert ev['fitness'].shape == (3,) and ev['agent_steps'] == 120
 
-def test_population_fitness_is_the_mean_episode_reward_the_window_or_the_first_episode_of_each_snake():
+def test_population_fitness_is_the_window_or_the_first_episode_of_each_snake():
     hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32))
     params = hn.generate_weights(torch.randn(3, 16), torch.Generator().manual_seed(0))
     arena = SnakeArena(width=64, height=48, num_snakes=6, num_food=40)
     slot = np.random.default_rng(2).permutation(6)   # policy-major order -> snake index, as evaluate_population assigns them
     per_policy = lambda per_snake: per_snake[slot].reshape(3, 2).mean(1)
-    for fitness in ('episode', 'window', 'first'):
+    for fitness in ('window', 'first'):
         ev = evaluate_population(hn.policy_config, params, arena, steps=300, seed=2, fitness=fitness)
         eps = arena.pop_episodes()   # the arena's own record of every finished episode since the reset
         assert len(eps) > 6   # snakes died and respawned, so there were later episodes to count or leave out
         window = np.bincount(eps.agent, weights=eps.ret, minlength=6) + arena._ret
-        if fitness == 'window': per_snake = window
-        elif fitness == 'episode':   # the policy's reward over the episodes its snakes began (finished ones + the running one)
-            begun = per_policy(np.bincount(eps.agent, minlength=6) + 1.0)
+        if fitness == 'window':
+            per_snake = window
+            begun = per_policy(np.bincount(eps.agent, minlength=6) + 1.0)   # the episodes its snakes began (finished ones + the running one)
             np.testing.assert_allclose(ev['episodes'].numpy(), begun, rtol=1e-6)
-            per_snake = window / begun[np.argsort(slot) // 2]   # np.argsort(slot) // 2: each snake's policy
         else:
             per_snake = arena._ret.copy()   # snakes whose first episode was still running
             for a in range(6):
                 if (eps.agent == a).any(): per_snake[a] = eps.ret[np.flatnonzero(eps.agent == a)[0]]
         np.testing.assert_allclose(ev['fitness'].numpy(), per_policy(per_snake), rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="one of"): evaluate_population(hn.policy_config, params, arena, fitness='all')
+    for gone in ('all', 'episode'):   # 'episode' (the mean episode reward) measured worse and was removed
+        with pytest.raises(ValueError, match="one of"): evaluate_population(hn.policy_config, params, arena, fitness=gone)
 
 def test_trainer_rejects_bad_fitness():
     hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32))
@@ -80,18 +80,6 @@ def test_each_genome_is_developed_twice_by_mirrored_noise():
         assert v.shape[0] == 6
         torch.testing.assert_close((v[:3] + v[3:]) / 2, mean[k], atol=1e-6, rtol=1e-5)
         if k.startswith('encoder'): assert not torch.allclose(v[:3], v[3:])
-
-def test_tied_codes_develop_policies_blind_to_food_or_corpse_and_to_snake_colour():
-    tied = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32, zero_init=False, tied_codes=True))
-    full = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32, zero_init=False))
-    assert int(full.mask.sum()) - int(tied.mask.sum()) == 4 * 121 * 4        # 4 kinds per cell instead of 8 codes, hidden 4
-    obs = torch.randint(0, 8, (2, 3, 11, 11), generator=torch.Generator().manual_seed(1), dtype=torch.int8)
-    swap = torch.tensor([0, 2, 1, 3, 5, 6, 7, 4], dtype=torch.int8)[obs.long()]   # food <-> corpse, snake colours rotated
-    z = torch.randn(2, 16)
-    for hn, same in ((tied, True), (full, False)):
-        net = StackedLinearLSTM(hn.policy_config, hn.generate_weights(z, torch.Generator().manual_seed(0)))
-        a, b = net(obs, net.initial_state(3))[0], net(swap, net.initial_state(3))[0]
-        assert torch.allclose(a, b, atol=1e-6) == same
 
 def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
     run = lambda *a, **kw: subprocess.run([BIN/'genome-lab', 'train-replicator', *a], capture_output=True, text=True, env=ENV, timeout=300, **kw)
@@ -152,19 +140,44 @@ def test_registered_genomes_play_in_a_tournament_game(tmp_path):
     desc = json.loads(registry.genome(found[0]['id'])['description'])
     assert desc['generation'] == 2 and len(desc['latent']) == 16
 
+def _bench_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('bench_hypernetwork', ROOT/'bench'/'hypernetwork.py')
+    bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
+    return bench
+
+def test_bench_flags_are_the_config_fields_and_its_defaults_the_configs_but_for_its_preset(tmp_path):
+    from genome_lab.core import config_fields
+    bench = _bench_module()
+    ap = bench.parser()
+    dests = {a.dest for a in ap._actions}
+    assert set(config_fields(ReplicatorConfig)) <= dests                      # every field, nested ones included, is a flag
+    assert bench.settings(ap.parse_args([])) == ReplicatorConfig(**bench.PRESET)
+    assert all(getattr(ReplicatorConfig(), k) != v for k, v in bench.PRESET.items())   # a preset entry differs, or it would not be one
+    assert bench.PRESET_WHY in ' '.join(ap.format_help().split())               # and says why in --help
+    a = ap.parse_args(['--no-zero-init', '--no-use-estimator', '--no-last-step', '--lr-drop-at', '5', '--hidden', '8'])
+    cfg = bench.settings(a)
+    assert (cfg.hypernet.zero_init, cfg.use_estimator, cfg.trainer.last_step) == (False, False, False)   # no inverted booleans
+    assert (cfg.trainer.lr_drop_at, cfg.hypernet.hidden, cfg.eval_interval) == (5, 8, bench.PRESET['eval_interval'])
+
 def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tmp_path):
     bench = [sys.executable, ROOT/'bench'/'hypernetwork.py', '--run-dir', tmp_path, '--eval-snakes', '4', '--final-snakes', '4',
              '--new-genomes', '2', '--max-steps', '30', '--report', '1']
     r = subprocess.run(bench + ['--generations', '2', '--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', '4',
-                                '--eval-interval', '1', '--tied-codes'], capture_output=True, text=True, env=ENV, timeout=300)
+                                '--eval-interval', '1', '--no-zero-init', '--out', tmp_path/'final.json'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
     for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'ran into wall',
-              'moved from where evolution started (init_policy, tied by kind)', '| food |', 'control ES mean   max | food', 'machine: {"cpu": '): assert s in r.stdout, r.stdout
+              'moved from where evolution started (init_policy)', '| food |', 'control ES mean   max | food', 'machine: {"cpu": '): assert s in r.stdout, r.stdout
+    final = json.loads((tmp_path/'final.json').read_text())              # the figures the bench printed, as JSON
+    assert final['config'] == json.loads(r.stdout.split('config: ', 1)[1].split(' (PRESET')[0]) and final['generations'] == 2
+    assert final['config']['hypernet']['zero_init'] is False and final['agent_steps'] == 2 * 8 * 16 and len(final['curve']) == 2
+    assert f"{final['pufferlib']['play']['adjacent_food']:.3f}" in r.stdout and final['pufferlib']['n'] + final['pufferlib']['censored'] == 4
+    assert len(final['new_genomes']['scores']) == 2 and set(final['generation_seconds']) == {'replicator', 'control'}
     r = subprocess.run(bench + ['--generations', '3', '--control-only'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 2 and 'control.safetensors exists' in r.stderr, r.stderr   # refused before any training
     r = subprocess.run(bench + ['--generations', '3', '--resume'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr                                # the training flags come from the checkpoint
-    assert '"tied_codes": true' in r.stdout and 'tied by kind' in r.stdout, r.stdout
+    assert '"zero_init": false' in r.stdout and "the checkpoint's, with the flags given" in r.stdout, r.stdout
     ran = [l for l in r.stdout.splitlines() if l.startswith(('replicator run:', 'control ES:'))]
     assert len(ran) == 2 and all('for generations 2-3' in l for l in ran), ran   # both runs resumed from their checkpoints
     curves = [sys.executable, ROOT/'bench'/'hypernetwork_curves.py', '--out', tmp_path/'runs.json', '--block', '2']
@@ -172,7 +185,7 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     assert r.returncode == 0, r.stderr
     tiny = json.loads((tmp_path/'runs.json').read_text())['tiny']
     assert tiny['generations'] == 3 and [b['generation'] for b in tiny['blocks']] == [0, 2] and len(tiny['curve']) == 3
-    assert tiny['config']['hypernet']['tied_codes'] and all(c['n'] + c['censored'] == 4 for c in tiny['curve'])   # every snake counted: died, or censored at the cap
+    assert tiny['config']['hypernet']['zero_init'] is False and all(c['n'] + c['censored'] == 4 for c in tiny['curve'])   # every snake counted: died, or censored at the cap
     from genome_lab.hypernetwork import machine
     assert tiny['machine'] == machine()                                    # the kind of CPU the run was on
     r = subprocess.run(curves + [str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=300)
@@ -199,23 +212,41 @@ def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     assert raw.step()['trust'] == 1                          # measured fitness: the plain step dt
     assert not torch.equal(raw.pm.dist.state_dict()['means'], before['means'])
 
-def test_base_decay_shrinks_the_table_and_resume_takes_the_stored_settings(tmp_path):
-    hn = DiffusionHypernetwork(HypernetConfig(hidden=4, chunk=64, width=32), seed=3)
-    g = torch.randn(2, 16, generator=torch.Generator().manual_seed(0))
-    for decay in (0.0, 0.2):
-        tr = HypernetworkTrainer(hn, TrainerConfig(base_lr=0.1, base_decay=decay))
-        dev, before = tr.develop(g, torch.Generator().manual_seed(1)), hn.base.detach().clone()
-        tr.step(g, dev, torch.zeros(4))                       # tied fitness: zero advantage, so only the decay moves `base`
-        torch.testing.assert_close(hn.base.detach(), before * (1 - 0.1 * decay), rtol=1e-6, atol=0)
+def test_resume_takes_the_stored_settings(tmp_path):
     run = lambda *a: subprocess.run([BIN/'genome-lab', 'train-replicator', '--run-dir', str(tmp_path), '--no-progress', *a],
                                     capture_output=True, text=True, env=ENV, timeout=300)
-    assert run('--generations', '1', '--base-decay', '0.05', '--fitness', 'episode', *TINY).returncode == 0
-    r = run('--generations', '2', '--resume', '--base-decay', '0.2')
+    assert run('--generations', '1', '--base-lr', '0.05', '--fitness', 'first', '--no-last-step', *TINY).returncode == 0
+    r = run('--generations', '2', '--resume', '--base-lr', '0.2')
     assert r.returncode == 2 and 'other settings' in r.stderr   # a setting given must match the stored one
     r = run('--generations', '2', '--resume')                  # settings not given come from the checkpoint, not the defaults
     assert r.returncode == 0, r.stderr
     meta = _meta(tmp_path)
-    assert meta['generation'] == 2 and meta['config']['trainer']['base_decay'] == 0.05 and meta['config']['fitness'] == 'episode'
+    assert meta['generation'] == 2 and meta['config']['trainer']['base_lr'] == 0.05 and meta['config']['fitness'] == 'first'
+    assert meta['config']['trainer']['last_step'] is False
+
+def _with_config(src, dst, **changes): # a copy of the checkpoint in `src` whose stored config has `changes` ({group: {name: value}} or {name: value})
+    meta = _meta(src)
+    for k, v in changes.items():
+        if isinstance(v, dict): meta['config'][k].update(v)
+        else: meta['config'][k] = v
+    dst.mkdir()
+    save_file(load_file(src/'checkpoint.safetensors'), dst/'checkpoint.safetensors', metadata={'replicator': json.dumps(meta)})
+    return (dst/'checkpoint.safetensors').read_bytes()
+
+def test_checkpoints_with_removed_settings_resume_at_todays_behaviour_else_refuse_and_keep_the_file(tmp_path):
+    run = lambda d, *a: subprocess.run([BIN/'genome-lab', 'train-replicator', '--run-dir', str(d), '--no-progress', *a],
+                                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert run(tmp_path/'now', '--generations', '1', *TINY).returncode == 0
+    _with_config(tmp_path/'now', tmp_path/'same', trainer=dict(base_decay=0.0), hypernet=dict(tied_codes=False))   # as an older version wrote them
+    r = run(tmp_path/'same', '--generations', '2', '--resume')
+    assert r.returncode == 0, r.stderr                                   # removed settings at the value that ran as today's code: dropped
+    assert _meta(tmp_path/'same')['generation'] == 2 and 'base_decay' not in _meta(tmp_path/'same')['config']['trainer']
+    for name, changes in (('base_decay', dict(trainer=dict(base_decay=0.05))), ('tied_codes', dict(hypernet=dict(tied_codes=True))),
+                          ('fitness', dict(fitness='episode'))):
+        before = _with_config(tmp_path/'now', tmp_path/name, **changes)
+        r = run(tmp_path/name, '--generations', '2', '--resume')
+        assert r.returncode == 2 and f'made with {name}=' in r.stderr and 'no longer has' in r.stderr and 'new --run-dir' in r.stderr, r.stderr
+        assert (tmp_path/name/'checkpoint.safetensors').read_bytes() == before   # nothing stored is lost
 
 def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_resume(tmp_path):
     from genome_lab.hypernetwork import ReplicatorTrainingLoop, run_policy_es

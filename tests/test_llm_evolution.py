@@ -130,12 +130,17 @@ def test_cli(tmp_path, capsys):
 
 def test_bench_runs_with_tiny_settings(tmp_path):
     import importlib.util
+    from dataclasses import asdict
     spec = importlib.util.spec_from_file_location('bench_llm', Path(__file__).parents[1]/'bench'/'llm_evolution.py')
     bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
-    res = bench.main(['--games', '1', '--heldout-ticks', '150', '--evals', '1', '--generations', '1', '--children', '1',
-                      '--max-ticks', '100', '--out', str(tmp_path)])
+    res = bench.main(['--games', '1', '--heldout-ticks', '150', '--evals', '1', '--max-generations', '1', '--children-per-generation', '1',
+                      '--max-ticks', '100', '--run-dir', str(tmp_path/'run'), '--out', str(tmp_path/'bench.json')])
     assert res['harness']['evals_per_s'] > 0 and {r['player'] for r in res['heldout']} >= {'pufferlib genome', 'best evolved', 'dellacherie', 'el-tetris'}
-    assert all(r['n'] == 1 for r in res['heldout'])
+    assert all(r['n'] == 1 for r in res['heldout']) and [(r['player'], r['n']) for r in json.loads((tmp_path/'bench.json').read_text())['heldout']] == [(r['player'], r['n']) for r in res['heldout']]
+    assert res['config'] == asdict(EvolutionConfig(**{**bench.PRESET, 'max_generations': 1, 'children_per_generation': 1, 'max_ticks': 100}))
+    assert all(getattr(EvolutionConfig(), k) != v for k, v in bench.PRESET.items())   # the bench's preset, said in --help
+    assert bench.PRESET_WHY in ' '.join(bench.parser().format_help().split())
+    with pytest.raises(SystemExit): bench.main(['--env', 'cartpole'])
 
 def test_llm_timeout_is_retried(tmp_path, server, monkeypatch):
     monkeypatch.setenv('OPENAI_API_KEY', 'test-key')
