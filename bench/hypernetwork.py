@@ -19,8 +19,9 @@ use its defaults except `PRESET`.
 Usage: python bench/hypernetwork.py [--generations 600] [--steps 2048] [--control-only] [--run-dir DIR [--resume]] [--out FILE]
 """
 import argparse, json, math, sys, tempfile, time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Annotated   # a script's dataclass documents its fields here: docments reads no comments from `__main__`
 import numpy as np
 import pandas as pd
 import torch
@@ -79,35 +80,38 @@ def in_play(p:dict)->str: # one line for the bench
     return (f"takes adjacent food {p['adjacent_food']:.3f}; its {p['deaths']} deaths in {p['steps']} steps ran into "
             + ", ".join(f"{k} {v:.3f}" for k, v in p['causes'].items()))
 
+@dataclass
+class BenchOptions:
+    "The bench's own options (the training run's are `ReplicatorConfig`'s)."
+    final_snakes: Annotated[int, 'snakes of the final evaluations (n)'] = 256
+    new_genomes: Annotated[int, 'never-sampled genomes developed and scored'] = 16
+    max_steps: Annotated[int, 'step cap of the final evaluations'] = 20_000
+    report: Annotated[int, 'generations between printed fitness rows'] = 10
+    run_dir: Annotated[str, "checkpoint folder of both runs ('' for a temporary one)"] = ''
+    resume: Annotated[bool, 'continue the checkpoints in --run-dir with their settings (a training flag given must match, --generations aside; a control not stored yet starts)?'] = False
+    skip_control: Annotated[bool, "run and score only the training run (and PufferLib's snake)?"] = False
+    control_only: Annotated[bool, "run and score only the ES control (and PufferLib's snake)?"] = False
+    out: Annotated[str, 'JSON file for the final figures, e.g. nbs/measured/hypernetwork_headline.json'] = ''
+
 def parser()->argparse.ArgumentParser:
-    ap = config_parser(ReplicatorConfig, description=__doc__.splitlines()[0],
-                       epilog=f"Training flags default to ReplicatorConfig's fields except the bench's PRESET {PRESET}: {PRESET_WHY}")
-    b = ap.add_argument_group('bench')
-    b.add_argument('--final-snakes', type=int, default=256, help='snakes of the final evaluations (n)')
-    b.add_argument('--new-genomes', type=int, default=16, help='never-sampled genomes developed and scored')
-    b.add_argument('--max-steps', type=int, default=20_000, help='step cap of the final evaluations')
-    b.add_argument('--report', type=int, default=10, help='generations between printed fitness rows')
-    b.add_argument('--run-dir', default='', help='checkpoint folder of both runs (default: a temporary one)')
-    b.add_argument('--resume', action='store_true', help="continue the checkpoints in --run-dir with their own settings (a training flag given must match, --generations aside; a control not stored yet starts)")
-    b.add_argument('--skip-control', action='store_true', help='run and score only the training run (and PufferLib\'s snake)')
-    b.add_argument('--control-only', action='store_true', help='run and score only the ES control (and PufferLib\'s snake)')
-    b.add_argument('--out', default='', help='JSON file for the final figures, e.g. nbs/measured/hypernetwork_headline.json')
-    return ap
+    return config_parser(ReplicatorConfig, BenchOptions, description=__doc__.splitlines()[0],
+                         epilog=f"Training flags default to ReplicatorConfig's fields except the bench's PRESET {PRESET}: {PRESET_WHY}")
 
 def settings(a:argparse.Namespace)->ReplicatorConfig: # the run's config: the checkpoint's on --resume, else PRESET's, with the flags given
-    return config_from_args(ReplicatorConfig, a, stored_config(a.run_dir) if a.resume else ReplicatorConfig(**PRESET))
+    o = config_from_args(BenchOptions, a)
+    return config_from_args(ReplicatorConfig, a, stored_config(o.run_dir) if o.resume else ReplicatorConfig(**PRESET))
 
-def train(cfg:ReplicatorConfig, a:argparse.Namespace, run_dir:Path)->tuple: # (loop, history, control history, control ES); None for a run skipped
+def train(cfg:ReplicatorConfig, o:BenchOptions, run_dir:Path)->tuple: # (loop, history, control history, control ES); None for a run skipped
     loop = hist = ctrl = es = None
-    if not a.control_only:
+    if not o.control_only:
         t0 = time.perf_counter()
-        loop = ReplicatorTrainingLoop(cfg, run_dir, resume=a.resume)
+        loop = ReplicatorTrainingLoop(cfg, run_dir, resume=o.resume)
         start = loop.generation   # 0, or where a resumed run stopped
         hist = loop.run(progress=False)
         print(f"replicator run: {time.perf_counter() - t0:.0f} s for generations {start}-{cfg.generations}, "
               f"{int(hist.agent_steps.iloc[-1]):,} agent-steps")
-    if not a.skip_control:
-        t0, resume = time.perf_counter(), a.resume and (run_dir/CONTROL_FILE).exists()
+    if not o.skip_control:
+        t0, resume = time.perf_counter(), o.resume and (run_dir/CONTROL_FILE).exists()
         start = checkpoint_meta(run_dir/CONTROL_FILE)['generation'] if resume else 0
         ctrl, es = run_policy_es(cfg, run_dir, resume=resume, progress=False)
         print(f"control ES: {time.perf_counter() - t0:.0f} s for generations {start}-{cfg.generations}, {int(ctrl.agent_steps.iloc[-1]):,} agent-steps")
@@ -159,73 +163,74 @@ def print_training(t:dict, cfg:ReplicatorConfig, report:int):
           f"(encoder {m['encoder.weight']:.3f}, initially {t['encoder_initial_rms']:.3f}); encoder rows by cell code: "
           f"{t['encoder_by_code'][0]:.3f}-{t['encoder_by_code'][1]:.3f}")
 
-def genome_figures(cfg:ReplicatorConfig, loop, a:argparse.Namespace, puffer)->dict: # the best genome and new genomes against PufferLib's snake and random policies
+def genome_figures(cfg:ReplicatorConfig, loop, o:BenchOptions, puffer)->dict: # the best genome and new genomes against PufferLib's snake and random policies
     top = loop.top_genomes(8, seed=cfg.seed + 12345)
     params = loop.pm.develop_mean(top)
-    sel = [score(loop.pm.hn.policy(params, i), cfg.eval_snakes, 101, a.max_steps)['mean'] for i in range(len(top))]
+    sel = [score(loop.pm.hn.policy(params, i), cfg.eval_snakes, 101, o.max_steps)['mean'] for i in range(len(top))]
     best = loop.pm.hn.policy(params, int(np.argmax(sel)))
-    out = dict(best=score(best, a.final_snakes, 202, a.max_steps) | dict(play=play(best, a.final_snakes)),
-               best_64=score(best, cfg.eval_snakes, 202, a.max_steps), pufferlib_64=score(puffer, cfg.eval_snakes, 202, a.max_steps))
-    new = loop.pm.dist.sample(a.new_genomes, torch.Generator().manual_seed(cfg.seed + 999))
+    out = dict(best=score(best, o.final_snakes, 202, o.max_steps) | dict(play=play(best, o.final_snakes)),
+               best_64=score(best, cfg.eval_snakes, 202, o.max_steps), pufferlib_64=score(puffer, cfg.eval_snakes, 202, o.max_steps))
+    new = loop.pm.dist.sample(o.new_genomes, torch.Generator().manual_seed(cfg.seed + 999))
     newp = loop.pm.develop_mean(new)
-    dev = [score(loop.pm.hn.policy(newp, i), cfg.eval_snakes, 303, a.max_steps)['mean'] for i in range(a.new_genomes)]
-    rnd = [score(init_policy(policy_config(cfg.hypernet.hidden), seed=cfg.seed + 7 + i), cfg.eval_snakes, 303, a.max_steps)['mean'] for i in range(a.new_genomes)]
+    dev = [score(loop.pm.hn.policy(newp, i), cfg.eval_snakes, 303, o.max_steps)['mean'] for i in range(o.new_genomes)]
+    rnd = [score(init_policy(policy_config(cfg.hypernet.hidden), seed=cfg.seed + 7 + i), cfg.eval_snakes, 303, o.max_steps)['mean'] for i in range(o.new_genomes)]
     spread = lambda x: dict(mean=float(np.mean(x)), std=float(np.std(x)), scores=[float(v) for v in x])
     return out | dict(new_genomes=spread(dev), random_policies=spread(rnd), new_above_random=float(np.mean(np.array(dev) > np.mean(rnd))))
 
-def print_genomes(g:dict, p:dict, a:argparse.Namespace, snakes:int):
+def print_genomes(g:dict, p:dict, o:BenchOptions, snakes:int):
     b = g['best']
     print(f"  best evolved genome (of 8 candidates, selected on seed 101): {fmt(b)}; ratio {b['mean']/p['mean']:.3f} (bar 0.5); {habits(b)}; {in_play(b['play'])}")
     print(f"  the same genome with {snakes} snakes on the map (as the curve and the rows below): {fmt(g['best_64'])}; "
           f"PufferLib's snake with {snakes}: {fmt(g['pufferlib_64'])}, ratio {g['best_64']['mean']/g['pufferlib_64']['mean']:.3f}")
-    print(f"  {a.new_genomes} new genomes, developed:          mean of per-genome means {g['new_genomes']['mean']:.2f} ± {g['new_genomes']['std']:.2f}"
+    print(f"  {o.new_genomes} new genomes, developed:          mean of per-genome means {g['new_genomes']['mean']:.2f} ± {g['new_genomes']['std']:.2f}"
           f" ({snakes} snakes each)")
-    print(f"  {a.new_genomes} randomly initialised policies:   mean of per-policy means {g['random_policies']['mean']:.2f} ± {g['random_policies']['std']:.2f}")
+    print(f"  {o.new_genomes} randomly initialised policies:   mean of per-policy means {g['random_policies']['mean']:.2f} ± {g['random_policies']['std']:.2f}")
     print(f"  developed above the random policies' mean: {g['new_above_random']:.2f}")
 
-def final(cfg:ReplicatorConfig, a:argparse.Namespace, loop, hist, es)->dict: # section 3, printed and returned
-    print(f"\n3. final evaluations on the training map, {a.final_snakes} snakes, first episode each")
+def final(cfg:ReplicatorConfig, o:BenchOptions, loop, hist, es)->dict: # section 3, printed and returned
+    print(f"\n3. final evaluations on the training map, {o.final_snakes} snakes, first episode each")
     puffer = load_pufferlib_policy('snake')
-    p = score(puffer, a.final_snakes, 202, a.max_steps) | dict(play=play(puffer, a.final_snakes))
+    p = score(puffer, o.final_snakes, 202, o.max_steps) | dict(play=play(puffer, o.final_snakes))
     print(f"  PufferLib-trained snake genome:                             {fmt(p)}; {habits(p)}; {in_play(p['play'])}")
     out = dict(pufferlib=p)
     if es is not None:
-        c = score(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed).policy(es.mean_params(), 0), a.final_snakes, 202, a.max_steps)
+        c = score(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed).policy(es.mean_params(), 0), o.final_snakes, 202, o.max_steps)
         print(f"  control ES mean policy:                                     {fmt(c)}; ratio {c['mean']/p['mean']:.3f}; {habits(c)}")
         out |= dict(control=c, control_ratio=c['mean'] / p['mean'])
     if hist is None: return out
-    t = training_figures(cfg, loop, hist, a.report)
-    print_training(t, cfg, a.report)
-    g = genome_figures(cfg, loop, a, puffer)
-    print_genomes(g, p, a, cfg.eval_snakes)
+    t = training_figures(cfg, loop, hist, o.report)
+    print_training(t, cfg, o.report)
+    g = genome_figures(cfg, loop, o, puffer)
+    print_genomes(g, p, o, cfg.eval_snakes)
     return out | dict(training=t, ratio=g['best']['mean'] / p['mean'], curve=loop.curve, **g)
 
 def main(argv=None):
     ap = parser()
     a = ap.parse_args(argv)
-    if a.resume and not a.run_dir: ap.error('--resume needs the --run-dir of the run')
+    o = config_from_args(BenchOptions, a)
+    if o.resume and not o.run_dir: ap.error('--resume needs the --run-dir of the run')
     torch.set_num_threads(1)
-    run_dir = Path(a.run_dir or tempfile.mkdtemp(prefix='replicator-'))
-    if (run_dir/CONTROL_FILE).exists() and not (a.resume or a.skip_control):   # refused before hours of training, not after
+    run_dir = Path(o.run_dir or tempfile.mkdtemp(prefix='replicator-'))
+    if (run_dir/CONTROL_FILE).exists() and not (o.resume or o.skip_control):   # refused before hours of training, not after
         ap.error(f"{run_dir/CONTROL_FILE} exists: --resume it or choose another --run-dir")
     try:
         cfg = settings(a)
         print(f"machine: {json.dumps(machine())}")   # runs repeat exactly on the same kind of CPU only
-        print(f"config: {json.dumps(asdict(cfg))}" + (" (the checkpoint's, with the flags given)" if a.resume else f" (PRESET {PRESET} and the flags given)"))
-        loop, hist, ctrl, es = train(cfg, a, run_dir)
+        print(f"config: {json.dumps(asdict(cfg))}" + (" (the checkpoint's, with the flags given)" if o.resume else f" (PRESET {PRESET} and the flags given)"))
+        loop, hist, ctrl, es = train(cfg, o, run_dir)
     except (ValueError, FileExistsError, FileNotFoundError) as e: ap.error(str(e))
-    fitness_rows(cfg, hist, ctrl, a.report)
+    fitness_rows(cfg, hist, ctrl, o.report)
     if hist is not None:
         print("\n2. score versus evaluations (the distribution's mean genome, training map, length at death)")
         for c in loop.curve: print(f"  {c['agent_steps']:>12,} agent-steps (generation {c['generation']:4d}): {fmt(dict(c, mean=c['score']))}")
-    figures = final(cfg, a, loop, hist, es)
-    if a.out:
+    figures = final(cfg, o, loop, hist, es)
+    if o.out:
         runs = [h for h in (hist, ctrl) if h is not None]
-        atomic_write_json(a.out, dict(command='python bench/hypernetwork.py ' + ' '.join(sys.argv[1:] if argv is None else argv),
+        atomic_write_json(o.out, dict(command='python bench/hypernetwork.py ' + ' '.join(sys.argv[1:] if argv is None else argv),
                                       machine=machine(), config=asdict(cfg), generations=cfg.generations,
-                                      agent_steps=int(runs[0].agent_steps.iloc[-1]), final_snakes=a.final_snakes, max_steps=a.max_steps,
+                                      agent_steps=int(runs[0].agent_steps.iloc[-1]), final_snakes=o.final_snakes, max_steps=o.max_steps,
                                       generation_seconds={n: float(h.seconds.sum()) for n, h in zip(('replicator', 'control'), (hist, ctrl)) if h is not None},
                                       **figures))
-        print(f"\nfigures written to {a.out}")
+        print(f"\nfigures written to {o.out}")
 
 if __name__ == '__main__': main()

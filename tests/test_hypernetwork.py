@@ -143,7 +143,8 @@ def test_registered_genomes_play_in_a_tournament_game(tmp_path):
 def _bench_module():
     import importlib.util
     spec = importlib.util.spec_from_file_location('bench_hypernetwork', ROOT/'bench'/'hypernetwork.py')
-    bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
+    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench   # registered, so `inspect` finds its source
+    spec.loader.exec_module(bench)
     return bench
 
 def test_bench_flags_are_the_config_fields_and_its_defaults_the_configs_but_for_its_preset(tmp_path):

@@ -129,10 +129,11 @@ def test_cli(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])['stop_reason'] == 'completed'
 
 def test_bench_runs_with_tiny_settings(tmp_path):
-    import importlib.util
+    import importlib.util, sys
     from dataclasses import asdict
     spec = importlib.util.spec_from_file_location('bench_llm', Path(__file__).parents[1]/'bench'/'llm_evolution.py')
-    bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
+    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench   # registered, so `inspect` finds its source
+    spec.loader.exec_module(bench)
     res = bench.main(['--games', '1', '--heldout-ticks', '150', '--evals', '1', '--max-generations', '1', '--children-per-generation', '1',
                       '--max-ticks', '100', '--run-dir', str(tmp_path/'run'), '--out', str(tmp_path/'bench.json')])
     assert res['harness']['evals_per_s'] > 0 and {r['player'] for r in res['heldout']} >= {'pufferlib genome', 'best evolved', 'dellacherie', 'el-tetris'}
