@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 from genome_lab.hypernetwork import (ReplicatorConfig, ReplicatorTrainingLoop, run_policy_es, DiffusionHypernetwork, PolicyES,
                                      policy_config, init_policy, evaluate_population, stored_config, CONTROL_FILE, checkpoint_meta, machine)
-from genome_lab.core import config_parser, config_from_args, atomic_write_json
+from genome_lab.core import config_parser, config_from_args, atomic_write_json, run_lock, RunLocked
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate
 
@@ -217,8 +217,8 @@ def main(argv=None):
         cfg = settings(a)
         print(f"machine: {json.dumps(machine())}")   # runs repeat exactly on the same kind of CPU only
         print(f"config: {json.dumps(asdict(cfg))}" + (" (the checkpoint's, with the flags given)" if o.resume else f" (PRESET {PRESET} and the flags given)"))
-        loop, hist, ctrl, es = train(cfg, o, run_dir)
-    except (ValueError, FileExistsError, FileNotFoundError) as e: ap.error(str(e))
+        with run_lock(run_dir/'.lock'): loop, hist, ctrl, es = train(cfg, o, run_dir)   # one process per run folder
+    except (RunLocked, ValueError, FileExistsError, FileNotFoundError) as e: ap.error(str(e))
     fitness_rows(cfg, hist, ctrl, o.report)
     if hist is not None:
         print("\n2. score versus evaluations (the distribution's mean genome, training map, length at death)")

@@ -21,7 +21,7 @@ from .policies import LinearLSTM, StackedLinearLSTM
 from .evaluation import evaluate, torch_threads
 from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator
-from .core import atomic_write, config_parser, config_from_args
+from .core import atomic_write, config_parser, config_from_args, run_lock, RunLocked
 
 # %% auto #0
 __all__ = ['FITNESS', 'CHECKPOINT_FORMAT', 'ADDED_SETTINGS', 'REMOVED_SETTINGS', 'REMOVED_VALUES', 'CONTROL_FILE',
@@ -597,7 +597,7 @@ def run_policy_es(cfg:ReplicatorConfig, # settings, `cfg.generations` generation
 
 # %% ../nbs/50_hypernetwork.ipynb #6a9eacc2
 def train_replicator_cli(argv:list|None=None)->int: # exit status
-    "`genome-lab train-replicator`: run or resume a replicator training run (see `--help`)."
+    "`genome-lab train-replicator`: run or resume a replicator training run (see `--help`); one process per run folder (`run_lock`)."
     ap = config_parser(ReplicatorConfig, prog='genome-lab train-replicator', description=train_replicator_cli.__doc__)
     ap.add_argument('--run-dir', required=True, help='checkpoint folder of the run')
     ap.add_argument('--resume', action='store_true', help="continue the checkpoint in --run-dir with its settings (a setting given must match, --generations aside)")
@@ -607,11 +607,12 @@ def train_replicator_cli(argv:list|None=None)->int: # exit status
     ap.add_argument('--no-progress', action='store_true', help='no progress bar')
     a = ap.parse_args(argv)
     try:
+        if Path(a.run_dir).is_file(): raise ValueError(f"{a.run_dir} is a file, not a run folder")
         cfg = config_from_args(ReplicatorConfig, a, stored_config(a.run_dir) if a.resume else None)   # settings not given: the checkpoint's or the defaults
-        with torch_threads(a.threads):
+        with run_lock(Path(a.run_dir)/'.lock'), torch_threads(a.threads):   # one process per run folder
             loop = ReplicatorTrainingLoop(cfg, a.run_dir, resume=a.resume)
             hist = loop.run(progress=not a.no_progress)
-    except (ValueError, FileExistsError, FileNotFoundError) as e:
+    except (RunLocked, ValueError, FileExistsError, FileNotFoundError) as e:
         print(f"train-replicator: {e}", file=sys.stderr); return 2
     last = hist.iloc[-1]
     print(f"generation {int(last.generation)+1}: fitness {last.fitness_mean:.3f} ± {last.fitness_std:.3f} (max {last.fitness_max:.3f}), "

@@ -8,6 +8,7 @@ from safetensors.torch import load_file, save_file
 from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, HypernetworkTrainer, TrainerConfig,
                                      ReplicatorConfig, evaluate_population)
 from genome_lab.registry import Registry
+from genome_lab.core import run_lock
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.tournament import play_game
 from genome_lab.policies import StackedLinearLSTM
@@ -116,6 +117,11 @@ def test_cli_refuses_and_keeps_the_checkpoint(tmp_path):
     assert r.returncode == 2 and 'other settings' in r.stderr
     r = run('--run-dir', str(tmp_path/'new'), '--resume', '--no-progress', *TINY)
     assert r.returncode == 2 and 'nothing to resume' in r.stderr
+    with run_lock(tmp_path/'.lock'):                                   # another process is training this run
+        r = run('--run-dir', str(tmp_path), '--generations', '2', '--resume', '--no-progress')
+    assert r.returncode == 2 and f'in use by another process (pid {os.getpid()})' in r.stderr and 'Traceback' not in r.stderr, r.stderr
+    r = run('--run-dir', str(tmp_path/'checkpoint.safetensors'), '--no-progress', *TINY)
+    assert r.returncode == 2 and 'is a file, not a run folder' in r.stderr, r.stderr
     assert (tmp_path/'checkpoint.safetensors').read_bytes() == ck
     meta = _meta(tmp_path); del meta['format']                     # a checkpoint of the one-policy-per-genome version
     old = tmp_path/'old'; old.mkdir()
@@ -176,6 +182,9 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     assert len(final['new_genomes']['scores']) == 2 and set(final['generation_seconds']) == {'replicator', 'control'}
     r = subprocess.run(bench + ['--generations', '3', '--control-only'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 2 and 'control.safetensors exists' in r.stderr, r.stderr   # refused before any training
+    with run_lock(tmp_path/'.lock'):                                    # another process is training in the folder
+        r = subprocess.run(bench + ['--generations', '3', '--resume'], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 2 and 'in use by another process' in r.stderr and _meta(tmp_path)['generation'] == 2, r.stderr
     r = subprocess.run(bench + ['--generations', '3', '--resume'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr                                # the training flags come from the checkpoint
     assert '"zero_init": false' in r.stdout and "the checkpoint's, with the flags given" in r.stdout, r.stdout
