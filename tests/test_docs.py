@@ -91,7 +91,7 @@ def test_site_in_headless_chromium(site, tmp_path):
         sig = page.js("document.getElementById('genome_lab.evaluation.evaluate').textContent")
         assert 'episodes_per_agent' in sig and 'max_steps' in sig, sig
         body = page.js("document.getElementById('genome_lab.evaluation.evaluate').parentElement.innerText")
-        assert 'first episodes of each agent that count (n = agents x this)' in body, body   # its docment
+        assert 'first episodes of each agent that count on each map (n = maps x agents x this)' in body, body   # its docment
         page.screenshot(tmp_path/'api.png')
 
         page.goto(f'{url}/search.html?q=evaluate')

@@ -91,13 +91,20 @@ class FakeLLM(BaseHTTPRequestHandler):
         self.send_response(200); self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(data)))
         self.end_headers(); self.wfile.write(data)
 
+class JoinedHTTPServer(ThreadingHTTPServer):
+    """Request threads are joined when the server closes. A request the client gave up on ('slow') would otherwise
+    write into the closed socket seconds later, in a later test, and print its traceback: Python 3.11 parses source
+    lines for a traceback's carets, and two threads parsing at once break CPython 3.11.7's shared AST recursion
+    counter ("SystemError: AST constructor recursion depth mismatch", seen in a CI run's evolve_cli)."""
+    daemon_threads = False
+
 @pytest.fixture
 def server():
     FakeLLM.answers, FakeLLM.calls, FakeLLM.fail_first = REPLAY, [], True
-    srv = ThreadingHTTPServer(('127.0.0.1', 0), FakeLLM)
+    srv = JoinedHTTPServer(('127.0.0.1', 0), FakeLLM)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
+    srv.shutdown(); srv.server_close()   # waits for the request threads
 
 def test_openai_backend_run_tokens_cache_and_replay(tmp_path, server, monkeypatch):
     monkeypatch.setenv('OPENAI_API_KEY', 'test-key')
