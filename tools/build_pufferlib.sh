@@ -2,13 +2,14 @@
 # Build a PufferLib 3.0.0 wheel from its PyPI sdist, offline apart from the package index.
 # The sdist's setup.py downloads raylib/box2d from GitHub; this script does what it needs without that:
 # fetch the sdist from the index's simple page (sha256 checked), drop impulse_wars (box2d), create the
-# empty folders setup.py looks for, keep only the Ocean envs genome_lab uses, patch it (below), and build with
-# NO_TRAIN=1. The wheel's version carries a local label, LOCAL_VERSION, so setup.sh can tell a patched install.
+# empty folders setup.py looks for, keep only the Ocean envs genome_lab uses, patch it (below), build the trainer's
+# torch extension `pufferlib._C` for the CPU (the 'trainer' step below). The wheel's version carries a local label,
+# LOCAL_VERSION, so setup.sh can tell a patched install with the trainer.
 # Usage: tools/build_pufferlib.sh PYTHON OUTDIR   (PYTHON must already have torch, numpy<2, setuptools)
 #        tools/build_pufferlib.sh --version     (prints LOCAL_VERSION)
 set -euo pipefail
 VERSION=3.0.0
-LOCAL_VERSION=$VERSION+genomelab.1   # raise the number whenever the patch changes
+LOCAL_VERSION=$VERSION+genomelab.2   # raise the number whenever the patch or the build changes (2: the trainer extension)
 [ "${1:-}" = "--version" ] && { echo "$LOCAL_VERSION"; exit 0; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=$(command -v "${1:?usage: build_pufferlib.sh PYTHON OUTDIR}") || { echo "build_pufferlib: no python at $1" >&2; exit 1; }
@@ -47,8 +48,22 @@ done
 # (tools/pufferlib_patch/apply.py says what it edits), and the version gets the local label.
 "$PY" "$HERE/pufferlib_patch/apply.py" "$src" "$LOCAL_VERSION" || fail "patching the sdist failed"
 
-echo "build_pufferlib: compiling Ocean envs: $KEEP_ENVS"
-(cd "$src" && NO_TRAIN=1 "$PY" -m pip wheel --no-build-isolation --no-deps -w "$OUT" . >"$work/build.log" 2>&1) \
+# --- trainer (genome_lab issue 23): build the torch extension pufferlib._C (PuffeRL's advantage kernel) for the CPU ---
+# setup.py builds a CUDAExtension whenever an `nvcc` is on PATH, even where there is no CUDA; force its CppExtension
+# branch (the CPU kernel in pufferlib/extensions/pufferlib.cpp; pufferl.py falls back to it without CUDA).
+sed -i 's/^    if shutil.which("nvcc"):$/    if False:  # genome_lab: CPU CppExtension/' "$src/setup.py"
+grep -q '^    if False:  # genome_lab: CPU CppExtension$' "$src/setup.py" \
+  || fail "setup.py of pufferlib $VERSION no longer has the nvcc check this script patches"
+# Of the trainer's requirements keep those `import pufferlib.pufferl` needs (torch, psutil, rich, rich_argparse, pyro-ppl;
+# pyproject.toml lists them too): drop the loggers (neptune, wandb), the GPU monitor, imageio and heavyball (whose
+# current release lacks the ForeachMuon that optimizer = muon imports; genome_lab trains with adam).
+for dep in pynvml imageio heavyball neptune wandb; do
+  grep -q "^        '$dep',\$" "$src/setup.py" || fail "setup.py of pufferlib $VERSION does not list $dep as this script expects"
+  sed -i "/^        '$dep',\$/d" "$src/setup.py"
+done
+# --- end trainer ---
+echo "build_pufferlib: compiling Ocean envs ($KEEP_ENVS) and the trainer extension pufferlib._C"
+(cd "$src" && "$PY" -m pip wheel --no-build-isolation --no-deps -w "$OUT" . >"$work/build.log" 2>&1) \
   || { tail -40 "$work/build.log" >&2; fail "pip wheel failed (log tail above)"; }
 ls "$OUT"/pufferlib-"$LOCAL_VERSION"-*.whl >/dev/null 2>&1 || fail "no wheel was written to $OUT"
 echo "build_pufferlib: built $(ls "$OUT"/pufferlib-"$LOCAL_VERSION"-*.whl)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything genome_lab needs into .venv/ (idempotent: a second call reuses what is installed).
-# CPU torch 2.13.0, numpy<2, PufferLib 3.0.0 built and patched from its sdist (tools/build_pufferlib.sh; an
-# installed PufferLib without the patch's version label is replaced), then this package with its dev extras,
+# CPU torch 2.13.0, numpy<2, PufferLib 3.0.0 built and patched from its sdist with its trainer (tools/build_pufferlib.sh;
+# an installed PufferLib without the patch's version label is replaced), then this package with its dev extras,
 # editable; Debian's bubblewrap for the program sandbox (tools/setup_debian.sh).
 # Set GENOME_LAB_PYTHON to choose the interpreter (default: python3).
 set -euo pipefail
@@ -24,14 +24,14 @@ pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@" 2> >(grep 
 pip install 'numpy<2' setuptools wheel
 puffer=$(bash tools/build_pufferlib.sh --version)
 installed=$("$VENV/bin/python" -c 'from importlib.metadata import version; print(version("pufferlib"))' 2>/dev/null || true)
-if [ "$installed" != "$puffer" ] || ! "$VENV/bin/python" -c 'import pufferlib.ocean.snake.binding, pufferlib.ocean.tetris.binding' 2>/dev/null; then
+if [ "$installed" != "$puffer" ] || ! "$VENV/bin/python" -c 'import torch, pufferlib._C, pufferlib.ocean.snake.binding, pufferlib.ocean.tetris.binding' 2>/dev/null; then
   [ -z "$installed" ] || echo "setup: replacing pufferlib $installed by the patched $puffer"
   bash tools/build_pufferlib.sh "$VENV/bin/python" .cache/wheels
   pip install --no-deps --force-reinstall .cache/wheels/pufferlib-"$puffer"-*.whl
 fi
 pip install --find-links .cache/wheels -e '.[dev]'
 root=$(pwd)
-(cd /tmp && "$root/$VENV/bin/python" -c 'import genome_lab.registry, pufferlib.ocean.snake.binding') \
+(cd /tmp && "$root/$VENV/bin/python" -c 'import genome_lab.registry, pufferlib.ocean.snake.binding, pufferlib._C') \
   || fail "genome_lab or pufferlib does not import after the install"
 echo "$stamp_src" > "$VENV/.genome_lab_installed"
 echo "setup: done"
