@@ -39,6 +39,7 @@ def notebook_parameters(path:Path)->dict: # {name: {'type': 'int'|'float'|'str'|
 # %% ../nbs/99_pipeline.ipynb #c112236c
 PRESETS = {
     'quick': {'50_hypernetwork': dict(run_dir='replicator'),  # keep training runs inside the run folder
+              '75_training': dict(run_dir='ppo'),
               '83_llm_evolution': dict(run_dir='llm_evolution')},
     'full': {
         '10_registry': dict(maps=4, tetris_envs=1024, max_steps=50_000),
@@ -54,6 +55,7 @@ PRESETS = {
         '71_selection': dict(snakes_per_genome=16, game_steps=1000),
         '72_server': dict(job_agents=64, job_max_steps=2000),
         '73_client': dict(draws=100_000),
+        '75_training': dict(run_dir='ppo', steps=100_000_000, keep_every=5_000_000, league_steps=20_000_000),  # bench/ppo_curve.py's run
         '81_tetris_players': dict(demo_ticks=10_000),
         '83_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
                                  max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),

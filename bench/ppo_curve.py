@@ -1,0 +1,110 @@
+"""Seed 001's bar read against PPO: a from-scratch PuffeRL learning curve on this machine next to the replicator's.
+
+1. Trains (or resumes) PufferLib's snake model from its initialisation with PuffeRL in self-play on PufferLib's map
+   (`PPORun`, the settings of `genome-lab train-ppo`), keeping a checkpoint every --keep-every agent-steps, evaluated
+   as the replicator's curve is (`ReplicatorTrainingLoop.evaluate_best`: the policy alone, greedy, 64 snakes on
+   PufferLib's 640x360 map with 4096 food, seed 1, first episodes, length at death, cap 20,000 steps).
+2. Speed, back to back in this process: PuffeRL training (collect + train) and collecting alone, in agent-steps/s,
+   next to the arena's policy-only rate (the same map and snakes, the trained `LinearLSTM` choosing greedy moves,
+   nothing trained) and the arena alone with random moves; and the run's own mean rate over all its sessions.
+3. The replicator's curve from --replicator (nbs/measured), and the replicator's score as a fraction of PPO's at
+   matched agent-steps and at 10x PPO's agent-steps (linear interpolation between the replicator's evaluations).
+Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
+Usage: python bench/ppo_curve.py --run-dir runs/ppo-scratch --registry runs/ppo-registry [--resume] [--total-timesteps 100000000]
+"""
+import argparse, datetime, json, os, tempfile, time
+from dataclasses import asdict
+import numpy as np
+import torch
+from genome_lab.arenas import SnakeArena
+from genome_lab.registry import Registry
+from genome_lab.policies import RandomPolicy, load_pufferlib_policy
+from genome_lab.training import PPOConfig, PPORun, stored_config
+from genome_lab.evaluation import evaluate
+from genome_lab.hypernetwork import machine
+from genome_lab.core import atomic_write_json, measured_dir
+
+def rates(policy, speed_steps:int, seed:int=0)->dict: # agent-steps/s of four loops on PufferLib's map with 256 snakes
+    "PuffeRL training and collecting, the arena with the policy's greedy moves, the arena with random moves."
+    out, fresh = {}, PPORun(PPOConfig(total_timesteps=2**62, seed=seed), tempfile.mkdtemp(prefix='ppo-speed-'), display=None)
+    t, t0 = fresh.trainer, time.perf_counter()
+    fresh.train_for(speed_steps)
+    out['puffer_train'] = fresh.agent_steps / (time.perf_counter() - t0)
+    t0, start = time.perf_counter(), t.global_step
+    while t.global_step - start < speed_steps: t.evaluate()
+    out['puffer_collect'] = (t.global_step - start) / (time.perf_counter() - t0)
+    fresh.close()
+    arena = SnakeArena()
+    obs, state, n = arena.reset(seed), policy.initial_state(arena.num_agents), speed_steps // arena.num_agents
+    t0 = time.perf_counter()
+    for _ in range(n):
+        a, state = policy.act(obs, state)
+        obs, *_ = arena.step(a)
+    out['policy_only'] = n * arena.num_agents / (time.perf_counter() - t0)
+    moves = np.random.default_rng(seed).integers(0, 4, (64, arena.num_agents)).astype(np.int32)
+    t0 = time.perf_counter()
+    for k in range(n): arena.step(moves[k % 64])
+    out['arena_random'] = n * arena.num_agents / (time.perf_counter() - t0)
+    arena.close()
+    return out
+
+def ratios(ppo:list, rep:list)->list: # one row per PPO evaluation
+    "Replicator score / PPO score at the same agent-steps and at 10x them (None outside the replicator's evaluations)."
+    xs, ys = np.array([c['agent_steps'] for c in rep], float), np.array([c['score'] for c in rep])
+    at = lambda x: float(np.interp(x, xs, ys)) if xs[0] <= x <= xs[-1] else None
+    out = []
+    for c in ppo:
+        m, t = at(c['agent_steps']), at(10 * c['agent_steps'])
+        out.append(dict(agent_steps=c['agent_steps'], ppo=c['score'], ppo_std=c['std'], ppo_n=c['n'], replicator_matched=m,
+                        ratio_matched=None if m is None else m / c['score'], replicator_10x=t, ratio_10x=None if t is None else t / c['score']))
+    return out
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--run-dir', default='runs/ppo-scratch'); ap.add_argument('--registry', default='runs/ppo-registry')
+    ap.add_argument('--resume', action='store_true', help='continue the run in --run-dir (its settings; --total-timesteps may grow)')
+    ap.add_argument('--total-timesteps', type=int, default=100_000_000)
+    ap.add_argument('--keep-every', type=int, default=5_000_000); ap.add_argument('--checkpoint-every', type=int, default=1_000_000)
+    ap.add_argument('--speed-steps', type=int, default=655_360, help='agent-steps of each speed measurement')
+    ap.add_argument('--replicator', default=str(measured_dir()/'hypernetwork_runs_2026-11-23.json'))
+    ap.add_argument('--replicator-run', default='seed 0, drop at 1200', help="the run of --replicator (50_hypernetwork's headline)")
+    ap.add_argument('--out', default=str(measured_dir()/f'ppo_curve_{datetime.date.today()}.json'))
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
+    cfg = PPOConfig(total_timesteps=a.total_timesteps, keep_every=a.keep_every, checkpoint_every=a.checkpoint_every)
+    if a.resume:
+        stored = stored_config(a.run_dir)
+        cfg = PPOConfig(**{**asdict(stored), 'hyper': stored.hyper, 'total_timesteps': a.total_timesteps})
+    run = PPORun(cfg, a.run_dir, Registry(a.registry), resume=a.resume, display=None)
+    run.run()
+    print(f"PPO from scratch: {run.agent_steps:,} agent-steps in {run.seconds:.0f} s of wall time over all sessions", flush=True)
+    sps = [r['sps'] for r in run.log.rows if r.get('sps')]
+    torch.manual_seed(0)
+    base = dict(seed=cfg.eval_seed, max_steps=cfg.eval_max_steps, progress=False, num_snakes=cfg.eval_snakes)
+    random_snake = evaluate(RandomPolicy(4), 'snake', **base).stats()['score']
+    puffer_snake = evaluate(load_pufferlib_policy('snake'), 'snake', **base).stats()['score']
+    print(f"1. curve (greedy, {cfg.eval_snakes} snakes, seed {cfg.eval_seed}, length at death); random snake "
+          f"{random_snake['mean']:.2f} ± {random_snake['std']:.2f} (n={random_snake['n']}), PufferLib's snake "
+          f"{puffer_snake['mean']:.2f} ± {puffer_snake['std']:.2f} (n={puffer_snake['n']})")
+    for c in run.curve: print(f"  {c['agent_steps']:>12,}: {c['score']:7.2f} ± {c['std']:6.2f} (n={c['n']}, censored {c['censored']})")
+    load0 = os.getloadavg()
+    speed = rates(run.policy(), a.speed_steps)
+    speed.update(run_mean_sps=float(np.mean(sps)), run_overall=run.agent_steps / run.seconds, load_before=load0, load_after=os.getloadavg())
+    print(f"2. speed (agent-steps/s, {a.speed_steps:,} each, load {load0[0]:.1f} -> {speed['load_after'][0]:.1f}): PuffeRL train "
+          f"{speed['puffer_train']:,.0f}, PuffeRL collect only {speed['puffer_collect']:,.0f}, arena + policy only {speed['policy_only']:,.0f}, "
+          f"arena with random moves {speed['arena_random']:,.0f}; the run's mean {speed['run_mean_sps']:,.0f} "
+          f"(overall with evaluations {speed['run_overall']:,.0f})")
+    rep = json.load(open(a.replicator))[a.replicator_run]['curve']
+    rows = ratios(run.curve, rep)
+    print(f"3. replicator ({a.replicator_run}) / PPO at matched agent-steps and at 10x:")
+    fmt = lambda v: '   -  ' if v is None else f"{v:6.3f}"
+    for r in rows: print(f"  {r['agent_steps']:>12,}: PPO {r['ppo']:7.2f}; matched {fmt(r['ratio_matched'])}; 10x {fmt(r['ratio_10x'])}")
+    out = dict(machine=machine(), date=str(datetime.date.today()), config=asdict(run.cfg), agent_steps=run.agent_steps,
+               wall_seconds=run.seconds, curve=run.curve, random_snake=random_snake, puffer_snake=puffer_snake, speed=speed, speed_steps=a.speed_steps,
+               replicator=dict(file=os.path.basename(a.replicator), run=a.replicator_run, curve=rep), ratios=rows,
+               history=run.log.rows[::max(1, len(run.log.rows) // 400)])
+    atomic_write_json(a.out, out)
+    print(f"wrote {a.out}")
+
+if __name__ == '__main__': main()

@@ -1,0 +1,65 @@
+"""Population-based training of PuffeRL runs with Ray Tune's PBT: exploit/explore events, the policy-ops table and a
+fixed-seed evaluation ladder with its rank stability.
+
+1. `run_pbt`: --members members trained from PufferLib's initialisation on PufferLib's map (256 snakes, self-play),
+   taking turns on one CPU, --iterations of --steps agent-steps each; after every iteration the bottom quarter load a
+   top member's checkpoint (exploit) and perturb its learning rate, entropy and clip coefficients (explore). The metric
+   is a fixed-seed evaluation (seed 1, 64 snakes, greedy, length at death from the arena's episodes), never the reward.
+2. `record_pbt` into --registry: each member's last policy as an `rl` genome, one policy-ops row per member version.
+3. `evaluation_ladder` of the last members with PufferSnake and RandomSnake as anchors, seeds 101-104 (64 snakes
+   each): ranks, and Kendall's tau between the rankings on seeds {101, 102} and {103, 104}, members alone and with
+   the anchors; `reward_hacking_guard`.
+Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
+Usage: python bench/ppo_pbt.py --storage runs/ppo-pbt --registry runs/ppo-registry [--resume]
+"""
+import argparse, datetime, json, os
+from dataclasses import asdict
+import numpy as np
+import torch
+from scipy.stats import kendalltau
+from genome_lab.registry import Registry, seed_founders
+from genome_lab.training import PPOConfig, run_pbt, record_pbt, evaluation_ladder, reward_hacking_guard, PBT_HYPER
+from genome_lab.hypernetwork import machine
+from genome_lab.core import atomic_write_json, measured_dir
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--storage', default='runs/ppo-pbt', help="Ray Tune's experiment folder")
+    ap.add_argument('--registry', default='runs/ppo-registry'); ap.add_argument('--run', default='pbt', help='the run name in policy_ops')
+    ap.add_argument('--resume', action='store_true', help='finish an interrupted run in --storage')
+    ap.add_argument('--members', type=int, default=4); ap.add_argument('--iterations', type=int, default=5)
+    ap.add_argument('--steps', type=int, default=524_288, help='agent-steps per member iteration')
+    ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--out', default=str(measured_dir()/f'ppo_pbt_{datetime.date.today()}.json'))
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
+    base = PPOConfig(seed=a.seed)
+    res = run_pbt(base, a.members, a.iterations, a.steps, storage=a.storage, resume=a.resume, seed=a.seed)
+    print(f"PBT: {a.members} members x {a.iterations} iterations x {a.steps:,} agent-steps in {res.seconds:.0f} s; "
+          f"{len(res.events)} exploit/explore events ({len(res.pbt_log)} lines in Ray Tune's pbt_global.txt)", flush=True)
+    cols = ['member', 'version', 'agent_steps', 'score', 'score_std', 'n', 'train_score', 'train_return', *PBT_HYPER, 'event', 'parent_member', 'parent_version']
+    print(res.rows[cols].round(4).to_string(index=False))
+    registry = Registry(a.registry)
+    founders = seed_founders(registry)
+    ops = record_pbt(registry, res, a.run)
+    finals = {g: registry.policy(g) for g in ops.genome.dropna()}
+    anchors = {'PufferSnake': registry.policy(founders['PufferSnake']), 'RandomSnake': registry.policy(founders['RandomSnake'])}
+    ladder, tau_all = evaluation_ladder({**finals, **anchors}, seeds=(101, 102, 103, 104), snakes=64)
+    members = ladder[ladder.name.isin(list(finals))]
+    tau_members = float(kendalltau(members.score_a, members.score_b).statistic)
+    print(f"\nladder (seeds 101-104, 64 snakes each): Kendall tau between seeds {{101,102}} and {{103,104}}: members {tau_members:.3f}, "
+          f"with the anchors {tau_all:.3f}")
+    print(ladder.round(3).to_string(index=False))
+    guard = reward_hacking_guard(res.rows)
+    print(guard.round(4).to_string(index=False))
+    log = [dict(target=l[0], clone=l[1], target_iteration=l[2], clone_iteration=l[3],
+                old={k: l[4][k] for k in PBT_HYPER}, new={k: l[5][k] for k in PBT_HYPER}) for l in res.pbt_log]
+    atomic_write_json(a.out, dict(machine=machine(), date=str(datetime.date.today()), config=asdict(base), members=a.members,
+                                  iterations=a.iterations, steps=a.steps, seconds=res.seconds, rows=res.rows.to_dict('records'),
+                                  events=res.events.to_dict('records'), pbt_log=log, policy_ops=ops.to_dict('records'),
+                                  ladder=ladder.to_dict('records'), tau_members=tau_members, tau_with_anchors=tau_all,
+                                  guard=guard.to_dict('records')))
+    print(f"wrote {a.out}")
+
+if __name__ == '__main__': main()

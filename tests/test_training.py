@@ -1,0 +1,52 @@
+"PPO training with PuffeRL: the `train-ppo` command (registration, lineage, resume) and PBT with Ray Tune, at tiny budgets."
+import json
+import pytest
+from genome_lab.registry import Registry
+from genome_lab.training import (train_ppo_cli, checkpoint_meta, CHECKPOINT_FILE, PPOConfig, PPOHyper, run_pbt, record_pbt,
+                                 policy_ops, evaluation_ladder, reward_hacking_guard)
+
+TINY = ['--display', 'none', '--num-snakes', '32', '--width', '48', '--height', '32', '--num-food', '60',
+        '--minibatch-size', '256', '--bptt-horizon', '16', '--eval-snakes', '8', '--eval-max-steps', '300']
+
+def test_train_ppo_registers_every_kept_checkpoint_with_lineage_and_resumes(tmp_path, capsys):
+    run, reg = tmp_path/'tiny', tmp_path/'registry'
+    args = ['--run-dir', str(run), '--registry', str(reg), *TINY]
+    assert train_ppo_cli([*args, '--total-timesteps', '1024', '--keep-every', '512']) == 0
+    assert train_ppo_cli([*args, '--total-timesteps', '1024']) == 2            # the run exists: --resume it
+    assert 'exists' in capsys.readouterr().err
+    assert train_ppo_cli([*args, '--resume', '--total-timesteps', '2048']) == 0
+    meta = checkpoint_meta(run/CHECKPOINT_FILE)
+    assert meta['global_step'] == 2048 and [c['agent_steps'] for c in meta['curve']] == [512, 1024, 1536, 2048]
+    registry = Registry(reg)
+    genomes = [registry.genome(c['genome']) for c in meta['curve']]
+    assert [g['parents'] for g in genomes[1:]] == [[dict(id=a['id'], relation='self-play')] for a in genomes[:-1]]
+    assert genomes[0]['parents'] == [] and all(g['type'] == 'rl' and g['source'] == 'ppo' for g in genomes)
+    assert [json.loads(g['description'])['agent_steps'] for g in genomes] == [512, 1024, 1536, 2048]
+    assert registry.policy(genomes[-1]['id']).config['hidden'] == 128
+    assert train_ppo_cli([*args, '--resume', '--num-snakes', '40']) == 2      # a changed setting is refused
+    assert 'other settings' in capsys.readouterr().err
+
+def test_finetune_starts_from_the_registry_genome(tmp_path):
+    reg = tmp_path/'registry'
+    assert train_ppo_cli(['--run-dir', str(tmp_path/'ft'), '--registry', str(reg), *TINY, '--total-timesteps', '512',
+                          '--start', 'PufferSnake']) == 0
+    registry = Registry(reg)
+    puffer = registry.by_name('PufferSnake')
+    [kept] = checkpoint_meta(tmp_path/'ft'/CHECKPOINT_FILE)['curve']
+    assert registry.genome(kept['genome'])['parents'] == [dict(id=puffer, relation='finetune')]
+
+def test_pbt_logs_exploits_into_policy_ops_and_ranks_members_on_a_ladder(tmp_path):
+    cfg = PPOConfig(num_snakes=32, width=48, height=32, num_food=60, eval_snakes=8, eval_max_steps=2000,
+                    hyper=PPOHyper(minibatch_size=256, bptt_horizon=16))
+    res = run_pbt(cfg, members=2, iterations=2, steps=6144, storage=tmp_path/'tune', seed=0)
+    assert len(res.rows) == 4 and len(res.events) == len(res.pbt_log) == 1    # 2 members: the worse copies the better once
+    ev = res.events.iloc[0]
+    assert ev.parent_member != ev.member and ev.parent_version == 1 and ev.version == 2
+    registry = Registry(tmp_path/'registry')
+    ops = record_pbt(registry, res, 'pbt-test')
+    assert len(ops) == 4 and ops.genome.notna().sum() == 2 and set(ops.event) == {'start', 'exploit', 'train'}
+    assert len(policy_ops(registry)) == 4
+    ladder, tau = evaluation_ladder({g: registry.policy(g) for g in ops.genome.dropna()}, seeds=(101, 102), snakes=8, max_steps=2000)
+    assert list(ladder['rank']) == [1, 2] and -1 <= tau <= 1
+    guard = reward_hacking_guard(res.rows)
+    assert len(guard) == 2 and (guard.max_log_gap < 1e-3).all()
