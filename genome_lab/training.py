@@ -42,7 +42,7 @@ def import_pufferl()->types.ModuleType:
 
 pufferl = import_pufferl()
 
-# %% ../nbs/75_training.ipynb #cf82d309
+# %% ../nbs/75_training.ipynb #dca04a2d
 def snake_spaces(vision:int=SNAKE_VISION)->types.SimpleNamespace:
     "A snake agent's gymnasium spaces as PufferLib's models read them: `single_observation_space` ((2v+1)^2 int8 cell codes), `single_action_space` (4 moves)."
     gym = import_pufferlib_module('gymnasium')
@@ -119,7 +119,7 @@ class SnakeVecEnv:
 
     def close(self): self.arena.close()
 
-# %% ../nbs/75_training.ipynb #ef37d9a3
+# %% ../nbs/75_training.ipynb #0f55bcd9
 PUFFER_NAMES = {'encoder.weight': 'policy.encoder.0.weight', 'encoder.bias': 'policy.encoder.0.bias',
                 'actor.weight': 'policy.decoder.weight', 'actor.bias': 'policy.decoder.bias',
                 'value.weight': 'policy.value.weight', 'value.bias': 'policy.value.bias',
@@ -158,7 +158,7 @@ def load_linear_lstm(model, policy:LinearLSTM):
         for k, v in policy.state_dict().items(): params[PUFFER_NAMES[k]].copy_(v)
     return model
 
-# %% ../nbs/75_training.ipynb #b6751705
+# %% ../nbs/75_training.ipynb #bd4b841a
 def pufferlib_train_config(ini:str='ocean/snake.ini')->dict: # PuffeRL's `train` settings
     "The `[train]` section of PufferLib's `config/default.ini` overlaid with `config/<ini>`, values parsed as PufferLib's `load_config` parses them."
     root = Path(import_pufferlib_module('pufferlib').__path__[0])/'config'
@@ -244,7 +244,7 @@ class PPOConfig:
 def config_from_dict(d:dict)->PPOConfig: # from `asdict(cfg)` (a checkpoint's)
     return PPOConfig(**{**d, 'hyper': PPOHyper(**d['hyper'])})
 
-# %% ../nbs/75_training.ipynb #41fc7eec
+# %% ../nbs/75_training.ipynb #50ff5134
 class PuffeRLTrainer(pufferl.PuffeRL):
     """PuffeRL as it is but for two hooks: no checkpoints of its own (`PPORun` writes safetensors, not pickles) and a
     chosen progress display (`display`: 'dashboard' for PufferLib's, a callable of the trainer, or None)."""
@@ -269,7 +269,7 @@ class TrainingLog:
         self.rows.append(row)
     def close(self, model_path=None): pass
 
-# %% ../nbs/75_training.ipynb #4509c2d5
+# %% ../nbs/75_training.ipynb #70e34899
 CHECKPOINT_FILE, CHECKPOINT_FORMAT = 'checkpoint.safetensors', 1
 
 def checkpoint_meta(path:str|Path)->dict:
@@ -291,7 +291,7 @@ def resolve_genome(registry:Registry, ref:str)->str: # genome id
     if ref in {g.name for g, _ in founding_genomes()}: return seed_founders(registry)[ref]
     raise ValueError(f"no genome {ref!r} (an id or a name) in the registry {registry.root}")
 
-# %% ../nbs/75_training.ipynb #96e16388
+# %% ../nbs/75_training.ipynb #9fcf734e
 class PPORun:
     """A PuffeRL run training a snake genome in `run_dir`, from PufferLib's initialisation or from a registry genome
     (`cfg.start`), in self-play or league play; keeps (evaluates, registers) and checkpoints on schedule."""
@@ -309,6 +309,7 @@ class PPORun:
         self.start_id = meta['start'] if meta else (resolve_genome(registry, cfg.start) if cfg.start else None)
         self.league = self._league(meta['league'] if meta else None) if cfg.mode == 'league' else None
         self.vecenv = SnakeVecEnv(cfg.arena(), cfg.learners(), self.league, cfg.swap_every, seed=cfg.seed)
+        self.vecenv.step_count = meta['env_steps'] if meta else 0   # before PuffeRL resets it (and a league logs its first draw)
         torch.manual_seed(cfg.seed)
         self.model = snake_model(pufferlib_config('snake')['hidden'])
         if self.start_id and not meta: load_linear_lstm(self.model, registry.policy(self.start_id))
@@ -440,7 +441,7 @@ class PPORun:
         if self._bar is not None: self._bar.close()
         self.vecenv.close()
 
-# %% ../nbs/75_training.ipynb #4fa83b31
+# %% ../nbs/75_training.ipynb #05251378
 class League:
     """Frozen opponents drawn by prioritised fictitious self-play (PFSP; Vinyals et al. 2019, AlphaStar's league):
     opponent `i` with probability proportional to `p_i ** power`, `p_i` its share of games won against the learner
@@ -502,7 +503,7 @@ def _settle(self):
         on = env == e
         self.league.record(i, length[on & ~mine].mean(), length[on & mine].mean())
 
-# %% ../nbs/75_training.ipynb #5594a0dc
+# %% ../nbs/75_training.ipynb #1b04bfde
 def train_ppo_cli(argv:list|None=None)->int: # exit status
     "`genome-lab train-ppo`: train a snake genome with PufferLib's PPO (PuffeRL) from scratch or from a registry genome, in self-play or league play; `--resume` continues a run."
     ap = argparse.ArgumentParser(prog='genome-lab train-ppo', description=train_ppo_cli.__doc__)
@@ -526,7 +527,7 @@ def train_ppo_cli(argv:list|None=None)->int: # exit status
     print(f"{run.agent_steps:,} agent-steps in {run.seconds:.0f} s")
     return 0
 
-# %% ../nbs/75_training.ipynb #c09b4bc6
+# %% ../nbs/75_training.ipynb #d878130b
 PBT_HYPER = ('learning_rate', 'ent_coef', 'clip_coef')   # the PPOHyper fields PBT mutates
 
 def _pbt_member(config:dict)->tuple: # (PPOConfig, steps per iteration, ladder seed, the members' log)
@@ -616,7 +617,7 @@ def run_pbt(base:PPOConfig, # every member's settings but the mutated ones (anne
     checkpoints = {r.metrics['member']: Path(r.checkpoint.path)/CHECKPOINT_FILE for r in grid}
     return PBTResult(rows, rows[rows.event == 'exploit'].reset_index(drop=True), lines, checkpoints, time.perf_counter() - t0)
 
-# %% ../nbs/75_training.ipynb #38bc4867
+# %% ../nbs/75_training.ipynb #2d949c42
 POLICY_OPS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS policy_ops (
   run TEXT NOT NULL, member TEXT NOT NULL, version INTEGER NOT NULL, event TEXT NOT NULL,
