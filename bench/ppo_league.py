@@ -28,6 +28,7 @@ def main():
     ap.add_argument('--total-timesteps', type=int, default=20_000_000)
     ap.add_argument('--keep-every', type=int, default=2_500_000); ap.add_argument('--checkpoint-every', type=int, default=500_000)
     ap.add_argument('--learning-rate', type=float, default=5e-5, help="fine-tuning step size of a new run (5e-4 took PufferSnake from 132 to 41 in 16k agent-steps)")
+    ap.add_argument('--clip-coef', type=float, default=0.2, help="PPO's clip of a new run (snake.ini's 0.74 let a fine-tune at 5e-5 fall from 132 to 27 by 2.5M agent-steps)")
     ap.add_argument('--opponents', default='PufferSnake,HeuristicSnake,RandomSnake')
     ap.add_argument('--tournament-kept', type=int, default=4, help='kept checkpoints in the tournament (the last ones)')
     ap.add_argument('--meetings', type=int, default=8); ap.add_argument('--game-steps', type=int, default=1000)
@@ -37,7 +38,7 @@ def main():
     registry = Registry(a.registry)
     founders = seed_founders(registry)
     cfg = PPOConfig(total_timesteps=a.total_timesteps, start='PufferSnake', mode='league', opponents=a.opponents,
-                    keep_every=a.keep_every, checkpoint_every=a.checkpoint_every, hyper=PPOHyper(learning_rate=a.learning_rate))
+                    keep_every=a.keep_every, checkpoint_every=a.checkpoint_every, hyper=PPOHyper(learning_rate=a.learning_rate, clip_coef=a.clip_coef))
     if a.resume:
         stored = stored_config(a.run_dir)
         cfg = PPOConfig(**{**asdict(stored), 'hyper': stored.hyper, 'total_timesteps': a.total_timesteps})
