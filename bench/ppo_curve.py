@@ -11,9 +11,10 @@
    matched agent-steps and at 10x PPO's agent-steps (linear interpolation between the replicator's evaluations).
 Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
 Usage: python bench/ppo_curve.py --run-dir runs/ppo-scratch --registry runs/ppo-registry [--resume] [--total-timesteps 100000000]
+(flags: CurveBench's and PPOConfig's fields; a new run starts from BASE)
 """
-import argparse, datetime, json, os, tempfile, time
-from dataclasses import asdict
+import datetime, json, os, tempfile, time
+from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 from genome_lab.arenas import SnakeArena
@@ -22,7 +23,7 @@ from genome_lab.policies import RandomPolicy, load_pufferlib_policy
 from genome_lab.training import PPOConfig, PPORun, stored_config
 from genome_lab.evaluation import evaluate
 from genome_lab.hypernetwork import machine
-from genome_lab.core import atomic_write_json, measured_dir
+from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
 
 def rates(policy, speed_steps:int, seed:int=0)->dict: # agent-steps/s of four loops on PufferLib's map with 256 snakes
     "PuffeRL training and collecting, the arena with the policy's greedy moves, the arena with random moves."
@@ -59,24 +60,27 @@ def ratios(ppo:list, rep:list)->list: # one row per PPO evaluation
                         ratio_matched=None if m is None else m / c['score'], replicator_10x=t, ratio_10x=None if t is None else t / c['score']))
     return out
 
+@dataclass
+class CurveBench:
+    "The bench's own settings (the run's are `PPOConfig`'s flags; a new run starts from `BASE`)."
+    run_dir: str = 'runs/ppo-scratch'  # checkpoint folder of the run
+    registry: str = 'runs/ppo-registry'  # registry folder of its kept genomes
+    resume: bool = False  # continue the run in run_dir with its settings (only total_timesteps may change)
+    speed_steps: int = 655_360  # agent-steps of each speed measurement
+    replicator: str = 'hypernetwork_runs_2026-11-23.json'  # the replicator's runs file under nbs/measured
+    replicator_run: str = 'seed 0, drop at 1200'  # the run of that file (50_hypernetwork's headline)
+    out: str = ''  # JSON to write (default nbs/measured/ppo_curve_DATE.json)
+
+BASE = PPOConfig(total_timesteps=100_000_000, keep_every=5_000_000, checkpoint_every=1_000_000)
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--run-dir', default='runs/ppo-scratch'); ap.add_argument('--registry', default='runs/ppo-registry')
-    ap.add_argument('--resume', action='store_true', help='continue the run in --run-dir (its settings; --total-timesteps may grow)')
-    ap.add_argument('--total-timesteps', type=int, default=100_000_000)
-    ap.add_argument('--keep-every', type=int, default=5_000_000); ap.add_argument('--checkpoint-every', type=int, default=1_000_000)
-    ap.add_argument('--speed-steps', type=int, default=655_360, help='agent-steps of each speed measurement')
-    ap.add_argument('--replicator', default=str(measured_dir()/'hypernetwork_runs_2026-11-23.json'))
-    ap.add_argument('--replicator-run', default='seed 0, drop at 1200', help="the run of --replicator (50_hypernetwork's headline)")
-    ap.add_argument('--out', default=str(measured_dir()/f'ppo_curve_{datetime.date.today()}.json'))
-    a = ap.parse_args()
+    a = config_parser(CurveBench, PPOConfig, description=__doc__.splitlines()[0], allow_abbrev=False).parse_args()
+    b = config_from_args(CurveBench, a)
+    out = b.out or str(measured_dir()/f'ppo_curve_{datetime.date.today()}.json')
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
-    cfg = PPOConfig(total_timesteps=a.total_timesteps, keep_every=a.keep_every, checkpoint_every=a.checkpoint_every)
-    if a.resume:
-        stored = stored_config(a.run_dir)
-        cfg = PPOConfig(**{**asdict(stored), 'hyper': stored.hyper, 'total_timesteps': a.total_timesteps})
-    run = PPORun(cfg, a.run_dir, Registry(a.registry), resume=a.resume, display=None)
+    cfg = config_from_args(PPOConfig, a, base=stored_config(b.run_dir) if b.resume else BASE)
+    run = PPORun(cfg, b.run_dir, Registry(b.registry), resume=b.resume, display=None)
     run.run()
     print(f"PPO from scratch: {run.agent_steps:,} agent-steps in {run.seconds:.0f} s of wall time over all sessions", flush=True)
     sps = [r['sps'] for r in run.log.rows if r.get('sps')]
@@ -89,22 +93,22 @@ def main():
           f"{puffer_snake['mean']:.2f} ± {puffer_snake['std']:.2f} (n={puffer_snake['n']})")
     for c in run.curve: print(f"  {c['agent_steps']:>12,}: {c['score']:7.2f} ± {c['std']:6.2f} (n={c['n']}, censored {c['censored']})")
     load0 = os.getloadavg()
-    speed = rates(run.policy(), a.speed_steps)
+    speed = rates(run.policy(), b.speed_steps)
     speed.update(run_mean_sps=float(np.mean(sps)), run_overall=run.agent_steps / run.seconds, load_before=load0, load_after=os.getloadavg())
-    print(f"2. speed (agent-steps/s, {a.speed_steps:,} each, load {load0[0]:.1f} -> {speed['load_after'][0]:.1f}): PuffeRL train "
+    print(f"2. speed (agent-steps/s, {b.speed_steps:,} each, load {load0[0]:.1f} -> {speed['load_after'][0]:.1f}): PuffeRL train "
           f"{speed['puffer_train']:,.0f}, PuffeRL collect only {speed['puffer_collect']:,.0f}, arena + policy only {speed['policy_only']:,.0f}, "
           f"arena with random moves {speed['arena_random']:,.0f}; the run's mean {speed['run_mean_sps']:,.0f} "
           f"(overall with evaluations {speed['run_overall']:,.0f})")
-    rep = json.load(open(a.replicator))[a.replicator_run]['curve']
+    rep = json.loads((measured_dir()/b.replicator).read_text())[b.replicator_run]['curve']
     rows = ratios(run.curve, rep)
-    print(f"3. replicator ({a.replicator_run}) / PPO at matched agent-steps and at 10x:")
+    print(f"3. replicator ({b.replicator_run}) / PPO at matched agent-steps and at 10x:")
     fmt = lambda v: '   -  ' if v is None else f"{v:6.3f}"
     for r in rows: print(f"  {r['agent_steps']:>12,}: PPO {r['ppo']:7.2f}; matched {fmt(r['ratio_matched'])}; 10x {fmt(r['ratio_10x'])}")
-    out = dict(machine=machine(), date=str(datetime.date.today()), config=asdict(run.cfg), agent_steps=run.agent_steps,
-               wall_seconds=run.seconds, curve=run.curve, random_snake=random_snake, puffer_snake=puffer_snake, speed=speed, speed_steps=a.speed_steps,
-               replicator=dict(file=os.path.basename(a.replicator), run=a.replicator_run, curve=rep), ratios=rows,
+    record = dict(machine=machine(), date=str(datetime.date.today()), config=asdict(run.cfg), agent_steps=run.agent_steps,
+               wall_seconds=run.seconds, curve=run.curve, random_snake=random_snake, puffer_snake=puffer_snake, speed=speed, speed_steps=b.speed_steps,
+               replicator=dict(file=b.replicator, run=b.replicator_run, curve=rep), ratios=rows,
                history=run.log.rows[::max(1, len(run.log.rows) // 400)])
-    atomic_write_json(a.out, out)
-    print(f"wrote {a.out}")
+    atomic_write_json(out, record)
+    print(f"wrote {out}")
 
 if __name__ == '__main__': main()

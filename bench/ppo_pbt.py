@@ -11,38 +11,45 @@ fixed-seed evaluation ladder with its rank stability.
    the anchors; `reward_hacking_guard`.
 Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
 Usage: python bench/ppo_pbt.py --storage runs/ppo-pbt --registry runs/ppo-registry [--resume]
+(flags: PBTBench's and PPOConfig's fields)
 """
-import argparse, datetime, json, os
-from dataclasses import asdict
+import datetime, json, os
+from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 from scipy.stats import kendalltau
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.training import PPOConfig, run_pbt, record_pbt, evaluation_ladder, reward_hacking_guard, PBT_HYPER
 from genome_lab.hypernetwork import machine
-from genome_lab.core import atomic_write_json, measured_dir
+from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
+
+@dataclass
+class PBTBench:
+    "The bench's own settings (the members' are `PPOConfig`'s flags)."
+    storage: str = 'runs/ppo-pbt'  # Ray Tune's experiment folder
+    registry: str = 'runs/ppo-registry'  # registry of the members' genomes and the policy-ops table
+    run: str = 'pbt'  # the run's name in policy_ops
+    resume: bool = False  # finish an interrupted run in storage
+    members: int = 4  # population size
+    iterations: int = 5  # training iterations of every member
+    steps: int = 262_144  # agent-steps per member iteration
+    out: str = ''  # JSON to write (default nbs/measured/ppo_pbt_DATE.json)
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--storage', default='runs/ppo-pbt', help="Ray Tune's experiment folder")
-    ap.add_argument('--registry', default='runs/ppo-registry'); ap.add_argument('--run', default='pbt', help='the run name in policy_ops')
-    ap.add_argument('--resume', action='store_true', help='finish an interrupted run in --storage')
-    ap.add_argument('--members', type=int, default=4); ap.add_argument('--iterations', type=int, default=5)
-    ap.add_argument('--steps', type=int, default=524_288, help='agent-steps per member iteration')
-    ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--out', default=str(measured_dir()/f'ppo_pbt_{datetime.date.today()}.json'))
-    a = ap.parse_args()
+    a = config_parser(PBTBench, PPOConfig, description=__doc__.splitlines()[0], allow_abbrev=False).parse_args()
+    b = config_from_args(PBTBench, a)
+    out = b.out or str(measured_dir()/f'ppo_pbt_{datetime.date.today()}.json')
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
-    base = PPOConfig(seed=a.seed)
-    res = run_pbt(base, a.members, a.iterations, a.steps, storage=a.storage, resume=a.resume, seed=a.seed)
-    print(f"PBT: {a.members} members x {a.iterations} iterations x {a.steps:,} agent-steps in {res.seconds:.0f} s; "
+    base = config_from_args(PPOConfig, a)
+    res = run_pbt(base, b.members, b.iterations, b.steps, storage=b.storage, resume=b.resume, seed=base.seed)
+    print(f"PBT: {b.members} members x {b.iterations} iterations x {b.steps:,} agent-steps in {res.seconds:.0f} s; "
           f"{len(res.events)} exploit/explore events ({len(res.pbt_log)} lines in Ray Tune's pbt_global.txt)", flush=True)
     cols = ['member', 'version', 'agent_steps', 'score', 'score_std', 'n', 'train_score', 'train_return', *PBT_HYPER, 'event', 'parent_member', 'parent_version']
     print(res.rows[cols].round(4).to_string(index=False))
-    registry = Registry(a.registry)
+    registry = Registry(b.registry)
     founders = seed_founders(registry)
-    ops = record_pbt(registry, res, a.run)
+    ops = record_pbt(registry, res, b.run)
     finals = {g: registry.policy(g) for g in ops.genome.dropna()}
     anchors = {'PufferSnake': registry.policy(founders['PufferSnake']), 'RandomSnake': registry.policy(founders['RandomSnake'])}
     ladder, tau_all = evaluation_ladder({**finals, **anchors}, seeds=(101, 102, 103, 104), snakes=64)
@@ -55,11 +62,11 @@ def main():
     print(guard.round(4).to_string(index=False))
     log = [dict(target=l[0], clone=l[1], target_iteration=l[2], clone_iteration=l[3],
                 old={k: l[4][k] for k in PBT_HYPER}, new={k: l[5][k] for k in PBT_HYPER}) for l in res.pbt_log]
-    atomic_write_json(a.out, dict(machine=machine(), date=str(datetime.date.today()), config=asdict(base), members=a.members,
-                                  iterations=a.iterations, steps=a.steps, seconds=res.seconds, rows=res.rows.to_dict('records'),
+    atomic_write_json(out, dict(machine=machine(), date=str(datetime.date.today()), config=asdict(base), members=b.members,
+                                  iterations=b.iterations, steps=b.steps, seconds=res.seconds, rows=res.rows.to_dict('records'),
                                   events=res.events.to_dict('records'), pbt_log=log, policy_ops=ops.to_dict('records'),
                                   ladder=ladder.to_dict('records'), tau_members=tau_members, tau_with_anchors=tau_all,
                                   guard=guard.to_dict('records')))
-    print(f"wrote {a.out}")
+    print(f"wrote {out}")
 
 if __name__ == '__main__': main()

@@ -12,11 +12,12 @@ genome averaging would need for a ceiling of 0.7 (Spearman-Brown). The replaceme
 Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
 Usage: python bench/surrogate_ceiling.py [--generations 40] [--retest-every 10]
 """
-import argparse, datetime, json, os, tempfile, time
+import datetime, json, os, tempfile, time
+from dataclasses import dataclass
 import numpy as np
 import torch
 from genome_lab.hypernetwork import ReplicatorConfig, ReplicatorTrainingLoop, evaluate_population, machine
-from genome_lab.core import atomic_write_json, measured_dir
+from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
 
 def spearman_brown_k(r:float, target:float=0.7)->float: # evaluations to average for reliability `target`
     return float('inf') if r <= 0 else target * (1 - r) / (r * (1 - target))
@@ -38,24 +39,29 @@ def retest(loop:ReplicatorTrainingLoop, seed:int)->dict:
                 ceiling_of_mean=2 * r / (1 + r) if r > -1 else float('nan'), share_of_ceiling=r2 / r if r > 0 else float('nan'),
                 evaluations_for_0_7=spearman_brown_k(r))
 
+@dataclass
+class CeilingBench:
+    "The bench's own settings (the replicator's are `ReplicatorConfig`'s flags, from `BASE`)."
+    retest_every: int = 10  # generations between retests
+    out: str = ''  # JSON to write (default nbs/measured/surrogate_ceiling_DATE.json)
+
+BASE = ReplicatorConfig(generations=40, eval_interval=0)
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--generations', type=int, default=40); ap.add_argument('--retest-every', type=int, default=10)
-    ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--out', default=str(measured_dir()/f'surrogate_ceiling_{datetime.date.today()}.json'))
-    a = ap.parse_args()
+    a = config_parser(CeilingBench, ReplicatorConfig, description=__doc__.splitlines()[0], allow_abbrev=False).parse_args()
+    b, cfg = config_from_args(CeilingBench, a), config_from_args(ReplicatorConfig, a, base=BASE)
+    out = b.out or str(measured_dir()/f'surrogate_ceiling_{datetime.date.today()}.json')
     torch.set_num_threads(1)
-    cfg = ReplicatorConfig(generations=a.generations, eval_interval=0, seed=a.seed)
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}; population {cfg.population}, {cfg.agents_each} snakes x {cfg.steps} steps per policy, fitness {cfg.fitness!r}", flush=True)
     loop, rows, t0 = ReplicatorTrainingLoop(cfg, tempfile.mkdtemp(prefix='ceiling-')), [], time.perf_counter()
     print(" gen | reliability r (policies of the map alone) | estimator R2 (one evaluation) | R2 / r | R2 vs mean of two | evaluations for a 0.7 ceiling")
     while True:
-        if loop.generation % a.retest_every == 0:
-            row = retest(loop, a.seed * 1000 + loop.generation)
+        if loop.generation % b.retest_every == 0:
+            row = retest(loop, cfg.seed * 1000 + loop.generation)
             rows.append(row)
             print(f"{row['generation']:4d} | {row['reliability']:13.3f} ({row['reliability_map']:.3f}) {'':22s} | {row['estimator_r2']:29.3f} | {row['share_of_ceiling']:6.2f} | "
                   f"{row['estimator_r2_vs_mean']:17.3f} | {row['evaluations_for_0_7']:.1f}", flush=True)
-        if loop.generation >= a.generations: break
+        if loop.generation >= cfg.generations: break
         loop.step()
     r2 = [h['estimator_r2'] for h in loop.history if not np.isnan(h['estimator_r2'])]
     rel = [r['reliability'] for r in rows]
@@ -66,9 +72,9 @@ def main():
     print(f"estimator R2 on new genomes over {len(r2)} generations: median {summary['estimator_r2_median']:.3f} (old target > 0.7 met in "
           f"{summary['estimator_r2_above_0_7']:.1%}); reliability r {summary['reliability_mean']:.3f} ± {summary['reliability_std']:.3f} "
           f"over {len(rows)} retests: the ceiling; new target {summary['target_new']}; {time.perf_counter() - t0:.0f} s")
-    atomic_write_json(a.out, dict(machine=machine(), date=str(datetime.date.today()), config=dict(generations=a.generations, population=cfg.population,
-                      agents_each=cfg.agents_each, steps=cfg.steps, fitness=cfg.fitness, seed=a.seed), retests=rows,
+    atomic_write_json(out, dict(machine=machine(), date=str(datetime.date.today()), config=dict(generations=cfg.generations, population=cfg.population,
+                      agents_each=cfg.agents_each, steps=cfg.steps, fitness=cfg.fitness, seed=cfg.seed), retests=rows,
                       estimator_r2=r2, summary=summary, seconds=time.perf_counter() - t0))
-    print(f"wrote {a.out}")
+    print(f"wrote {out}")
 
 if __name__ == '__main__': main()
