@@ -23,7 +23,8 @@ from genome_lab.policies import RandomPolicy, load_pufferlib_policy
 from genome_lab.training import PPOConfig, PPORun, stored_config
 from genome_lab.evaluation import evaluate
 from genome_lab.hypernetwork import machine
-from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
+from genome_lab.core import atomic_write_json, measured_dir, config_from_args
+from ppo_common import start
 
 def rates(policy, speed_steps:int, seed:int=0)->dict: # agent-steps/s of four loops on PufferLib's map with 256 snakes
     "PuffeRL training and collecting, the arena with the policy's greedy moves, the arena with random moves."
@@ -74,11 +75,7 @@ class CurveBench:
 BASE = PPOConfig(total_timesteps=100_000_000, keep_every=5_000_000, checkpoint_every=1_000_000)
 
 def main():
-    a = config_parser(CurveBench, PPOConfig, description=__doc__.splitlines()[0], allow_abbrev=False).parse_args()
-    b = config_from_args(CurveBench, a)
-    out = b.out or str(measured_dir()/f'ppo_curve_{datetime.date.today()}.json')
-    torch.set_num_threads(1)
-    print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
+    a, b, out = start(CurveBench, __doc__, 'ppo_curve')
     cfg = config_from_args(PPOConfig, a, base=stored_config(b.run_dir) if b.resume else BASE)
     run = PPORun(cfg, b.run_dir, Registry(b.registry), resume=b.resume, display=None)
     run.run()

@@ -10,15 +10,15 @@
 Usage: python bench/ppo_league.py --run-dir runs/ppo-league --registry runs/ppo-registry [--resume] [--total-timesteps 20000000]
 (flags: LeagueBench's and PPOConfig's fields; a new run starts from BASE)
 """
-import datetime, json, os, time
+import datetime, time
 from dataclasses import asdict, dataclass
-import torch
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.training import PPOConfig, PPOHyper, PPORun, stored_config
 from genome_lab.tournament import run_tournament, rank_stability
 from genome_lab.evaluation import evaluate
 from genome_lab.hypernetwork import machine
-from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
+from genome_lab.core import atomic_write_json, config_from_args
+from ppo_common import start
 
 @dataclass
 class LeagueBench:
@@ -38,14 +38,10 @@ BASE = PPOConfig(total_timesteps=20_000_000, start='PufferSnake', mode='league',
                  keep_every=2_500_000, checkpoint_every=500_000, hyper=PPOHyper(learning_rate=5e-5, clip_coef=0.2, minibatch_size=4096))
 
 def main():
-    a = config_parser(LeagueBench, PPOConfig, description=__doc__.splitlines()[0], allow_abbrev=False).parse_args()
-    b = config_from_args(LeagueBench, a)
-    out = b.out or str(measured_dir()/f'ppo_league_{datetime.date.today()}.json')
-    torch.set_num_threads(1)
+    a, b, out = start(LeagueBench, __doc__, 'ppo_league')
     registry = Registry(b.registry)
     founders = seed_founders(registry)
     cfg = config_from_args(PPOConfig, a, base=stored_config(b.run_dir) if b.resume else BASE)
-    print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
     run = PPORun(cfg, b.run_dir, registry, resume=b.resume, display=None)
     run.run()
     print(f"league fine-tune: {run.agent_steps:,} agent-steps, {run.seconds:.0f} s of wall time over all sessions", flush=True)

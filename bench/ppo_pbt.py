@@ -13,15 +13,14 @@ Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
 Usage: python bench/ppo_pbt.py --storage runs/ppo-pbt --registry runs/ppo-registry [--resume]
 (flags: PBTBench's and PPOConfig's fields)
 """
-import datetime, json, os
+import datetime
 from dataclasses import asdict, dataclass
-import numpy as np
-import torch
 from scipy.stats import kendalltau
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.training import PPOConfig, run_pbt, record_pbt, evaluation_ladder, reward_hacking_guard, PBT_HYPER
 from genome_lab.hypernetwork import machine
-from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
+from genome_lab.core import atomic_write_json, config_from_args
+from ppo_common import start
 
 @dataclass
 class PBTBench:
@@ -36,11 +35,7 @@ class PBTBench:
     out: str = ''  # JSON to write (default nbs/measured/ppo_pbt_DATE.json)
 
 def main():
-    a = config_parser(PBTBench, PPOConfig, description=__doc__.splitlines()[0], allow_abbrev=False).parse_args()
-    b = config_from_args(PBTBench, a)
-    out = b.out or str(measured_dir()/f'ppo_pbt_{datetime.date.today()}.json')
-    torch.set_num_threads(1)
-    print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
+    a, b, out = start(PBTBench, __doc__, 'ppo_pbt')
     base = config_from_args(PPOConfig, a)
     res = run_pbt(base, b.members, b.iterations, b.steps, storage=b.storage, resume=b.resume, seed=base.seed)
     print(f"PBT: {b.members} members x {b.iterations} iterations x {b.steps:,} agent-steps in {res.seconds:.0f} s; "
