@@ -1,5 +1,6 @@
-"PPO training with PuffeRL: the `train-ppo` command (registration, lineage, resume) and PBT with Ray Tune, at tiny budgets."
-import json
+"PPO training with PuffeRL: the `train-ppo` command (registration, lineage, resume), PBT with Ray Tune and the curve bench, at tiny budgets."
+import json, os, subprocess, sys
+from pathlib import Path
 import pytest
 from genome_lab.registry import Registry
 from genome_lab.training import (train_ppo_cli, checkpoint_meta, CHECKPOINT_FILE, PPOConfig, PPOHyper, run_pbt, record_pbt,
@@ -50,3 +51,17 @@ def test_pbt_logs_exploits_into_policy_ops_and_ranks_members_on_a_ladder(tmp_pat
     assert list(ladder['rank']) == [1, 2] and -1 <= tau <= 1
     guard = reward_hacking_guard(res.rows)
     assert len(guard) == 2 and (guard.max_log_gap < 1e-3).all()
+
+def test_curve_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tmp_path):
+    out, env = tmp_path/'curve.json', {**os.environ, 'OMP_NUM_THREADS': '1'}
+    bench = [sys.executable, Path(__file__).resolve().parent.parent/'bench'/'ppo_curve.py', '--run-dir', tmp_path/'run',
+             '--registry', tmp_path/'registry', '--speed-steps', '2048', '--out', out]
+    tiny = [a for a in TINY if a not in ('--display', 'none')]
+    r = subprocess.run(bench + [*tiny, '--total-timesteps', '1024', '--keep-every', '512'], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = subprocess.run(bench + ['--resume', '--total-timesteps', '1536'], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(out.read_text())
+    assert [c['agent_steps'] for c in got['curve']] == [512, 1024, 1536] and got['config']['num_snakes'] == 32
+    assert len(got['ratios']) == 3 and all(r['ratio_matched'] is None for r in got['ratios'])   # below the replicator's first evaluation
+    assert all(got['speed'][k] > 0 for k in ('puffer_train', 'puffer_collect', 'policy_only', 'arena_random'))
