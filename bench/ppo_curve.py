@@ -11,10 +11,11 @@
    matched agent-steps and at 10x PPO's agent-steps (linear interpolation between the replicator's evaluations).
 Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
 Usage: python bench/ppo_curve.py --run-dir runs/ppo-scratch --registry runs/ppo-registry [--resume] [--total-timesteps 100000000]
-(flags: CurveBench's and PPOConfig's fields; a new run starts from BASE)
+(flags: BenchOptions' and PPOConfig's fields; a new run starts from BASE)
 """
 import datetime, json, os, tempfile, time
 from dataclasses import asdict, dataclass
+from typing import Annotated
 import numpy as np
 import torch
 from genome_lab.arenas import SnakeArena
@@ -62,20 +63,20 @@ def ratios(ppo:list, rep:list)->list: # one row per PPO evaluation
     return out
 
 @dataclass
-class CurveBench:
+class BenchOptions:
     "The bench's own settings (the run's are `PPOConfig`'s flags; a new run starts from `BASE`)."
-    run_dir: str = 'runs/ppo-scratch'  # checkpoint folder of the run
-    registry: str = 'runs/ppo-registry'  # registry folder of its kept genomes
-    resume: bool = False  # continue the run in run_dir with its settings (only total_timesteps may change)
-    speed_steps: int = 655_360  # agent-steps of each speed measurement
-    replicator: str = 'hypernetwork_runs_2026-11-23.json'  # the replicator's runs file under nbs/measured
-    replicator_run: str = 'seed 0, drop at 1200'  # the run of that file (50_hypernetwork's headline)
-    out: str = ''  # JSON to write (default nbs/measured/ppo_curve_DATE.json)
+    run_dir: Annotated[str, 'checkpoint folder of the run'] = 'runs/ppo-scratch'
+    registry: Annotated[str, 'registry folder of its kept genomes'] = 'runs/ppo-registry'
+    resume: Annotated[bool, 'continue the run in run_dir with its settings (only total_timesteps may change)'] = False
+    speed_steps: Annotated[int, 'agent-steps of each speed measurement'] = 655_360
+    replicator: Annotated[str, 'the replicator\'s runs file under nbs/measured'] = 'hypernetwork_runs_2026-11-23.json'
+    replicator_run: Annotated[str, 'the run of that file (50_hypernetwork\'s headline)'] = 'seed 0, drop at 1200'
+    out: Annotated[str, 'JSON to write (default nbs/measured/ppo_curve_DATE.json)'] = ''
 
 BASE = PPOConfig(total_timesteps=100_000_000, keep_every=5_000_000, checkpoint_every=1_000_000)
 
 def main():
-    a, b, out = start(CurveBench, __doc__, 'ppo_curve')
+    a, b, out = start(BenchOptions, __doc__, 'ppo_curve')
     cfg = config_from_args(PPOConfig, a, base=stored_config(b.run_dir) if b.resume else BASE)
     run = PPORun(cfg, b.run_dir, Registry(b.registry), resume=b.resume, display=None)
     run.run()

@@ -8,10 +8,11 @@
    (`run_tournament`, OpenSkill ratings with sigma, fresh ratings), and the same entrants evaluated alone.
 3. Writes the figures to --out (JSON, committed under nbs/measured/ and read by 75_training).
 Usage: python bench/ppo_league.py --run-dir runs/ppo-league --registry runs/ppo-registry [--resume] [--total-timesteps 20000000]
-(flags: LeagueBench's and PPOConfig's fields; a new run starts from BASE)
+(flags: BenchOptions' and PPOConfig's fields; a new run starts from BASE)
 """
 import datetime, time
 from dataclasses import asdict, dataclass
+from typing import Annotated
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.training import PPOConfig, PPOHyper, PPORun, stored_config
 from genome_lab.tournament import run_tournament, rank_stability
@@ -21,15 +22,15 @@ from genome_lab.core import atomic_write_json, config_from_args
 from ppo_common import start
 
 @dataclass
-class LeagueBench:
+class BenchOptions:
     "The bench's own settings (the run's are `PPOConfig`'s flags; a new run starts from `BASE`)."
-    run_dir: str = 'runs/ppo-league'  # checkpoint folder of the run
-    registry: str = 'runs/ppo-registry'  # registry folder of its kept genomes and opponents
-    resume: bool = False  # continue the run in run_dir with its settings (only total_timesteps may change)
-    tournament_kept: int = 4  # kept checkpoints in the tournament (the last ones)
-    meetings: int = 8  # tournament meetings of every pair
-    game_steps: int = 1000  # steps of a tournament game
-    out: str = ''  # JSON to write (default nbs/measured/ppo_league_DATE.json)
+    run_dir: Annotated[str, 'checkpoint folder of the run'] = 'runs/ppo-league'
+    registry: Annotated[str, 'registry folder of its kept genomes and opponents'] = 'runs/ppo-registry'
+    resume: Annotated[bool, 'continue the run in run_dir with its settings (only total_timesteps may change)'] = False
+    tournament_kept: Annotated[int, 'kept checkpoints in the tournament (the last ones)'] = 4
+    meetings: Annotated[int, 'tournament meetings of every pair'] = 8
+    game_steps: Annotated[int, 'steps of a tournament game'] = 1000
+    out: Annotated[str, 'JSON to write (default nbs/measured/ppo_league_DATE.json)'] = ''
 
 # A fine-tune takes small steps: at lr 5e-4 PufferSnake fell from 132 to 41 in 16k agent-steps. With half of 256 snakes
 # learning, a batch is 128 x 64 = 8192 agent-steps: at minibatch 8192 PPO takes one step per batch, its ratio is 1 and
@@ -38,7 +39,7 @@ BASE = PPOConfig(total_timesteps=20_000_000, start='PufferSnake', mode='league',
                  keep_every=2_500_000, checkpoint_every=500_000, hyper=PPOHyper(learning_rate=5e-5, clip_coef=0.2, minibatch_size=4096))
 
 def main():
-    a, b, out = start(LeagueBench, __doc__, 'ppo_league')
+    a, b, out = start(BenchOptions, __doc__, 'ppo_league')
     registry = Registry(b.registry)
     founders = seed_founders(registry)
     cfg = config_from_args(PPOConfig, a, base=stored_config(b.run_dir) if b.resume else BASE)

@@ -11,10 +11,11 @@ fixed-seed evaluation ladder with its rank stability.
    the anchors; `reward_hacking_guard`.
 Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
 Usage: python bench/ppo_pbt.py --storage runs/ppo-pbt --registry runs/ppo-registry [--resume]
-(flags: PBTBench's and PPOConfig's fields)
+(flags: BenchOptions' and PPOConfig's fields)
 """
 import datetime
 from dataclasses import asdict, dataclass
+from typing import Annotated
 from scipy.stats import kendalltau
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.training import PPOConfig, run_pbt, record_pbt, evaluation_ladder, reward_hacking_guard, PBT_HYPER
@@ -23,19 +24,19 @@ from genome_lab.core import atomic_write_json, config_from_args
 from ppo_common import start
 
 @dataclass
-class PBTBench:
+class BenchOptions:
     "The bench's own settings (the members' are `PPOConfig`'s flags)."
-    storage: str = 'runs/ppo-pbt'  # Ray Tune's experiment folder
-    registry: str = 'runs/ppo-registry'  # registry of the members' genomes and the policy-ops table
-    run: str = 'pbt'  # the run's name in policy_ops
-    resume: bool = False  # finish an interrupted run in storage
-    members: int = 4  # population size
-    iterations: int = 5  # training iterations of every member
-    steps: int = 262_144  # agent-steps per member iteration
-    out: str = ''  # JSON to write (default nbs/measured/ppo_pbt_DATE.json)
+    storage: Annotated[str, 'Ray Tune\'s experiment folder'] = 'runs/ppo-pbt'
+    registry: Annotated[str, 'registry of the members\' genomes and the policy-ops table'] = 'runs/ppo-registry'
+    run: Annotated[str, 'the run\'s name in policy_ops'] = 'pbt'
+    resume: Annotated[bool, 'finish an interrupted run in storage'] = False
+    members: Annotated[int, 'population size'] = 4
+    iterations: Annotated[int, 'training iterations of every member'] = 5
+    steps: Annotated[int, 'agent-steps per member iteration'] = 262_144
+    out: Annotated[str, 'JSON to write (default nbs/measured/ppo_pbt_DATE.json)'] = ''
 
 def main():
-    a, b, out = start(PBTBench, __doc__, 'ppo_pbt')
+    a, b, out = start(BenchOptions, __doc__, 'ppo_pbt')
     base = config_from_args(PPOConfig, a)
     res = run_pbt(base, b.members, b.iterations, b.steps, storage=b.storage, resume=b.resume, seed=base.seed)
     print(f"PBT: {b.members} members x {b.iterations} iterations x {b.steps:,} agent-steps in {res.seconds:.0f} s; "

@@ -14,6 +14,7 @@ Usage: python bench/surrogate_ceiling.py [--generations 40] [--retest-every 10]
 """
 import datetime, json, os, tempfile, time
 from dataclasses import dataclass
+from typing import Annotated
 import numpy as np
 import torch
 from genome_lab.hypernetwork import ReplicatorConfig, ReplicatorTrainingLoop, evaluate_population, machine
@@ -40,16 +41,16 @@ def retest(loop:ReplicatorTrainingLoop, seed:int)->dict:
                 evaluations_for_0_7=spearman_brown_k(r))
 
 @dataclass
-class CeilingBench:
+class BenchOptions:
     "The bench's own settings (the replicator's are `ReplicatorConfig`'s flags, from `BASE`)."
-    retest_every: int = 10  # generations between retests
-    out: str = ''  # JSON to write (default nbs/measured/surrogate_ceiling_DATE.json)
+    retest_every: Annotated[int, 'generations between retests'] = 10
+    out: Annotated[str, 'JSON to write (default nbs/measured/surrogate_ceiling_DATE.json)'] = ''
 
 BASE = ReplicatorConfig(generations=40, eval_interval=0)
 
 def main():
-    a = config_parser(CeilingBench, ReplicatorConfig, description=__doc__.splitlines()[0], allow_abbrev=False).parse_args()
-    b, cfg = config_from_args(CeilingBench, a), config_from_args(ReplicatorConfig, a, base=BASE)
+    a = config_parser(BenchOptions, ReplicatorConfig, description=__doc__.splitlines()[0], allow_abbrev=False).parse_args()
+    b, cfg = config_from_args(BenchOptions, a), config_from_args(ReplicatorConfig, a, base=BASE)
     out = b.out or str(measured_dir()/f'surrogate_ceiling_{datetime.date.today()}.json')
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}; population {cfg.population}, {cfg.agents_each} snakes x {cfg.steps} steps per policy, fitness {cfg.fitness!r}", flush=True)

@@ -21,7 +21,7 @@ __all__ = ['PUFFERLIB_VERSION', 'EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAK
            'CartPoleArena', 'rollout_random']
 
 # %% ../nbs/00_arenas.ipynb #65f62f9c
-PUFFERLIB_VERSION = '3.0.0+genomelab.1' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
+PUFFERLIB_VERSION = '3.0.0+genomelab.2' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
 
 def import_pufferlib_module(name:str): # dotted module name, e.g. `pufferlib.ocean.snake.binding`
     "Import `name` from PufferLib `PUFFERLIB_VERSION` without leaving its `resources` symlink in the working directory."
