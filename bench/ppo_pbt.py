@@ -31,7 +31,7 @@ class BenchOptions:
     run: Annotated[str, 'the run\'s name in policy_ops'] = 'pbt'
     resume: Annotated[bool, 'finish an interrupted run in storage'] = False
     members: Annotated[int, 'population size'] = 4
-    iterations: Annotated[int, 'training iterations of every member'] = 5
+    iterations: Annotated[int, 'training iterations of every member'] = 6
     steps: Annotated[int, 'agent-steps per member iteration'] = 262_144
     out: Annotated[str, 'JSON to write (default nbs/measured/ppo_pbt_DATE.json)'] = ''
 
