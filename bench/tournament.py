@@ -1,49 +1,66 @@
 """Tournament throughput and rating quality, measured side by side in one process.
 
-1. A 15-genome snake tournament (PufferLib snake with epsilon-random actions, Gaussian mutants of it, heuristic
-   variants, random): games/s and agent-steps/s of `run_tournament` (kill attribution and batched play included),
-   next to the same map stepped with random actions and nothing else (the arena's ceiling).
+1. Throughput: a 15-genome snake tournament (PufferLib snake with epsilon-random actions, Gaussian mutants of it,
+   heuristic variants, random) played by `run_tournament` in batches of `--batch` games (all maps of a batch stepped
+   together, each distinct network run once per step for all its snakes; kill attribution included), next to the
+   policy-bound rate of the same machine: `evaluate` of PufferLib's snake with 1024 snakes on one map, whose cost is
+   the policy's forward pass. The two alternate `--reps` times in this process; the best of each is reported with
+   their ratio (the target is at least 0.5x), and the same tournament one game at a time (`--batch 1`) for reference.
 2. The strength ladder (PufferLib snake at epsilon 0, 0.1, 0.2, 0.4, 0.7, 1.0, all six on one map per game):
    Kendall's tau between rating order and true order after each game, for OpenSkill (ordinal) and Elo; the final
    tau and the games needed for tau >= 0.9 to hold to the end, over several seeds.
-Usage: python bench/tournament.py [--ladder-games 60] [--seeds 3] [--steps 300]
+Usage: python bench/tournament.py [--ladder-games 60] [--seeds 3] [--steps 300] [--batch 64] [--reps 3]
 """
-import argparse, time
+import argparse, os, time
 import numpy as np, torch
-from genome_lab.arenas import SnakeArena
-from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
+from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy, EpsilonGreedy
+from genome_lab.evaluation import evaluate
 from genome_lab.tournament import run_tournament, play_games, ladder_taus, games_to_reach
-from genome_lab.policies import EpsilonGreedy
 from genome_lab.selection import mutate
+
+def entrants(puffer)->list:
+    "PufferLib's snake at six epsilons, four Gaussian mutants, three heuristics, two random genomes."
+    out = [EpsilonGreedy(puffer, e) for e in (0.0, 0.1, 0.2, 0.4, 0.7, 1.0)]
+    for k in range(4):
+        m = type(puffer)(**puffer.config); m.load_state_dict(mutate(puffer.state_dict(), 0.01 * (k + 1), k)); out.append(m)
+    for w in ([1., .5, 10., .5], [2., 2., 10., 0.], [1., 0., 5., 1.]):
+        h = SnakeHeuristic(); h.weights.data = torch.tensor(w); out.append(h)
+    return out + [RandomPolicy(4), RandomPolicy(4)]
+
+def tournament_rate(pols, steps, batch, meetings)->tuple: # (agent-steps/s, games, seconds, result)
+    ids = [f'g{i}' for i in range(len(pols))]
+    t0 = time.perf_counter()
+    res = run_tournament(None, ids, pols, genomes_per_game=5, agents_per_genome=8, steps=steps, meetings=meetings, seed=0,
+                         progress=False, batch=batch, settings=dict(width=80, height=48, num_food=200))
+    sec = time.perf_counter() - t0
+    return sum(r.agent_steps for r in res.results) / sec, len(res.games), sec, res
+
+def policy_bound_rate(puffer, steps)->float: # agent-steps/s of `evaluate` with 1024 snakes on one map
+    r = evaluate(puffer, 'snake', seed=0, max_steps=steps, progress=False, num_snakes=1024)
+    return r.agent_steps / r.seconds
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--ladder-games', type=int, default=60); ap.add_argument('--seeds', type=int, default=3)
-    ap.add_argument('--steps', type=int, default=300, help='steps per game')
+    ap.add_argument('--steps', type=int, default=300, help='steps per game (and of the policy-bound evaluation)')
     ap.add_argument('--tournament-games', type=int, default=1, help='meetings per pair in the 15-genome tournament')
+    ap.add_argument('--batch', type=int, default=64, help='games per batch of the tournament')
+    ap.add_argument('--reps', type=int, default=3, help='alternating measurements of each rate')
     a = ap.parse_args()
     torch.set_num_threads(1)
     puffer = load_pufferlib_policy('snake')
-    entrants = [EpsilonGreedy(puffer, e) for e in (0.0, 0.1, 0.2, 0.4, 0.7, 1.0)]
-    for k in range(4):
-        m = type(puffer)(**puffer.config); m.load_state_dict(mutate(puffer.state_dict(), 0.01 * (k + 1), k)); entrants.append(m)
-    for w in ([1., .5, 10., .5], [2., 2., 10., 0.], [1., 0., 5., 1.]):
-        h = SnakeHeuristic(); h.weights.data = torch.tensor(w); entrants.append(h)
-    entrants += [RandomPolicy(4), RandomPolicy(4)]
-    kw = dict(genomes_per_game=5, agents_per_genome=8, steps=a.steps, settings=dict(width=80, height=48, num_food=200))
-    ids = [f'g{i}' for i in range(len(entrants))]
-    t0 = time.perf_counter()
-    res = run_tournament(None, ids, entrants, meetings=a.tournament_games, seed=0, progress=False, **kw)
-    sec = time.perf_counter() - t0
-    agent_steps = sum(r.agent_steps for r in res.results)
-    arena = SnakeArena(width=80, height=48, num_snakes=40, num_food=200)
-    cache = np.random.default_rng(0).integers(0, 4, (256, 40)).astype(np.int32)
-    arena.reset(0); n, t1 = 0, time.perf_counter()
-    while time.perf_counter() - t1 < 3: arena.step(cache[n % 256]); n += 1
-    ceiling = n * 40 / (time.perf_counter() - t1)
-    print(f"15-genome tournament: {len(res.games)} games of 5 genomes x 8 snakes x {a.steps} steps in {sec:.1f} s")
-    print(f"  games/s {len(res.games)/sec:.3f}, agent-steps/s {agent_steps/sec:,.0f}")
-    print(f"  same map, random actions only: {ceiling:,.0f} agent-steps/s (ratio ceiling/tournament {ceiling/(agent_steps/sec):.1f}x)")
+    pols = entrants(puffer)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus; torch threads {torch.get_num_threads()}")
+    bound, tour = [], []
+    for _ in range(a.reps):
+        bound.append(policy_bound_rate(puffer, a.steps))
+        rate, games, sec, res = tournament_rate(pols, a.steps, a.batch, a.tournament_games); tour.append(rate)
+    one, _, sec1, _ = tournament_rate(pols, a.steps, 1, a.tournament_games)
+    print(f"15-genome tournament: {games} games of 5 genomes x 8 snakes x {a.steps} steps, batches of {a.batch} games: {sec:.1f} s")
+    print(f"  tournament agent-steps/s per rep: {', '.join(f'{x:,.0f}' for x in tour)}")
+    print(f"  policy-bound (evaluate, PufferLib snake, 1024 snakes) agent-steps/s per rep: {', '.join(f'{x:,.0f}' for x in bound)}")
+    print(f"  best tournament {max(tour):,.0f} / best policy-bound {max(bound):,.0f} agent-steps/s: ratio {max(tour)/max(bound):.2f}x (target >= 0.5x)")
+    print(f"  the same tournament one game at a time (batch 1): {one:,.0f} agent-steps/s in {sec1:.1f} s")
     print(res.leaderboard[['id', 'ordinal', 'fitness', 'games']].head(6).to_string(index=False))
     ladder = [EpsilonGreedy(puffer, e) for e in (0.0, 0.1, 0.2, 0.4, 0.7, 1.0)]
     final, reach = {'openskill': [], 'elo': []}, {'openskill': [], 'elo': []}

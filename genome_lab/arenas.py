@@ -18,7 +18,7 @@ __all__ = ['PUFFERLIB_VERSION', 'EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAK
            'SNAKE_DC', 'SNAKE_OPPOSITE', 'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState',
            'import_pufferlib_module', 'Episodes', 'Arena', 'PufferArena', 'register_arena', 'find_arena', 'arena_names',
            'make_arena', 'view_distances', 'own_body', 'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena',
-           'CartPoleArena', 'rollout_random']
+           'CartPoleArena', 'CTetrisStruct', 'rollout_random']
 
 # %% ../nbs/00_arenas.ipynb #65f62f9c
 PUFFERLIB_VERSION = '3.0.0+genomelab.2' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
@@ -363,7 +363,7 @@ class TetrisArena(PufferArena):
         handles = [self._binding.env_init(self.obs[i:i+1], self.actions[i:i+1], self.rewards[i:i+1],
                                           self.terminals[i:i+1], self.truncations[i:i+1], i,
                                           n_cols=n_cols, n_rows=n_rows, deck_size=deck_size) for i in range(num_envs)]
-        self._vec = self._binding.vectorize(*handles)
+        self._handles, self._vec = handles, self._binding.vectorize(*handles)
         # One-env views over the same C envs, to read one game's log. These small handles are not freed by
         # `close()` (PufferLib's `vec_close` would free the envs twice); a few bytes per env.
         self._single = [self._binding.vectorize(h) for h in handles]
@@ -421,6 +421,47 @@ class CartPoleArena(Arena):
     def close(self):
         if not self.closed: self._env.close()
         self.closed = True
+
+# %% ../nbs/00_arenas.ipynb #4481fc22
+@patch
+def running(self:Arena)->Episodes: # one row per agent, or none when the arena cannot tell
+    "The episodes still running, with their statistics so far (an arena that cannot tell returns no rows)."
+    return Episodes()
+
+@patch
+def running(self:SnakeArena)->Episodes:
+    n = self.num_agents
+    return Episodes(agent=np.arange(n), ret=self._ret.copy(), length=self._len.astype(float),
+                    score=self._snake_len.astype(float), lines=np.zeros(n))
+
+@patch
+def running(self:CartPoleArena)->Episodes:
+    n = self.num_agents
+    return Episodes(agent=np.arange(n), ret=self._ret.copy(), length=self._len.astype(float), score=self._ret.copy(), lines=np.zeros(n))
+
+# %% ../nbs/00_arenas.ipynb #ff5baa2c
+class _TetrisLog(ctypes.Structure): _fields_ = [(k, ctypes.c_float) for k in ('perf', 'score', 'ep_length', 'ep_return', 'lines_deleted',
+    'avg_combo', 'atn_frac_soft_drop', 'atn_frac_hard_drop', 'atn_frac_rotate', 'n')]
+class CTetrisStruct(ctypes.Structure):
+    "`ctypes` mirror of `struct Tetris` in PufferLib 3.0.0's `pufferlib/ocean/tetris/tetris.h`, up to `atn_count_rotate` (field order matters)."
+    _fields_ = [('client', ctypes.c_void_p), ('log', _TetrisLog), ('observations', ctypes.c_void_p), ('actions', ctypes.c_void_p),
+                ('rewards', ctypes.c_void_p), ('terminals', ctypes.c_void_p), ('n_rows', ctypes.c_int), ('n_cols', ctypes.c_int),
+                ('deck_size', ctypes.c_int), ('grid', ctypes.c_void_p), ('tick', ctypes.c_int), ('tick_fall', ctypes.c_int),
+                ('score', ctypes.c_int), ('can_swap', ctypes.c_int), ('tetromino_deck', ctypes.c_void_p),
+                *[(k, ctypes.c_int) for k in ('hold_tetromino', 'cur_position_in_deck', 'cur_tetromino', 'cur_tetromino_row',
+                                              'cur_tetromino_col', 'cur_tetromino_rot')],
+                ('ep_return', ctypes.c_float), ('lines_deleted', ctypes.c_int), ('count_combos', ctypes.c_int),
+                ('atn_count_hard_drop', ctypes.c_int), ('atn_count_soft_drop', ctypes.c_int), ('atn_count_rotate', ctypes.c_int)]
+
+@patch
+def running(self:TetrisArena)->Episodes:
+    "Every board's game so far, from the C structs; raises `RuntimeError` if the mirror disagrees with the config."
+    cs = [CTetrisStruct.from_address(h) for h in self._handles]
+    cfg = self.config
+    if any((c.n_rows, c.n_cols, c.deck_size) != (cfg['n_rows'], cfg['n_cols'], cfg['deck_size']) for c in cs):
+        raise RuntimeError("the Tetris mirror does not match this PufferLib build's struct layout")
+    get = lambda k: np.array([float(getattr(c, k)) for c in cs])
+    return Episodes(agent=np.arange(len(cs)), ret=get('ep_return'), length=get('tick'), score=get('score'), lines=get('lines_deleted'))
 
 # %% ../nbs/00_arenas.ipynb #139315e8
 def rollout_random(arena:Arena, seed:int, steps:int)->tuple: # (final obs copy, Episodes)

@@ -26,6 +26,7 @@ class Policy(nn.Module):
     arch: str = ''
     stochastic: bool = False # must actions be sampled even when `greedy` (random players)?
     def initial_state(self, n:int): return None # recurrent state of `n` agents
+    def release_state(self, state): pass # free what `initial_state` acquired (a sandboxed program's process); a network holds nothing
 
     @torch.inference_mode()
     def act(self,
@@ -74,9 +75,16 @@ class LinearLSTM(Policy):
             if codes.shape[1] * 8 != self.config['input_dim']:
                 raise ValueError(f"expected {self.config['input_dim']//8} cells per observation, got {codes.shape[1]}")
             idx = codes + 8*torch.arange(codes.shape[1])
-            x = F.embedding_bag(idx, self.encoder.weight.t().contiguous(), mode='sum') + self.encoder.bias  # contiguous: 10x faster
+            x = F.embedding_bag(idx, self._table(), mode='sum') + self.encoder.bias
         else: x = self.encoder(obs.reshape(len(obs), -1).float())
         return F.gelu(x)
+
+    def _table(self)->torch.Tensor: # (input_dim, hidden): the encoder as a lookup table, contiguous (10x faster to gather)
+        w = self.encoder.weight
+        if torch.is_grad_enabled() and w.requires_grad: return w.t().contiguous()   # training: part of the graph, never cached
+        key = (w.data_ptr(), w._version)   # the weights, unchanged since the table was made?
+        if getattr(self, '_table_key', None) != key: self._table_cache, self._table_key = w.detach().t().contiguous(), key
+        return self._table_cache
 
     def forward(self, obs, state=None): # obs (n, ...) -> logits (n, num_actions), (h, c)
         h, c = self.lstm(self.encode(obs), state if state is not None else self.initial_state(len(obs)))
@@ -245,62 +253,67 @@ class StackedLinearLSTM:
 
 # %% ../nbs/01_policies.ipynb #2e1f2ff1
 class GenomeGroup:
-    "Several genomes' policies; `act(obs (G*n, ...))` runs genomes whose networks share an architecture in one stacked pass."
-    def __init__(self, policies:list, n_each:int): # `n_each` agents per genome, genome-major order
+    "Several genomes' policies, `n_each` agents each in genome-major order; each distinct network runs once per step for all its agents."
+    def __init__(self, policies:list, n_each:int):
         self.policies, self.n = policies, n_each
         self.nets = [getattr(p, 'base', p) for p in policies]   # a wrapper (EpsilonGreedy) adjusts its base's logits
-        keys = [net.arch if net.arch != 'linear_lstm' else 'linear_lstm ' + json.dumps(net.config, sort_keys=True)
-                for net in self.nets]    # LinearLSTMs stack by config (width, encoding, learned state)
-        self.groups = {a: [i for i, b in enumerate(keys) if b == a] for a in dict.fromkeys(keys)}
-        self.stacked = {a: StackedLinearLSTM.from_policies([self.nets[i] for i in ix])
-                        for a, ix in self.groups.items() if a.startswith('linear_lstm')}
+        users = {}
+        for i, net in enumerate(self.nets): users.setdefault(id(net), []).append(i)
+        self.units = list(users.values())   # the genomes of each distinct network, in order of first appearance
+        self.rows = [torch.cat([torch.arange(i*n_each, (i + 1)*n_each) for i in u]) for u in self.units]   # their agents
+        self.plain = [i for i, p in enumerate(policies) if not (p.stochastic or hasattr(p, 'adjust'))]   # argmax when greedy
+        kinds = {}   # the other genomes by wrapper and its config (EpsilonGreedy at 0.2, say): one `adjust` call for each kind
+        for i, p in enumerate(policies):
+            if i not in self.plain: kinds.setdefault((type(p), json.dumps(p.config, sort_keys=True)), []).append(i)
+        self.kinds = list(kinds.values())
 
-    def initial_state(self):
-        return {a: self.stacked[a].initial_state(self.n) if a in self.stacked else [self.nets[i].initial_state(self.n) for i in ix]
-                for a, ix in self.groups.items()}
+    def initial_state(self)->list: return [self.nets[u[0]].initial_state(len(u)*self.n) for u in self.units]
 
-    def _logits(self, a, ix, x, state):
-        if a in self.stacked: return self.stacked[a](x[ix], state)
-        if a == 'snake_heuristic':
-            w = torch.stack([self.nets[i].weights for i in ix])
-            f = self.nets[ix[0]].features(x[ix].reshape(-1, *x.shape[2:])).view(len(ix), self.n, 4, -1)
-            return (f @ w[:, None, :, None]).squeeze(-1), state
-        out = [self.nets[i](x[i], s) for i, s in zip(ix, state)]
-        return torch.stack([o[0] for o in out]), [o[1] for o in out]
+    def release(self, state:list):
+        "Release every network's state from `initial_state` (`Policy.release_state`), once the games are over."
+        for u, s in zip(self.units, state): self.nets[u[0]].release_state(s)
 
-    @torch.inference_mode()
-    def logits(self, obs, state)->tuple: # obs (G*n, ...) genome-major -> logits (G, n, A) after each wrapper's `adjust`, new state
-        "What every genome's policy makes of `obs` from `state`: its logits, and the recurrent state after them (`state` is left as it was)."
-        obs = torch.as_tensor(obs)
-        x = obs.view(len(self.policies), self.n, *obs.shape[1:])
-        out, new = [None]*len(self.policies), {}
-        for a, ix in self.groups.items():
-            logits, new[a] = self._logits(a, ix, x, state[a])
-            for k, i in enumerate(ix):
-                p = self.policies[i]
-                out[i] = p.adjust(logits[k]) if hasattr(p, 'adjust') else logits[k]
-        return torch.stack(out), new
+    def _logits(self, obs, state)->torch.Tensor: # (G, n, A)
+        out = None
+        for k, (u, rows) in enumerate(zip(self.units, self.rows)):
+            l, state[k] = self.nets[u[0]](obs[rows], state[k])
+            if out is None: out = torch.empty(len(self.policies)*self.n, l.shape[-1], dtype=l.dtype)
+            out[rows] = l
+        return out.view(len(self.policies), self.n, -1)
 
     @torch.inference_mode()
-    def values(self, state)->torch.Tensor: # (G, n) float32
-        "Value estimates of the genomes with a value head (stacked `LinearLSTM`s read their hidden state in `state`); NaN for the others."
-        out = torch.full((len(self.policies), self.n), float('nan'))
-        for a, ix in self.groups.items():
-            if a not in self.stacked: continue
-            h = state[a][0]
-            for k, i in enumerate(ix): out[i] = self.nets[i].value(h[k]).squeeze(-1)
-        return out
+    def logits(self, obs, state:list)->tuple: # obs (G*n, ...) genome-major -> logits (G, n, A) after each wrapper's `adjust`, new state
+        "What every genome's policy makes of `obs` from `state`: its logits, and the recurrent state after them (the list `state` is left as it was)."
+        new = list(state)
+        logits = self._logits(torch.as_tensor(obs), new)
+        for ix in self.kinds:
+            p = self.policies[ix[0]]
+            if hasattr(p, 'adjust'): logits[ix] = p.adjust(logits[ix])
+        return logits, new
 
     @torch.inference_mode()
-    def act(self, obs, state, greedy=True, generator=None): # obs (G*n, ...) genome-major -> actions (G*n,) int32, `state` updated
-        logits, new = self.logits(obs, state)
-        state.update(new)
-        actions = torch.empty(len(self.policies), self.n, dtype=torch.long)
-        for ix in self.groups.values():
-            for i in ix:
-                p, l = self.policies[i], logits[i]
-                if greedy and not p.stochastic: actions[i] = l.argmax(-1)
-                else: actions[i] = torch.multinomial(torch.softmax(l.float(), -1), 1, generator=generator).squeeze(-1)
+    def values(self, state:list)->torch.Tensor: # (G, n) float32
+        "Value estimates of the genomes whose network has a value head (a `LinearLSTM` reads its hidden state in `state`); NaN for the others."
+        out = torch.full((len(self.policies)*self.n,), float('nan'))
+        for u, rows, s in zip(self.units, self.rows, state):
+            if isinstance(net := self.nets[u[0]], LinearLSTM): out[rows] = net.value(s[0]).squeeze(-1)
+        return out.view(len(self.policies), self.n)
+
+    @torch.inference_mode()
+    def act(self, obs, state:list, greedy=True,
+            generator=None): # a `torch.Generator` shared by every sampled genome, or a list of one per genome (a genome's samples then do not depend on the others)
+        "Actions (G*n,) int32 for obs (G*n, ...) in genome-major order, and the new state (`state` is updated in place too)."
+        logits, state[:] = self.logits(obs, state)
+        actions = torch.empty(logits.shape[:2], dtype=torch.long)
+        plain = self.plain if greedy else []
+        if plain: actions[plain] = logits[plain].argmax(-1)
+        gens = list(generator) if isinstance(generator, (list, tuple)) else [generator] * len(self.policies)
+        for ix in ([i for i in k if i not in plain] for k in self.kinds):
+            if not ix: continue
+            p, l = self.policies[ix[0]], logits[ix]
+            if greedy and not p.stochastic: actions[ix] = l.argmax(-1); continue
+            u = torch.stack([torch.rand(self.n, generator=gens[i]) for i in ix])   # inverse-CDF sampling: one uniform per agent, from its genome's stream
+            actions[ix] = (u[..., None] > torch.softmax(l.float(), -1).cumsum(-1)).sum(-1).clamp_max(l.shape[-1] - 1)
         return actions.reshape(-1).numpy().astype(np.int32), state
 
 # %% ../nbs/01_policies.ipynb #7b3bfac5

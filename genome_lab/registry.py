@@ -18,9 +18,9 @@ from .policies import Policy, build_policy, param_shapes, load_pufferlib_policy,
 from .core import atomic_write
 
 # %% auto #0
-__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'STATUSES', 'GenomeFormatError', 'utcnow', 'Genome',
-           'check_params', 'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry',
-           'founding_genomes', 'seed_founders']
+__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'STATUSES', 'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z',
+           'GenomeFormatError', 'utcnow', 'Genome', 'check_params', 'genome_to_bytes', 'genome_from_bytes',
+           'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -104,16 +104,22 @@ CREATE TABLE IF NOT EXISTS results (
   evaluation INTEGER NOT NULL REFERENCES evaluations(id) ON DELETE CASCADE,
   genome TEXT NOT NULL REFERENCES genomes(id) ON DELETE CASCADE,
   score REAL NOT NULL, ret REAL NOT NULL, survival REAL NOT NULL, kills INTEGER NOT NULL DEFAULT 0,
-  deaths INTEGER NOT NULL DEFAULT 1, lines REAL NOT NULL DEFAULT 0);
+  deaths INTEGER NOT NULL DEFAULT 1, lines REAL NOT NULL DEFAULT 0, game INTEGER, place INTEGER);
 CREATE INDEX IF NOT EXISTS results_genome ON results(genome);
+CREATE TABLE IF NOT EXISTS ratings (genome TEXT PRIMARY KEY REFERENCES genomes(id) ON DELETE CASCADE,
+  mu REAL NOT NULL, sigma REAL NOT NULL, games INTEGER NOT NULL, updated TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS game_reports (report TEXT NOT NULL, genome TEXT NOT NULL REFERENCES genomes(id) ON DELETE CASCADE,
+  player TEXT NOT NULL, played_again INTEGER NOT NULL, created TEXT NOT NULL, PRIMARY KEY (report, genome));
 CREATE TABLE IF NOT EXISTS manifest (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO manifest VALUES ('max_active', '15'), ('last_tournament', 'null');
 CREATE TABLE IF NOT EXISTS version (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL);
 INSERT OR IGNORE INTO version VALUES (1, 0);
 """
-VERSIONED = ('genomes', 'lineage', 'results', 'manifest') # the tables the manifest shows: each change bumps `version`
+VERSIONED = ('genomes', 'lineage', 'results', 'manifest', 'ratings', 'game_reports') # the tables the manifest shows: each change bumps `version`
 SCHEMA += ''.join(f"CREATE TRIGGER IF NOT EXISTS {t}_{op.lower()}_version AFTER {op} ON {t} BEGIN UPDATE version SET n = n + 1; END;\n"
                   for t in VERSIONED for op in ('INSERT', 'UPDATE', 'DELETE'))
+
+KINDS = ('evaluation', 'tournament', 'client') # kinds of evaluations: measured alone, tournament games, games reported by clients
 
 class RegistryError(ValueError):
     "A registry operation that was refused; the registry is unchanged."
@@ -161,6 +167,11 @@ class Registry(SQLiteStore):
         if read_only and not {'genomes', 'version'} <= have:
             self.close(); raise RegistryError(f"{self.path} is not a registry of this version (tables: {sorted(have)}); "
                                               "it was opened read-only and nothing was written")
+        if not read_only:
+            cols = {r['name'] for r in self.db.execute('PRAGMA table_info(results)')}
+            for col in ('game', 'place'):   # a registry written before tournament games were indexed
+                if col not in cols: self.db.execute(f'ALTER TABLE results ADD COLUMN {col} INTEGER')
+            self.db.execute('CREATE UNIQUE INDEX IF NOT EXISTS results_game ON results(evaluation, game, genome) WHERE game IS NOT NULL')
 
     def version(self)->int:
         "A number that changes whenever a committed write changes what the manifest shows."
@@ -231,6 +242,7 @@ def ids(self:Registry, status:str|None=None)->list:
 def record(self:Registry, gid:str, result, # an `EvalResult` (or anything with `.arena`, `.episodes`, `.settings`)
             kind:str='evaluation', kills=None)->int: # kills per episode (tournaments); zeros if None
     "Store `result`'s episodes as games of genome `gid`; returns the evaluation id. All or nothing."
+    if kind not in KINDS: raise RegistryError(f"kind must be one of {KINDS}, not {kind!r}")
     eps = result.episodes
     kills = np.zeros(len(eps), np.int64) if kills is None else np.asarray(kills)
     if len(kills) != len(eps): raise RegistryError(f"{len(kills)} kill counts for {len(eps)} episodes")
@@ -240,21 +252,26 @@ def record(self:Registry, gid:str, result, # an `EvalResult` (or anything with `
                          (kind, result.arena, json.dumps(result.settings), getattr(result, 'steps', None),
                           getattr(result, 'seconds', None), getattr(result, 'censored', 0), utcnow()))
         eid = cur.lastrowid
-        db.executemany('INSERT INTO results VALUES (?,?,?,?,?,?,1,?)',
+        db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines) VALUES (?,?,?,?,?,?,1,?)',
                        [(eid, gid, float(s), float(r), float(l), int(k), float(li))
                         for s, r, l, k, li in zip(eps.score, eps.ret, eps.length, kills, eps.lines)])
     return eid
 
 @patch
-def stats(self:Registry, gid:str|None=None)->dict: # {genome id: {'games', 'avg_score', 'std_score', 'avg_survival', 'kill_ratio', 'avg_lines', 'std_lines'}}
-    "Aggregated statistics of every genome with at least one game (of genome `gid` only, if given)."
-    rows = self.db.execute("""SELECT genome, COUNT(*) n, AVG(score) ms, AVG(score*score) m2, AVG(survival) sv,
-        SUM(kills) k, SUM(deaths) d, AVG(lines) ml, AVG(lines*lines) l2 FROM results""" + (" WHERE genome=?" if gid else "") +
-        " GROUP BY genome", (gid,) if gid else ())
+def stats(self:Registry,
+          gid:str|None=None, # this genome only
+          kind:str|None=None)->dict: # games of this kind of `KINDS` only; None pools every kind
+    "Aggregated statistics of every genome with at least one game: {genome id: {'games', 'avg_score', 'std_score', 'avg_survival', 'kill_ratio', 'avg_lines', 'std_lines', 'win_rate'}}."
+    if kind is not None and kind not in KINDS: raise RegistryError(f"kind must be one of {KINDS}, not {kind!r}")
+    where = [c for c, v in (('r.genome=?', gid), ('e.kind=?', kind)) if v is not None]
+    rows = self.db.execute("""SELECT r.genome, COUNT(*) n, AVG(r.score) ms, AVG(r.score*r.score) m2, AVG(r.survival) sv,
+        SUM(r.kills) k, SUM(r.deaths) d, AVG(r.lines) ml, AVG(r.lines*r.lines) l2, AVG(r.place = 0) wr
+        FROM results r JOIN evaluations e ON e.id = r.evaluation""" + (" WHERE " + " AND ".join(where) if where else "") +
+        " GROUP BY r.genome", tuple(v for v in (gid, kind) if v is not None))
     sd = lambda n, m, m2: float(np.sqrt(max(m2 - m*m, 0) * n/(n-1))) if n > 1 else float('nan')
     return {r['genome']: dict(games=r['n'], avg_score=r['ms'], std_score=sd(r['n'], r['ms'], r['m2']),
                               avg_survival=r['sv'], kill_ratio=r['k']/max(r['d'], 1),
-                              avg_lines=r['ml'], std_lines=sd(r['n'], r['ml'], r['l2'])) for r in rows}
+                              avg_lines=r['ml'], std_lines=sd(r['n'], r['ml'], r['l2']), win_rate=r['wr']) for r in rows}
 
 # %% ../nbs/10_registry.ipynb #11adca57
 @patch
@@ -271,9 +288,10 @@ def record_games(self:Registry,
                  gid:str, # the genome that played
                  games:list, # dicts with 'score', 'survival' (steps alive) and optional 'ret', 'kills', 'lines'
                  player:str|None=None, # who reported the games (counted on the leaderboard)
-                 kind:str='game')->int: # the evaluation id
+                 kind:str='client')->int: # the evaluation id
     "Store `games` of genome `gid` as one evaluation; raises `RegistryError` (nothing stored) for an unknown genome or no games."
     if not games: raise RegistryError("no games to record")
+    if kind not in KINDS: raise RegistryError(f"kind must be one of {KINDS}, not {kind!r}")
     rows = [(float(g['score']), float(g.get('ret', 0.0)), float(g['survival']), int(g.get('kills', 0)), float(g.get('lines', 0.0)))
             for g in games]
     with self.transaction() as db:
@@ -281,7 +299,8 @@ def record_games(self:Registry,
         if row is None: raise RegistryError(f"no genome {gid!r} in the registry")
         eid = db.execute('INSERT INTO evaluations (kind, arena, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?)',
                          (kind, row['arena'], json.dumps(dict(player=player, source='client')), None, None, 0, utcnow())).lastrowid
-        db.executemany('INSERT INTO results VALUES (?,?,?,?,?,?,1,?)', [(eid, gid, s, r, l, k, li) for s, r, l, k, li in rows])
+        db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines) VALUES (?,?,?,?,?,?,1,?)',
+                       [(eid, gid, s, r, l, k, li) for s, r, l, k, li in rows])
     return eid
 
 @patch
@@ -300,6 +319,37 @@ def players(self:Registry)->list: # [{'player', 'games', 'genomes'}] most games 
     for r in self.db.execute("SELECT parent p, COUNT(*) n FROM lineage WHERE relation='player' GROUP BY parent"):
         out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['genomes'] = r['n']
     return sorted(out.values(), key=lambda d: (-d['games'], -d['genomes'], d['player']))
+
+# %% ../nbs/10_registry.ipynb #a319b021
+NEUTRAL_ENGAGEMENT = 0.5 # the engagement of a genome no report names (seed 000's neutral value)
+
+@patch
+def record_report(self:Registry,
+                  report:str, # the client's id of this game report (a repeat with the same id is ignored)
+                  player:str, # who played
+                  genomes:list, # ids of the genomes the player met in the game
+                  played_again:bool)->bool: # True: stored; False: this report was stored before (ignored)
+    "Store one game report; raises `RegistryError` (nothing stored) for unknown genomes, no genomes, or a reused id with other content."
+    genomes = list(dict.fromkeys(genomes))
+    if not genomes: raise RegistryError("a game report names the genomes the player met: none given")
+    with self.transaction() as db:
+        old = db.execute('SELECT genome, player, played_again FROM game_reports WHERE report=? ORDER BY genome', (report,)).fetchall()
+        if old:
+            if [(r['genome'], r['player'], bool(r['played_again'])) for r in old] != [(g, player, bool(played_again)) for g in sorted(genomes)]:
+                raise RegistryError(f"report {report!r} was stored before with other content: a report id names one game")
+            return False
+        if missing := [g for g in genomes if not self.has(g)]: raise RegistryError(f"no genomes {missing} in the registry")
+        now = utcnow()
+        db.executemany('INSERT INTO game_reports VALUES (?,?,?,?,?)', [(report, g, player, int(bool(played_again)), now) for g in genomes])
+    return True
+
+@patch
+def engagement(self:Registry)->dict: # {genome id: {'player_engagement', 'reports', 'source'}}, every genome
+    "Each genome's `player_engagement`: the share of reports naming it after which the player played again (`source` 'reports'), or `NEUTRAL_ENGAGEMENT` where none exist (`source` 'neutral')."
+    got = {r['genome']: (r['e'], r['n']) for r in self.db.execute(
+        'SELECT genome, AVG(played_again) e, COUNT(*) n FROM game_reports GROUP BY genome')}
+    return {g: dict(player_engagement=got[g][0], reports=got[g][1], source='reports') if g in got else
+               dict(player_engagement=NEUTRAL_ENGAGEMENT, reports=0, source='neutral') for g in self.ids()}
 
 # %% ../nbs/10_registry.ipynb #b5697674
 @patch
@@ -321,15 +371,37 @@ def set_manifest(self:Registry, **kw): # max_active=int, last_tournament=ISO tim
     with self.transaction() as db:
         db.executemany('INSERT OR REPLACE INTO manifest VALUES (?,?)', [(k, json.dumps(v)) for k, v in kw.items()])
 
+ORDINAL_Z = 3.0 # OpenSkill's ordinal: mu - 3 sigma (openskill's `ordinal()` default)
+
+@patch
+def ratings(self:Registry)->dict: # {genome id: {'mu', 'sigma', 'ordinal', 'games'}}
+    "The stored OpenSkill ratings (tournaments write them), with the ordinal `mu - ORDINAL_Z * sigma`."
+    return {r['genome']: dict(mu=r['mu'], sigma=r['sigma'], ordinal=r['mu'] - ORDINAL_Z*r['sigma'], games=r['games'])
+            for r in self.db.execute('SELECT genome, mu, sigma, games FROM ratings')}
+
+@patch
+def performance(self:Registry)->dict: # {genome id: seed 000's performance block}, every genome
+    "Each genome's `performance`: seed 000's names from its tournament games, engagement, rating and statistics by kind."
+    kinds, eng, rt = {k: self.stats(kind=k) for k in KINDS}, self.engagement(), self.ratings()
+    out = {}
+    for g in self.ids():
+        t = kinds['tournament'].get(g) or {}
+        out[g] = dict(avg_score=t.get('avg_score'), avg_survival_time=t.get('avg_survival'), kill_ratio=t.get('kill_ratio'),
+                      win_rate=t.get('win_rate'), games_played=t.get('games', 0), player_engagement=eng[g]['player_engagement'],
+                      engagement_source=eng[g]['source'], engagement_reports=eng[g]['reports'], rating=rt.get(g),
+                      by_kind={k: v[g] for k, v in kinds.items() if g in v})
+    return out
+
 @patch
 def manifest(self:Registry)->dict: # {'genomes': [...], 'max_active': int, 'last_tournament': str|None}
-    "The manifest of seed 000: active genomes with metadata and performance."
+    "The manifest of seed 000: active genomes with metadata, `performance` and `rank`, arena by arena in rating order."
     meta = {r['key']: json.loads(r['value']) for r in self.db.execute('SELECT * FROM manifest')}
-    stats = self.stats()
-    gs = [dict(self.genome(i), stats=stats.get(i)) for i in self.ids('active')]
+    perf = self.performance()
+    gs = [dict(self.genome(i), performance=perf[i], rank=None) for i in self.ids('active')]
     for arena in {g['arena'] for g in gs}:
-        mine = sorted((g for g in gs if g['arena'] == arena), key=lambda g: -(g['stats'] or {}).get('avg_score', -np.inf))
-        for k, g in enumerate(mine, 1): g['rank'] = k
+        rated = sorted((g for g in gs if g['arena'] == arena and g['performance']['rating']), key=lambda g: -g['performance']['rating']['ordinal'])
+        for k, g in enumerate(rated, 1): g['rank'] = k
+    gs.sort(key=lambda g: (g['arena'], g['rank'] is None, g['rank'] or 0))
     return dict(genomes=gs, max_active=meta['max_active'], last_tournament=meta['last_tournament'])
 
 # %% ../nbs/10_registry.ipynb #2cf4638d

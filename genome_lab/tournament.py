@@ -13,14 +13,15 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 from openskill.models import PlackettLuce
-from .arenas import SnakeArena, SNAKE_WALL, SNAKE_MOVES, find_arena
+from .arenas import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena
 from .policies import GenomeGroup
 from .registry import Registry, utcnow
-from .evaluation import torch_threads, evaluate, summarize
+from .evaluation import torch_threads
 
 # %% auto #0
 __all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'TOURNAMENT_SCHEMA', 'KillTracker', 'GameResult',
-           'play_game', 'SnakeGame', 'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fitness_table',
+           'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
+           'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fitness_table', 'game_seed', 'iter_games',
            'play_games', 'load_ratings', 'TournamentResult', 'run_tournament', 'ladder_taus', 'games_to_reach',
            'rank_stability']
 
@@ -37,49 +38,60 @@ def _body_cells(body, ptr, length): # (n, m, 2), (n,), (n,) -> cells (sum(length
     return body[np.arange(n)[:, None], idx][mask], np.repeat(np.arange(n), length)
 
 class KillTracker:
-    "Attributes every snake death of a `SnakeArena` to a wall, a killer snake (agent index) or itself; call `before` and `after` around each step."
-    def __init__(self, arena:SnakeArena):
-        self.arena, self.n = arena, arena.config['num_snakes']
-        self.max_len = arena.config['max_snake_length']
+    """Attributes every snake death on the maps of `arenas` (`SnakeArena`s whose maps have one size and snake count) to a
+    wall, a killer snake (its agent index over all the maps, map-major) or itself; call `before` and `after` around each step."""
+    def __init__(self, *arenas:SnakeArena):
+        shape = {tuple(a.config[k] for k in ('num_snakes', 'max_snake_length', 'width', 'height')) for a in arenas}
+        if len(shape) != 1: raise ValueError("a KillTracker's maps need one size, snake count and max_snake_length")
+        self.arenas, self._vecs = arenas, None
+        (self.n, self.max_len, _, _), = shape
+
+    def _maps(self)->list: # every map's C state views, made again whenever an arena rebuilt its maps (`reset`)
+        vecs = [a._vec for a in self.arenas]
+        if vecs != self._vecs:
+            self._views, self._vecs = [a.c_state(e) for a in self.arenas for e in range(a.config['num_envs'])], vecs
+            self._walls = np.stack([v.grid.reshape(-1) == SNAKE_WALL for v in self._views])   # walls never move
+        return self._views
 
     def before(self):
-        "Copy the body buffers, head pointers and lengths of every map (cheap: a few hundred KB)."
-        self.pre = [tuple(a.copy() for a in self.arena.c_state(e)[1:]) for e in range(self.arena.config['num_envs'])]
+        "Copy every map's body buffers, head pointers and lengths: (maps, n, max_len, 2), (maps, n), (maps, n)."
+        v = self._maps()
+        self.pre = tuple(np.stack([getattr(s, k) for s in v]) for k in ('body', 'head_ptr', 'length'))
 
-    def after(self, actions, rewards)->tuple: # killer (num_agents,) and head_hit (num_agents,) bool
+    def after(self, actions, rewards)->tuple: # killer (num_agents,) and head_hit (num_agents,) bool, over all maps
         "Killer of each agent that died in the last step: agent index, `KILL_WALL`, `KILL_UNKNOWN`, or `KILL_NONE` if alive."
-        killer = np.full(self.arena.num_agents, KILL_NONE); head_hit = np.zeros(self.arena.num_agents, bool)
-        for e, (body0, ptr0, len0) in enumerate(self.pre):
-            s = slice(e*self.n, (e+1)*self.n)
-            died = rewards[s] < 0
-            if not died.any(): continue
-            post = self.arena.c_state(e)
-            k, h = self._attribute(post.grid, body0, ptr0, len0, post, actions[s], rewards[s], died)
-            killer[s] = np.where(k >= 0, k + e*self.n, k); head_hit[s] = h
+        killer, head_hit = np.full(len(rewards), KILL_NONE), np.zeros(len(rewards), bool)
+        died = np.asarray(rewards).reshape(-1, self.n) < 0
+        if died.any():
+            k, h = self._attribute(np.asarray(actions).reshape(-1, self.n), np.asarray(rewards).reshape(-1, self.n), died)
+            killer[died.reshape(-1)], head_hit[died.reshape(-1)] = k, h
         return killer, head_hit
 
-    def _attribute(self, grid, body0, ptr0, len0, post, actions, rewards, died):
-        n, m, ar = self.n, body0.shape[1], np.arange(self.n)
-        head0, neck0 = body0[ar, ptr0], body0[ar, (ptr0 - 1) % m]
-        d = _MOVES[actions]
-        tgt = head0 + d
-        back = (tgt == neck0).all(1) & (len0 > 1)
-        tgt[back] = head0[back] - d[back]
-        tail0 = body0[ar, (ptr0 - len0 + 1) % m]
-        grew = (rewards > 0) & (len0 < self.max_len - 1)
-        cells, owners = _body_cells(body0, ptr0, len0)
-        owner = np.full(grid.shape, -1); owner[cells[:, 0], cells[:, 1]] = owners
-        post_head = post.body[ar, post.head_ptr]
-        killer = np.full(n, KILL_NONE); head_hit = np.zeros(n, bool)
-        for i in np.flatnonzero(died):
-            c = tgt[i]
-            if grid[c[0], c[1]] == SNAKE_WALL: killer[i] = KILL_WALL; continue
-            ks = np.flatnonzero((post_head[:i] == c).all(1))
-            if len(ks): killer[i], head_hit[i] = ks[0], True; continue
-            j = owner[c[0], c[1]]
-            if j < 0 or (j < i and (died[j] or ((c == tail0[j]).all() and not grew[j]))): killer[i] = KILL_UNKNOWN; continue
-            killer[i], head_hit[i] = j, bool((c == head0[j]).all())
-        return killer, head_hit
+    def _attribute(self, actions, rewards, died)->tuple: # (killer, head_hit) of each death, map-major
+        "The rules above for every death of the step at once (cells as flat indices r*width + c)."
+        views, (body0, ptr0, len0) = self._maps(), self.pre
+        n, m, W = self.n, body0.shape[2], views[0].grid.shape[1]
+        flat = lambda rc: rc[..., 0]*W + rc[..., 1]
+        M, D = np.nonzero(died)                                              # map and snake of each death
+        head, move = body0[M, D, ptr0[M, D]], _MOVES[actions[M, D]]
+        tgt = head + move
+        back = (flat(tgt) == flat(body0[M, D, (ptr0[M, D] - 1) % m])) & (len0[M, D] > 1)   # a move into the neck goes straight on
+        tgt[back] = head[back] - move[back]
+        T = flat(tgt)
+        wall = self._walls[M, T]
+        maps, row = np.unique(M, return_inverse=True)                      # the maps with deaths
+        ar, L = np.arange(n), int(len0[maps].max())
+        held = flat(body0[maps[:, None, None], ar[None, :, None], (ptr0[maps][:, :, None] - np.arange(L)) % m])   # (maps, n, L) cells before the step, head first
+        held[np.arange(L) >= len0[maps][:, :, None]] = -1
+        post_head = np.stack([flat(views[k].body[ar, views[k].head_ptr]) for k in maps])                  # (maps, n) after the step
+        race = (post_head[row] == T[:, None]) & (ar[None] < D[:, None])    # an earlier head got there in this step
+        occ = (held[row] == T[:, None, None]).any(2)                        # who held the target before the step
+        j = occ.argmax(1)
+        grew = (rewards[M, j] > 0) & (len0[M, j] < self.max_len - 1)
+        gone = ~occ.any(1) | ((j < D) & (died[M, j] | ((T == held[row, j, len0[M, j] - 1]) & ~grew)))   # died first, or a pulled-in tail
+        killer = np.where(wall, KILL_WALL, np.where(race.any(1), race.argmax(1), np.where(gone, KILL_UNKNOWN, j)))
+        killer = np.where(killer >= 0, killer + M*n, killer)
+        return killer, ~wall & (race.any(1) | (~gone & (T == held[row, j, 0])))
 
 # %% ../nbs/70_tournament.ipynb #42761e5c
 @dataclass
@@ -87,7 +99,8 @@ class GameResult:
     "Per-genome statistics of one game (arrays indexed like the game's genomes), ranked by the arena's `rank_by`."
     seed: int
     score: np.ndarray; survival: np.ndarray; kills: np.ndarray; deaths: np.ndarray; team_kills: np.ndarray
-    steps: int; agent_steps: int; seconds: float
+    steps: int; agent_steps: int
+    seconds: float # wall time of the batch the game was played in, divided by its games
     lines: np.ndarray|None = None # lines cleared (tetris)
     rank_by: tuple = ('score',) # statistics that order the genomes, most important first
     @property
@@ -95,86 +108,195 @@ class GameResult:
         keys = list(zip(*[np.nan_to_num(np.asarray(getattr(self, k), float), nan=-np.inf) for k in self.rank_by]))
         return np.array([sum(o > k for o in keys) for k in keys])
 
+def game_generators(games:list, seeds:list)->list: # one `torch.Generator` per genome of every game, in the batch's order
+    "Sampling streams: genome `j` of the game of seed `s` samples from its own stream, whatever else shares its batch."
+    return [torch.Generator().manual_seed(s*1009 + j) for g, s in zip(games, seeds) for j in range(len(g))]
+
+def play_maps(games:list, # one list of policies per game (its genomes)
+              seeds:list, # one seed per game
+              snakes_per_genome:int=8, steps:int=400, greedy:bool=True,
+              **settings)->list: # `SnakeArena` arguments (map size, food); default `SnakeArena.game_settings`. Returns [GameResult]
+    "Play several snake games as one batch: a map per game, all stepped together, every genome of every game in one `GenomeGroup`."
+    maps = [SnakeArena(**{**SnakeArena.game_settings, **settings, 'num_snakes': len(g)*snakes_per_genome}) for g in games]
+    try: return _play_maps(games, seeds, maps, snakes_per_genome, steps, greedy)
+    finally:
+        for m in maps: m.close()
+
+def _seating(G:int, n:int, seed:int)->tuple: # (slot, owner): agent index of genome-major position p is slot[p]; owner genome of each agent
+    slot = np.random.default_rng(seed).permutation(G*n)
+    owner = np.empty(G*n, np.int64); owner[slot] = np.repeat(np.arange(G), n)
+    return slot, owner
+
+def _play_maps(games, seeds, maps, n, steps, greedy)->list:
+    if len({len(g) for g in games}) > 1: raise ValueError("the games of one batch need the same number of genomes")
+    group, gens = GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
+    seats = [_seating(len(g), n, s) for g, s in zip(games, seeds)]
+    bounds = np.cumsum([0] + [len(g)*n for g in games])
+    counts = [{k: np.zeros(len(g), np.int64) for k in ('kills', 'team_kills', 'deaths')} for g in games]
+    obs, kt = [m.reset(s) for m, s in zip(maps, seeds)], KillTracker(*maps)
+    state, t0 = group.initial_state(), time.perf_counter()
+    try:
+        for _ in range(steps):
+            kt.before()
+            a, state = group.act(np.concatenate([o[slot] for o, (slot, _) in zip(obs, seats)]), state, greedy, gens)
+            acts, rews, dead = np.empty_like(a), np.empty(len(a), np.float32), np.empty(len(a), bool)
+            for b, (m, (slot, _)) in enumerate(zip(maps, seats)):
+                s = slice(bounds[b], bounds[b+1])
+                acts[s][slot] = a[s]
+                obs[b], rews[s], dead[s] = m.step(acts[s])
+            if dead.any():
+                killer = kt.after(acts, rews)[0]
+                for b, (_, owner) in enumerate(seats):
+                    s = slice(bounds[b], bounds[b+1])
+                    if dead[s].any(): _count_deaths(np.where(killer[s] >= 0, killer[s] - bounds[b], killer[s]), dead[s], owner, counts[b])
+    finally: group.release(state)
+    seconds = (time.perf_counter() - t0) / len(games)
+    return [_map_result(m, len(g), s, owner, c, n, steps, seconds) for m, g, s, (_, owner), c in zip(maps, games, seeds, seats, counts)]
+
+def _count_deaths(killer, died, owner, c):
+    "Deaths of each genome's snakes, and kills of other genomes' (team) snakes by them."
+    for v in np.flatnonzero(died):
+        c['deaths'][owner[v]] += 1
+        k = killer[v]
+        if k >= 0 and k != v: c['kills' if owner[k] != owner[v] else 'team_kills'][owner[k]] += 1
+
+def _map_result(arena, G, seed, owner, c, n, steps, seconds)->GameResult:
+    "Per-genome means over its snakes' episodes: the deaths, plus the snakes alive at the end (`running`)."
+    eps = Episodes.concat([arena.pop_episodes(), arena.running()])
+    who = owner[eps.agent]
+    mean = lambda x: np.bincount(who, x, G) / np.bincount(who, minlength=G)
+    return GameResult(seed, mean(eps.score), mean(eps.length), c['kills'], c['deaths'], c['team_kills'], steps, steps*G*n, seconds)
+
 def play_game(policies:list, # one policy per genome
               seed:int=0, snakes_per_genome:int=8, steps:int=400, # game seed, snakes each, steps
               greedy:bool=True, threads:int|None=1, # torch threads (see `torch_threads`)
               on_step=None, # called as `on_step(game)` after every step with the `SnakeGame` (a recorder of highlights)
               **settings)->GameResult: # `SnakeArena` arguments (map size, food); default `SnakeArena.game_settings`
-    "Play one seeded game of `policies` on one snake map; see the statistics above."
-    G, n = len(policies), snakes_per_genome
-    arena = SnakeArena(**{**SnakeArena.game_settings, **settings, 'num_snakes': G*n})
+    "Play one seeded game of `policies` on one snake map, a `SnakeGame`; see the statistics above."
+    arena = SnakeArena(**{**SnakeArena.game_settings, **settings, 'num_snakes': len(policies)*snakes_per_genome})
+    game = None
     try:
-        with torch_threads(threads): return _run_game(SnakeGame(policies, arena, seed, n, greedy), steps, on_step)
-    finally: arena.close()
+        with torch_threads(threads):
+            game, t0 = SnakeGame(policies, arena, seed, snakes_per_genome, greedy), time.perf_counter()
+            for _ in range(steps):
+                game.step()
+                if on_step is not None: on_step(game)
+            return game.result(time.perf_counter() - t0)
+    finally:
+        if game is not None: game.close()
+        arena.close()
 
 class SnakeGame:
     """A seeded game of `policies` on the one map of `arena`, `n` snakes each, stepped one step at a time: snakes are
-    given to genomes by a seeded shuffle, one `GenomeGroup` acts for all, a `KillTracker` attributes the deaths."""
+    given to genomes by a seeded shuffle, one `GenomeGroup` acts for all, a `KillTracker` attributes the deaths. The
+    same game as in a batch of `play_maps` (the same seating, sampling streams and counts)."""
     def __init__(self, policies:list, arena:SnakeArena, seed:int, n:int, # snakes per genome
-                 greedy:bool=True): # most likely actions (or sampled with a generator seeded by `seed`)?
+                 greedy:bool=True): # most likely actions (or sampled, each genome from its `game_generators` stream)?
         G = len(policies)
         if (arena.config['num_envs'], arena.config['num_snakes']) != (1, G*n):
             raise ValueError(f"the arena must have one map of {G}*{n} = {G*n} snakes, not {arena.config['num_envs']} maps "
                              f"of {arena.config['num_snakes']}")
         self.policies, self.arena, self.seed, self.n, self.greedy = policies, arena, seed, n, greedy
-        rng = np.random.default_rng(seed)
-        self.slot = rng.permutation(G*n)          # agent index of genome-major position p is slot[p]
-        self.owner = np.empty(G*n, np.int64); self.owner[self.slot] = np.repeat(np.arange(G), n)  # genome of each agent
-        self.group, self.kt = GenomeGroup(policies, n), KillTracker(arena)
-        self.gen = torch.Generator().manual_seed(seed)
+        self.slot, self.owner = _seating(G, n, seed)   # agent index of genome-major position p; genome of each agent
+        self.group, self.kt, self.gens = GenomeGroup(policies, n), KillTracker(arena), game_generators([policies], [seed])
         self.obs, self.state, self.t = arena.reset(seed), self.group.initial_state(), 0
         self.actions, self.rewards, self.died = np.zeros(G*n, np.int32), np.zeros(G*n, np.float32), np.zeros(G*n, bool)
-        self.killer = np.full(G*n, KILL_NONE)
+        self.killer, self.counts = np.full(G*n, KILL_NONE), {k: np.zeros(G, np.int64) for k in ('kills', 'team_kills', 'deaths')}
 
     def step(self):
         "Step every snake once; sets `actions`, `rewards`, `died` and `killer` (as `KillTracker.after`) of the step, and `t`."
         self.kt.before()
-        a, self.state = self.group.act(self.obs[self.slot], self.state, self.greedy, self.gen)
+        a, self.state = self.group.act(self.obs[self.slot], self.state, self.greedy, self.gens)
         acts = np.empty_like(a); acts[self.slot] = a
         self.obs, rew, died = self.arena.step(acts)
         self.killer = self.kt.after(acts, rew)[0] if died.any() else np.full(len(acts), KILL_NONE)
+        _count_deaths(self.killer, died, self.owner, self.counts)
         self.actions, self.rewards, self.died, self.t = acts, rew, died, self.t + 1
         return self
 
-def _run_game(game:SnakeGame, steps:int, on_step=None)->GameResult:
-    G, n, owner, arena = len(game.policies), game.n, game.owner, game.arena
-    kills, tkills, deaths = np.zeros(G, np.int64), np.zeros(G, np.int64), np.zeros(G, np.int64)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        game.step()
-        for v in np.flatnonzero(game.died):
-            deaths[owner[v]] += 1
-            k = game.killer[v]
-            if k >= 0 and k != v: (kills if owner[k] != owner[v] else tkills)[owner[k]] += 1
-        if on_step is not None: on_step(game)
-    seconds = time.perf_counter() - t0
-    eps = arena.pop_episodes()
-    lengths = np.concatenate([eps.score, arena._snake_len]); lived = np.concatenate([eps.length, arena._len])
-    who = owner[np.concatenate([eps.agent, np.arange(G*n)])]
-    mean = lambda x: np.bincount(who, x, G) / np.bincount(who, minlength=G)
-    return GameResult(game.seed, mean(lengths), mean(lived), kills, deaths, tkills, steps, steps*G*n, seconds)
+    def result(self, seconds:float=0.0)->GameResult: # the game so far (its arena's episodes are taken)
+        return _map_result(self.arena, len(self.policies), self.seed, self.owner, self.counts, self.n, self.t, seconds)
+
+    def close(self): self.group.release(self.state)   # the policies' states; the arena is the caller's
 
 # %% ../nbs/70_tournament.ipynb #b2a0598d
+def play_side_by_side(arena:str, # an arena whose genomes do not share a map (`shared_map` False)
+                      games:list, # one list of policies per game
+                      seeds:list, # one seed per game
+                      agents_per_genome:int=4, steps:int=10_000, greedy:bool=True, # boards (carts, ...) each; step cap
+                      **settings)->list: # the arena's arguments; default its `game_settings`. Returns [GameResult]
+    """Several side-by-side games as one batch: every genome of a game plays its own copy of `arena` reset with the game's
+    seed (the same boards as its opponents); all copies step together. A genome is measured by the means of its agents'
+    first episodes, those still running at `steps` with their statistics so far (left out where the arena cannot tell:
+    a genome with nothing counted has NaN and ranks last)."""
+    cls = find_arena(arena)
+    if cls.shared_map: raise ValueError(f"{arena} is a shared-map arena: its genomes meet in `play_maps`")
+    kw, boards = {**cls.game_settings, **settings, cls.agents_arg: agents_per_genome}, []
+    try:
+        for g in games: boards += [make_arena(arena, **kw) for _ in g]
+        return _play_side_by_side(cls, games, seeds, boards, agents_per_genome, steps, greedy)
+    finally:
+        for b in boards: b.close()
+
+def _keep_first(eps:Episodes, first:dict, seen:np.ndarray, e:int):
+    "Note each agent's first episode among `eps` (board `e`), unless `seen` already has one."
+    for i, a in enumerate(eps.agent):
+        if seen[e, a]: continue
+        seen[e, a] = True
+        for k in first: first[k][e, a] = getattr(eps, k)[i]
+
+def _play_side_by_side(cls, games, seeds, boards, n, steps, greedy)->list:
+    group, gens = GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
+    obs = [b.reset(s) for b, s in zip(boards, [s for g, s in zip(games, seeds) for _ in g])]
+    first, ended = {k: np.full((len(boards), n), np.nan) for k in cls.stats}, np.zeros((len(boards), n), bool)
+    state, t0, played = group.initial_state(), time.perf_counter(), 0
+    try:
+        while played < steps and not ended.all():
+            a, state = group.act(np.concatenate(obs), state, greedy, gens)
+            for e, b in enumerate(boards):
+                obs[e], _, done = b.step(a[e*n:(e+1)*n])
+                if done.any(): _keep_first(b.pop_episodes(), first, ended, e)
+            played += 1
+    finally: group.release(state)
+    seen = ended.copy()
+    for e, b in enumerate(boards): _keep_first(b.running(), first, seen, e)   # still running: statistics so far
+    seconds, out, e0 = (time.perf_counter() - t0) / len(games), [], 0
+    mean = lambda x: np.array([r[~np.isnan(r)].mean() if (~np.isnan(r)).any() else np.nan for r in x])
+    for g, s in zip(games, seeds):
+        G, rows = len(g), slice(e0, e0 + len(g)); e0 += G
+        stats, z = {k: mean(v[rows]) for k, v in first.items()}, np.zeros(G, np.int64)
+        out.append(GameResult(s, stats['score'], stats.get('length', np.zeros(G)), z, ended[rows].sum(1), z, played, played*G*n,
+                              seconds, lines=stats.get('lines'), rank_by=cls.rank_by))
+    return out
+
+def _own_games(cls, games:list, seeds:list, settings:dict)->list:
+    "Games of an arena that plays its own (`cls.game`: creatures), one after another."
+    out = []
+    for g, s in zip(games, seeds):
+        t0, z = time.perf_counter(), np.zeros(len(g), np.int64)
+        stats = cls.game(g, s, **settings)
+        out.append(GameResult(s, stats['score'], np.zeros(len(g)), z, z, z, 0, 0, time.perf_counter() - t0, rank_by=cls.rank_by))
+    return out
+
+def play_batch(arena:str, games:list, seeds:list, # one list of policies and one seed per game
+               agents_per_genome:int=8, steps:int=400, greedy:bool=True, threads:int|None=1,
+               **settings)->list: # the arena's arguments; default its `game_settings`. Returns [GameResult], one per game
+    "Play `games` of `arena` as one batch: snake's shared maps (`play_maps`), side by side (`play_side_by_side`), or the arena's own `game`."
+    cls = find_arena(arena)
+    with torch_threads(threads):
+        if cls.shared_map:
+            if arena != 'snake': raise NotImplementedError(f"shared-map games are played on snake maps, not {arena!r}")
+            return play_maps(games, seeds, agents_per_genome, steps, greedy, **settings)
+        if cls.game is None: return play_side_by_side(arena, games, seeds, agents_per_genome, steps, greedy, **settings)
+        return _own_games(cls, games, seeds, settings)
+
 def play_solo_game(policies:list, # one policy per genome
                    arena:str, # an arena whose genomes do not share a map (`shared_map` False)
                    seed:int=0, agents_per_genome:int=4, steps:int=10_000, # game seed; boards (carts, ...) each; step cap
                    greedy:bool=True, threads:int|None=1,
                    **settings)->GameResult: # the arena's arguments; default its `game_settings`
-    """One game of genomes side by side: each plays its own copy of the arena, reset with the same `seed` (the same
-    boards), and is measured by the means of its agents' first episodes (an episode still running at `steps` is left
-    out; a genome with none has NaN and ranks last). An arena with its own `game` (creatures) plays it instead."""
-    cls, t0 = find_arena(arena), time.perf_counter()
-    if cls.shared_map: raise ValueError(f"{arena} is a shared-map arena: its genomes meet in `play_game`")
-    if cls.game is not None: stats, played = cls.game(policies, seed, **settings), 0
-    else:
-        kw = {**cls.game_settings, **settings, cls.agents_arg: agents_per_genome}
-        rs = [evaluate(p, arena, episodes_per_agent=1, seed=seed, greedy=greedy, max_steps=steps, progress=False, threads=threads, **kw)
-              for p in policies]
-        stats = {k: np.array([summarize(getattr(r.episodes, k))['mean'] for r in rs]) for k in cls.stats}
-        played = sum(r.agent_steps for r in rs)
-    G, z = len(policies), np.zeros(len(policies), np.int64)
-    return GameResult(seed, stats['score'], stats.get('length', np.zeros(G)), z, z + agents_per_genome, z, steps, played,
-                      time.perf_counter() - t0, lines=stats.get('lines'), rank_by=cls.rank_by)
+    "One game of genomes side by side (a batch of one; see `play_side_by_side`); an arena with its own `game` (creatures) plays it instead."
+    return play_batch(arena, [policies], [seed], agents_per_genome, steps, greedy, threads, **settings)[0]
 
 # %% ../nbs/70_tournament.ipynb #312b4947
 def schedule_games(n:int, per_game:int, meetings:int=1, seed:int=0)->list: # [tuple of entrant indices]
@@ -231,44 +353,51 @@ def fitness_table(ids:list, games:list, results:list, steps:int, engagement:dict
     return t
 
 # %% ../nbs/70_tournament.ipynb #f9c9bf32
-def _game(arena:str, policies:list, seed:int, agents_per_genome:int, steps:int, settings:dict)->GameResult:
-    "One game of `arena`: snake's shared map, or side by side."
-    if find_arena(arena).shared_map:
-        if arena != 'snake': raise NotImplementedError(f"shared-map games are played on snake maps, not {arena!r}")
-        return play_game(policies, seed, agents_per_genome, steps, **settings)
-    return play_solo_game(policies, arena, seed, agents_per_genome, steps, **settings)
+def game_seed(seed:int, k:int)->int: return seed*100003 + k   # the seed of game `k` of a tournament seeded `seed`
 
-def play_games(policies:list, games:list, seed:int, # games: tuples of indices into `policies`
+def iter_games(policies:list, games:list, seed:int, # games: tuples of indices into `policies`
                arena:str='snake', agents_per_genome:int=8, steps:int=400, # each genome's agents (snakes, boards); steps per game
                settings:dict|None=None, # the arena's arguments; default its `game_settings`
-               backend:str='local', ray_address:str|None=None, progress:bool=True)->list: # [GameResult] in schedule order
-    "Play `games` in `arena`, game `k` seeded with `seed*100003 + k`, here or as Ray tasks (the same results)."
-    seeds, settings = [seed*100003 + k for k in range(len(games))], dict(settings or {})
-    args = [(arena, [policies[i] for i in g], s, agents_per_genome, steps, settings) for g, s in zip(games, seeds)]
-    if backend == 'local': return [_game(*a) for a in tqdm(args, desc='games', disable=not progress, leave=False)]
+               backend:str='local', ray_address:str|None=None,
+               batch:int=64, # games played as one batch; the results do not depend on it
+               start:int=0): # index of `games[0]` in the tournament (its seed is `game_seed(seed, start)`)
+    "Yield `(k, [GameResult])` batch by batch in schedule order (`k`: the index of the batch's first game), played here or as Ray tasks."
+    if batch < 1: raise ValueError("batch must be at least 1")
+    chunks = [list(range(k, min(k + batch, len(games)))) for k in range(0, len(games), batch)]
+    args = [(arena, [[policies[i] for i in games[k]] for k in c], [game_seed(seed, start + k) for k in c], agents_per_genome, steps,
+             True, 1) for c in chunks]
+    settings = dict(settings or {})
+    if backend == 'local':
+        for c, a in zip(chunks, args): yield start + c[0], play_batch(*a, **settings)
+        return
     if backend != 'ray': raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
     import ray
     if not ray.is_initialized(): ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
-    task = ray.remote(num_cpus=1)(_game)
-    return ray.get([task.remote(*a) for a in args])
+    task = ray.remote(num_cpus=1)(play_batch)
+    refs = [task.remote(*a, **settings) for a in args]
+    for c, ref in zip(chunks, refs): yield start + c[0], ray.get(ref)
+
+def play_games(policies:list, games:list, seed:int, arena:str='snake', agents_per_genome:int=8, steps:int=400,
+               settings:dict|None=None, backend:str='local', ray_address:str|None=None, progress:bool=True,
+               batch:int=64)->list: # [GameResult] in schedule order
+    "Play `games` in `arena` (see `iter_games`), game `k` seeded with `game_seed(seed, k)`, here or as Ray tasks: the same results."
+    it = iter_games(policies, games, seed, arena, agents_per_genome, steps, settings, backend, ray_address, batch)
+    return [r for _, rs in tqdm(it, total=-(-len(games)//batch), desc='batches', disable=not progress, leave=False) for r in rs]
 
 # %% ../nbs/70_tournament.ipynb #cf290962
 TOURNAMENT_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ratings (genome TEXT PRIMARY KEY REFERENCES genomes(id) ON DELETE CASCADE,
-  mu REAL NOT NULL, sigma REAL NOT NULL, games INTEGER NOT NULL, updated TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS rating_history (evaluation INTEGER NOT NULL REFERENCES evaluations(id) ON DELETE CASCADE,
   game INTEGER NOT NULL, genome TEXT NOT NULL, mu REAL NOT NULL, sigma REAL NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS rating_history_game ON rating_history(evaluation, game, genome);
 """
 
 def load_ratings(registry:Registry)->dict: # {genome id: openskill rating}
     "The persisted OpenSkill ratings."
-    registry.db.executescript(TOURNAMENT_SCHEMA)
-    return {r['genome']: MODEL.rating(mu=r['mu'], sigma=r['sigma'], name=r['genome'])
-            for r in registry.db.execute('SELECT genome, mu, sigma FROM ratings')}
+    return {g: MODEL.rating(mu=r['mu'], sigma=r['sigma'], name=g) for g, r in registry.ratings().items()}
 
 @dataclass
 class TournamentResult:
-    "Leaderboard (a DataFrame sorted by ordinal), the games, their results and the rating history."
+    "Leaderboard (a DataFrame sorted by ordinal), the games, their results and the rating history of the games played by this call."
     leaderboard: object; games: list; results: list; history: list; evaluation: int|None = None; seconds: float = 0.0
 
 def run_tournament(registry:Registry|None=None, # stores results and ratings; None: policies only
@@ -277,58 +406,91 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    arena:str='snake', # the arena of every entrant
                    genomes_per_game:int=3, agents_per_genome:int=8, steps:int=400, meetings:int=1, seed:int=0,
                    settings:dict|None=None, # the arena's arguments (map size, ...); default its `game_settings`
-                   backend:str='local', ray_address:str|None=None, progress:bool=True)->TournamentResult:
-    "Play a tournament among `ids` in `arena`, rate it with OpenSkill, compute fitness; persists into `registry` if given."
+                   backend:str='local', ray_address:str|None=None, progress:bool=True,
+                   batch:int=64, # games played (and stored) as one batch
+                   tags:dict|None=None, # more to keep in the tournament's record (a season's number, say)
+                   evaluation:int|None=None, # resume this stored tournament: its record replaces the arguments above
+                   max_batches:int|None=None)->TournamentResult: # stop after this many batches, as if killed (to show a resume)
+    "Play a tournament among `ids` in `arena`, rate it with OpenSkill, compute fitness; persists into `registry` batch by batch if given."
     t0 = time.perf_counter()
+    if evaluation is not None:
+        if registry is None: raise ValueError("only a registry's tournament can be resumed")
+        rec = json.loads(registry.db.execute("SELECT settings FROM evaluations WHERE id=? AND kind='tournament'", (evaluation,)).fetchone()['settings'])
+        ids, arena, seed, tags = rec['ids'], rec['arena'], rec['seed'], rec.get('tags')
+        genomes_per_game, agents_per_genome, steps, meetings, settings = (rec[k] for k in ('genomes_per_game', 'agents_per_genome', 'steps', 'meetings', 'settings'))
     if registry is not None:
         ids = ids or [i for s in ('active', 'candidate') for i in registry.ids(s) if registry.genome(i)['arena'] == arena]
         if wrong := [i for i in ids if registry.genome(i)['arena'] != arena]: raise ValueError(f"genomes {wrong} do not play {arena!r}")
         policies = [registry.policy(i) for i in ids]
-        ratings = load_ratings(registry)
-    else:
-        if policies is None or ids is None or len(ids) != len(policies): raise ValueError("without a registry pass ids and policies of equal length")
-        ratings = {}
+        registry.db.executescript(TOURNAMENT_SCHEMA)
+    elif policies is None or ids is None or len(ids) != len(policies): raise ValueError("without a registry pass ids and policies of equal length")
     if len(ids) < 2: raise ValueError(f"a tournament needs at least 2 {arena} genomes, got {len(ids)}")
     per_game = min(genomes_per_game, len(ids))
     games = schedule_games(len(ids), per_game, meetings, seed)
-    results = play_games(policies, games, seed, arena, agents_per_genome, steps, settings, backend, ray_address, progress)
-    history = []
-    for k, (g, r) in enumerate(zip(games, results)):
-        gids = [ids[i] for i in g]
-        rate_game(ratings, gids, r.ranks)
-        history += [dict(game=k, genome=i, mu=ratings[i].mu, sigma=ratings[i].sigma) for i in gids]
-    table = fitness_table(ids, games, results, steps)
+    record = dict(arena=arena, ids=ids, agents_per_genome=agents_per_genome, steps=steps, settings=settings or {}, seed=seed,
+                  meetings=meetings, genomes_per_game=per_game, tags=tags or {})
+    if registry is not None and evaluation is None: evaluation = _open_tournament(registry, record)
+    done, results = _stored_games(registry, evaluation, ids, games, find_arena(arena).rank_by) if evaluation is not None else (0, [])
+    ratings = load_ratings(registry) if registry is not None else {}
+    history, it = [], iter_games(policies, games[done:], seed, arena, agents_per_genome, steps, settings, backend, ray_address, batch, done)
+    for k0, rs in tqdm(itertools.islice(it, max_batches), total=-(-(len(games) - done)//batch), desc='batches', disable=not progress, leave=False):
+        new = []
+        for k, r in enumerate(rs, k0):
+            gids = [ids[i] for i in games[k]]
+            rate_game(ratings, gids, r.ranks)
+            new += [dict(game=k, genome=i, mu=ratings[i].mu, sigma=ratings[i].sigma) for i in gids]
+        if registry is not None: _store_batch(registry, evaluation, ids, games, k0, rs, ratings, new)
+        results += rs; history += new
+    eng = registry.engagement() if registry is not None else {}
+    table = fitness_table(ids, games, results, steps, {i: e['player_engagement'] for i, e in eng.items()})
+    table['engagement_source'] = [eng[i]['source'] if i in eng else 'neutral' for i in ids]
     table['mu'] = [ratings[i].mu for i in ids]; table['sigma'] = [ratings[i].sigma for i in ids]
     table['ordinal'] = [ratings[i].ordinal() for i in ids]
     if registry is not None:
         info = {i: registry.genome(i) for i in ids}
         table.insert(1, 'name', [info[i]['name'] for i in ids]); table.insert(2, 'type', [info[i]['type'] for i in ids])
         table.insert(3, 'status', [info[i]['status'] for i in ids])
+        registry.set_manifest(last_tournament=utcnow())
     table = table.sort_values('ordinal', ascending=False).reset_index(drop=True)
-    res = TournamentResult(table, games, results, history, seconds=time.perf_counter() - t0)
-    if registry is not None:
-        record = dict(arena=arena, agents_per_genome=agents_per_genome, steps=steps, settings=settings or {}, seed=seed,
-                      meetings=meetings, genomes_per_game=per_game)
-        res.evaluation = _store(registry, arena, ids, games, results, ratings, history, record)
-    return res
+    return TournamentResult(table, games, results, history, evaluation, seconds=time.perf_counter() - t0)
 
-def _store(registry, arena, ids, games, results, ratings, history, settings)->int:
+# %% ../nbs/70_tournament.ipynb #5b2fdbf0
+def _open_tournament(registry:Registry, record:dict)->int: # the evaluation id
+    "The tournament's `evaluations` row (kind 'tournament'), written before its first game."
+    with registry.transaction() as db:
+        return db.execute('INSERT INTO evaluations (kind, arena, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?)',
+                          ('tournament', record['arena'], json.dumps(record), 0, 0.0, 0, utcnow())).lastrowid
+
+def _store_batch(registry:Registry, evaluation:int, ids:list, games:list, k0:int, results:list, ratings:dict, history:list):
+    "One batch of games in one transaction: a result row per genome and game (with its place), the ratings after it, their history."
+    rows = [(evaluation, ids[e], float(r.score[j]), 0.0, float(r.survival[j]), int(r.kills[j]), int(r.deaths[j]),
+             0.0 if r.lines is None else float(r.lines[j]), k, int(r.ranks[j]))
+            for k, r in enumerate(results, k0) for j, e in enumerate(games[k]) if np.isfinite(r.score[j])]   # nothing counted: no row
+    played = {}
+    for k in range(k0, k0 + len(results)):
+        for e in games[k]: played[ids[e]] = played.get(ids[e], 0) + 1
     now = utcnow()
     with registry.transaction() as db:
-        eid = db.execute('INSERT INTO evaluations (kind, arena, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?)',
-                         ('tournament', arena, json.dumps(settings), sum(r.steps for r in results),
-                          sum(r.seconds for r in results), 0, now)).lastrowid
-        lines = lambda r, j: 0.0 if r.lines is None else float(r.lines[j])
-        db.executemany('INSERT INTO results VALUES (?,?,?,?,?,?,?,?)',   # a genome that finished no episode has no result
-                       [(eid, ids[e], float(r.score[j]), 0.0, float(r.survival[j]), int(r.kills[j]), int(r.deaths[j]), lines(r, j))
-                        for g, r in zip(games, results) for j, e in enumerate(g) if np.isfinite(r.score[j])])
-        played = {i: sum(1 for g in games for e in g if ids[e] == i) for i in ids}
+        db.executemany('INSERT INTO rating_history VALUES (?,?,?,?,?)', [(evaluation, h['game'], h['genome'], h['mu'], h['sigma']) for h in history])
+        db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines, game, place) VALUES (?,?,?,?,?,?,?,?,?,?)', rows)
         prev = {r['genome']: r['games'] for r in db.execute('SELECT genome, games FROM ratings')}
         db.executemany('INSERT OR REPLACE INTO ratings VALUES (?,?,?,?,?)',
-                       [(i, ratings[i].mu, ratings[i].sigma, prev.get(i, 0) + played[i], now) for i in ids])
-        db.executemany('INSERT INTO rating_history VALUES (?,?,?,?,?)', [(eid, h['game'], h['genome'], h['mu'], h['sigma']) for h in history])
-        db.execute("INSERT OR REPLACE INTO manifest VALUES ('last_tournament', ?)", (json.dumps(now),))
-    return eid
+                       [(i, ratings[i].mu, ratings[i].sigma, prev.get(i, 0) + n, now) for i, n in played.items()])
+        db.execute('UPDATE evaluations SET steps = steps + ?, seconds = seconds + ? WHERE id=?',
+                   (sum(r.steps for r in results), sum(r.seconds for r in results), evaluation))
+
+def _stored_games(registry:Registry, evaluation:int, ids:list, games:list, rank_by:tuple)->tuple: # (games stored, [GameResult])
+    "The games of a tournament already stored, rebuilt from their rows (a genome without a row counted nothing: NaN)."
+    done = registry.db.execute('SELECT MAX(game) m FROM rating_history WHERE evaluation=?', (evaluation,)).fetchone()['m']
+    done = 0 if done is None else done + 1
+    rows = {(r['game'], r['genome']): r for r in registry.db.execute('SELECT * FROM results WHERE evaluation=?', (evaluation,))}
+    out = []
+    for k in range(done):
+        got = [rows.get((k, ids[e])) for e in games[k]]
+        val = lambda f, missing: np.array([missing if g is None else g[f] for g in got])
+        out.append(GameResult(None, val('score', np.nan), val('survival', np.nan), val('kills', 0), val('deaths', 0),
+                              np.zeros(len(got), np.int64), 0, 0, 0.0, lines=val('lines', np.nan), rank_by=rank_by))
+    return done, out
 
 # %% ../nbs/70_tournament.ipynb #ee062996
 def ladder_taus(results:list, games:list, true_order:list)->dict: # {'openskill': [tau per game], 'elo': [...]}
