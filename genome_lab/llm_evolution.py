@@ -11,17 +11,19 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch_to
-from .sandbox import play_games, SandboxLimits, PlayResult, FAILURE_KINDS, program_env
+from .sandbox import play_games, SandboxLimits, PlayResult, FAILURE_KINDS, program_env, program_genome
+from .registry import Registry
 from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS,
                                        EL_TETRIS_WEIGHTS, MAX_TICKS)
 from .llm_backends import OfflineMutator, OpenAIBackend, LLMCache, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
 from .core import atomic_write_json
 
 # %% auto #0
-__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'POSITIVE', 'Program', 'ProgramDatabase',
-           'EvolutionLimitError', 'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded',
-           'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity',
-           'plot_run', 'pufferlib_games', 'compare_heldout', 'check_evolution_config', 'evolve_cli']
+__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY', 'POSITIVE', 'Program',
+           'ProgramDatabase', 'EvolutionLimitError', 'GenerationLimitExceeded', 'ChildCallLimitExceeded',
+           'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun', 'code_diversity', 'tunable_vector',
+           'weight_diversity', 'plot_run', 'pufferlib_games', 'compare_heldout', 'register_programs',
+           'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -498,6 +500,32 @@ def compare_heldout(programs:dict, # name -> player program source
         finally: game.close()
         rows.append(row(name, r.games, r.seconds, ok=r.ok, failure=r.reason))
     return rows
+
+# %% ../nbs/83_llm_evolution.ipynb #947bc8b5
+RELATION_OF_STRATEGY = {'crossover': 'crossover'} # other strategies (mutate, llm variants) are mutations
+
+def _program_genome_id(registry:Registry, run:EvolutionRun, p:Program, status:str)->str:
+    "The genome of program `p` (its ancestors first), registered unless a genome of its name and source exists."
+    name, sha = f"{run.dir.name}/{p.id}", hashlib.sha256(p.code.encode()).hexdigest()
+    for gid, _ in registry.named(name):
+        if registry.genome(gid)['config'].get('sha256') == sha: return gid
+    parents = [dict(id=_program_genome_id(registry, run, run.db[q], 'retired'),
+                    relation=RELATION_OF_STRATEGY.get(p.strategy.split(':')[-1], 'mutation')) for q in p.parents if q in run.db]
+    text = (f"program {p.id} of evolution run {run.dir.name} ({run.env.name}, generation {p.generation}, strategy {p.strategy}"
+            f"{', focus ' + p.focus if p.focus else ''}, {run.backend.name} backend); training games: {json.dumps(p.metrics, default=float)}")
+    g = program_genome(name, run.env.name, p.code, origin='llm_evolution', parents=parents, description=text)
+    return registry.add(g, {}, status=status).id
+
+def register_programs(run:EvolutionRun, registry:Registry,
+                      top:int=3, # the run's best programs that played without failing
+                      status:str='candidate')->list: # their genome ids, best first
+    "Register the `top` best programs of `run` as `program` genomes with their lineage; ancestors are added as retired genomes."
+    out = []
+    for p in run.db.best(top):
+        gid = _program_genome_id(registry, run, p, status)
+        if registry.genome(gid)['status'] == 'retired' and registry.games(gid) == 0: registry.set_status(gid, status)   # an ancestor now among the best
+        out.append(gid)
+    return out
 
 # %% ../nbs/83_llm_evolution.ipynb #c31d8769
 POSITIVE = ('max_child_calls_per_generation', 'children_per_generation', 'games_per_eval', 'cpu_s', 'wall_s', 'max_wall_s', 'llm_timeout_s')

@@ -6,16 +6,20 @@ Docs: https://genome-lab.github.io/genome_lab/sandbox.html.md"""
 
 # %% ../nbs/80_sandbox.ipynb #6e3fa3e6
 from __future__ import annotations
-import functools, importlib, json, os, pickle, re, select, shutil, signal, struct, subprocess, sys, tempfile, time
+import functools, hashlib, importlib, json, os, pickle, re, select, shutil, signal, struct, subprocess, sys, tempfile, time, weakref
 from dataclasses import dataclass, field, asdict
 import numpy as np
+import torch
 from .arenas import find_arena, make_arena
+from .policies import Policy
+from .registry import Genome
 
 # %% auto #0
 __all__ = ['FAILURE_KINDS', 'REPORTED_KINDS', 'ALLOWED_IMPORTS', 'SANDBOX_UID', 'ALLOWED_SYSCALLS', 'O_WRITE_FLAGS', 'MAP_SHARED',
-           'TCGETS', 'EXIT_OK', 'WORKER_SOURCE', 'SandboxUnavailable', 'sanitise', 'seccomp_filter', 'sandbox_binds',
-           'bwrap_command', 'SandboxLimits', 'SandboxFailure', 'check_source', 'SandboxedPlayer', 'PlayResult',
-           'play_games', 'CountdownGame', 'ArenaGame', 'ProgramEnv', 'program_env']
+           'TCGETS', 'EXIT_OK', 'WORKER_SOURCE', 'PROGRAM_LIMITS', 'SandboxUnavailable', 'sanitise', 'seccomp_filter',
+           'sandbox_binds', 'bwrap_command', 'SandboxLimits', 'SandboxFailure', 'check_source', 'SandboxedPlayer',
+           'PlayResult', 'play_games', 'CountdownGame', 'ArenaGame', 'ProgramEnv', 'program_env', 'ProgramState',
+           'ProgramPolicy', 'program_genome']
 
 # %% ../nbs/80_sandbox.ipynb #5dd26abc
 FAILURE_KINDS = ('syntax', 'missing', 'exception', 'forbidden', 'memory', 'timeout', 'cpu', 'protocol', 'bad_action', 'crash')
@@ -395,6 +399,7 @@ class ProgramEnv:
     def __init__(self, arena:str, max_ticks:int=0): # max_ticks 0: the arena's own length
         self.name, self.cls, self.max_ticks = arena, find_arena(arena), max_ticks
     def new_game(self): return ArenaGame(self.name, self.max_ticks)
+    def view(self, obs): return None # what a program sees beside one agent's observation (the generic env: nothing)
     def player_template(self)->str:
         "A working starting program: one linear score per action over the flattened observation (all weights 0)."
         game = self.new_game()
@@ -425,3 +430,67 @@ def program_env(arena:str, max_ticks:int=0)->ProgramEnv:
     if spec is None: return ProgramEnv(arena, max_ticks)
     mod, _, attr = spec.partition(':')
     return getattr(importlib.import_module(mod), attr)(max_ticks)
+
+# %% ../nbs/80_sandbox.ipynb #42102ffe
+PROGRAM_LIMITS = SandboxLimits(cpu_s=3600, wall_s=3600.0, step_timeout_s=10.0) # a program genome's child: one tournament batch
+
+_AGENTS_WRAPPER = """
+_player = globals().get('choose_action')
+if callable(_player):
+    def choose_action(obs, view, memory):   # genome_lab: every agent of the step, each with its own memory
+        out = 0
+        for k in reversed(range(len(obs))):
+            a = int(_player(obs[k], view[k], memory.setdefault(k, {})))
+            if not 0 <= a < NUM_ACTIONS: raise ValueError(f'choose_action returned {a}, outside 0..{NUM_ACTIONS - 1}')
+            out = out * NUM_ACTIONS + a
+        return out
+"""
+
+class ProgramState:
+    "One sandboxed child playing `n` agents of a program genome; killed by `close` (or when the state is collected)."
+    def __init__(self, source:str, env:ProgramEnv, n:int, limits:SandboxLimits):
+        self.env, self.n, self.A, self.failure = env, n, env.cls.num_actions, None
+        wrapped = f"{source}\nNUM_ACTIONS = {self.A}\n{_AGENTS_WRAPPER}"
+        try: self.player = SandboxedPlayer(wrapped, limits, num_actions=self.A**n)
+        except SandboxFailure as e: self.player, self.failure = None, e
+        else:   # killed when the state is collected; at exit the child ends by itself when its pipe closes
+            self._finalizer = weakref.finalize(self, self.player.kill); self._finalizer.atexit = False
+
+    def actions(self, obs:np.ndarray)->np.ndarray: # (n,) int64
+        "The program's action for each agent's observation; zeros once it has failed."
+        if self.player is not None:
+            try: code = self.player.act(obs, [self.env.view(o) for o in obs])
+            except SandboxFailure as e: self.failure, self.player = e, None
+            else: return np.array([code // self.A**k % self.A for k in range(self.n)])
+        return np.zeros(self.n, np.int64)
+
+    def close(self):
+        if self.player is not None: self._finalizer()
+        self.player = None
+
+class ProgramPolicy(Policy):
+    "A `program` genome's policy: player source code checked against its sha256, played only in a sandboxed child."
+    arch = 'program'
+    def __init__(self,
+                 arena:str, # the arena the program plays
+                 source:str, # Python source defining `choose_action(obs, view, memory) -> int`
+                 sha256:str): # hex sha256 of `source` (UTF-8): the genome's promise of which program it is
+        super().__init__()
+        if hashlib.sha256(source.encode()).hexdigest() != sha256: raise ValueError("the program's source does not match its sha256")
+        self.config, self.num_actions = dict(arena=arena, source=source, sha256=sha256), find_arena(arena).num_actions
+        self.limits = PROGRAM_LIMITS
+
+    def initial_state(self, n:int)->ProgramState: return ProgramState(self.config['source'], program_env(self.config['arena']), n, self.limits)
+    def release_state(self, state:ProgramState): state.close()
+
+    def forward(self, obs, state:ProgramState): # obs (n, ...) -> one-hot logits (n, num_actions) of the program's actions
+        a = state.actions(np.asarray(obs))
+        return torch.nn.functional.one_hot(torch.as_tensor(a), self.num_actions).float(), state
+
+def program_genome(name:str, arena:str, source:str, # the genome's name, arena and program
+                   type:str='program', # a `GENOME_TYPES` entry: 'program' (evolved) or 'baseline' (hand-written)
+                   origin:str='program_search', # who made it: the genome's `source`
+                   parents:list=(), description:str='')->Genome:
+    "A `program` genome's metadata (its config holds `source` and its sha256); register it with no parameters: `registry.add(g, {})`."
+    return Genome(name=name, type=type, arena=arena, arch=ProgramPolicy.arch, source=origin, parents=list(parents), description=description,
+                  config=dict(arena=arena, source=source, sha256=hashlib.sha256(source.encode()).hexdigest()))

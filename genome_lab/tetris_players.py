@@ -9,14 +9,15 @@ from __future__ import annotations
 import inspect, textwrap, time
 import numpy as np
 from .arenas import TetrisArena
-from .sandbox import ProgramEnv
+from .registry import Registry
+from .sandbox import ProgramEnv, program_genome
 
 # %% auto #0
 __all__ = ['N_ROWS', 'N_COLS', 'MAX_TICKS', 'TICKS_FALL', 'NOOP', 'LEFT', 'RIGHT', 'ROTATE', 'SOFT_DROP', 'HARD_DROP', 'HOLD',
            'PIECE_NAMES', 'SHAPES', 'ORIENTATIONS', 'FULL', 'DELLACHERIE_WEIGHTS', 'EL_TETRIS_WEIGHTS', 'NAIVE_WEIGHTS',
-           'SCORE_COMBO', 'REWARD_COMBO', 'parse_tetris_obs', 'piece_masks', 'fits', 'simulate_keys', 'place',
-           'board_features', 'plan_placement', 'choose_action', 'player_source', 'TetrisGame', 'TetrisProgramEnv',
-           'play_local']
+           'SCORE_COMBO', 'REWARD_COMBO', 'TETRIS_BASELINES', 'parse_tetris_obs', 'piece_masks', 'fits',
+           'simulate_keys', 'place', 'board_features', 'plan_placement', 'choose_action', 'player_source', 'TetrisGame',
+           'TetrisProgramEnv', 'play_local', 'tetris_baselines']
 
 # %% ../nbs/81_tetris_players.ipynb #1c93040c
 N_ROWS, N_COLS, MAX_TICKS, TICKS_FALL = 20, 10, 10_000, 4
@@ -245,6 +246,7 @@ class TetrisProgramEnv(ProgramEnv):
     def __init__(self, max_ticks:int=0): super().__init__('tetris', max_ticks)
     def player_template(self)->str: return player_source(NAIVE_WEIGHTS, 'template')
     def new_game(self): return TetrisGame(self.max_ticks or MAX_TICKS)
+    def view(self, obs)->dict: return parse_tetris_obs(obs)
     def metrics(self, games:list)->dict:
         m = super().metrics(games); l = np.array([g['lines'] for g in games], float)
         m.update(avg_score=float(l.mean()), std_score=float(l.std(ddof=1)) if len(l) > 1 else 0.0,
@@ -271,3 +273,19 @@ def play_local(source:str, # a player program's source
             out.append(game.result)
     finally: game.close()
     return out
+
+# %% ../nbs/81_tetris_players.ipynb #45a48bbe
+TETRIS_BASELINES = {  # name: (weights, description)
+    'Dellacherie': (DELLACHERIE_WEIGHTS, "Pierre Dellacherie's 2003 one-piece placement player (as described by Fahey), "
+                    "playing Ocean Tetris through `player_source`'s key executor"),
+    'ElTetris': (EL_TETRIS_WEIGHTS, "El-Tetris (Islam El-Ashi, 2011): Dellacherie's features with weights tuned by a genetic "
+                 "algorithm, playing Ocean Tetris through `player_source`'s key executor"),
+}
+
+def tetris_baselines(registry:Registry, status:str='active')->dict: # {name: genome id}
+    "Add the reference tetris players that `registry` lacks (matched by name) as `baseline` program genomes; returns their ids."
+    for name, (weights, text) in TETRIS_BASELINES.items():
+        if registry.by_name(name) is None:
+            registry.add(program_genome(name, 'tetris', player_source(weights, name), type='baseline', origin='baseline',
+                                        description=text), {}, status=status)
+    return {name: registry.by_name(name) for name in TETRIS_BASELINES}
