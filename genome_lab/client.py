@@ -101,8 +101,7 @@ def spawn(self:GenomeClient,
     u = rng.random()
     if u < shares[0] and player_genome in self.policies: return player_genome, 'player'
     if shares[0] <= u < shares[0] + shares[1]:
-        ranked = sorted(loaded, key=lambda g: (self.genomes[g].get('rank') or float('inf'),
-                                               -((self.genomes[g].get('stats') or {}).get('avg_score') or 0)))[:top]
+        ranked = sorted(loaded, key=lambda g: (self.genomes[g].get('rank') or float('inf'), self.genomes[g]['created']))[:top]
         return ranked[rng.integers(len(ranked))], 'top'
     return default, 'default'
 

@@ -71,12 +71,15 @@ CREATE TABLE IF NOT EXISTS replacements (id INTEGER PRIMARY KEY AUTOINCREMENT, c
 """
 
 def select(registry:Registry, leaderboard, # a tournament's leaderboard (DataFrame with id, ordinal, fitness)
-           evaluation:int|None=None, rules:SelectionRules|None=None)->SelectionPlan:
+           evaluation:int|None=None, rules:SelectionRules|None=None,
+           arena_only:bool=False)->SelectionPlan: # do the rules count only the leaderboard's arena (a season's rules per arena)?
     "Plan and apply a selection from `leaderboard`; returns the plan (changes, skipped, violations)."
     rules = rules or SelectionRules(max_active=registry.manifest()['max_active'])
     lb = leaderboard.set_index('id')
     ranked = sorted(lb.index, key=lambda i: -lb.loc[i, 'ordinal'])
-    others = [i for i in registry.ids('active') if i not in lb.index]   # active genomes of other arenas: counted, never replaced
+    arena = registry.genome(ranked[0])['arena']
+    others = [i for i in registry.ids('active') if i not in lb.index and not (arena_only and registry.genome(i)['arena'] != arena)]
+    # active genomes the tournament did not rank (other arenas, unless `arena_only`): counted, never replaced
     entries = [dict(registry.genome(i), ordinal=float(lb.loc[i, 'ordinal'])) for i in ranked] + \
               [dict(registry.genome(i), ordinal=float('inf')) for i in others]
     plan = plan_selection(sorted(entries, key=lambda e: -e['ordinal']), rules)

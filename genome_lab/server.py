@@ -20,21 +20,22 @@ from pydantic import BaseModel, Field, ConfigDict, field_validator, model_valida
 from starlette.concurrency import run_in_threadpool
 from .registry import (Registry, RegistryError, Genome, GenomeFormatError, genome_from_bytes, FORMAT,
                                  GENOME_TYPES, RELATIONS, utcnow, seed_founders)
-from .policies import ARCHITECTURES, build_policy
+from .policies import ARCHITECTURES, build_policy, find_architecture
 from .arenas import find_arena, make_arena
 from .selection import tournament_job
 
 # %% auto #0
 __all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'pages', 'RegistryPool', 'retry_busy',
-           'leaderboard', 'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes', 'check_submission',
-           'arena_observation', 'check_fits_arena', 'ErrorOut', 'StatsOut', 'ParentOut', 'GenomeOut', 'ManifestOut',
-           'GameResult', 'StatsUpdate', 'StatsUpdated', 'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut',
-           'LeaderRow', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'evaluation_job', 'JobRunner',
-           'ManifestCache', 'FileCache', 'registry_pool', 'token_refusal', 'require_token', 'TokenRoute', 'BodyGuard',
-           'validation_error', 'genome_row', 'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats',
-           'submit_genome', 'retire_genome', 'run_tournament', 'tournament_status', 'leaderboard_page_html',
-           'leaderboard_data', 'leaderboard_page', 'installed_routers', 'create_app', 'free_port', 'serve_in_thread',
-           'serve_cli', 'app_from_environment']
+           'family_graph', 'leaderboard', 'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes',
+           'check_submission', 'arena_observation', 'check_fits_arena', 'ErrorOut', 'StatsOut', 'ParentOut',
+           'RatingOut', 'PerformanceOut', 'GenomeOut', 'ManifestOut', 'GameResult', 'StatsUpdate', 'StatsUpdated',
+           'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut', 'LeaderRow', 'ReplacementOut', 'PlayerOut',
+           'NodeOut', 'EdgeOut', 'LeaderboardOut', 'evaluation_job', 'JobRunner', 'ManifestCache', 'FileCache',
+           'registry_pool', 'token_refusal', 'require_token', 'TokenRoute', 'BodyGuard', 'validation_error',
+           'genome_row', 'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats', 'submit_genome',
+           'retire_genome', 'run_tournament', 'tournament_status', 'leaderboard_page_html', 'leaderboard_data',
+           'leaderboard_page', 'installed_routers', 'create_app', 'free_port', 'serve_in_thread', 'serve_cli',
+           'app_from_environment']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -74,26 +75,46 @@ def _finite(x):
     "`x` as a float, or None when missing or NaN/inf (JSON has no NaN)."
     return float(x) if x is not None and x == x and abs(x) != float('inf') else None
 
-def leaderboard(registry:Registry, top:int=10)->dict: # {'arenas': {arena: [rows]}, 'players': [...], 'nodes': [...], 'edges': [...]}
-    "Top `top` genomes per arena by mean score, player contributions and the lineage graph."
-    stats = registry.stats()
-    rows = [dict(r) for r in registry.db.execute('SELECT id, name, type, arena, status, source, created FROM genomes ORDER BY created, rowid')]
-    arenas = {}
-    for g in rows:
-        s = stats.get(g['id'])
-        if s: arenas.setdefault(g['arena'], []).append(dict(g, games=s['games'], avg_score=_finite(s['avg_score']),
-                                                            std_score=_finite(s['std_score'])))
-    for a, gs in arenas.items():
-        gs.sort(key=lambda g: (-(g['avg_score'] if g['avg_score'] is not None else -1e300), g['created']))
-        arenas[a] = [dict(g, rank=k) for k, g in enumerate(gs[:top], 1)]
-    edges = [dict(parent=r['parent'], child=r['child'], relation=r['relation'])
-             for r in registry.db.execute('SELECT parent, child, relation FROM lineage ORDER BY rowid')]
-    nodes = [dict(id=g['id'], name=g['name'], kind='genome', type=g['type'], status=g['status'], arena=g['arena']) for g in rows]
-    known = {g['id'] for g in rows}
-    for p in sorted({e['parent'] for e in edges} - known):
-        nodes.append(dict(id=p, name=p, kind='player' if any(e['parent'] == p and e['relation'] == 'player' for e in edges) else 'missing',
-                          type=None, status=None, arena=None))
-    return dict(arenas=arenas, players=registry.players(), nodes=nodes, edges=edges, top=top)
+def _rated(registry:Registry, top:int)->dict: # {arena: [rows]} in rating order
+    "The rated genomes of each arena that are active or candidates, best ordinal first, at most `top` each."
+    rt, tour, arenas = registry.ratings(), registry.stats(kind='tournament'), {}
+    for g in registry.db.execute("SELECT id, name, type, arena, status, source, created FROM genomes WHERE status != 'retired' ORDER BY created, rowid"):
+        if (r := rt.get(g['id'])) is None: continue
+        s = tour.get(g['id']) or {}
+        arenas.setdefault(g['arena'], []).append(dict(g, mu=r['mu'], sigma=r['sigma'], ordinal=r['ordinal'], games=r['games'],
+                                                      win_rate=_finite(s.get('win_rate')), avg_score=_finite(s.get('avg_score'))))
+    return {a: [dict(g, rank=k) for k, g in enumerate(sorted(gs, key=lambda g: -g['ordinal'])[:top], 1)] for a, gs in arenas.items()}
+
+def _replacements(registry:Registry, seasons:int)->list: # rows, newest first
+    "The swaps of the last `seasons` seasons (the last 20 swaps where no season made them)."
+    if not registry.db.execute("SELECT 1 FROM sqlite_master WHERE name='replacements'").fetchone(): return []
+    rows = [dict(r) for r in registry.db.execute("""SELECT json_extract(e.settings, '$.tags.season') season, e.arena, r.created,
+        r.removed, gr.name removed_name, r.added, ga.name added_name, r.removed_ordinal, r.added_ordinal
+        FROM replacements r LEFT JOIN evaluations e ON e.id = r.evaluation LEFT JOIN genomes gr ON gr.id = r.removed
+        LEFT JOIN genomes ga ON ga.id = r.added WHERE r.added IS NOT NULL AND r.note = '' ORDER BY r.id DESC""")]
+    last = sorted({r['season'] for r in rows if r['season'] is not None}, reverse=True)[:seasons]
+    return [r for r in rows if r['season'] in last] if last else rows[:20]
+
+def family_graph(registry:Registry)->tuple: # (nodes, edges)
+    "The active genomes and all their ancestors as nodes, with the lineage edges between them (players are nodes too)."
+    nodes, edges, todo = {}, [], registry.ids('active')
+    while todo:
+        i = todo.pop()
+        if i in nodes: continue
+        if not registry.has(i): nodes[i] = dict(id=i, name=i, kind='missing', type=None, status=None, arena=None); continue
+        g = registry.genome(i)
+        nodes[i] = dict(id=i, name=g['name'], kind='genome', type=g['type'], status=g['status'], arena=g['arena'])
+        for p in g['parents']:
+            edges.append(dict(parent=p['id'], child=i, relation=p['relation']))
+            if p['relation'] == 'player': nodes.setdefault(p['id'], dict(id=p['id'], name=p['id'], kind='player', type=None, status=None, arena=None))
+            else: todo.append(p['id'])
+    return sorted(nodes.values(), key=lambda n: (n['kind'] != 'player', n['name'], n['id'])), edges
+
+def leaderboard(registry:Registry, top:int=10, seasons:int=3)->dict: # {'arenas', 'replacements', 'players', 'nodes', 'edges', 'top'}
+    "Per arena its rated genomes in rating order, the last `seasons` seasons' replacements, player contributions and the family tree of the active genomes."
+    nodes, edges = family_graph(registry)
+    return dict(arenas=_rated(registry, top), replacements=_replacements(registry, seasons), players=registry.players(),
+                nodes=nodes, edges=edges, top=top)
 
 # %% ../nbs/72_server.ipynb #7b3435dc
 ID_PATTERN = r'^[A-Za-z0-9_-]{1,64}$'
@@ -129,7 +150,8 @@ class GenomeMeta(BaseModel):
 
 def meta_param_shapes(arch:str, config:dict)->dict: # {name: shape tuple}
     "Parameter names and shapes of `arch` with `config`, built on the `meta` device (no memory); raises `SubmissionError`."
-    if arch not in ARCHITECTURES: raise SubmissionError(f"unknown architecture {arch!r}: known are {sorted(ARCHITECTURES)}")
+    try: find_architecture(arch)   # entry points too (creature, program)
+    except ValueError as e: raise SubmissionError(str(e)) from None
     for k, v in config.items():
         lim = CONFIG_LIMITS.get(arch, {}).get(k, 1_000_000)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > lim:
@@ -206,12 +228,34 @@ class StatsOut(BaseModel):
     kill_ratio: Optional[float] = None
     avg_lines: Optional[float] = None
     std_lines: Optional[float] = None
+    win_rate: Optional[float] = Field(None, description="share of its tournament games won (place 0); null without tournament games")
     @field_validator('*', mode='before')
     @classmethod
     def _no_nan(cls, v): return _finite(v) if isinstance(v, float) else v
 
 class ParentOut(BaseModel):
     id: str; relation: str
+
+class RatingOut(BaseModel):
+    mu: float; sigma: float
+    ordinal: float = Field(description="mu - 3 sigma: the rating order of its arena")
+    games: int = Field(description="tournament games the rating counts")
+
+class PerformanceOut(BaseModel):
+    "Seed 000's performance block: tournament statistics (the protocol of the rating), engagement, rating, and statistics by kind."
+    avg_score: Optional[float] = None
+    avg_survival_time: Optional[float] = Field(None, description="steps alive per episode")
+    kill_ratio: Optional[float] = None
+    win_rate: Optional[float] = None
+    games_played: int = Field(description="tournament games")
+    player_engagement: float = Field(description="share of players' reported games after which they played again")
+    engagement_source: Literal['reports', 'neutral'] = Field(description="'neutral': no report names the genome, 0.5 is the neutral value")
+    engagement_reports: int
+    rating: Optional[RatingOut] = None
+    by_kind: dict[Literal['evaluation', 'tournament', 'client'], StatsOut]
+    @field_validator('avg_score', 'avg_survival_time', 'kill_ratio', 'win_rate', mode='before')
+    @classmethod
+    def _no_nan(cls, v): return _finite(v) if isinstance(v, float) else v
 
 class GenomeOut(BaseModel):
     id: str; name: str; type: str; arena: str; arch: str
@@ -221,8 +265,8 @@ class GenomeOut(BaseModel):
     sha256: str = Field(description="hex sha256 of the genome file: its ETag and cache key")
     size_bytes: int = Field(description="size of the genome file in bytes")
     parents: list[ParentOut]
-    stats: Optional[StatsOut] = None
-    rank: Optional[int] = Field(None, description="1 = best mean score among the active genomes of its arena")
+    performance: PerformanceOut
+    rank: Optional[int] = Field(None, description="1 = first in its arena's rating order (OpenSkill ordinal) among the active genomes; null: not rated yet")
 
 class ManifestOut(BaseModel):
     genomes: list[GenomeOut]
@@ -291,7 +335,14 @@ class HealthOut(BaseModel):
 
 class LeaderRow(BaseModel):
     id: str; name: str; type: str; arena: str; status: str; source: str; created: str
-    games: int; avg_score: Optional[float]; std_score: Optional[float]; rank: int
+    rank: int; mu: float; sigma: float; ordinal: float
+    games: int = Field(description="tournament games its rating counts")
+    win_rate: Optional[float] = None; avg_score: Optional[float] = None
+
+class ReplacementOut(BaseModel):
+    season: Optional[int] = None; arena: Optional[str] = None; created: str
+    removed: Optional[str] = None; removed_name: Optional[str] = None; added: str; added_name: Optional[str] = None
+    removed_ordinal: Optional[float] = None; added_ordinal: Optional[float] = None
 
 class PlayerOut(BaseModel):
     player: str; games: int; genomes: int
@@ -305,6 +356,7 @@ class EdgeOut(BaseModel):
 
 class LeaderboardOut(BaseModel):
     arenas: dict[str, list[LeaderRow]]
+    replacements: list[ReplacementOut]
     players: list[PlayerOut]
     nodes: list[NodeOut]
     edges: list[EdgeOut]
@@ -324,7 +376,7 @@ def evaluation_job(registry:Registry, # this thread's registry connection
         progress(k / max(len(ids), 1), f"evaluating {g['name']} ({k+1}/{len(ids)})")
         res = evaluate(registry.policy(gid), g['arena'], episodes_per_agent=req.episodes_per_agent, seed=req.seed,
                        max_steps=req.max_steps, progress=False, **settings(g['arena']))
-        eid = retry_busy(registry.record, gid, res, kind='tournament')
+        eid = retry_busy(registry.record, gid, res, kind='evaluation')
         score = {k: _finite(v) if isinstance(v, float) else v for k, v in res.stats()['score'].items()}  # NaN mean when n = 0
         out[gid] = dict(name=g['name'], arena=g['arena'], evaluation=eid, censored=res.censored, **score)
     retry_busy(registry.set_manifest, last_tournament=utcnow())
