@@ -23,9 +23,10 @@ from .registry import utcnow
 from .core import atomic_write
 
 # %% auto #0
-__all__ = ['SESSION_FORMAT', 'SESSION_COLUMNS', 'SCHEMA', 'BOT_STYLES', 'PALETTE', 'HeadingTracker', 'SessionWriter',
-           'SessionFormatError', 'Session', 'read_session', 'list_sessions', 'load_sessions', 'make_bot',
-           'DataRecorder', 'MixedDriver', 'record_bot_sessions', 'render_view', 'HumanGame', 'play_widget']
+__all__ = ['SESSION_FORMAT', 'SESSION_COLUMNS', 'SCHEMA', 'UPLOAD_META', 'BOT_STYLES', 'PALETTE', 'HeadingTracker', 'add_chunk',
+           'SessionWriter', 'SessionFormatError', 'Session', 'read_session', 'list_sessions', 'load_sessions',
+           'ChunkError', 'ChunkConflict', 'open_session', 'receive_chunk', 'close_session', 'make_bot', 'DataRecorder',
+           'MixedDriver', 'record_bot_sessions', 'render_view', 'HumanGame', 'play_widget']
 
 # %% ../nbs/20_sessions.ipynb #1607cd8f
 SESSION_FORMAT = 'genome_lab.session/1'
@@ -65,6 +66,15 @@ class HeadingTracker:
         return np.where(died, -1, move), turn, died
 
 # %% ../nbs/20_sessions.ipynb #cf316665
+def add_chunk(folder:Path, meta:dict, # the session's folder and manifest (updated in place)
+              data:bytes, rows:int): # the Parquet bytes of the next chunk and its row count
+    "Store `data` as the session's next chunk: the file first, then the manifest listing it (each written atomically)."
+    name = f'chunk-{len(meta["chunks"]):06d}.parquet'
+    atomic_write(Path(folder)/name, data)
+    meta['chunks'].append(dict(file=name, rows=rows, first_step=meta['steps'], sha256=hashlib.sha256(data).hexdigest()))
+    meta['steps'] += rows
+    atomic_write(Path(folder)/'session.json', json.dumps(meta, indent=1, default=str).encode())
+
 class SessionWriter:
     "Append rows of one session and write them as Parquet chunks of `chunk_rows` rows under `root/<id>/`."
     def __init__(self, root:str|Path, # the sessions folder
@@ -102,13 +112,9 @@ class SessionWriter:
         for k, (t, _) in SESSION_COLUMNS.items():
             if k not in arrays: arrays[k] = col(k, -1 if k in ('label', 'kill', 'move', 'turn') else 0).astype(t.to_pandas_dtype())
         table = pa.table({k: arrays[k] for k in SESSION_COLUMNS}, schema=SCHEMA)
-        buf = io.BytesIO(); pq.write_table(table, buf); data = buf.getvalue()
-        name = f'chunk-{len(self.meta["chunks"]):06d}.parquet'
-        atomic_write(self.dir/name, data)
-        self.meta['chunks'].append(dict(file=name, rows=n, first_step=first, sha256=hashlib.sha256(data).hexdigest()))
-        self.meta['steps'] = first + n
+        buf = io.BytesIO(); pq.write_table(table, buf)
+        add_chunk(self.dir, self.meta, buf.getvalue(), n)
         self.rows = []
-        self._write_meta()
 
     def close(self)->str: # the session id
         "Flush and mark the session closed."
@@ -188,6 +194,63 @@ def load_sessions(root:str|Path, ids=None, warn:bool=True)->list: # [Session]
     "Read the sessions `ids` (default: all) under `root`."
     ids = list(list_sessions(root).index) if ids is None else list(ids)
     return [read_session(Path(root)/i, warn=warn) for i in ids]
+
+# %% ../nbs/20_sessions.ipynb #b167b1e5
+class ChunkError(ValueError):
+    "An uploaded chunk or session that was refused; the message says why, and the session folder is unchanged."
+
+class ChunkConflict(ChunkError):
+    "A chunk or session that contradicts what is stored (another chunk under a stored index, one past the next, a closed session)."
+
+UPLOAD_META = ('player', 'kind', 'style', 'arena', 'seed', 'chunk_rows', 'arena_config') # what a client says about its session
+
+def open_session(root:str|Path, session_id:str, meta:dict)->dict: # the session's manifest
+    "Create the folder and manifest of an uploaded session (`meta`: `UPLOAD_META` keys); the same `meta` again changes nothing, other metadata raises `ChunkConflict`."
+    if bad := sorted(set(meta) - set(UPLOAD_META)): raise ChunkError(f"unknown session metadata {bad}; allowed are {list(UPLOAD_META)}")
+    for k in ('player', 'kind'):
+        if not meta.get(k): raise ChunkError(f"session metadata needs {k!r}")
+    folder = Path(root)/session_id
+    if (folder/'session.json').exists():
+        old = json.loads((folder/'session.json').read_text())
+        if {k: old.get(k) for k in meta} != dict(meta): raise ChunkConflict(f"session {session_id} exists with other metadata")
+        return old
+    new = dict(format=SESSION_FORMAT, id=session_id, arena='snake', style=None, started=utcnow()) | dict(meta) | dict(chunks=[], steps=0, closed=False)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder/'session.json', json.dumps(new, indent=1, default=str).encode())
+    return new
+
+def _manifest(root, session_id)->tuple: # (folder, manifest)
+    folder = Path(root)/session_id
+    try: return folder, json.loads((folder/'session.json').read_text())
+    except FileNotFoundError: raise ChunkConflict(f"no session {session_id}: open it first") from None
+
+def receive_chunk(root:str|Path, session_id:str,
+                  index:int, # the chunk's place in the session, from 0
+                  data:bytes, # its Parquet bytes
+                  sha256:str)->bool: # hex sha256 the client computed: True stored, False a stored chunk sent again (ignored)
+    "Check and store one uploaded chunk (see above); raises `ChunkError` (bad data) or `ChunkConflict` (order), storing nothing."
+    folder, meta = _manifest(root, session_id)
+    if hashlib.sha256(data).hexdigest() != sha256: raise ChunkError(f"chunk {index}: its bytes do not hash to the sha256 sent (truncated or changed in transit)")
+    if index < len(meta['chunks']):
+        if meta['chunks'][index]['sha256'] == sha256: return False
+        raise ChunkConflict(f"chunk {index} of session {session_id} is stored with other content")
+    if meta['closed']: raise ChunkConflict(f"session {session_id} is closed")
+    if index > len(meta['chunks']): raise ChunkConflict(f"chunk {index} is out of order: session {session_id} has {len(meta['chunks'])} chunks; send chunk {len(meta['chunks'])} next")
+    try: table = pq.read_table(io.BytesIO(data))
+    except (pa.ArrowException, OSError) as e: raise ChunkError(f"chunk {index} is not Parquet ({e})") from None
+    if table.schema != SCHEMA: raise ChunkError(f"chunk {index} does not have the session schema (`SCHEMA`)")
+    steps = table.column('step').to_numpy()
+    if len(steps) == 0 or not np.array_equal(steps, np.arange(meta['steps'], meta['steps'] + len(steps))):
+        raise ChunkError(f"chunk {index} must hold steps {meta['steps']}, {meta['steps'] + 1}, ... of the session, in order")
+    add_chunk(folder, meta, data, len(steps))
+    return True
+
+def close_session(root:str|Path, session_id:str)->dict: # the manifest
+    "Mark an uploaded session closed (no more chunks); closing it again changes nothing."
+    folder, meta = _manifest(root, session_id)
+    if not meta['closed']:
+        meta.update(closed=True, ended=utcnow()); atomic_write(folder/'session.json', json.dumps(meta, indent=1, default=str).encode())
+    return meta
 
 # %% ../nbs/20_sessions.ipynb #d9524da1
 BOT_STYLES = {  # style: (description, factory of (policy, greedy))
