@@ -24,9 +24,9 @@ from .sessions import Session, load_sessions, record_bot_sessions, BOT_STYLES
 from .cloning import CloneConfig, CLONE_PRESETS, session_sequences, split_by_session, train_clone, register_clone, training_record, contributions
 
 # %% auto #0
-__all__ = ['FEATURES', 'TICKS_PER_SECOND', 'ARCHETYPES', 'STYLE_FAMILY', 'session_features', 'feature_table', 'Clustering',
-           'standardise', 'silhouette_curve', 'archetype_scores', 'name_clusters', 'cluster_sessions', 'style_ari',
-           'latest_version', 'train_cluster_genome', 'train_cluster_genomes']
+__all__ = ['FEATURES', 'TICKS_PER_SECOND', 'ARCHETYPES', 'STYLE_FAMILY', 'VERSION_RELATION', 'session_features', 'feature_table',
+           'Clustering', 'standardise', 'silhouette_curve', 'archetype_scores', 'name_clusters', 'cluster_sessions',
+           'style_ari', 'latest_version', 'train_versioned', 'train_cluster_genome', 'train_cluster_genomes']
 
 # %% ../nbs/30_clustering.ipynb #5e70223c
 FEATURES = ('left', 'straight', 'right', 'turns_per_s', 'aggression', 'survival', 'collection', 'threat_distance')
@@ -137,18 +137,22 @@ def style_ari(clustering:Clustering, styles:pd.Series, family:bool=True)->float:
     return float(adjusted_rand_score(s.values, clustering.labels))
 
 # %% ../nbs/30_clustering.ipynb #ae4aec33
-def latest_version(reg:Registry, name:str)->tuple: # (version, genome id); (0, None) if none
-    "Highest `<name>V<n>` cluster genome in `reg`."
+def latest_version(reg:Registry, name:str, genome_type:str='cluster')->tuple: # (version, genome id); (0, None) if none
+    "Highest `<name>V<n>` genome of `genome_type` in `reg`."
     best = (0, None)
-    for gid, n in reg.named(f'{name}V', type='cluster'):
+    for gid, n in reg.named(f'{name}V', type=genome_type):
         m = re.fullmatch(re.escape(name) + r'V(\d+)', n)
         if m and int(m.group(1)) > best[0]: best = (int(m.group(1)), gid)
     return best
 
-def train_cluster_genome(reg:Registry, name:str, sessions:list, cfg:CloneConfig, progress:bool=False)->tuple: # (Genome row dict, trained?)
-    "Clone the sessions of cluster `name` into `<name>V<n+1>`, unless `<name>V<n>` learned from exactly these sessions."
-    if not sessions: raise ValueError(f"cluster {name} has no sessions")
-    version, prev = latest_version(reg, name)
+VERSION_RELATION = {'cluster': 'cluster', 'behavioral': 'clone'} # how a new version names the one before it
+
+def train_versioned(reg:Registry, name:str, sessions:list, cfg:CloneConfig,
+                    genome_type:str='cluster', # 'cluster' (a cluster's sessions) or 'behavioral' (one player's)
+                    text:str='', progress:bool=False, **extra)->tuple: # (Genome row dict, trained?)
+    "Clone `sessions` into `<name>V<n+1>`, unless `<name>V<n>` learned from exactly these sessions (then it is returned untrained)."
+    if not sessions: raise ValueError(f"{name} has no sessions")
+    version, prev = latest_version(reg, name, genome_type)
     ids = sorted(s.id for s in sessions)
     if prev is not None:
         had = sorted(i for v in training_record(reg.genome(prev)['description']).get('sessions', {}).values() for i in v)
@@ -157,11 +161,16 @@ def train_cluster_genome(reg:Registry, name:str, sessions:list, cfg:CloneConfig,
     pol = LinearLSTM(**(pufferlib_config('snake') | dict(hidden=cfg.hidden)))
     tr, va = split_by_session(sessions, cfg.val_frac, cfg.seed)
     hist = train_clone(pol, session_sequences(tr), session_sequences(va), cfg, progress=progress)
-    g = register_clone(reg, pol, sessions, f'{name}V{version + 1}', 'cluster',
-                       parents=[dict(id=prev, relation='cluster')] if prev else [],
-                       text=f"cluster genome {name}, version {version + 1}: cloned from the sessions of cluster {name}",
-                       cluster=name, version=version + 1, val_accuracy=round(float(hist['val/charts/accuracy'].iloc[-1]), 4))
+    g = register_clone(reg, pol, sessions, f'{name}V{version + 1}', genome_type,
+                       parents=[dict(id=prev, relation=VERSION_RELATION[genome_type])] if prev else [],
+                       text=f"{text or name}, version {version + 1}", version=version + 1,
+                       val_accuracy=round(float(hist['val/charts/accuracy'].iloc[-1]), 4), **extra)
     return reg.genome(g.id), True
+
+def train_cluster_genome(reg:Registry, name:str, sessions:list, cfg:CloneConfig, progress:bool=False)->tuple: # (Genome row dict, trained?)
+    "Clone the sessions of cluster `name` into `<name>V<n+1>`, unless `<name>V<n>` learned from exactly these sessions."
+    return train_versioned(reg, name, sessions, cfg, 'cluster', f"cluster genome {name}: cloned from the sessions of cluster {name}",
+                           progress, cluster=name)
 
 def train_cluster_genomes(reg:Registry, clustering:Clustering, sessions:list, cfg:CloneConfig, progress:bool=False)->pd.DataFrame:
     "One cluster genome per cluster of `clustering` (sessions given by id); returns a table of what was registered."

@@ -55,10 +55,12 @@ PRESETS = {
         '71_selection': dict(snakes_per_genome=16, game_steps=1000),
         '72_server': dict(job_agents=64, job_max_steps=2000),
         '73_client': dict(draws=100_000),
+        '74_player_loop': dict(games=20, game_steps=500),
         '75_training': dict(run_dir='ppo', steps=100_000_000, keep_every=5_000_000, league_steps=20_000_000),  # bench/ppo_curve.py's run
         '81_tetris_players': dict(demo_ticks=10_000),
         '83_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
                                  max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
+        '85_seasons': dict(bot_games=20, snake_steps=1000, tetris_steps=2000, creature_seconds=20.0),
         '90_streaming': dict(game_steps=300, clip_seconds=10.0),
         '91_broadcast': dict(fps=30, seconds=5.0),
         '92_highlights': dict(clip_width=1280, clip_height=720, max_clips=50),

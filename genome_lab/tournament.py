@@ -342,7 +342,7 @@ def fitness_table(ids:list, games:list, results:list, steps:int, engagement:dict
         score, survival = np.nan_to_num(r.score), np.nan_to_num(r.survival)   # no finished episode (a solo game's NaN): 0
         best = max(score.max(), 1e-9)
         for j, e in enumerate(g):
-            acc['score'][e] += score[j]/best; acc['survival'][e] += survival[j]/steps
+            acc['score'][e] += score[j]/best; acc['survival'][e] += survival[j]/max(steps, 1)   # an arena's own game (creatures) has no steps
             acc['kills'][e] += r.kills[j]; acc['deaths'][e] += r.deaths[j]; acc['games'][e] += 1
     games_n = np.maximum(acc['games'], 1)
     t = pd.DataFrame(dict(id=ids, games=acc['games'].astype(int), score=acc['score']/games_n, survival=acc['survival']/games_n,
