@@ -333,14 +333,14 @@ def test_client_background_loading_makes_genomes_usable_one_by_one(root):
         assert len(c.policies) == 2
 
 def test_spawn_shares(root):
-    "10% player genome, 30% top 5, 60% default, over 20,000 draws (4 sigma), with 8 genomes ranked by recorded games."
+    "10% player genome, 30% top 5, 60% default, over 20,000 draws (4 sigma), with 8 genomes ranked by their ratings."
     ids = add_random_genomes(root, 8)
-    with Registry(root) as reg:
-        for k, gid in enumerate(ids): reg.record_games(gid, [dict(score=float(k), survival=1.0)])
+    with Registry(root) as reg, reg.transaction() as db:   # ratings as tournaments write them: mu grows with k
+        db.executemany('INSERT INTO ratings VALUES (?,?,?,?,?)', [(gid, 20.0 + k, 2.0, 10, '2026-01-01') for k, gid in enumerate(ids)])
     with TestClient(create_app(root)) as http:
         c = GenomeClient(http=http, arena='snake')
         list(c.load_all())
-        top5 = set(ids[-5:])  # the highest scores
+        top5 = set(ids[-5:])  # the highest ordinals
         assert {g for g in c.genomes if (c.genomes[g]['rank'] or 99) <= 5} == top5
         player, default = ids[0], ids[1]
         rng, n = np.random.default_rng(1), 20_000
@@ -371,33 +371,53 @@ class _Dom(HTMLParser):
         for el in self.stack: el['text'] += data
 
 def test_leaderboard_page_in_headless_chromium(root, tmp_path):
-    ids = add_random_genomes(root, 12)
+    "Per arena the ratings in order with mu ± sigma and '73% win rate, 47 games', the season's replacements, players, and a family tree whose labels fit their boxes with no edge crossing another."
+    from genome_lab.tournament import run_tournament
+    from genome_lab.selection import select, SelectionRules
+    browser = chromium()
+    ids = add_random_genomes(root, 6, status='candidate')
     with Registry(root) as reg:
         for k, gid in enumerate(ids): reg.record_games(gid, [dict(score=float(k), survival=1.0)] * 2, player='ada' if k < 3 else 'bob')
         child = Genome(name='Kid<script>alert(1)</script>', type='behavioral', arena='snake', arch='random', config=dict(num_actions=4),
                        source='test', parents=[dict(id='ada', relation='player'), dict(id=ids[-1], relation='clone')])
         reg.add(child, RandomPolicy(4).state_dict())
-        n_genomes = len(reg.ids()); n_edges = reg.db.execute('SELECT COUNT(*) FROM lineage').fetchone()[0]
+        t = run_tournament(reg, arena='snake', genomes_per_game=3, agents_per_genome=3, steps=60, meetings=2, seed=1, progress=False,
+                           settings=dict(width=32, height=24, num_food=16), tags=dict(season=1))
+        plan = select(reg, t.leaderboard, t.evaluation, SelectionRules(n_replace=2, max_active=7), arena_only=True)
+        rated = {r['genome']: r for r in map(dict, reg.db.execute('SELECT * FROM ratings'))}
+        added = [reg.genome(a)['name'] for _, a in plan.changes]
+        active = set(reg.ids('active'))
+    assert len(plan.changes) == 2
     with serve_in_thread(create_app(root)) as url:
-        r = subprocess.run([chromium(), *CHROMIUM_FLAGS, f'--user-data-dir={tmp_path/"chromium"}', '--virtual-time-budget=3000',
+        data = httpx.get(f'{url}/api/leaderboard').json()
+        r = subprocess.run([browser, *CHROMIUM_FLAGS, f'--user-data-dir={tmp_path/"chromium"}', '--virtual-time-budget=3000',
                             '--dump-dom', f'{url}/leaderboard'], capture_output=True, text=True, timeout=120)
+        shot = subprocess.run([browser, *CHROMIUM_FLAGS, f'--user-data-dir={tmp_path/"chromium2"}', '--virtual-time-budget=3000',
+                               '--window-size=1400,1800', f'--screenshot={tmp_path/"leaderboard.png"}', f'{url}/leaderboard'], capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+    assert shot.returncode == 0 and (tmp_path/'leaderboard.png').stat().st_size > 10_000
     dom = _Dom(); dom.feed(r.stdout)
     find = lambda tag, **kw: [e for e in dom.items if e['tag'] == tag and all(e['attrs'].get(k.replace('_', '-')) == v for k, v in kw.items())]
     assert find('body', data_rendered='yes'), "the page's script did not render"
     rows = [e for e in dom.items if e['tag'] == 'tr' and e['attrs'].get('class') == 'genome-row']
-    snake_table = find('table', data_arena='snake')[0]
-    names = re.findall(r'R\d\d', snake_table['text'])
-    assert names == [f'R{k:02d}' for k in range(11, 1, -1)]  # top 10 by mean score, best first
-    assert len(rows) == 10
+    snake_rows = [e['attrs']['data-id'] for e in rows if e['attrs']['data-id'] in {g['id'] for g in data['arenas']['snake']}]
+    assert snake_rows == [g['id'] for g in data['arenas']['snake']] and len(snake_rows) == 10   # 3 founders + 7 candidates, rating order
+    ordinals = [rated[i]['mu'] - 3*rated[i]['sigma'] for i in snake_rows]
+    assert ordinals == sorted(ordinals, reverse=True)
+    records = [e['text'] for e in find('td', **{'class': 'record'})]
+    for g, text in zip(data['arenas']['snake'], records):
+        assert text == f"{round(100*g['win_rate'])}% win rate, {g['games']} games", (text, g)   # seed 000's "73% win rate, 47 games"
+        assert g['games'] == rated[g['id']]['games']
+    assert all(re.fullmatch(r'-?\d+\.\d\d ± \d+\.\d\d', e['text']) for e in find('td', **{'class': 'num rating'}))
+    reps = find('tr', **{'class': 'replacement-row', 'data-season': '1'})
+    assert len(reps) == 2 and all(any(n in e['text'] for e in reps) for n in added)   # the season's swaps, by name
     players = {e['attrs']['data-player']: e['text'] for e in find('tr', **{'class': 'player-row'})}
-    assert set(players) == {'ada', 'bob'}
-    assert players['ada'] == 'ada61' and players['bob'] == 'bob180'  # games reported, genomes with the player as parent
+    assert set(players) == {'ada', 'bob'} and players['ada'] == 'ada61' and players['bob'] == 'bob60'   # games reported, genomes with the player as parent
     nodes = [e for e in dom.items if e['tag'] == 'g' and 'node' in e['attrs'].get('class', '')]
-    edges = [e for e in dom.items if e['tag'] == 'line' and e['attrs'].get('class') == 'edge']
-    assert len(nodes) == n_genomes + 1 and len(edges) == n_edges == 2  # + the player node 'ada'
-    assert {(e['attrs']['data-parent'], e['attrs']['data-relation']) for e in edges} == {('ada', 'player'), (ids[-1], 'clone')}
-    assert any(e['text'] == 'Kid<script>alert(1)</script>' for e in nodes)  # shown as text, never parsed as HTML
+    assert {e['attrs']['data-id'] for e in nodes if 'genome' in e['attrs']['class']} >= active   # the active genomes and their ancestors
+    assert all(int(e['attrs']['data-label-width']) <= int(e['attrs']['data-box-width']) for e in nodes)   # no label clipped
+    assert find('svg', id='family-tree')[0]['attrs']['data-crossings'] == '0'
+    assert any('Kid<script>alert(1)</script>' in e['text'] for e in find('td', **{'class': 'name'}))   # shown as text, never parsed as HTML
     assert not any(e['tag'] == 'script' and e['text'].strip() == 'alert(1)' for e in dom.items)  # no injected script element
 
 # --- the benchmark and the fuzz run, with tiny settings

@@ -1,0 +1,47 @@
+"""Program genomes (genome_lab.sandbox.ProgramPolicy): a program round-trips through the registry and plays, in
+evaluations and tournaments, only inside the sandbox: the harness never compiles or runs its source."""
+import builtins, hashlib, os
+import numpy as np, pytest
+from genome_lab.registry import Registry, Genome, genome_from_bytes
+from genome_lab.policies import RandomPolicy
+from genome_lab.sandbox import ProgramPolicy, program_genome
+from genome_lab.evaluation import evaluate
+from genome_lab.tournament import run_tournament
+
+MARKER = 'genome_lab_program_marker_9f3'
+LEAN = f"# {MARKER}\ndef choose_action(obs, view, memory):\n    memory['t'] = memory.get('t', 0) + 1\n    return 1 if obs[2] + 0.5*obs[3] > 0 else 0\n"
+
+@pytest.fixture
+def never_here(monkeypatch):
+    "Fail if anything in this process compiles or executes the program's source."
+    def guard(fn):
+        def f(src, *a, **k):
+            text = src.decode(errors='ignore') if isinstance(src, bytes) else src
+            if isinstance(text, str) and MARKER in text: raise AssertionError("the harness compiled or ran the program")
+            return fn(src, *a, **k)
+        return f
+    monkeypatch.setattr(builtins, 'exec', guard(builtins.exec)); monkeypatch.setattr(builtins, 'compile', guard(builtins.compile))
+
+def test_a_program_genome_round_trips_and_plays_only_in_the_sandbox(tmp_path, never_here):
+    reg = Registry(tmp_path/'reg')
+    g = reg.add(program_genome('Lean', 'cartpole', LEAN, description='pushes towards where the pole leans'), {}, status='active')
+    for k in range(2): reg.add(Genome(name=f'Random{k}', type='baseline', arena='cartpole', arch='random', config=dict(num_actions=2),
+                                      source='test'), RandomPolicy(2).state_dict(), status='active')
+    back, params = genome_from_bytes(reg._genome_path(g.id).read_bytes())
+    assert (back.arch, back.config['source'], back.config['sha256'], params) == ('program', LEAN, hashlib.sha256(LEAN.encode()).hexdigest(), {})
+    pol = reg.policy(g.id)
+    st = pol.initial_state(3)
+    assert st.player.proc.pid != os.getpid() and {'audit'} <= set(st.player.layers)   # a child process with the sandbox's layers
+    st.close(); assert st.player is None
+    r = evaluate(pol, 'cartpole', seed=1, progress=False, num_envs=3, max_steps=600)
+    assert r.n == 3 and r.stats()['score']['mean'] > 100
+    t = run_tournament(reg, arena='cartpole', genomes_per_game=3, agents_per_genome=2, steps=300, meetings=1, seed=0, progress=False)
+    assert t.leaderboard.name.iloc[0] == 'Lean' and reg.ratings()[g.id]['games'] == len(t.games)
+
+def test_a_program_breaking_a_rule_forfeits_and_a_changed_source_is_refused():
+    bad = "def choose_action(obs, view, memory):\n    import socket\n    return 1\n"
+    pol = ProgramPolicy('cartpole', bad, hashlib.sha256(bad.encode()).hexdigest())
+    st = pol.initial_state(2)
+    acts, st = pol.act(np.zeros((2, 4), np.float32), st)
+    assert acts.tolist() == [0, 0] and st.failure.kind == 'forbidden' and st.player is None
+    with pytest.raises(ValueError, match='sha256'): ProgramPolicy('cartpole', LEAN + "\n", hashlib.sha256(LEAN.encode()).hexdigest())

@@ -1,0 +1,89 @@
+"""Seasons (genome_lab.seasons): a season killed with SIGKILL resumes to the result of an uninterrupted one, with no
+game counted twice; a restarted server keeps its season schedule and runs a missed season once, never twice."""
+import json, os, shutil, signal, sqlite3, subprocess, sys, time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+import pytest, torch
+from fastapi.testclient import TestClient
+from genome_lab.registry import Registry, Genome, seed_founders
+from genome_lab.selection import mutate
+from genome_lab.server import create_app
+
+BIN = Path(sys.executable).parent
+FLAGS = ['--producers', '', '--batch', '1', '--snake-steps', '120', '--snake-agents', '4', '--snake-width', '32', '--snake-height', '24',
+         '--snake-food', '20', '--tetris-steps', '60', '--meetings', '2']
+
+def registry_with_candidates(root:Path):
+    "The founders and three snake candidates (Gaussian mutants of PufferLib's snake)."
+    with Registry(root) as reg:
+        ids = seed_founders(reg)
+        g, p = reg.load(ids['PufferSnake'])
+        for k, sigma in enumerate((0.01, 0.05, 0.3)):
+            reg.add(Genome(name=f'Mutant{k}', type='rl', arena='snake', arch=g.arch, config=g.config, source='test',
+                           parents=[dict(id=g.id, relation='mutation')]), mutate(p, sigma, k))
+
+def outcome(root:Path)->dict:
+    "Everything a season decides, by genome name: ratings, statuses, the season's row, and the stored game rows."
+    with Registry(root) as reg:
+        name = lambda i: reg.genome(i)['name']
+        row = dict(reg.db.execute('SELECT status, candidates, games, replacements, violations FROM seasons WHERE id=1').fetchone())
+        return dict(ratings={name(i): (r['mu'], r['sigma'], r['games']) for i, r in reg.ratings().items()},
+                    status={name(i): reg.genome(i)['status'] for i in reg.ids()}, season=row,
+                    results=reg.db.execute('SELECT COUNT(*) FROM results').fetchone()[0],
+                    history=reg.db.execute('SELECT COUNT(*) FROM rating_history').fetchone()[0])
+
+def games_stored(root:Path)->int:
+    with sqlite3.connect(root/'registry.sqlite', timeout=30) as db:
+        try: return db.execute('SELECT COUNT(DISTINCT evaluation || "-" || game) FROM rating_history').fetchone()[0]
+        except sqlite3.OperationalError: return 0
+
+def season(root:Path)->subprocess.Popen:
+    return subprocess.Popen([BIN/'genome-lab', 'season', '--registry', str(root), *FLAGS], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+
+def test_killed_season_resumes_to_the_uninterrupted_result(tmp_path):
+    registry_with_candidates(tmp_path/'a')
+    shutil.copytree(tmp_path/'a', tmp_path/'b')   # the same registry twice: the same ids
+    whole = season(tmp_path/'b')
+    assert whole.wait(600) == 0, whole.stdout.read()
+    killed = season(tmp_path/'a')
+    t0 = time.time()
+    while games_stored(tmp_path/'a') < 2:
+        assert killed.poll() is None, f"the season ended before it could be killed:\n{killed.stdout.read()}"
+        assert time.time() - t0 < 300; time.sleep(0.02)
+    os.killpg(killed.pid, signal.SIGKILL); killed.wait(30)
+    with Registry(tmp_path/'a') as reg:
+        assert reg.db.execute('SELECT status FROM seasons WHERE id=1').fetchone()[0] == 'running'
+        stored = games_stored(tmp_path/'a')
+    assert 2 <= stored < games_stored(tmp_path/'b'), "the kill fell inside the season's games"
+    again = season(tmp_path/'a')
+    assert again.wait(600) == 0, again.stdout.read()
+    a, b = outcome(tmp_path/'a'), outcome(tmp_path/'b')
+    assert a == b
+    assert a['season']['status'] == 'done' and a['season']['games'] == games_stored(tmp_path/'b')
+
+def fire_once_at(t:datetime)->str: return f"{t.second} {t.minute} {t.hour} {t.day} {t.month} *"   # 6 fields: once a year
+
+def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_path):
+    with Registry(tmp_path/'reg') as reg: seed_founders(reg)
+    auth = {'Authorization': 'Bearer schedule-token'}
+    config = dict(producers='', snake_steps=30, snake_agents=2, snake_width=24, snake_height=24, snake_food=10, tetris_steps=30)
+    with TestClient(create_app(tmp_path/'reg', token='schedule-token')) as http:
+        assert http.get('/schedule').json()['cron'] == '0 3 * * 1'   # weekly by default
+        fire = datetime.now(timezone.utc) + timedelta(seconds=3)
+        set_to = http.put('/schedule', headers=auth, json=dict(cron=fire_once_at(fire), config=config)).json()
+    assert datetime.fromisoformat(set_to['next_run']) == fire.replace(microsecond=0)
+    time.sleep(max(0.0, (fire - datetime.now(timezone.utc)).total_seconds()) + 1.5)   # the server is down when the season is due
+    seasons = lambda: sqlite3.connect(tmp_path/'reg'/'registry.sqlite').execute(
+        "SELECT COUNT(*) FROM sqlite_master WHERE name='seasons'").fetchone()[0] and sqlite3.connect(tmp_path/'reg'/'registry.sqlite').execute(
+        "SELECT status FROM seasons").fetchall()
+    with TestClient(create_app(tmp_path/'reg', token='schedule-token')) as http:
+        got = http.get('/schedule').json()
+        assert (got['cron'], got['config']['snake_steps']) == (set_to['cron'], 30)   # the store kept the schedule, not the default
+        t0 = time.time()
+        while seasons() != [('done',)]:
+            assert time.time() - t0 < 300, seasons(); time.sleep(0.2)   # the missed season runs once the server is back
+    with TestClient(create_app(tmp_path/'reg', token='schedule-token')) as http:
+        time.sleep(3)
+        assert seasons() == [('done',)]   # a second restart does not run it again
+        assert http.get('/schedule').json()['cron'] == set_to['cron']
