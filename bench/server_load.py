@@ -155,7 +155,7 @@ def main(argv=None):
         st = stats_storm(port, gid, a.clients, a.games)
         with Registry(root) as reg:
             got = sorted(r[0] for r in reg.db.execute(
-                "SELECT r.score FROM results r JOIN evaluations e ON e.id = r.evaluation WHERE r.genome=? AND e.kind='game'", (gid,)))
+                "SELECT r.score FROM results r JOIN evaluations e ON e.id = r.evaluation WHERE r.genome=? AND e.kind='client'", (gid,)))
             after = reg.games(gid)
         ok = got == st['sent'] and after - before == a.clients * a.games and not st['errors']
         print(f"stats updates: {a.clients} clients x {a.games} results = {a.clients*a.games} requests in {st['seconds']:.1f} s "
