@@ -17,7 +17,7 @@ from .registry import Registry, RegistryError
 from .sessions import (open_session, receive_chunk, close_session, ChunkError, ChunkConflict, record_bot_sessions,
                                  make_bot, UPLOAD_META)
 from .tournament import play_game
-from .server import RegistryPool, registry_pool, require_token, retry_busy, ID_PATTERN, ERRORS, BINARY
+from .server import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ID_PATTERN, ERRORS, BINARY
 from .client import GenomeClient
 
 # %% auto #0
@@ -65,7 +65,7 @@ class ReportStored(BaseModel):
     engagement: dict[str, float] = Field(description="the player engagement of each genome met, after this report")
 
 # %% ../nbs/74_player_loop.ipynb #6c6fd600
-router = APIRouter(tags=['players'], dependencies=[Depends(require_token)])
+router = APIRouter(tags=['players'], route_class=TokenRoute, dependencies=[Depends(require_token)])   # the token before any body is read
 _lock = threading.Lock()   # one writer of session folders at a time (the server answers on a thread pool)
 
 def _out(meta:dict)->SessionOut:
@@ -99,12 +99,8 @@ def get_session(session_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool=
 async def put_chunk(request:Request, session_id:str=PathParam(pattern=ID_PATTERN), index:int=PathParam(ge=0, le=10**6),
                     sha256:str=Header(pattern=r'^[0-9a-f]{64}$', alias='X-Chunk-SHA256', description="hex sha256 of the body, as the client computed it"),
                     pool:RegistryPool=Depends(registry_pool))->ChunkStored:
-    "Store one chunk of a session: refused when truncated or changed (its hash), out of order or in conflict; ignored when sent again."
-    cap, buf = request.app.state.max_upload_bytes, bytearray()
-    async for part in request.stream():
-        buf += part
-        if len(buf) > cap: raise HTTPException(413, f"the chunk is over the limit of {cap} bytes")
-    stored = await run_in_threadpool(_session_call, receive_chunk, _root(pool), session_id, index, bytes(buf), sha256)
+    "Store one chunk of a session (at most the server's body cap, 1 MiB: a chunk of 1,024 steps is about 140 KB): refused when truncated or changed (its hash), out of order or in conflict; ignored when sent again."
+    stored = await run_in_threadpool(_session_call, receive_chunk, _root(pool), session_id, index, await request.body(), sha256)
     return ChunkStored(stored=stored, steps=json.loads((_root(pool)/session_id/'session.json').read_text())['steps'])
 
 @router.post('/sessions/{session_id}/close', response_model=SessionOut, operation_id='close_session', responses={k: ERRORS[k] for k in (401, 403, 409)})

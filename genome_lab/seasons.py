@@ -24,7 +24,7 @@ from .hypernetwork import ReplicatorConfig, HypernetConfig, ReplicatorTrainingLo
 from .creature_store import CreatureStore, evolve_run
 from .tournament import run_tournament
 from .selection import SelectionRules, select
-from .server import require_token
+from .server import require_token, TokenRoute
 from .llm_evolution import EvolutionRun, EvolutionConfig, register_programs
 from .player_loop import uploaded_sessions
 
@@ -381,7 +381,7 @@ async def _season_schedule(app):
 
 def _season_job(root:str, cron:str, config:dict)->int: return scheduled_season(root, config)
 
-router = APIRouter(tags=['seasons'], lifespan=_season_schedule)
+router = APIRouter(tags=['seasons'], lifespan=_season_schedule, route_class=TokenRoute)
 
 def _scheduler(request:Request):
     sch = getattr(request.app.state, 'scheduler', None)
