@@ -562,7 +562,7 @@ def test_the_manifest_cache_is_never_stale(root):
         r = b.get('/get_genome_manifest'); etag = r.headers['etag']
         assert b.get('/get_genome_manifest', headers={'If-None-Match': etag}).status_code == 304
         gid = next(g['id'] for g in r.json()['genomes'] if g['name'] == 'PufferSnake')
-        games = lambda c: next(g for g in c.get('/get_genome_manifest').json()['genomes'] if g['id'] == gid)['stats']
+        games = lambda c: next(g for g in c.get('/get_genome_manifest').json()['genomes'] if g['id'] == gid)['performance']['by_kind'].get('client')
         assert games(b) is None
         for k in range(1, 4):
             assert a.post('/update_genome_stats', json=dict(genome_id=gid, results=[dict(score=1.0, survival=1.0)]), headers=AUTH).status_code == 200
