@@ -594,7 +594,7 @@ def retire_genome(genome_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool
     reg = pool.get()
     try: retry_busy(reg.set_status, genome_id, 'retired')
     except RegistryError as e: raise HTTPException(404, str(e)) from None
-    return genome_row(reg, genome_id)
+    return {**genome_row(reg, genome_id), 'performance': reg.performance()[genome_id]}   # as in the manifest
 
 def _submit(pool:RegistryPool, data:bytes, cap:int)->Submitted:
     reg = pool.get()   # this worker thread's connection

@@ -220,7 +220,7 @@ def test_run_tournament_job_reports_progress_and_result(root):
             snakes = [g for g in reg.ids('active') if reg.genome(g)['arena'] == 'snake']
             assert sorted(job['result']) == sorted(snakes) and len(snakes) == 3
             kinds = [r[0] for r in reg.db.execute('SELECT kind FROM evaluations')]
-            assert kinds.count('tournament') == 3
+            assert kinds.count('evaluation') == 3   # solo evaluations, kept apart from tournament games
             for gid, res in job['result'].items(): assert res['n'] == reg.games(gid) and res['n'] + res['censored'] == 8
             assert sum(res['n'] for res in job['result'].values()) > 0
         assert http.get('/get_genome_manifest').json()['last_tournament'] is not None
