@@ -155,9 +155,11 @@ def bot_players(client:GenomeClient, # a client with the server's token
         bot, player = make_bot(style)[0], f'bot:{style}'
         for k in range(games):
             met = [ids[i] for i in rng.choice(len(ids), min(2, len(ids)), replace=False)]
-            g = play_game([bot] + [genomes[i] for i in met], seed=seed*1000 + s*100 + k, snakes_per_genome=2, steps=steps,
+            game_seed = seed*1000 + s*100 + k
+            g = play_game([bot] + [genomes[i] for i in met], seed=game_seed, snakes_per_genome=2, steps=steps,
                           width=width, height=height, num_food=num_food)
             again = bool(g.score[0] >= np.median(g.score[1:]))
-            out.append(dict(report_id=f'{player.replace(":", "-")}-{seed}-{k}', player=player, genomes=met, played_again=again,
-                            stored=report_game(client, f'{player.replace(":", "-")}-{seed}-{k}', player, met, again)['stored']))
+            game = hashlib.sha256(json.dumps([met, steps, width, height, num_food]).encode()).hexdigest()[:16]
+            rid = f'{player.replace(":", "-")}-{game_seed}-{game}'   # one id per game: a retry of it is ignored, another game is not
+            out.append(dict(report_id=rid, player=player, genomes=met, played_again=again, stored=report_game(client, rid, player, met, again)['stored']))
     return out
