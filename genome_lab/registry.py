@@ -310,12 +310,14 @@ def games(self:Registry, gid:str)->int:
 
 @patch
 def players(self:Registry)->list: # [{'player', 'games', 'genomes'}] most games first
-    "Each player's contributions: games reported through `record_games(player=...)` and genomes with the player as a parent."
+    "Each player's contributions: games reported (`record_games(player=...)` results and `record_report` game reports) and genomes with the player as a parent."
     out = {}
     for r in self.db.execute("""SELECT json_extract(e.settings, '$.player') p, COUNT(*) n FROM results r
                                 JOIN evaluations e ON e.id = r.evaluation
                                 WHERE json_extract(e.settings, '$.player') IS NOT NULL GROUP BY p"""):
         out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['games'] = r['n']
+    for r in self.db.execute('SELECT player p, COUNT(DISTINCT report) n FROM game_reports GROUP BY player'):
+        out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['games'] += r['n']
     for r in self.db.execute("SELECT parent p, COUNT(*) n FROM lineage WHERE relation='player' GROUP BY parent"):
         out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['genomes'] = r['n']
     return sorted(out.values(), key=lambda d: (-d['games'], -d['genomes'], d['player']))
