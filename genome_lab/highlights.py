@@ -162,6 +162,7 @@ CREATE TABLE IF NOT EXISTS clips (id TEXT PRIMARY KEY, kind TEXT NOT NULL, stren
   genome TEXT NOT NULL, name TEXT NOT NULL, evaluation INTEGER, game INTEGER, seed INTEGER, t0 INTEGER, t1 INTEGER,
   seconds REAL NOT NULL, bytes INTEGER NOT NULL, created TEXT NOT NULL, details TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (kind TEXT PRIMARY KEY, value REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS searched (evaluation INTEGER NOT NULL, game INTEGER NOT NULL, PRIMARY KEY (evaluation, game));
 """
 
 class HighlightStore(SQLiteStore):
@@ -194,8 +195,11 @@ class HighlightStore(SQLiteStore):
         return [dict(r, details=json.loads(r['details'])) for r in self.db.execute('SELECT * FROM clips ORDER BY strength DESC, created DESC, id')]
 
     def has(self, sg:StoredGame)->bool:
-        "Were clips of this game cut before (a tournament is searched once)?"
-        return self.db.execute('SELECT 1 FROM clips WHERE evaluation=? AND game=?', (sg.evaluation, sg.game)).fetchone() is not None
+        "Was this game searched before (with or without a clip kept: every game is searched once)?"
+        return self.db.execute('SELECT 1 FROM searched WHERE evaluation=? AND game=?', (sg.evaluation, sg.game)).fetchone() is not None
+
+    def searched(self, sg:StoredGame):
+        with self.transaction() as db: db.execute('INSERT OR IGNORE INTO searched VALUES (?,?)', (sg.evaluation, sg.game))
 
     def prune(self, max_count:int=50, max_age_days:float=30.0, max_bytes:int=200 << 20, now:datetime|None=None)->list: # removed ids
         "Apply the retention policy: age, then count and bytes by strength."
@@ -212,12 +216,15 @@ class HighlightStore(SQLiteStore):
 
 # %% ../nbs/92_highlights.ipynb #9577e5e6
 def record_highlights(registry:Registry, store:HighlightStore, evaluation:int|None=None, # default: the latest snake tournament
-                      cfg:HighlightConfig=HighlightConfig())->dict: # {'games', 'verified', 'found', 'added': [ids], 'removed': [ids]}
+                      cfg:HighlightConfig=HighlightConfig(),
+                      max_games:int|None=None)->dict: # games replayed at most (the next call goes on); {'games', 'verified', 'found', 'added': [ids], 'removed': [ids]}
     "Replay a tournament's games not yet searched, cut clips of their strongest events into `store`, then prune it."
     out = dict(games=0, verified=0, found=0, added=[], removed=[], unverified=[])
     for sg in tournament_games(registry, evaluation):
         if store.has(sg): continue
+        if max_games is not None and out['games'] >= max_games: break
         rec = replay(registry, sg); out['games'] += 1
+        store.searched(sg)   # a clip cut below may be pruned later: the game is still searched
         if not rec.verified:   # not the stored game (another PufferLib build, or a foreign rand() call): nothing cut from it
             out['unverified'].append(sg.game); continue
         out['verified'] += 1

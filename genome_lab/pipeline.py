@@ -63,7 +63,7 @@ PRESETS = {
         '85_seasons': dict(bot_games=20, snake_steps=1000, tetris_steps=2000, creature_seconds=20.0),
         '90_streaming': dict(game_steps=300, clip_seconds=10.0),
         '91_broadcast': dict(fps=30, seconds=5.0),
-        '92_highlights': dict(clip_width=1280, clip_height=720, max_clips=50),
+        '92_highlights': dict(clip_width=1280, clip_height=720, max_clips=50, max_games=0),
         '93_stream_server': dict(seconds=3.0)},
 }
 RUN_INJECTED = ('registry_dir',)  # set by the pipeline itself: the run's shared registry
