@@ -419,9 +419,8 @@ def season_cli(argv:list|None=None)->int: # exit status
     return 0
 
 def run_command(argv:list)->int: # the command's exit status
-    "Run `genome-lab ARGV...` as a process of its own (a scheduled job)."
-    code = 'import sys; from genome_lab.pipeline import main; sys.exit(main(sys.argv[1:]))'
-    return subprocess.run([sys.executable, '-c', code, *argv]).returncode
+    "Run `genome-lab ARGV...` (the console script installed beside this Python) as a process of its own (a scheduled job)."
+    return subprocess.run([Path(sys.executable).parent/'genome-lab', *argv]).returncode
 
 def schedule_cli(argv:list|None=None)->int: # exit status
     "`genome-lab schedule --store FILE (--cron EXPR --id NAME -- COMMAND... | --list | --remove NAME | --start)`: genome-lab commands on a cron schedule."
