@@ -56,7 +56,8 @@ class SnakeVecEnv:
     opponents, one `league` opponent per map, redrawn every `swap_every` steps (`League`). PuffeRL sees the learner's
     snakes only. Every `report_interval` steps `recv` returns an info dict: the learner's `score` (mean length at
     death), `episode_return`, `episode_length` and `n` from the arena's episodes, PufferLib's C log of all deaths on
-    the maps (`c_score`) and, in league play, the opponents' `opponent_score`."""
+    the maps (`c_score`) and, in league play, the opponents' `opponent_score`; `reports` keeps them all (PuffeRL's log
+    averages infos over wall-clock windows of 0.25 s, so it is no record of a given span of steps)."""
     def __init__(self, arena:SnakeArena, # the maps (its `num_envs` maps of `num_snakes` snakes)
                  learners:int|None=None, # learner snakes per map; None: all of them
                  league=None, swap_every:int=2048, # a `League` of opponents; arena steps between their draws
@@ -81,7 +82,7 @@ class SnakeVecEnv:
         self.agent_ids, self.masks = np.arange(E*k), np.ones(E*k, bool)
         self.rewards = np.zeros(E*k, np.float32)
         self.terminals, self.truncations = np.zeros(E*k, bool), np.zeros(E*k, bool)   # snake never ends an episode
-        self.step_count, self.infos, self.opp = 0, [], None
+        self.step_count, self.infos, self.opp, self.reports = 0, [], None, []
 
     def async_reset(self, seed:int=0):
         self.arena.reset(seed); self.arena.c_log()
@@ -105,7 +106,7 @@ class SnakeVecEnv:
             eps = self.arena.pop_episodes()
             self._eps.append(eps)
             if self.league: self._game.append(eps)
-        if self.step_count % self.report_interval == 0: self.infos = [self._report()]
+        if self.step_count % self.report_interval == 0: self.infos = [self._report()]; self.reports.append(self.infos[0])
         if self.league and self.step_count % self.swap_every == 0: self._settle(); self._draw()
 
     def _report(self)->dict:
@@ -545,8 +546,9 @@ def pbt_member_class()->type:
             self.run = PPORun(self.cfg, Path(tempfile.mkdtemp(prefix='pbt-member-')), display=None)
             self.event = dict(event='start', parent_member=None, parent_version=None, mutated=time.time())
         def step(self)->dict:
+            self.run.vecenv.reports.clear()
             self.run.train_for(self.steps)
-            ev, rows = self.run.evaluate(self.ladder_seed), [r for r in self.run.log.rows[-32:] if 'score' in r]
+            ev, rows = self.run.evaluate(self.ladder_seed), [r for r in self.run.vecenv.reports if 'score' in r]   # this iteration's
             mean = lambda k: float(np.mean([r[k] for r in rows if k in r])) if rows else float('nan')
             res = dict(member=self.trial_id, version=self.iteration + 1, agent_steps=self.run.agent_steps, score=ev['score'],
                        score_std=ev['std'], n=ev['n'], train_score=mean('score'), c_score=mean('c_score'), train_return=mean('episode_return'),
@@ -589,10 +591,12 @@ def run_pbt(base:PPOConfig, # every member's settings but the mutated ones (anne
     from ray.tune.schedulers import PopulationBasedTraining
     from ray.tune.search.basic_variant import BasicVariantGenerator
     if members < 2: raise ValueError(f"PBT needs at least 2 members, got {members}")
-    random.seed(seed)   # PBT's explore draws from `random`
+    random.seed(seed)   # PBT's explore draws from `random`, its resampling from `rng` (Ray's `Domain.sample(None)` would use numpy's global generator)
+    rng = np.random.default_rng(seed)
     domains = dict(learning_rate=tune.loguniform(*learning_rate), ent_coef=tune.loguniform(*ent_coef), clip_coef=tune.uniform(*clip_coef))
+    resample = {k: (lambda d=d: d.sample(random_state=rng)) for k, d in domains.items()}
     base = replace(base, total_timesteps=2**62, hyper=replace(base.hyper, anneal_lr=False))
-    pbt = PopulationBasedTraining(time_attr='training_iteration', perturbation_interval=1, hyperparam_mutations=domains,
+    pbt = PopulationBasedTraining(time_attr='training_iteration', perturbation_interval=1, hyperparam_mutations=resample,
                                   quantile_fraction=quantile_fraction, resample_probability=resample_probability, synch=True)
     storage = Path(storage or tempfile.mkdtemp(prefix='pbt-')).resolve()
     storage.mkdir(parents=True, exist_ok=True)

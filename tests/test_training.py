@@ -41,6 +41,7 @@ def test_pbt_logs_exploits_into_policy_ops_and_ranks_members_on_a_ladder(tmp_pat
                     hyper=PPOHyper(minibatch_size=256, bptt_horizon=16))
     res = run_pbt(cfg, members=2, iterations=2, steps=6144, storage=tmp_path/'tune', seed=0)
     assert len(res.rows) == 4 and len(res.events) == len(res.pbt_log) == 1    # 2 members: the worse copies the better once
+    assert res.rows[['train_score', 'c_score', 'train_return']].notna().all(axis=None)   # every iteration reports its own episodes
     ev = res.events.iloc[0]
     assert ev.parent_member != ev.member and ev.parent_version == 1 and ev.version == 2
     registry = Registry(tmp_path/'registry')
