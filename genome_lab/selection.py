@@ -41,7 +41,11 @@ def plan_selection(ranked:list, # dicts with id, type, status, parents, ordinal;
     active = [e for e in ranked if e['status'] == 'active']
     pos = {e['id']: k for k, e in enumerate(ranked)}
     count = Counter(e['type'] for e in active)
-    for c in [e for e in ranked if e['status'] == 'candidate']:
+    cands = [e for e in ranked if e['status'] == 'candidate']
+    first = {}   # the best candidate of each required type that no active genome has: considered first
+    for c in cands:
+        if count[c['type']] == 0 and c['type'] in rules.required_types: first.setdefault(c['type'], c)
+    for c in sorted(cands, key=lambda c: first.get(c['type']) is not c):   # stable: the rest in rank order
         if len(plan.changes) >= rules.n_replace: break
         if len(active) < rules.max_active:
             if count[c['type']] >= rules.max_per_type: plan.skipped.append((c['id'], f"type {c['type']} is at its cap of {rules.max_per_type}")); continue
