@@ -27,19 +27,21 @@ from .selection import SelectionRules, select
 from .server import require_token, TokenRoute
 from .llm_evolution import EvolutionRun, EvolutionConfig, register_programs
 from .player_loop import uploaded_sessions
+from .training import PPOConfig, PPOHyper, PPORun, CHECKPOINT_FILE
 
 # %% auto #0
 __all__ = ['PRODUCERS', 'SEASONS_SCHEMA', 'REQUIRED_TYPES', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router',
            'SeasonConfig', 'SeasonContext', 'produce_clones', 'produce_clusters', 'produce_hybrids',
-           'produce_replicator', 'produce_creatures', 'produce_programs', 'find_producer', 'arena_plan', 'run_season',
-           'season_table', 'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season',
-           'ScheduleIn', 'ScheduleOut', 'get_schedule', 'put_schedule', 'season_cli', 'run_command', 'schedule_cli']
+           'produce_replicator', 'produce_creatures', 'produce_programs', 'produce_ppo', 'find_producer', 'arena_plan',
+           'run_season', 'season_table', 'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler',
+           'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'get_schedule', 'put_schedule', 'season_cli', 'run_command',
+           'schedule_cli']
 
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
 class SeasonConfig:
     "Settings of a season: producers, tournament games per arena, selection; small defaults (presets scale them)."
-    producers: str = 'clones,clusters,hybrids,replicator,creatures,programs' # comma-separated names of `PRODUCERS` ('' for none)
+    producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated names of `PRODUCERS` ('' for none)
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
     batch: int = 64 # tournament games played and stored as one batch
     genomes_per_game: int = 3 # genomes meeting in a game
@@ -67,6 +69,9 @@ class SeasonConfig:
     program_generations: int = 1 # generations the program search runs per season
     program_children: int = 2 # programs per generation
     program_ticks: int = 200 # tetris ticks per training game of a program
+    ppo_steps: int = 16_384 # agent-steps the PPO self-play run trains per season (on the season's snake map)
+    ppo_snakes: int = 32 # snakes of its map, all driven by the learner
+    ppo_start: str = '' # genome its run fine-tunes (registry id or name); empty trains PufferLib's model from its initialisation
     def __post_init__(self):
         if unknown := [p for p in self.producer_names() if p not in PRODUCERS]:
             raise ValueError(f"unknown producers {unknown}: choose from {sorted(PRODUCERS)}")
@@ -165,13 +170,26 @@ def produce_programs(ctx:SeasonContext)->list:
     if run.gen <= run.cfg.max_generations: run.run()
     return register_programs(run, ctx.registry, top=2)
 
-PRODUCERS = {  # name: 'module:function' of fn(SeasonContext) -> [genome ids]; PPO self-play joins here with one line
+def produce_ppo(ctx:SeasonContext)->list:
+    """PPO self-play's newest policy (`75_training`): its PuffeRL run (in the season folder) trains to season x `ppo_steps`
+    agent-steps on one map of the season's snake size, then keeps it: evaluated, registered as an `rl` genome whose parent
+    is the last season's. The learning rate is constant (the run has no end to anneal to)."""
+    c, run_dir = ctx.cfg, ctx.work_dir/'season-ppo'   # its genomes are named season-ppo-<agent-steps>
+    cfg = PPOConfig(total_timesteps=ctx.season*c.ppo_steps, start=c.ppo_start, num_snakes=c.ppo_snakes, width=c.snake_width,
+                    height=c.snake_height, num_food=c.snake_food, keep_every=c.ppo_steps, checkpoint_every=c.ppo_steps,
+                    eval_snakes=8, eval_max_steps=2000, seed=c.seed, hyper=PPOHyper(minibatch_size=256, bptt_horizon=16, anneal_lr=False))
+    run = PPORun(cfg, run_dir, ctx.registry, resume=(run_dir/CHECKPOINT_FILE).exists(), display=None)
+    run.run()
+    return [run.curve[-1]['genome']]
+
+PRODUCERS = {  # name: 'module:function' of fn(SeasonContext) -> [genome ids]
     'clones': 'genome_lab.seasons:produce_clones',
     'clusters': 'genome_lab.seasons:produce_clusters',
     'hybrids': 'genome_lab.seasons:produce_hybrids',
     'replicator': 'genome_lab.seasons:produce_replicator',
     'creatures': 'genome_lab.seasons:produce_creatures',
     'programs': 'genome_lab.seasons:produce_programs',
+    'ppo': 'genome_lab.seasons:produce_ppo',
 }
 
 def find_producer(name:str):

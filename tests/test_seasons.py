@@ -87,3 +87,19 @@ def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_p
         time.sleep(3)
         assert seasons() == [('done',)]   # a second restart does not run it again
         assert http.get('/schedule').json()['cron'] == set_to['cron']
+
+def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp_path):
+    from genome_lab.seasons import SeasonConfig, SeasonContext, run_season, produce_ppo
+    cfg = SeasonConfig(producers='ppo', batch=16, snake_steps=60, snake_agents=2, snake_width=32, snake_height=24, snake_food=20, tetris_steps=30)
+    made = {}
+    for name in ('a', 'b'):
+        with Registry(tmp_path/name) as reg:
+            seed_founders(reg)
+            rows = [run_season(reg, cfg) for _ in range(2)]
+            made[name] = [c['id'] for r in rows for c in r['candidates'] if c['producer'] == 'ppo']
+            assert [reg.genome(i)['name'] for i in made[name]] == ['season-ppo-16384', 'season-ppo-32768']
+            assert all(reg.genome(i)['type'] == 'rl' and reg.genome(i)['arena'] == 'snake' for i in made[name])
+            assert reg.genome(made[name][1])['parents'] == [dict(id=made[name][0], relation='self-play')]
+            assert produce_ppo(SeasonContext(reg, 2, cfg, reg.root/'season_work')) == made[name][1:]   # a repeated call trains nothing more
+            made[name] = [reg.load(i)[1] for i in made[name]]
+    assert all(torch.equal(pa[k], pb[k]) for pa, pb in zip(made['a'], made['b']) for k in pa)   # a function of seed and settings
