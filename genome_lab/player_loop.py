@@ -146,10 +146,11 @@ def bot_players(client:GenomeClient, # a client with the server's token
                 games:int=6, steps:int=150, # games each bot reports, steps per game and per session
                 seed:int=0, width:int=48, height:int=48, num_food:int=60)->list: # the reports sent, one dict per game
     "Simulated players: each style records a session and uploads it in chunks, then plays and reports `games` games against 2 of `genomes`."
-    rng, local, out = np.random.default_rng(seed), Path(tempfile.mkdtemp(prefix='bot_sessions_')), []
-    for sid in record_bot_sessions(local, list(styles), per_style=1, steps=steps, seed=seed, chunk_rows=max(steps // 4, 1),
-                                   progress=False, width=width, height=height, num_food=num_food):
-        upload_session(client, local/sid)
+    rng, out = np.random.default_rng(seed), []
+    with tempfile.TemporaryDirectory(prefix='bot_sessions_') as d:   # the bots' own copies, gone once uploaded
+        for sid in record_bot_sessions(Path(d), list(styles), per_style=1, steps=steps, seed=seed, chunk_rows=max(steps // 4, 1),
+                                       progress=False, width=width, height=height, num_food=num_food):
+            upload_session(client, Path(d)/sid)
     ids = sorted(genomes)
     for s, style in enumerate(styles):
         bot, player = make_bot(style)[0], f'bot:{style}'
