@@ -326,7 +326,11 @@ class PPORun:
         if not self.path.exists(): raise FileNotFoundError(f"nothing to resume: no {self.path}")
         meta = checkpoint_meta(self.path)
         saved = config_from_dict({**meta['config'], 'total_timesteps': self.cfg.total_timesteps})
-        if saved != self.cfg: raise ValueError(f"{self.path} was made with other settings (only total_timesteps may change): {asdict(saved)}")
+        if saved != self.cfg:
+            flat = lambda c: {**{k: v for k, v in asdict(c).items() if k != 'hyper'}, **{f'hyper.{k}': v for k, v in asdict(c.hyper).items()}}
+            old, new = flat(saved), flat(self.cfg)
+            diff = ', '.join(f'{k} {old[k]!r} there, {new[k]!r} here' for k in old if old[k] != new[k])
+            raise ValueError(f"{self.path} was made with other settings ({diff}): only total_timesteps may change; resume with its settings or choose another run_dir")
         return meta, st_load(self.path.read_bytes())
 
     def _league(self, state:dict|None):

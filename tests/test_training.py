@@ -25,7 +25,7 @@ def test_train_ppo_registers_every_kept_checkpoint_with_lineage_and_resumes(tmp_
     assert [json.loads(g['description'])['agent_steps'] for g in genomes] == [512, 1024, 1536, 2048]
     assert registry.policy(genomes[-1]['id']).config['hidden'] == 128
     assert train_ppo_cli([*args, '--resume', '--num-snakes', '40']) == 2      # a changed setting is refused
-    assert 'other settings' in capsys.readouterr().err
+    assert 'other settings (num_snakes 32 there, 40 here)' in capsys.readouterr().err
 
 def test_finetune_starts_from_the_registry_genome(tmp_path):
     reg = tmp_path/'registry'
