@@ -72,7 +72,7 @@ class TournamentMaps(Snake):
     def _fresh(self):
         binding.vec_close(self.c_envs)
         self.resets += 1
-        del self.observation_space, self.action_space   # PufferEnv.__init__ refuses an env that has them (it makes them)
+        del self.observation_space, self.action_space   # PufferEnv.__init__ makes them and refuses an env that has them
         Snake.__init__(self, buf=self._buf, seed=self._seed, report_interval=self.reset_every, **self._kw)
         binding.vec_reset(self.c_envs, self._seed*100_000 + self.resets)
 
@@ -85,36 +85,41 @@ def train_settings(c:GPUSnakeConfig)->dict: # PuffeRL's config
     finally: sys.argv = argv
     return {**t, 'device': c.device, 'optimizer': 'adam', 'learning_rate': c.learning_rate, 'clip_coef': c.clip_coef,
             'ent_coef': c.ent_coef, 'minibatch_size': c.minibatch_size, 'bptt_horizon': c.bptt_horizon,
-            'total_timesteps': c.total_timesteps, 'seed': c.seed, 'env': 'puffer_snake tournament maps', 'use_rnn': True,
+            'total_timesteps': c.total_timesteps, 'seed': c.seed, 'env': 'puffer_snake tournament maps',
+            'use_rnn': True,
             'checkpoint_interval': 2**62, 'data_dir': str(Path(c.out)/'puffer')}
 
 def params(model)->dict: # {PufferLib name: tensor on the CPU}, shared tensors once (the LSTM cell shares the LSTM's)
     return {k: v.detach().float().cpu().contiguous() for k, v in model.named_parameters()}
 
 def save(model, c:GPUSnakeConfig, **meta):
-    atomic_write(Path(c.out)/f'{c.name}.safetensors', st_save(params(model), metadata={'gpu_snake': json.dumps(dict(config=asdict(c), **meta))}))
+    meta = {'gpu_snake': json.dumps(dict(config=asdict(c), **meta))}
+    atomic_write(Path(c.out)/f'{c.name}.safetensors', st_save(params(model), metadata=meta))
 
 def main():
-    c = config_from_args(GPUSnakeConfig, config_parser(GPUSnakeConfig, description=__doc__.splitlines()[0]).parse_args())
+    ap = config_parser(GPUSnakeConfig, description=__doc__.splitlines()[0])
+    c = config_from_args(GPUSnakeConfig, ap.parse_args())
     Path(c.out).mkdir(parents=True, exist_ok=True)
     torch.manual_seed(c.seed)
     env_kw = dict(reset_every=c.reset_every, num_envs=c.maps_per_worker, width=c.width, height=c.height,
                   num_snakes=c.snakes, num_food=c.food, max_snake_length=c.max_snake_length)
     # the env processes fork before CUDA starts
-    vecenv = pufferlib.vector.make(make_env, env_kwargs=env_kw, backend=pufferlib.vector.Multiprocessing, num_envs=c.workers,
-                                   num_workers=c.workers, batch_size=c.workers, seed=c.seed)
+    vecenv = pufferlib.vector.make(make_env, env_kwargs=env_kw, backend=pufferlib.vector.Multiprocessing,
+                                   num_envs=c.workers, num_workers=c.workers, batch_size=c.workers, seed=c.seed)
     model = ocean_torch.Recurrent(vecenv.driver_env, ocean_torch.Snake(vecenv.driver_env, hidden_size=128), 128, 128)
     if c.init:
         got = load_file(c.init); own = dict(model.named_parameters())
-        if set(got) != set(own): raise ValueError(f"{c.init} holds {sorted(got)}, not PufferLib's snake model's {sorted(own)}")
+        if set(got) != set(own):
+            raise ValueError(f"{c.init} holds {sorted(got)}, not PufferLib's snake model's {sorted(own)}")
         with torch.no_grad():
             for k, v in got.items(): own[k].copy_(v)
     model = model.to(c.device)
     trainer = pufferl.PuffeRL(train_settings(c), vecenv, model)
     trainer.print_dashboard = lambda *a, **k: None   # PufferLib's rich dashboard: our log lines instead
     rows, epochs, t0, last_save = [], [], time.perf_counter(), time.perf_counter()
+    device = torch.cuda.get_device_name() if c.device == 'cuda' else 'cpu'
     print(f"{c.name}: {vecenv.num_agents:,} snakes on {c.workers * c.maps_per_worker} maps of {c.width}x{c.height}, "
-          f"batch {trainer.config['batch_size']:,}, device {c.device} ({torch.cuda.get_device_name() if c.device == 'cuda' else 'cpu'})", flush=True)
+          f"batch {trainer.config['batch_size']:,}, device {device}", flush=True)
     while trainer.global_step < c.total_timesteps and time.perf_counter() - t0 < c.seconds:
         e0, s0 = time.perf_counter(), trainer.global_step
         trainer.evaluate()
@@ -129,17 +134,20 @@ def main():
                   f"{epochs[-1]['sps']:>11,.0f} agent-steps/s  score {row.get('score', float('nan')):.2f}  "
                   f"return {row.get('episode_return', float('nan')):.3f}", flush=True)
         if time.perf_counter() - last_save > c.save_every:
-            save(model, c, agent_steps=int(trainer.global_step), seconds=time.perf_counter() - t0); last_save = time.perf_counter()
+            save(model, c, agent_steps=int(trainer.global_step), seconds=time.perf_counter() - t0)
+            last_save = time.perf_counter()
     seconds = time.perf_counter() - t0
     trainer.utilization.stop(); vecenv.close()
     save(model, c, agent_steps=int(trainer.global_step), seconds=seconds)
     warm = [e['sps'] for e in epochs[len(epochs)//5:]] or [0.0]   # per-epoch rates after the first fifth (warm-up)
-    summary = dict(config=asdict(c), device=torch.cuda.get_device_name() if c.device == 'cuda' else 'cpu', agents=vecenv.num_agents,
-                   batch_size=trainer.config['batch_size'], agent_steps=int(trainer.global_step), seconds=seconds,
-                   agent_steps_per_s=trainer.global_step / seconds, median_epoch_agent_steps_per_s=float(np.median(warm)),
+    summary = dict(config=asdict(c), device=device, agents=vecenv.num_agents, batch_size=trainer.config['batch_size'],
+                   agent_steps=int(trainer.global_step), seconds=seconds,
+                   agent_steps_per_s=trainer.global_step / seconds,
+                   median_epoch_agent_steps_per_s=float(np.median(warm)),
                    epochs=epochs, log=rows, torch=torch.__version__)
     atomic_write_json(Path(c.out)/f'{c.name}.json', summary)
-    print(f"{c.name}: {summary['agent_steps']:,} agent-steps in {seconds:.1f} s: {summary['agent_steps_per_s']:,.0f} agent-steps/s "
-          f"(median epoch {summary['median_epoch_agent_steps_per_s']:,.0f}) on {summary['device']}", flush=True)
+    print(f"{c.name}: {summary['agent_steps']:,} agent-steps in {seconds:.1f} s: "
+          f"{summary['agent_steps_per_s']:,.0f} agent-steps/s (median epoch "
+          f"{summary['median_epoch_agent_steps_per_s']:,.0f}) on {device}", flush=True)
 
 if __name__ == '__main__': main()

@@ -31,7 +31,8 @@ def read_trained(path:str|Path)->tuple: # (LinearLSTM, the run's metadata dict)
     if meta is None: raise ValueError(f"{path} is not a bench/gpu_snake.py weight file (no 'gpu_snake' metadata)")
     model, got = snake_model(), load_file(str(path))
     own = dict(model.named_parameters())
-    if set(got) != set(own): raise ValueError(f"{path} holds {sorted(got)}, not PufferLib's snake model's {sorted(own)}")
+    if set(got) != set(own):
+        raise ValueError(f"{path} holds {sorted(got)}, not PufferLib's snake model's {sorted(own)}")
     with torch.no_grad():
         for k, v in got.items(): own[k].copy_(v)
     return to_linear_lstm(model), meta
@@ -49,5 +50,6 @@ def summarize(out:str|Path, runs:list, rows:int=100)->dict: # {run name: summary
 
 if __name__ == '__main__':
     if len(sys.argv) == 3 and sys.argv[1] == 'export': print(f"wrote {export_puffersnake(sys.argv[2])}")
-    elif len(sys.argv) > 3 and sys.argv[1] == 'summarize': print(f"wrote {sys.argv[2]}: runs {list(summarize(sys.argv[2], sys.argv[3:]))}")
+    elif len(sys.argv) > 3 and sys.argv[1] == 'summarize':
+        print(f"wrote {sys.argv[2]}: runs {list(summarize(sys.argv[2], sys.argv[3:]))}")
     else: sys.exit(__doc__)

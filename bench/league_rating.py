@@ -34,7 +34,8 @@ from gpu_weights import read_trained
 @dataclass
 class RatingOptions:
     "What the bench rates and where it writes."
-    weights: Annotated[str, 'the trained genome: a bench/gpu_snake.py weight file'] = str(measured_dir()/'gpu_snake_finetune.safetensors')
+    weights: Annotated[str, 'the trained genome: a bench/gpu_snake.py weight file'] = \
+        str(measured_dir()/'gpu_snake_finetune.safetensors')
     name: Annotated[str, "the trained genome's name in the registries"] = 'GPUSnakeFinetune'
     gpu_log: Annotated[str, "the GPU runs' condensed logs (agent-steps/s)"] = str(measured_dir()/'gpu_snake.json')
     run: Annotated[str, 'which run of gpu_log made the weights'] = 'finetune'
@@ -54,17 +55,20 @@ def register(reg:Registry, o:RatingOptions)->tuple: # (trained genome id, Puffer
     return reg.add(g, pol.state_dict(), status='candidate').id, founders['PufferSnake']
 
 def rate(root:Path, o:RatingOptions, seed:int, meetings:int|None=None)->dict: # one `seeds` entry
-    "A fresh registry in `root`, the season's snake tournament at `seed` (`meetings` per pair if given), both genomes' ratings."
+    "A fresh registry in `root`, the season's snake tournament at `seed` (`meetings` per pair if given), both ratings."
     reg = Registry(root)
     gid, puffer = register(reg, o)
     kw, _ = arena_plan(SeasonConfig(), 'snake')
-    t = run_tournament(reg, arena='snake', seed=seed, progress=False, **{**kw, **({'meetings': meetings} if meetings else {})})
+    if meetings: kw = {**kw, 'meetings': meetings}
+    t = run_tournament(reg, arena='snake', seed=seed, progress=False, **kw)
     row = t.leaderboard.set_index('id')
-    r = lambda i: dict(ordinal=float(row.ordinal[i]), mu=float(row.mu[i]), sigma=float(row.sigma[i]), games=int(row.games[i]))
+    r = lambda i: dict(ordinal=float(row.ordinal[i]), mu=float(row.mu[i]), sigma=float(row.sigma[i]),
+                       games=int(row.games[i]))
+    board = t.leaderboard[['name', 'mu', 'sigma', 'ordinal', 'score', 'games']]
     print(f"seed {seed}{f', {meetings} meetings' if meetings else ''}: {len(t.games)} games\n"
-          + t.leaderboard[['name', 'mu', 'sigma', 'ordinal', 'score', 'games']].round(3).to_string(index=False), flush=True)
-    return dict(seed=seed, genome=o.name, **r(gid), puffersnake=r(puffer), genome_id=gid, parents=reg.genome(gid)['parents'],
-                leaderboard=t.leaderboard[['name', 'mu', 'sigma', 'ordinal', 'score', 'games']].to_dict('records'))
+          + board.round(3).to_string(index=False), flush=True)
+    return dict(seed=seed, genome=o.name, **r(gid), puffersnake=r(puffer), genome_id=gid,
+                parents=reg.genome(gid)['parents'], leaderboard=board.to_dict('records'))
 
 def main():
     o = config_from_args(RatingOptions, config_parser(RatingOptions, description=__doc__.splitlines()[0]).parse_args())
@@ -76,22 +80,26 @@ def main():
         rows = [rate(root/f'seed-{s}', o, s) for s in seeds]
         check = [rate(root/f'check-{s}', o, s, o.check_meetings) for s in seeds] if o.check_meetings else []
     gpu = json.loads(Path(o.gpu_log).read_text())
-    runs = {k: {f: v[f] for f in ('device', 'agents', 'agent_steps', 'seconds', 'agent_steps_per_s', 'median_epoch_agent_steps_per_s')}
-            for k, v in gpu.items()}
+    keep = ('device', 'agents', 'agent_steps', 'seconds', 'agent_steps_per_s', 'median_epoch_agent_steps_per_s')
+    runs = {k: {f: v[f] for f in keep} for k, v in gpu.items()}
+    entry = lambda r: {k: r[k] for k in ('seed', 'genome', 'ordinal', 'mu', 'sigma', 'games', 'puffersnake')}
     kw, _ = arena_plan(SeasonConfig(), 'snake')
-    record = dict(seeds=[{k: r[k] for k in ('seed', 'genome', 'ordinal', 'mu', 'sigma', 'games', 'puffersnake')} for r in rows],
+    record = dict(seeds=[entry(r) for r in rows],
                   gpu_agent_steps_per_s=runs[o.run]['agent_steps_per_s'], device=runs[o.run]['device'],
-                  gpu_runs=runs, gpu_note=f"{len(runs)} runs at once on one GPU, sharing its 16 cores: {', '.join(runs)}",
+                  gpu_runs=runs,
+                  gpu_note=f"{len(runs)} runs at once on one GPU, sharing its 16 cores: {', '.join(runs)}",
                   tournament=kw, check_meetings=o.check_meetings,
-                  check=[{k: r[k] for k in ('seed', 'genome', 'ordinal', 'mu', 'sigma', 'games', 'puffersnake')} for r in check],
+                  check=[entry(r) for r in check],
                   leaderboards=dict(seeds=[r['leaderboard'] for r in rows], check=[r['leaderboard'] for r in check]),
-                  lineage=dict(parents=rows[0]['parents'], weights=Path(o.weights).name), seconds=time.perf_counter() - t0,
+                  lineage=dict(parents=rows[0]['parents'], weights=Path(o.weights).name),
+                  seconds=time.perf_counter() - t0,
                   machine=machine(), date=str(datetime.date.today()))
     atomic_write_json(o.out, record)
     for r in record['seeds'] + record['check']:
         p = r['puffersnake']
-        print(f"seed {r['seed']}: {r['genome']} ordinal {r['ordinal']:.2f} (mu {r['mu']:.2f}, sigma {r['sigma']:.2f}, {r['games']} games); "
-              f"PufferSnake {p['ordinal']:.2f} (mu {p['mu']:.2f}, sigma {p['sigma']:.2f}, {p['games']} games); gap {r['ordinal'] - p['ordinal']:+.2f}")
+        print(f"seed {r['seed']}: {r['genome']} ordinal {r['ordinal']:.2f} (mu {r['mu']:.2f}, sigma {r['sigma']:.2f}, "
+              f"{r['games']} games); PufferSnake {p['ordinal']:.2f} (mu {p['mu']:.2f}, sigma {p['sigma']:.2f}, "
+              f"{p['games']} games); gap {r['ordinal'] - p['ordinal']:+.2f}")
     print(f"GPU training: {record['gpu_agent_steps_per_s']:,.0f} agent-steps/s on {record['device']}; wrote {o.out}")
 
 if __name__ == '__main__': main()

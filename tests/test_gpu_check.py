@@ -27,11 +27,12 @@ def test_tournament_maps_are_rebuilt_fresh(tmp_path, monkeypatch):
     env.close(); ref.close()
 
 def test_weights_round_trip(tmp_path):
-    "PufferSnake exported under PufferLib's names reads back as the same LinearLSTM; a file without the run's metadata is refused."
+    "PufferSnake under PufferLib's names reads back as the same LinearLSTM; a file without run metadata is refused."
     from gpu_weights import export_puffersnake, read_trained
     path = export_puffersnake(tmp_path/'init.safetensors')
     with pytest.raises(ValueError, match='gpu_snake'): read_trained(path)
-    save_file(load_file(str(path)), str(tmp_path/'run.safetensors'), metadata={'gpu_snake': json.dumps(dict(agent_steps=0))})
+    meta = {'gpu_snake': json.dumps(dict(agent_steps=0))}
+    save_file(load_file(str(path)), str(tmp_path/'run.safetensors'), metadata=meta)
     pol, meta = read_trained(tmp_path/'run.safetensors')
     want = next(p for g, p in founding_genomes() if g.name == 'PufferSnake').state_dict()
     assert meta == dict(agent_steps=0) and set(pol.state_dict()) == set(want)
@@ -40,7 +41,8 @@ def test_weights_round_trip(tmp_path):
 def test_league_rating_bench_runs(tmp_path):
     "One season tournament of the committed GPU genome against the founders; its figures and lineage are written."
     out = tmp_path/'rating.json'
-    r = subprocess.run([sys.executable, ROOT/'bench'/'league_rating.py', '--seeds', '5', '--check-meetings', '0', '--out', str(out)],
+    flags = ['--seeds', '5', '--check-meetings', '0', '--out', str(out)]
+    r = subprocess.run([sys.executable, ROOT/'bench'/'league_rating.py', *flags],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     d = json.loads(out.read_text())

@@ -56,7 +56,8 @@ if [ "$MODE" = source ]; then
   # For the GPU machine: setup.py's CUDA branch stays (it builds pufferlib._C as a CUDAExtension where nvcc is found);
   # -flto goes (there the snake binding failed to link: "could not run lto-wrapper"); the trained weights in
   # pufferlib/resources (72 MB) go (training does not read them; the folder stays, empty).
-  grep -q "^        '-flto',\$" "$src/setup.py" || fail "setup.py of pufferlib $VERSION no longer lists -flto as this script expects"
+  grep -q "^        '-flto',\$" "$src/setup.py" \
+    || fail "setup.py of pufferlib $VERSION no longer lists -flto as this script expects"
   sed -i "/^        '-flto',\$/d" "$src/setup.py"
   rm -rf "$src/pufferlib/resources"; mkdir "$src/pufferlib/resources"
   tar czf "$OUT/pufferlib-$LOCAL_VERSION-src.tar.gz" -C "$work" "pufferlib-$VERSION"
