@@ -7,10 +7,14 @@
 # LOCAL_VERSION, so setup.sh can tell a patched install with the trainer.
 # Usage: tools/build_pufferlib.sh PYTHON OUTDIR   (PYTHON must already have torch, numpy<2, setuptools)
 #        tools/build_pufferlib.sh --version     (prints LOCAL_VERSION)
+#        tools/build_pufferlib.sh --source PYTHON OUTDIR   (no build: the trimmed, patched source as
+#            OUTDIR/pufferlib-LOCAL_VERSION-src.tar.gz, about 4 MB, for a CUDA build on a GPU machine without internet;
+#            bench/gpu_check.sh builds it there)
 set -euo pipefail
 VERSION=3.0.0
 LOCAL_VERSION=$VERSION+genomelab.2   # raise the number whenever the patch or the build changes (2: the trainer extension)
 [ "${1:-}" = "--version" ] && { echo "$LOCAL_VERSION"; exit 0; }
+MODE=wheel; [ "${1:-}" = "--source" ] && { MODE=source; shift; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=$(command -v "${1:?usage: build_pufferlib.sh PYTHON OUTDIR}") || { echo "build_pufferlib: no python at $1" >&2; exit 1; }
 PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")
@@ -20,7 +24,7 @@ KEEP_ENVS="snake tetris"   # Ocean envs whose C extension is compiled
 
 fail() { echo "build_pufferlib: $*" >&2; exit 1; }
 mkdir -p "$OUT"
-if ls "$OUT"/pufferlib-"$LOCAL_VERSION"-*.whl >/dev/null 2>&1; then exit 0; fi
+[ "$MODE" = wheel ] && ls "$OUT"/pufferlib-"$LOCAL_VERSION"-*.whl >/dev/null 2>&1 && exit 0
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 
 index=${PIP_INDEX_URL:-$("$PY" -c 'from pip._internal.models.index import PyPI; print(PyPI.simple_url)')}
@@ -48,6 +52,17 @@ done
 # (tools/pufferlib_patch/apply.py says what it edits), and the version gets the local label.
 "$PY" "$HERE/pufferlib_patch/apply.py" "$src" "$LOCAL_VERSION" || fail "patching the sdist failed"
 
+if [ "$MODE" = source ]; then
+  # For the GPU machine: setup.py's CUDA branch stays (it builds pufferlib._C as a CUDAExtension where nvcc is found);
+  # -flto goes (there the snake binding failed to link: "could not run lto-wrapper"); the trained weights in
+  # pufferlib/resources (72 MB) go (training does not read them; the folder stays, empty).
+  grep -q "^        '-flto',\$" "$src/setup.py" \
+    || fail "setup.py of pufferlib $VERSION no longer lists -flto as this script expects"
+  sed -i "/^        '-flto',\$/d" "$src/setup.py"
+  rm -rf "$src/pufferlib/resources"; mkdir "$src/pufferlib/resources"
+  tar czf "$OUT/pufferlib-$LOCAL_VERSION-src.tar.gz" -C "$work" "pufferlib-$VERSION"
+  echo "build_pufferlib: wrote $OUT/pufferlib-$LOCAL_VERSION-src.tar.gz"; exit 0
+fi
 # --- trainer (genome_lab issue 23): build the torch extension pufferlib._C (PuffeRL's advantage kernel) for the CPU ---
 # setup.py builds a CUDAExtension whenever an `nvcc` is on PATH, even where there is no CUDA; force its CppExtension
 # branch (the CPU kernel in pufferlib/extensions/pufferlib.cpp; pufferl.py falls back to it without CUDA).

@@ -1,0 +1,49 @@
+"""Creature physics on CUDA against the CPU over a whole episode, and its speed: the physics half of bench/gpu_check.sh.
+
+Issue 35: CPU and CUDA diverged after 16 frames (2 of 64 creatures collected another pellet count; fitness off by up
+to 2.99). This plays the same --creatures random creatures (seed --seed) for one 20 s episode (`simulate`, eager,
+frames recorded) on both devices and reports, per device pair: the first frame where any node position differs by
+more than 1e-3 m, the largest position difference in each tenth of the episode, creatures whose pellet count or
+disqualification differs, and the largest fitness difference. Then the CUDA rate of a turbo episode of --big creatures
+(eager; with --compile also compiled, timed on the second call, after compiling). Writes --out (JSON).
+Usage: python bench/gpu_physics.py --out nbs/measured/gpu_physics.json [--creatures 64] [--big 65536] [--compile]
+"""
+import argparse, json, time
+import numpy as np
+import torch
+from genome_lab.physics import random_population, pellet_course, simulate, EPISODE_SECONDS, FPS
+from genome_lab.core import atomic_write_json
+
+def parity(pop, course, a:str, b:str)->dict:
+    ra, rb = (simulate(pop, course, device=d, record=True) for d in (a, b))
+    gap = np.abs(ra.frames.astype(np.float64) - rb.frames).max(axis=(1, 2, 3))   # (F,) metres
+    over = np.flatnonzero(gap > 1e-3)
+    return dict(devices=[a, b], frames=len(gap), first_frame_over_1mm=int(over[0]) if len(over) else None,
+                max_gap_m_by_tenth=[float(g.max()) for g in np.array_split(gap, 10)],
+                pellets_differ=int((ra.pellets != rb.pellets).sum()), dq_differ=int((ra.dq != rb.dq).sum()),
+                max_fitness_diff=float(np.abs(ra.fitness - rb.fitness).max()))
+
+def cuda_rate(pop, course, compile:bool)->dict:
+    for k in range(1 + compile):   # compiled: the first call compiles, the second is timed
+        torch.cuda.synchronize(); t0 = time.perf_counter()
+        simulate(pop, course, device='cuda', compile=compile); torch.cuda.synchronize()
+        s = time.perf_counter() - t0
+    P = len(next(iter(pop.values())))
+    return dict(compile=compile, creatures=P, seconds=s, creature_steps_per_s=P*round(EPISODE_SECONDS*60)/s)
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--out', required=True); ap.add_argument('--creatures', type=int, default=64)
+    ap.add_argument('--big', type=int, default=65536); ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--compile', action='store_true', help='also time the compiled physics (compiling takes a while)')
+    a = ap.parse_args()
+    pop, course = random_population(a.creatures, a.seed), pellet_course(a.seed)
+    out = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, creatures=a.creatures, seed=a.seed,
+               episode_seconds=EPISODE_SECONDS, fps=FPS, cpu_vs_cuda=parity(pop, course, 'cpu', 'cuda'),
+               cpu_vs_cpu=parity(pop, course, 'cpu', 'cpu'))
+    big = random_population(a.big, a.seed)
+    out['cuda_rates'] = [cuda_rate(big, course, c) for c in (False, True)[:1 + a.compile]]
+    atomic_write_json(a.out, out)
+    print(json.dumps(out, indent=1))
+
+if __name__ == '__main__': main()

@@ -1,0 +1,55 @@
+"""Snake weights between genome_lab and bench/gpu_snake.py (which runs on a GPU machine without genome_lab installed).
+
+    python bench/gpu_weights.py export OUT.safetensors   # PufferSnake's weights as PuffeRL's model holds them
+    python bench/gpu_weights.py summarize OUT.json RUN.json ...   # gpu_snake.py's run logs, condensed to commit
+
+`export` writes the founder PufferSnake (PufferLib's resources/snake/snake_weights.bin as `founding_genomes` reads it)
+under PufferLib's parameter names (`load_linear_lstm` into `snake_model`); `read_trained` turns a gpu_snake.py weight
+file back into a `LinearLSTM` genome with the run's metadata; `summarize` keeps of gpu_snake.py's run logs (one JSON
+per run, about 400 KB each) the settings, rates and totals, and every k-th log row (at most 100 per run).
+"""
+import json, sys
+from genome_lab.core import atomic_write_json
+from pathlib import Path
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file, load_file
+from genome_lab.policies import LinearLSTM
+from genome_lab.registry import founding_genomes
+from genome_lab.training import snake_model, load_linear_lstm, to_linear_lstm
+
+def export_puffersnake(path:str|Path)->Path:
+    "PufferSnake's parameters, named as in PufferLib's `Recurrent(Snake)` (shared LSTM-cell tensors once), to `path`."
+    pol = next(p for g, p in founding_genomes() if g.name == 'PufferSnake')
+    model = load_linear_lstm(snake_model(), pol)
+    save_file({k: v.detach().contiguous() for k, v in model.named_parameters()}, str(path))
+    return Path(path)
+
+def read_trained(path:str|Path)->tuple: # (LinearLSTM, the run's metadata dict)
+    "The `LinearLSTM` genome of a bench/gpu_snake.py weight file and its metadata (settings, agent-steps, seconds)."
+    with safe_open(str(path), 'pt') as f: meta = json.loads((f.metadata() or {}).get('gpu_snake') or 'null')
+    if meta is None: raise ValueError(f"{path} is not a bench/gpu_snake.py weight file (no 'gpu_snake' metadata)")
+    model, got = snake_model(), load_file(str(path))
+    own = dict(model.named_parameters())
+    if set(got) != set(own):
+        raise ValueError(f"{path} holds {sorted(got)}, not PufferLib's snake model's {sorted(own)}")
+    with torch.no_grad():
+        for k, v in got.items(): own[k].copy_(v)
+    return to_linear_lstm(model), meta
+
+def summarize(out:str|Path, runs:list, rows:int=100)->dict: # {run name: summary}
+    "gpu_snake.py's run logs `runs` without the per-epoch list, every k-th log row kept (at most `rows`), into `out`."
+    got = {}
+    for r in runs:
+        d = json.loads(Path(r).read_text())
+        log = d.pop('log'); d.pop('epochs')
+        d['log'] = log[::max(1, -(-len(log) // rows))] + log[-1:]
+        got[d['config']['name']] = d
+    atomic_write_json(out, got)
+    return got
+
+if __name__ == '__main__':
+    if len(sys.argv) == 3 and sys.argv[1] == 'export': print(f"wrote {export_puffersnake(sys.argv[2])}")
+    elif len(sys.argv) > 3 and sys.argv[1] == 'summarize':
+        print(f"wrote {sys.argv[2]}: runs {list(summarize(sys.argv[2], sys.argv[3:]))}")
+    else: sys.exit(__doc__)
