@@ -19,8 +19,8 @@ from .core import atomic_write
 
 # %% auto #0
 __all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'STATUSES', 'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z',
-           'GenomeFormatError', 'utcnow', 'Genome', 'check_params', 'genome_to_bytes', 'genome_from_bytes',
-           'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
+           'QUEUE_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'check_params', 'genome_to_bytes',
+           'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -405,6 +405,36 @@ def manifest(self:Registry)->dict: # {'genomes': [...], 'max_active': int, 'last
         for k, g in enumerate(rated, 1): g['rank'] = k
     gs.sort(key=lambda g: (g['arena'], g['rank'] is None, g['rank'] or 0))
     return dict(genomes=gs, max_active=meta['max_active'], last_tournament=meta['last_tournament'])
+
+# %% ../nbs/10_registry.ipynb #59f34dd8
+QUEUE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS candidate_queue (genome TEXT PRIMARY KEY REFERENCES genomes(id) ON DELETE CASCADE,
+  producer TEXT NOT NULL, offered TEXT NOT NULL, season INTEGER);
+""" # season: the season that took the offer; NULL while it waits
+
+@patch
+def offer(self:Registry, gid:str, producer:str)->bool: # False: offered before (nothing changes)
+    "Put candidate `gid` in the candidate queue as made by `producer`; `RegistryError` for a genome that is not a candidate."
+    if (status := self.genome(gid)['status']) != 'candidate': raise RegistryError(f"{gid} is {status}: only candidates are offered")
+    self.db.executescript(QUEUE_SCHEMA)
+    with self.transaction() as db:
+        return db.execute('INSERT OR IGNORE INTO candidate_queue VALUES (?,?,?,NULL)', (gid, producer, utcnow())).rowcount == 1
+
+@patch
+def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, oldest offer first
+    "The offers waiting, now taken by `season`, with those it took before (a resumed season gets its offers back)."
+    self.db.executescript(QUEUE_SCHEMA)
+    with self.transaction() as db:
+        db.execute('UPDATE candidate_queue SET season=? WHERE season IS NULL', (season,))
+        rows = db.execute('SELECT genome, producer FROM candidate_queue WHERE season=? ORDER BY offered, genome', (season,))
+        return {r['genome']: r['producer'] for r in rows}
+
+@patch
+def waiting_offers(self:Registry)->dict: # {genome id: producer}, oldest offer first
+    "The offers no season has taken yet."
+    if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='candidate_queue'").fetchone(): return {}
+    rows = self.db.execute('SELECT genome, producer FROM candidate_queue WHERE season IS NULL ORDER BY offered, genome')
+    return {r['genome']: r['producer'] for r in rows}
 
 # %% ../nbs/10_registry.ipynb #2cf4638d
 def founding_genomes()->list: # [(Genome, Policy)]
