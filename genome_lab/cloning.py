@@ -346,14 +346,16 @@ def _best_snake_network(reg:Registry)->str|None:
     return max(ok, key=lambda i: rt[i]['ordinal'] if i in rt else -np.inf, default=None)
 
 def produce_hybrids(ctx:ProducerContext)->list: # genome ids
-    "The best snake network fine-tuned on the newest player's sessions (`hybrid`), and a TIES merge of the two newest hybrids of one base."
+    """The best snake network fine-tuned on the newest player's sessions (`hybrid`), and a TIES merge of the two newest
+    hybrids of one base."""
     reg, ss, out = ctx.registry, player_sessions(ctx.registry.root), []
     base = _best_snake_network(reg)
     if base is None or not ss: return out
     newest = max(ss, key=lambda s: s.meta['started']).player
     name = f"{reg.genome(base)['name']}x{newest.split(':')[-1].title()}S{ctx.season}"
     cfg = CloneConfig(epochs=ctx.settings.hybrid_epochs, lr_final=1.0, seed=ctx.season_seed)
-    gid = reg.by_name(name) or finetune(reg, base, [s for s in ss if s.player == newest], cfg, name=name, progress=False)[0].id
+    gid = reg.by_name(name) or finetune(reg, base, [s for s in ss if s.player == newest], cfg, name=name,
+                                        progress=False)[0].id
     out.append(gid)
     mates = [i for i in reg.ids() if (g := reg.genome(i))['type'] == 'hybrid' and g['source'] == 'cloning' and i != gid
              and base in base_ancestors(reg, i)]

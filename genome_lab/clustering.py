@@ -202,9 +202,11 @@ class ClusterSettings:
 
 # %% ../nbs/30_clustering.ipynb #a9b82439
 def produce_clones(ctx:ProducerContext)->list: # genome ids
-    "A behaviour clone of each player, `<Player>CloneV<n>`, retrained from the player's uploaded sessions when they changed."
+    """A behaviour clone of each player, `<Player>CloneV<n>`, retrained from the player's uploaded sessions when they
+    changed."""
     by_player, out = {}, []
-    cfg = CloneConfig(hidden=ctx.settings.clone_hidden, epochs=ctx.settings.clone_epochs, lr_final=1.0, seed=ctx.season_seed)
+    cfg = CloneConfig(hidden=ctx.settings.clone_hidden, epochs=ctx.settings.clone_epochs, lr_final=1.0,
+                      seed=ctx.season_seed)
     for s in player_sessions(ctx.registry.root): by_player.setdefault(s.player, []).append(s)
     for player, ss in sorted(by_player.items()):
         name = ''.join(w.title() for w in player.replace(':', '_').split('_')) + 'Clone'

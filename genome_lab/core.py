@@ -100,16 +100,20 @@ def config_from_args(cls:type, # the config dataclass
 # %% ../nbs/03_core.ipynb #b801829e
 def check_config(cfg, # a config dataclass instance (nested dataclass fields are left to their own checks)
                  ranges:dict|None=None): # {field: (low, high)}, inclusive; None leaves a side open
-    "Return `cfg`; raise `ValueError` naming each field whose value is not of its declared type (int, float, str, bool, dict) or outside `ranges`."
+    """Return `cfg`; raise `ValueError` naming each field whose value is not of its declared type (int, float, str,
+    bool, dict) or outside `ranges`."""
     bad = []
     for f in dataclasses.fields(cfg):
         t, v = _field_type(type(cfg), f), getattr(cfg, f.name)
         if t not in (int, float, str, bool, dict): continue
         number = isinstance(v, (int, float)) and not isinstance(v, bool)
-        ok = {int: number and isinstance(v, int), float: number and math.isfinite(v), bool: isinstance(v, bool)}.get(t, isinstance(v, t))
-        if not ok: bad.append(f"{f.name}={v!r} is not {'a finite float' if t is float else 'an int' if t is int else 'a ' + t.__name__}"); continue
+        ok = {int: number and isinstance(v, int), float: number and math.isfinite(v), bool: isinstance(v, bool)}
+        if not ok.get(t, isinstance(v, t)):
+            kind = {float: 'a finite float', int: 'an int'}.get(t, f'a {t.__name__}')
+            bad.append(f"{f.name}={v!r} is not {kind}"); continue
         lo, hi = (ranges or {}).get(f.name, (None, None))
-        if (lo is not None and v < lo) or (hi is not None and v > hi): bad.append(f"{f.name}={v!r} is outside [{lo}, {hi}]")
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            bad.append(f"{f.name}={v!r} is outside [{lo}, {hi}]")
     if bad: raise ValueError(f"{type(cfg).__name__}: " + '; '.join(bad))
     return cfg
 
@@ -134,18 +138,21 @@ def run_lock(path:str|Path): # the lock file, e.g. `run_dir/'.lock'` (its folder
 # %% ../nbs/03_core.ipynb #e755576d
 @functools.cache
 def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 'kernels': torch's CPU capability}
-    "The kind of CPU a run is on: the same settings repeat a run exactly on the same kind only (`51_hypernetwork_report`)."
+    """The kind of CPU a run is on: the same settings repeat a run exactly on the same kind only
+    (`51_hypernetwork_report`)."""
     try: first = Path('/proc/cpuinfo').read_text().split('\n\n')[0]   # the first processor's block
     except OSError: first = ''
     info = {k.strip(): v.strip() for k, sep, v in (l.partition(':') for l in first.splitlines()) if sep}
-    cpu = f"{info.get('model name', platform.processor())} (family {info.get('cpu family', '?')}, model {info.get('model', '?')})"
+    name = info.get('model name', platform.processor())
+    cpu = f"{name} (family {info.get('cpu family', '?')}, model {info.get('model', '?')})"
     return dict(cpu=cpu, kernels=torch.backends.cpu.get_cpu_capability())
 
 # %% ../nbs/03_core.ipynb #c1bdc2a8
-def optimizer_tensors(opt:torch.optim.Optimizer)->tuple: # ({'opt.<param>.<key>': tensor}, param_groups as JSON-able dicts)
+def optimizer_tensors(opt:torch.optim.Optimizer)->tuple: # ({'opt.<param>.<key>': tensor}, JSON-able param_groups)
     "An optimiser's state as flat tensors (for safetensors) and its param groups (for the JSON metadata)."
     sd = opt.state_dict()
-    return {f'opt.{i}.{k}': torch.as_tensor(v).clone() for i, st in sd['state'].items() for k, v in st.items()}, sd['param_groups']
+    tensors = {f'opt.{i}.{k}': torch.as_tensor(v).clone() for i, st in sd['state'].items() for k, v in st.items()}
+    return tensors, sd['param_groups']
 
 # %% ../nbs/03_core.ipynb #d25f332b
 def load_optimizer(opt:torch.optim.Optimizer, tensors:dict, groups:list): # in place
@@ -161,11 +168,13 @@ def save_checkpoint(path:str|Path, # the checkpoint file (`.safetensors`)
                     tensors:dict, # {name: tensor}
                     meta:dict)->Path: # JSON-able metadata; `machine()` is added
     "Write `tensors` and `meta` (JSON in the safetensors header under `key`) to `path` at once (`atomic_write`)."
-    return atomic_write(path, st_save(tensors, metadata={key: json.dumps(dict(meta, machine=machine()), default=float)}))
+    return atomic_write(path, st_save(tensors,
+                                      metadata={key: json.dumps(dict(meta, machine=machine()), default=float)}))
 
 # %% ../nbs/03_core.ipynb #4d9b1a90
 def checkpoint_header(path:str|Path, key:str, fmt:int|None=None)->dict: # the metadata
-    "The metadata `save_checkpoint` stored under `key`; `ValueError` for another kind of file or a `format` other than `fmt`."
+    """The metadata `save_checkpoint` stored under `key`; `ValueError` for another kind of file or a `format` other
+    than `fmt`."""
     with safe_open(str(path), 'pt') as f: meta = json.loads((f.metadata() or {}).get(key) or 'null')
     if not meta or (fmt is not None and meta.get('format') != fmt):
         raise ValueError(f"{path} is not a genome_lab {key} checkpoint (format {fmt}): start a new run folder")
@@ -177,15 +186,19 @@ def load_checkpoint(path:str|Path, key:str, fmt:int|None=None)->tuple: # (metada
 
 # %% ../nbs/03_core.ipynb #a8a633d5
 def _flat(d:dict, prefix:str='')->dict:
-    return {k2: v2 for k, v in d.items() for k2, v2 in (_flat(v, f'{prefix}{k}.').items() if isinstance(v, dict) else [(prefix + k, v)])}
+    out = {}
+    for k, v in d.items(): out.update(_flat(v, f'{prefix}{k}.') if isinstance(v, dict) else {prefix + k: v})
+    return out
 
 def settings_diff(stored:dict, given:dict)->str: # '' when equal
-    "What differs between two settings (nested dicts flattened as `hyper.learning_rate`): 'num_snakes 32 there, 40 here, ...'."
+    """What differs between two settings (nested dicts flattened as `hyper.learning_rate`): 'num_snakes 32 there, 40
+    here, ...'."""
     a, b = _flat(stored), _flat(given)
-    return ', '.join(f'{k} {a.get(k, "(none)")!r} there, {b.get(k, "(none)")!r} here' for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k))
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    return ', '.join(f'{k} {a.get(k, "(none)")!r} there, {b.get(k, "(none)")!r} here' for k in keys)
 
 # %% ../nbs/03_core.ipynb #dd4c9f08
-def keep_after_save(save:typing.Callable|None, # save() writes the run's checkpoint, which names the genome to keep; None: saved already
+def keep_after_save(save:typing.Callable|None, # writes the checkpoint naming the genome to keep; None: saved already
                     registered:typing.Callable, # registered() -> is that genome in the registry?
                     register:typing.Callable): # register() adds it, from the weights just saved
     """Keep a genome so that a kill at any moment leaves the registry and the checkpoint in agreement: checkpoint first,
@@ -226,10 +239,12 @@ def register_producer(name:str, producer:Producer)->Producer:
 def _producer_entry_points()->dict: return {e.name: e for e in metadata.entry_points(group='genome_lab.producers')}
 
 def find_producer(name:str)->Producer:
-    "The producer called `name`: registered here, or an entry point of the `genome_lab.producers` group (loaded on first use)."
+    """The producer called `name`: registered here, or an entry point of the `genome_lab.producers` group (loaded on
+    first use)."""
     if name not in PRODUCERS and (e := _producer_entry_points().get(name)): register_producer(name, e.load())
     if name not in PRODUCERS:
-        raise ValueError(f"unknown producer {name!r}: known are {producer_names()} (add one to the entry-point group genome_lab.producers)")
+        raise ValueError(f"unknown producer {name!r}: known are {producer_names()} "
+                         "(add one to the entry-point group genome_lab.producers)")
     return PRODUCERS[name]
 
 def producer_names()->list: # sorted

@@ -370,14 +370,17 @@ class CreatureSettings:
 
 # %% ../nbs/61_creature_store.ipynb #6a0bb32c
 def produce_creatures(ctx:ProducerContext)->list: # genome ids
-    "The creature GA's best: a short GA run per season (resumed from its checkpoint if it was cut), its best creature registered."
+    """The creature GA's best: a short GA run per season (resumed from its checkpoint if it was cut), its best creature
+    registered."""
     s, run_id = ctx.settings, f'season-{ctx.season}-seed-{ctx.seed}'
     store = CreatureStore(ctx.work_dir/'creatures.sqlite')
     try:
         if run_id not in store.runs():
-            evolve_run(store, s.creature_generations, s.creature_population, ctx.season_seed, turbo=True, seconds=s.creature_race_seconds,
-                       run_id=run_id, registry=ctx.registry, register_top=1, progress=False, device='cpu', checkpoint_every=1)
-        elif store.run(run_id)['status'] != 'done': evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
+            evolve_run(store, s.creature_generations, s.creature_population, ctx.season_seed, turbo=True,
+                       seconds=s.creature_race_seconds, run_id=run_id, registry=ctx.registry, register_top=1,
+                       progress=False, device='cpu', checkpoint_every=1)
+        elif store.run(run_id)['status'] != 'done':
+            evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
     finally: store.close()
     return [i for i, _ in ctx.registry.named(f'creature-{run_id}-')]
 

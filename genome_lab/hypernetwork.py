@@ -21,7 +21,8 @@ from .policies import LinearLSTM, StackedLinearLSTM
 from .evaluation import evaluate, torch_threads
 from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator
-from .core import (Producer, ProducerContext, machine, optimizer_tensors, load_optimizer, save_checkpoint, checkpoint_header,
+from .core import (Producer, ProducerContext, machine, optimizer_tensors, load_optimizer, save_checkpoint,
+                             checkpoint_header,
                              settings_diff, atomic_write, config_parser, config_from_args, run_lock, RunLocked)
 
 # %% auto #0
@@ -405,7 +406,8 @@ def _read_checkpoint(path:Path, cfg:ReplicatorConfig, resume:bool)->tuple|None: 
     if not path.exists(): raise FileNotFoundError(f"nothing to resume: no {path}")
     meta, tensors = checkpoint_meta(path), st_load(path.read_bytes())
     saved = ReplicatorConfig(**{**meta['config'], 'generations': cfg.generations})
-    if saved != cfg: raise ValueError(f"{path} was made with other settings ({settings_diff(asdict(saved), asdict(cfg))}): only "
+    if saved != cfg:
+        raise ValueError(f"{path} was made with other settings ({settings_diff(asdict(saved), asdict(cfg))}): only "
                                       "generations may change; resume with its settings or choose another run_dir")
     if (then := meta.get('machine')) and then != (now := machine()):
         warnings.warn(f"{path} was written on {then}, this is {now}: the run goes on, but it will not repeat the "
@@ -532,16 +534,19 @@ class ReplicatorSettings:
 
 # %% ../nbs/50_hypernetwork.ipynb #bc4a500b
 def produce_replicator(ctx:ProducerContext)->list: # genome ids
-    "The replicator's best: its run continues `replicator_generations` generations (checkpointed), then its best genome is registered."
+    """The replicator's best: its run continues `replicator_generations` generations (checkpointed), then its best
+    genome is registered."""
     s = ctx.settings
-    rcfg = ReplicatorConfig(generations=ctx.season*s.replicator_generations, population=s.replicator_population, agents_each=1,
+    rcfg = ReplicatorConfig(generations=ctx.season*s.replicator_generations, population=s.replicator_population,
+                            agents_each=1,
                             steps=s.replicator_steps, eval_interval=0, checkpoint_every=1, seed=ctx.seed, map_width=48,
                             map_height=36, num_food=60, hypernet=HypernetConfig(hidden=s.replicator_hidden))
     run_dir = ctx.work_dir/'replicator'
     loop = ReplicatorTrainingLoop(rcfg, run_dir, resume=(run_dir/'checkpoint.safetensors').exists())
     loop.run(progress=False)   # its checkpoint is saved before anything is registered
     name = f'season-replicator-g{loop.generation}-0'
-    return [ctx.registry.by_name(name) or register_best(loop, ctx.registry, loop.top_genomes(1, seed=ctx.seed), run='season-replicator')[0]]
+    return [ctx.registry.by_name(name) or register_best(loop, ctx.registry, loop.top_genomes(1, seed=ctx.seed),
+                                                        run='season-replicator')[0]]
 
 replicator_producer = Producer(produce_replicator, ReplicatorSettings)
 

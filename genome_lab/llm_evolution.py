@@ -537,12 +537,15 @@ class ProgramSettings:
 
 # %% ../nbs/83_llm_evolution.ipynb #a60bfc1c
 def produce_programs(ctx:ProducerContext)->list: # genome ids, best first
-    "The best evolved programs: the search continues `program_generations` generations (it checkpoints each), its best 2 registered."
+    """The best evolved programs: the search continues `program_generations` generations (it checkpoints each), its
+    best 2 registered."""
     s, run_dir = ctx.settings, ctx.work_dir/'programs'
     resume = (run_dir/'config.json').exists()
-    run = EvolutionRun(run_dir, None if resume else EvolutionConfig(env='tetris', max_generations=0, children_per_generation=s.program_children,
-                       games_per_eval=1, max_ticks=s.program_ticks, seed=ctx.seed, max_wall_s=1e9), resume=resume)
-    run.cfg.max_generations = ctx.season*s.program_generations   # generations after the seed program: the run grows each season
+    new = EvolutionConfig(env='tetris', max_generations=0, children_per_generation=s.program_children, games_per_eval=1,
+                          max_ticks=s.program_ticks, seed=ctx.seed, max_wall_s=1e9)
+    run = EvolutionRun(run_dir, None if resume else new, resume=resume)
+    # generations after the seed program: the run grows each season
+    run.cfg.max_generations = ctx.season*s.program_generations
     if run.gen <= run.cfg.max_generations: run.run()
     return register_programs(run, ctx.registry, top=2)
 

@@ -15,26 +15,28 @@ import numpy as np
 import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
-from .core import (config_parser, config_from_args, check_config, find_producer, producer_names, ProducerContext,
+from .core import (config_parser, config_from_args, check_config, find_producer, producer_names,
+                             ProducerContext,
                              run_lock, RunLocked)
-from .registry import Registry, RegistryError, utcnow
+from .registry import Registry, RegistryError
 from .evaluation import torch_threads
 from .tournament import run_tournament
 from .selection import SelectionRules, select
 from .server import require_token, TokenRoute
 
 # %% auto #0
-__all__ = ['SEASONS_SCHEMA', 'REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router',
-           'SeasonConfig', 'season_config', 'season_parser', 'season_config_from_args', 'coming_season', 'produce',
-           'produce_cli', 'arena_plan', 'run_season', 'season_table', 'ratings_by_season', 'success_metrics',
-           'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'get_schedule', 'put_schedule',
-           'season_cli', 'run_command', 'schedule_cli']
+__all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig',
+           'season_config', 'season_parser', 'season_config_from_args', 'produce', 'produce_cli', 'arena_plan',
+           'run_season', 'season_table', 'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler',
+           'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'get_schedule', 'put_schedule', 'season_cli', 'run_command',
+           'schedule_cli']
 
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
 class SeasonConfig:
-    "Settings of a season: its producers and their settings, tournament games per arena, selection; small defaults (presets scale them)."
-    producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated producer names ('' for none)
+    """Settings of a season: its producers and their settings, tournament games per arena, selection; small defaults
+    (presets scale them)."""
+    producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated, '' for none
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
     batch: int = 64 # tournament games played and stored as one batch
     genomes_per_game: int = 3 # genomes meeting in a game
@@ -53,10 +55,11 @@ class SeasonConfig:
     max_active_snake: int = 7 # active snake genomes at most
     max_active_tetris: int = 5 # active tetris genomes at most
     max_active_creatures: int = 3 # active creature genomes at most
-    producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; settings not given take their defaults
+    producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
     RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
-        snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048), snake_food=(0, 10**6),
-        tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0), other_steps=(1, 10**6), n_replace=(0, 100),
+        snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
+        snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
+        other_steps=(1, 10**6), n_replace=(0, 100),
         max_per_type=(1, 1000), max_active_snake=(1, 1000), max_active_tetris=(1, 1000), max_active_creatures=(1, 1000))
     def __post_init__(self):
         check_config(self, self.RANGES)
@@ -64,23 +67,30 @@ class SeasonConfig:
         for n in names: find_producer(n)   # ValueError naming the known ones
         if extra := sorted(set(self.producer_settings) - set(names)):
             raise ValueError(f"producer_settings names {extra}, which are not among the season's producers {names}")
-        self.producer_settings = {n: asdict(self.settings_of(n)) for n in names}   # complete: the season's row records them all
+        # complete: the season's row records them all
+        self.producer_settings = {n: asdict(self.settings_of(n)) for n in names}
     def producer_names(self)->list: return [p.strip() for p in self.producers.split(',') if p.strip()]
     def settings_of(self, name:str): # an instance of the producer's settings dataclass
-        "Producer `name`'s settings: its dataclass with the values `producer_settings` gives; `ValueError` for a setting it lacks or a bad value."
+        """Producer `name`'s settings: its dataclass with the values `producer_settings` gives; `ValueError` for a
+        setting it lacks or a bad value."""
         cls, given = find_producer(name).settings, self.producer_settings.get(name, {})
         if isinstance(given, cls): return check_config(given)
-        if not isinstance(given, dict): raise ValueError(f"producer_settings[{name!r}] must be a dict of settings, not {given!r}")
+        if not isinstance(given, dict):
+            raise ValueError(f"producer_settings[{name!r}] must be a dict of settings, not {given!r}")
         if unknown := sorted(set(given) - {f.name for f in fields(cls)}):
-            raise ValueError(f"producer {name!r} has no settings {unknown}: its settings are {[f.name for f in fields(cls)]}")
+            raise ValueError(f"producer {name!r} has no settings {unknown}: its settings are "
+                             f"{[f.name for f in fields(cls)]}")
         return check_config(cls(**given))
 
 # %% ../nbs/85_seasons.ipynb #2af34592
 def season_config(d:dict)->SeasonConfig:
-    "A `SeasonConfig` from a dict (a request's body, a stored season's row); `ValueError` naming unknown settings or bad values."
-    if not isinstance(d, dict): raise ValueError(f"season settings must be a JSON object of SeasonConfig fields, not {d!r}")
+    """A `SeasonConfig` from a dict (a request's body, a stored season's row); `ValueError` naming unknown settings or
+    bad values."""
+    if not isinstance(d, dict):
+        raise ValueError(f"season settings must be a JSON object of SeasonConfig fields, not {d!r}")
     if unknown := sorted(set(d) - {f.name for f in fields(SeasonConfig)}):
-        raise ValueError(f"unknown season settings {unknown}: the settings are {[f.name for f in fields(SeasonConfig)]}")
+        raise ValueError(f"unknown season settings {unknown}: the settings are "
+                         f"{[f.name for f in fields(SeasonConfig)]}")
     return SeasonConfig(**d)
 
 def season_parser(**kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser`
@@ -90,37 +100,36 @@ def season_parser(**kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser`
 def season_config_from_args(given:dict)->SeasonConfig: # `given`: the parsed flags (absent when not given)
     "The `SeasonConfig` of `season_parser`'s flags: its own fields, and each chosen producer's settings."
     cfg = config_from_args(SeasonConfig, {**given, 'producer_settings': {}})   # not the default producers' settings
-    return replace(cfg, producer_settings={n: asdict(config_from_args(find_producer(n).settings, given)) for n in cfg.producer_names()})
+    settings = {n: asdict(config_from_args(find_producer(n).settings, given)) for n in cfg.producer_names()}
+    return replace(cfg, producer_settings=settings)
 
 # %% ../nbs/85_seasons.ipynb #5de2c9d9
-def coming_season(registry:Registry)->int:
-    "The season the next offers are for: the one left running, or the one after the last."
-    registry.db.executescript(SEASONS_SCHEMA)
-    r = registry.db.execute("SELECT id FROM seasons WHERE status='running' ORDER BY id LIMIT 1").fetchone()
-    return r['id'] if r else (registry.db.execute('SELECT MAX(id) m FROM seasons').fetchone()['m'] or 0) + 1
-
 def produce(registry:Registry, name:str, # a producer (`producer_names()`)
             settings=None, # its settings dataclass; its defaults if None
             seed:int=0, # its runs' base seed (a season's `seed`)
             work_dir:str|Path|None=None, # where its runs continue; default `<registry>/season_work`
-            season:int|None=None)->list: # the genome ids offered; `season` defaults to `coming_season`
+            season:int|None=None)->list: # the genome ids offered; `season` defaults to `Registry.next_season`
     """Run producer `name` once for the coming season, holding its lock (`<work_dir>/<name>.lock`; a second worker
     raises `RunLocked`), and offer the candidates it made to the registry's candidate queue."""
     p, work = find_producer(name), Path(work_dir or registry.root/'season_work')
     with run_lock(work/f'{name}.lock'):
-        ids = p.produce(ProducerContext(registry, season or coming_season(registry), settings or p.settings(), work, seed))
-    offered = [i for i in ids if registry.genome(i)['status'] == 'candidate']   # a genome it made before may be active by now
+        ids = p.produce(ProducerContext(registry, season or registry.next_season(), settings or p.settings(), work,
+                                        seed))
+    # a genome it made before may be active by now
+    offered = [i for i in ids if registry.genome(i)['status'] == 'candidate']
     for i in offered: registry.offer(i, name)
     return offered
 
 # %% ../nbs/85_seasons.ipynb #83d1521a
 def produce_cli(argv:list|None=None)->int: # exit status
-    "`genome-lab produce NAME --registry DIR [--work-dir DIR] [--seed N] [--threads N] [NAME's settings]`: offer NAME's candidates for the coming season."
+    """`genome-lab produce NAME --registry DIR [--work-dir DIR] [--seed N] [--threads N] [NAME's settings]`: offer
+    NAME's candidates for the coming season."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog='genome-lab produce', description=produce_cli.__doc__)
     ap.add_argument('name', choices=producer_names(), help='the producer')
     ap.add_argument('--registry', required=True, help='the registry folder (it must exist)')
-    ap.add_argument('--work-dir', default=None, help="the producer's runs (default: <registry>/season_work, as a season's)")
+    ap.add_argument('--work-dir', default=None,
+                    help="the producer's runs (default: <registry>/season_work, as a season's)")
     ap.add_argument('--seed', type=int, default=0, help="its runs' base seed (the seasons' --seed)")
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
     config_parser(find_producer(ap.parse_known_args(argv)[0].name).settings, parser=ap)
@@ -130,19 +139,13 @@ def produce_cli(argv:list|None=None)->int: # exit status
         Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
         with Registry(a.registry) as reg, torch_threads(a.threads):
             ids = produce(reg, a.name, settings, a.seed, a.work_dir)
-            print(json.dumps(dict(producer=a.name, season=coming_season(reg), offered=[reg.genome(i)['name'] for i in ids])))
+            print(json.dumps(dict(producer=a.name, season=reg.next_season(),
+                                  offered=[reg.genome(i)['name'] for i in ids])))
     except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
         print(f"genome-lab produce: error: {e}", file=sys.stderr); return 2
     return 0
 
 # %% ../nbs/85_seasons.ipynb #9dc9de82
-SEASONS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS seasons (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
-  status TEXT NOT NULL CHECK (status IN ('running', 'done')), config TEXT NOT NULL, candidates TEXT NOT NULL DEFAULT '[]',
-  games INTEGER NOT NULL DEFAULT 0, replacements TEXT NOT NULL DEFAULT '[]', violations TEXT NOT NULL DEFAULT '[]');
-CREATE TABLE IF NOT EXISTS season_steps (season INTEGER NOT NULL REFERENCES seasons(id) ON DELETE CASCADE, step TEXT NOT NULL,
-  result TEXT NOT NULL, finished TEXT NOT NULL, PRIMARY KEY (season, step));
-"""
 REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures': ('creature',)} # seed 000's required types, per arena
 
 def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, SelectionRules)
@@ -156,29 +159,18 @@ def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, 
     cap = dict(snake=cfg.max_active_snake, tetris=cfg.max_active_tetris, creatures=cfg.max_active_creatures).get(arena, cfg.max_per_type)
     return kw, SelectionRules(n_replace=cfg.n_replace, max_per_type=cfg.max_per_type, required_types=REQUIRED_TYPES.get(arena, ()), max_active=cap)
 
-def _done(reg:Registry, season:int)->dict: # {step: result}
-    return {r['step']: json.loads(r['result']) for r in reg.db.execute('SELECT step, result FROM season_steps WHERE season=?', (season,))}
-
-def _finish_step(reg:Registry, season:int, step:str, result):
-    with reg.transaction() as db: db.execute('INSERT INTO season_steps VALUES (?,?,?,?)', (season, step, json.dumps(result), utcnow()))
-
 SEASON_LOCK = 'season.lock' # the file a season holds locked in the registry folder: one season at a time
 
 def _current_season(reg:Registry, cfg:SeasonConfig, say)->tuple: # (season number, its settings)
     """The season left running (it resumes, with its own settings), or a new one. A running season whose stored
     settings no longer read (edited by hand, or from an older genome_lab) is closed, its violation saying why."""
-    reg.db.executescript(SEASONS_SCHEMA)
-    if r := reg.db.execute("SELECT id, config FROM seasons WHERE status='running' ORDER BY id LIMIT 1").fetchone():
-        try: return r['id'], season_config(json.loads(r['config']))
+    if r := next((r for r in reg.seasons() if r['status'] == 'running'), None):
+        try: return r['id'], season_config(r['config'])
         except (TypeError, ValueError) as e:
             why = f"its stored settings are not valid ({e}): closed unplayed"
             say(f"season {r['id']}: {why}")
-            with reg.transaction() as db:
-                db.execute("UPDATE seasons SET status='done', finished=?, violations=? WHERE id=?", (utcnow(), json.dumps([why]), r['id']))
-    with reg.transaction() as db:
-        n = (db.execute('SELECT MAX(id) m FROM seasons').fetchone()['m'] or 0) + 1
-        db.execute('INSERT INTO seasons (id, started, status, config) VALUES (?,?,?,?)', (n, utcnow(), 'running', json.dumps(asdict(cfg))))
-    return n, cfg
+            reg.close_season(r['id'], violations=[why])
+    return reg.open_season(asdict(cfg)), cfg
 
 def _tournament(reg:Registry, season:int, arena:str, seed:int, kw:dict)->dict: # {'evaluation', 'candidates'}
     "Season `season`'s tournament in `arena` (resumed after its last stored batch if it was begun), with the candidates it entered."
@@ -211,27 +203,30 @@ def run_season(registry:Registry,
         n, cfg = _current_season(reg, cfg or SeasonConfig(), say)
         work = Path(work_dir or reg.root/'season_work'); work.mkdir(parents=True, exist_ok=True)
         for name in cfg.producer_names():
-            if f'produce:{name}' in _done(reg, n): continue
+            if f'produce:{name}' in reg.season_steps(n): continue
             say(f'season {n}: producer {name}'); t0 = time.perf_counter()
             ids = produce(reg, name, cfg.settings_of(name), cfg.seed, work, n)
-            _finish_step(reg, n, f'produce:{name}', dict(ids=ids, seconds=round(time.perf_counter() - t0, 2)))
-        if 'queue' not in _done(reg, n): _finish_step(reg, n, 'queue', reg.take_offers(n))   # the workers' offers and its own
+            reg.finish_season_step(n, f'produce:{name}', dict(ids=ids, seconds=round(time.perf_counter() - t0, 2)))
+        # the workers' offers and its own
+        if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', reg.take_offers(n))
         for arena in sorted({reg.genome(i)['arena'] for s in ('active', 'candidate') for i in reg.ids(s)}):
             entrants = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
-            done = _done(reg, n)
+            done = reg.season_steps(n)
             if f'tournament:{arena}' not in done and len(entrants) < 2: continue
             kw, rules = arena_plan(cfg, arena)
             if f'tournament:{arena}' not in done:
                 say(f'season {n}: {arena} tournament among {len(entrants)} genomes')
-                _finish_step(reg, n, f'tournament:{arena}', _tournament(reg, n, arena, cfg.seed*1000 + n, kw))
-            if f'select:{arena}' not in _done(reg, n):
-                _finish_step(reg, n, f'select:{arena}', _selection(reg, _done(reg, n)[f'tournament:{arena}']['evaluation'], rules))
+                reg.finish_season_step(n, f'tournament:{arena}', _tournament(reg, n, arena, cfg.seed*1000 + n, kw))
+            if f'select:{arena}' not in reg.season_steps(n):
+                reg.finish_season_step(n, f'select:{arena}',
+                             _selection(reg, reg.season_steps(n)[f'tournament:{arena}']['evaluation'], rules))
         return _close_season(reg, n)
 
 def _close_season(reg:Registry, n:int)->dict:
     "Retire the candidates no selection chose and write the season's row (candidates, games, replacements, violations)."
-    done = _done(reg, n)
-    made = {i: k.split(':')[1] for k, v in done.items() if k.startswith('produce:') for i in v['ids']} | done.get('queue', {})
+    done = reg.season_steps(n)
+    made = {i: k.split(':')[1] for k, v in done.items() if k.startswith('produce:') for i in v['ids']}
+    made |= done.get('queue', {})
     tours = [v for k, v in done.items() if k.startswith('tournament:')]
     evals, entered = [t['evaluation'] for t in tours], [i for t in tours for i in t['candidates']]
     cands = [dict(id=i, name=reg.genome(i)['name'], type=reg.genome(i)['type'], arena=reg.genome(i)['arena'], producer=made.get(i, 'submitted'))
@@ -240,18 +235,12 @@ def _close_season(reg:Registry, n:int)->dict:
     name = lambda i: reg.genome(i)['name'] if i and reg.has(i) else None
     swaps = [dict(arena=k.split(':')[1], removed=name(r), added=name(a)) for k, v in done.items() if k.startswith('select:') for r, a in v['changes']]
     violations = [f"{k.split(':')[1]}: {x}" for k, v in done.items() if k.startswith('select:') for x in v['violations']]
-    with reg.transaction() as db:
-        db.execute("UPDATE genomes SET status='retired' WHERE status='candidate' AND id IN (%s)" % ','.join('?'*len(entered)), tuple(entered))
-        db.execute("""UPDATE seasons SET status='done', finished=COALESCE(finished, ?), candidates=?, games=?, replacements=?, violations=?
-                      WHERE id=?""", (utcnow(), json.dumps(cands), games, json.dumps(swaps), json.dumps(violations), n))
+    reg.close_season(n, retire=entered, games=games, candidates=cands, replacements=swaps, violations=violations)
     return season_table(reg).loc[n].to_dict() | dict(id=n)
 
 def season_table(registry:Registry)->pd.DataFrame: # one row per season, index id
     "The seasons: when, status, candidates (count and names), games, replacements and violations."
-    registry.db.executescript(SEASONS_SCHEMA)
-    rows = [dict(r) for r in registry.db.execute('SELECT * FROM seasons ORDER BY id')]
-    for r in rows:
-        for k in ('candidates', 'replacements', 'violations'): r[k] = json.loads(r[k])
+    rows = registry.seasons()
     cols = ['id', 'started', 'finished', 'status', 'candidates', 'games', 'replacements', 'violations']
     return pd.DataFrame(rows, columns=cols + ['config']).set_index('id')[cols[1:]]
 
@@ -301,7 +290,8 @@ def cron_trigger(expr:str):
     days, _, step = spec['day_of_week'].partition('/')
     spec['day_of_week'] = re.sub(r'\d+', lambda m: _DAYS[int(m.group())] if int(m.group()) < 8 else m.group(), days) + (f'/{step}' if step else '')
     trigger = CronTrigger(timezone='UTC', **spec)
-    if trigger.get_next_fire_time(None, datetime.now(timezone.utc)) is None: raise ValueError(f"cron expression {expr!r} never fires")
+    if trigger.get_next_fire_time(None, datetime.now(timezone.utc)) is None:
+        raise ValueError(f"cron expression {expr!r} never fires")
     return trigger
 
 def scheduler(store:str|Path, # the SQLite job store
@@ -361,10 +351,12 @@ def get_schedule(request:Request)->ScheduleOut:
     "The season job: its cron expression, next run (UTC) and settings."
     return _describe(_scheduler(request).get_job(SEASON_JOB))
 
-@router.put('/schedule', response_model=ScheduleOut, operation_id='set_season_schedule', dependencies=[Depends(require_token)],
-            responses={422: {'description': 'a cron expression that does not parse or never fires, or settings that are not valid'}})
+@router.put('/schedule', response_model=ScheduleOut, operation_id='set_season_schedule',
+            dependencies=[Depends(require_token)],
+            responses={422: {'description': 'a cron expression that fails or never fires, or bad settings'}})
 def put_schedule(request:Request, body:ScheduleIn)->ScheduleOut:
-    "Change when seasons run and with which settings (checked as `SeasonConfig` fields, types and ranges); kept in the job store across restarts."
+    """Change when seasons run and with which settings (checked as `SeasonConfig` fields, types and ranges); kept in
+    the job store across restarts."""
     try: trigger, cfg = cron_trigger(body.cron), season_config(body.config)
     except ValueError as e: raise HTTPException(422, str(e)) from None
     sch = _scheduler(request)
@@ -374,18 +366,22 @@ def put_schedule(request:Request, body:ScheduleIn)->ScheduleOut:
 
 # %% ../nbs/85_seasons.ipynb #758ff5ba
 def season_cli(argv:list|None=None)->int: # exit status
-    "`genome-lab season --registry DIR [--create] [--work-dir DIR] [SeasonConfig and producer flags]`: play one season (or finish the one left running)."
+    """`genome-lab season --registry DIR [--create] [--work-dir DIR] [SeasonConfig and producer flags]`: play one
+    season (or finish the one left running)."""
     ap = season_parser(prog='genome-lab season', description=season_cli.__doc__)
     ap.add_argument('--registry', required=True, help='the registry folder')
-    ap.add_argument('--create', action='store_true', help='create the registry if it does not exist (without it, a missing one is an error)')
+    ap.add_argument('--create', action='store_true',
+                    help='create the registry if it does not exist (without it, a missing one is an error)')
     ap.add_argument('--work-dir', default=None, help="producers' runs across seasons (default: <registry>/season_work)")
     a = ap.parse_args(argv)
     try:
         cfg = season_config_from_args({k: v for k, v in vars(a).items() if k not in ('registry', 'work_dir', 'create')})
-        if not a.create: Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
+        # a mistyped folder must not become an empty registry
+        if not a.create: Registry(a.registry, read_only=True).close()
         with Registry(a.registry) as reg: row = run_season(reg, cfg, a.work_dir, log=lambda m: print(m, flush=True))
     except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
-        hint = ' (give an existing registry folder, or --create for a new one)' if isinstance(e, (FileNotFoundError, RegistryError)) else ''
+        missing = isinstance(e, (FileNotFoundError, RegistryError))
+        hint = ' (give an existing registry folder, or --create for a new one)' if missing else ''
         print(f"genome-lab season: error: {e}{hint}", file=sys.stderr); return 2
     print(json.dumps(dict(season=row['id'], games=row['games'], candidates=len(row['candidates']), replacements=row['replacements'],
                           violations=row['violations']), default=str))

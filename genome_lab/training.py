@@ -21,8 +21,9 @@ from .arenas import SnakeArena, Episodes, SNAKE_CODES, SNAKE_VISION, import_puff
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .evaluation import evaluate, torch_threads, summarize
 from .registry import Genome, Registry, RegistryError, seed_founders, founding_genomes, utcnow
-from .core import (Producer, ProducerContext, optimizer_tensors, load_optimizer, save_checkpoint, checkpoint_header,
-                             load_checkpoint, settings_diff, keep_after_save, run_lock, RunLocked, config_parser, config_from_args)
+from .core import (Producer, ProducerContext, optimizer_tensors, load_optimizer, save_checkpoint,
+                             checkpoint_header, load_checkpoint, settings_diff, keep_after_save, run_lock, RunLocked,
+                             config_parser, config_from_args)
 
 # %% auto #0
 __all__ = ['pufferl', 'PUFFER_NAMES', 'MODES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'CHECKPOINT_FORMAT', 'ppo_producer', 'PBT_HYPER',
@@ -325,18 +326,21 @@ class PPORun:
         meta, tensors = load_checkpoint(self.path, 'ppo', CHECKPOINT_FORMAT)
         saved = config_from_dict({**meta['config'], 'total_timesteps': self.cfg.total_timesteps})
         if saved != self.cfg:
-            raise ValueError(f"{self.path} was made with other settings ({settings_diff(asdict(saved), asdict(self.cfg))}): only "
+            diff = settings_diff(asdict(saved), asdict(self.cfg))
+            raise ValueError(f"{self.path} was made with other settings ({diff}): only "
                              "total_timesteps may change; resume with its settings or choose another run_dir")
         return meta, tensors
 
     def _register_pending(self, tensors:dict):
-        "A kill between a keep's checkpoint and its registration left the kept genome unregistered: register it from the checkpoint's weights."
+        """A kill between a keep's checkpoint and its registration left the kept genome unregistered: register it from
+        the checkpoint's weights."""
         row = next((c for c in reversed(self.curve) if 'genome' in c), None)
         if row is None: return
         model = snake_model(pufferlib_config('snake')['hidden'])
         with torch.no_grad():
             for k, v in model.named_parameters(): v.copy_(tensors[f'model.{k}'])
-        keep_after_save(None, lambda: self.registry.has(row['genome']), lambda: self._register(row, to_linear_lstm(model)))
+        keep_after_save(None, lambda: self.registry.has(row['genome']),
+                        lambda: self._register(row, to_linear_lstm(model)))
 
     def _league(self, state:dict|None):
         cfg, reg = self.cfg, self.registry
@@ -392,19 +396,21 @@ class PPORun:
         return dict(score=s['mean'], std=s['std'], n=s['n'], censored=r.censored, seconds=r.seconds)
 
     def keep(self)->dict: # the curve's new row
-        """Evaluate the policy and keep it: checkpoint the run, then register it (with a registry; in league play it joins
-        the league). Registered only once the checkpoint naming it is saved (`keep_after_save`): a kill at any moment
-        leaves the registry holding no genome the checkpoint lacks."""
+        """Evaluate the policy and keep it: checkpoint the run, then register it (with a registry; in league play it
+        joins the league). Registered only once the checkpoint naming it is saved (`keep_after_save`): a kill at any
+        moment leaves the registry holding no genome the checkpoint lacks."""
         row = dict(agent_steps=self.agent_steps, epoch=int(self.trainer.epoch), **self.evaluate())
         if self.registry is not None: row['genome'] = f'ppo-{self.run_id}-{row["agent_steps"]}'
         pol = self.policy()
         if self.league is not None and 'genome' in row: self.league.add(row['genome'], pol)
         self.curve.append(row)
-        keep_after_save(self.save, lambda: 'genome' not in row or self.registry.has(row['genome']), lambda: self._register(row, pol))
+        keep_after_save(self.save, lambda: 'genome' not in row or self.registry.has(row['genome']),
+                        lambda: self._register(row, pol))
         return row
 
     def _register(self, row:dict, pol:LinearLSTM)->str:
-        "Add kept policy `pol` (the curve's `row`) as genome `row['genome']`, its parent the genome the run kept before."
+        """Add kept policy `pol` (the curve's `row`) as genome `row['genome']`, its parent the genome the run kept
+        before."""
         gid = row['genome']
         prev = next((c['genome'] for c in reversed(self.curve[:self.curve.index(row)]) if 'genome' in c), None)
         parents = [dict(id=prev, relation='self-play')] if prev else [dict(id=self.start_id, relation='finetune')] if self.start_id else []
@@ -527,7 +533,8 @@ def train_ppo_cli(argv:list|None=None)->int: # exit status
     config_parser(PPOConfig, parser=ap)
     a = ap.parse_args(argv)
     try:
-        with run_lock(Path(a.run_dir)/'.lock'), torch_threads(a.threads):   # two processes on one run would lose one's results
+        # two processes on one run would lose one's results
+        with run_lock(Path(a.run_dir)/'.lock'), torch_threads(a.threads):
             cfg = config_from_args(PPOConfig, a, base=stored_config(a.run_dir) if a.resume else None)
             run = PPORun(cfg, a.run_dir, Registry(a.registry), resume=a.resume, display=None if a.display == 'none' else a.display)
             run.run()
@@ -545,18 +552,21 @@ class PPOSettings:
     "Settings of the PPO producer (a season's share of a PuffeRL self-play run)."
     ppo_steps: int = 16_384 # agent-steps its run trains per season
     ppo_snakes: int = 32 # snakes of its map, all driven by the learner
-    ppo_start: str = '' # genome its run fine-tunes (registry id or name); empty trains PufferLib's model from its initialisation
+    ppo_start: str = '' # genome its run fine-tunes (registry id or name); empty: PufferLib's model, freshly initialised
     ppo_width: int = 48 # map width in cells
     ppo_height: int = 36 # map height in cells
     ppo_food: int = 60 # food on the map
 
 # %% ../nbs/75_training.ipynb #ebedc953
 def produce_ppo(ctx:ProducerContext)->list: # genome ids: the newest kept policy
-    "PPO self-play's newest policy: its run trains to season x `ppo_steps` agent-steps, then keeps (checkpoints, then registers) it."
+    """PPO self-play's newest policy: its run trains to season x `ppo_steps` agent-steps, then keeps (checkpoints, then
+    registers) it."""
     s, run_dir = ctx.settings, ctx.work_dir/'season-ppo'   # its genomes are named season-ppo-<agent-steps>
-    cfg = PPOConfig(total_timesteps=ctx.season*s.ppo_steps, start=s.ppo_start, num_snakes=s.ppo_snakes, width=s.ppo_width,
+    cfg = PPOConfig(total_timesteps=ctx.season*s.ppo_steps, start=s.ppo_start, num_snakes=s.ppo_snakes,
+                    width=s.ppo_width,
                     height=s.ppo_height, num_food=s.ppo_food, keep_every=s.ppo_steps, checkpoint_every=s.ppo_steps,
-                    eval_snakes=8, eval_max_steps=2000, seed=ctx.seed, hyper=PPOHyper(minibatch_size=256, bptt_horizon=16, anneal_lr=False))
+                    eval_snakes=8, eval_max_steps=2000, seed=ctx.seed,
+                    hyper=PPOHyper(minibatch_size=256, bptt_horizon=16, anneal_lr=False))
     run = PPORun(cfg, run_dir, ctx.registry, resume=(run_dir/CHECKPOINT_FILE).exists(), display=None)
     run.run()
     return [run.curve[-1]['genome']]

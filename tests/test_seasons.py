@@ -120,7 +120,8 @@ BAD_SCHEDULES = {  # issue 30: each was stored by PUT /schedule; message expecte
 def schedule_server(tmp_path_factory):
     root = tmp_path_factory.mktemp('sched')
     with Registry(root) as reg: seed_founders(reg)
-    with TestClient(create_app(root, token='schedule-token')) as http: yield http, {'Authorization': 'Bearer schedule-token'}
+    with TestClient(create_app(root, token='schedule-token')) as http:
+        yield http, {'Authorization': 'Bearer schedule-token'}
 
 @pytest.mark.parametrize('fault', list(BAD_SCHEDULES))
 def test_put_schedule_refuses_bad_settings_before_storing_them(schedule_server, fault):
@@ -132,18 +133,16 @@ def test_put_schedule_refuses_bad_settings_before_storing_them(schedule_server, 
     assert http.get('/schedule').json() == before   # nothing was stored
 
 def test_a_stored_bad_running_season_does_not_wedge_later_seasons(tmp_path, capsys):
-    "Issue 30: a season row left 'running' with settings that do not read is closed, saying why, and the next season plays."
-    from genome_lab.seasons import season_cli, SEASONS_SCHEMA
+    """Issue 30: a season row left 'running' with settings that do not read is closed, saying why, and the next
+    season plays."""
+    from genome_lab.seasons import season_cli
     with Registry(tmp_path/'reg') as reg:
         seed_founders(reg)
-        reg.db.executescript(SEASONS_SCHEMA)
-        with reg.transaction() as db:   # as a PUT /schedule of the old code stored it, then a season started with it
-            db.execute("INSERT INTO seasons (id, started, status, config) VALUES (1, '2026-11-01', 'running', ?)", (json.dumps(dict(snake_steps='abc')),))
+        reg.open_season(dict(snake_steps='abc'))   # as a PUT /schedule of the old code stored it, then a season began
     assert season_cli(['--registry', str(tmp_path/'reg'), *FLAGS]) == 0
-    with Registry(tmp_path/'reg') as reg:
-        rows = [dict(r) for r in reg.db.execute('SELECT id, status, games, violations FROM seasons ORDER BY id')]
+    with Registry(tmp_path/'reg') as reg: rows = reg.seasons()
     assert [(r['id'], r['status']) for r in rows] == [(1, 'done'), (2, 'done')] and rows[1]['games'] > 0
-    assert "snake_steps='abc' is not an int" in rows[0]['violations']
+    assert "snake_steps='abc' is not an int" in rows[0]['violations'][0]
 
 def test_season_refuses_a_registry_that_does_not_exist(tmp_path, capsys):
     "Issue 30: `season --registry <typo>` creates nothing and says how to make a new registry."
@@ -159,4 +158,5 @@ def test_two_seasons_at_once_fail_clearly(tmp_path, capsys):
     with run_lock(tmp_path/'reg'/SEASON_LOCK):   # the other season
         assert season_cli(['--registry', str(tmp_path/'reg'), *FLAGS]) == 2
     assert f'pid {os.getpid()}' in capsys.readouterr().err
-    with Registry(tmp_path/'reg') as reg: assert not reg.db.execute("SELECT 1 FROM sqlite_master WHERE name='seasons'").fetchone()
+    with Registry(tmp_path/'reg') as reg:
+        assert not reg.db.execute("SELECT 1 FROM sqlite_master WHERE name='seasons'").fetchone()   # nothing changed

@@ -70,7 +70,8 @@ def test_curve_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_setti
 class Killed(Exception): "Stands for a SIGKILL at one point of a run."
 
 def test_a_kill_while_keeping_leaves_the_registry_and_the_checkpoint_in_agreement(tmp_path, monkeypatch):
-    "Issue 30: a genome is registered only after the checkpoint naming it is saved; a resume registers the checkpoint's own weights."
+    """Issue 30: a genome is registered only after the checkpoint naming it is saved; a resume registers the
+    checkpoint's own weights."""
     import torch
     from genome_lab.core import load_checkpoint
     from genome_lab.training import PPORun, snake_model, to_linear_lstm
@@ -87,7 +88,8 @@ def test_a_kill_while_keeping_leaves_the_registry_and_the_checkpoint_in_agreemen
             return real(self, *a, **kw)
         monkeypatch.setattr(PPORun, name, f)
         return real
-    real_save = kill_once('save', lambda self, *a: self.curve and self.curve[-1]['agent_steps'] == 1024)   # the keep at 1024
+    # killed while the keep at 1024 agent-steps writes its checkpoint
+    real_save = kill_once('save', lambda self, *a: self.curve and self.curve[-1]['agent_steps'] == 1024)
     with pytest.raises(Killed): train_ppo_cli([*args, '--total-timesteps', '2048'])
     named, held, _ = agreement()
     assert held == set(named) and len(named) == 1   # the genome of the cut keep is in neither
