@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 import torch
 from genome_lab.hypernetwork import (ReplicatorConfig, ReplicatorTrainingLoop, run_policy_es, DiffusionHypernetwork, PolicyES,
-                                     policy_config, init_policy, evaluate_population, stored_config, CONTROL_FILE, checkpoint_meta, machine)
-from genome_lab.core import config_parser, config_from_args, atomic_write_json, run_lock, RunLocked
+                                     policy_config, init_policy, evaluate_population, stored_config, CONTROL_FILE, checkpoint_meta)
+from genome_lab.core import config_parser, config_from_args, atomic_write_json, run_lock, RunLocked, machine
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate
 

@@ -3,7 +3,7 @@ dataclass and `PPOConfig` (`config_parser`), the output path under nbs/measured/
 import datetime, json, os
 import torch
 from genome_lab.training import PPOConfig
-from genome_lab.hypernetwork import machine
+from genome_lab.core import machine
 from genome_lab.core import measured_dir, config_parser, config_from_args
 
 def start(settings:type, # the bench's own settings dataclass (with an `out` field)

@@ -23,7 +23,7 @@ from genome_lab.registry import Registry
 from genome_lab.policies import RandomPolicy, load_pufferlib_policy
 from genome_lab.training import PPOConfig, PPORun, stored_config
 from genome_lab.evaluation import evaluate
-from genome_lab.hypernetwork import machine
+from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, measured_dir, config_from_args
 from ppo_common import start
 

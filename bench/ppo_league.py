@@ -17,7 +17,7 @@ from genome_lab.registry import Registry, seed_founders
 from genome_lab.training import PPOConfig, PPOHyper, PPORun, stored_config
 from genome_lab.tournament import run_tournament, rank_stability
 from genome_lab.evaluation import evaluate
-from genome_lab.hypernetwork import machine
+from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, config_from_args
 from ppo_common import start
 

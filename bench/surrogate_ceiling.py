@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Annotated
 import numpy as np
 import torch
-from genome_lab.hypernetwork import ReplicatorConfig, ReplicatorTrainingLoop, evaluate_population, machine
+from genome_lab.core import machine
+from genome_lab.hypernetwork import ReplicatorConfig, ReplicatorTrainingLoop, evaluate_population
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
 
 def spearman_brown_k(r:float, target:float=0.7)->float: # evaluations to average for reliability `target`

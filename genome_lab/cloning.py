@@ -18,13 +18,15 @@ from .arenas import SnakeArena, SNAKE_CELLS
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
 from .registry import Registry, Genome, RegistryError, seed_founders
 from .evaluation import evaluate, evaluate_continuous, between_map_sem
-from .sessions import Session, DataRecorder, MixedDriver, load_sessions, record_bot_sessions
+from .core import Producer, ProducerContext
+from .sessions import player_sessions, Session, DataRecorder, MixedDriver, load_sessions, record_bot_sessions
 
 # %% auto #0
-__all__ = ['CLONE_PRESETS', 'MERGE_LINKS', 'session_sequences', 'split_by_session', 'pad_batch', 'sequence_logits', 'CloneConfig',
-           'evaluate_sequences', 'train_clone', 'dagger_sessions', 'dagger_seeds', 'training_seeds', 'clone',
-           'training_description', 'training_record', 'player_parents', 'register_clone', 'compare_scores', 'finetune',
-           'base_ancestors', 'shared_base', 'average_params', 'ties_params', 'merge_genomes', 'contributions']
+__all__ = ['CLONE_PRESETS', 'MERGE_LINKS', 'hybrids_producer', 'session_sequences', 'split_by_session', 'pad_batch',
+           'sequence_logits', 'CloneConfig', 'evaluate_sequences', 'train_clone', 'dagger_sessions', 'dagger_seeds',
+           'training_seeds', 'clone', 'training_description', 'training_record', 'player_parents', 'register_clone',
+           'compare_scores', 'finetune', 'base_ancestors', 'shared_base', 'average_params', 'ties_params',
+           'merge_genomes', 'HybridSettings', 'produce_hybrids', 'contributions']
 
 # %% ../nbs/21_cloning.ipynb #c15251be
 def session_sequences(sessions:list)->list: # [(obs (T, 121) int8 tensor, target (T,) int64 tensor, session id)]
@@ -328,6 +330,41 @@ def merge_genomes(reg:Registry, ids:list, # genomes to merge (at least two)
                source='merge', parents=[dict(id=i, relation='merge') for i in ids],
                description=f"{method} merge of {', '.join(names)} (base {base_id})\ntraining: {json.dumps(rec, sort_keys=True)}")
     return reg.add(g, merged, status=status)
+
+# %% ../nbs/21_cloning.ipynb #72a7681e
+@dataclass
+class HybridSettings:
+    "Settings of the hybrids producer."
+    hybrid_epochs: int = 2 # fine-tuning epochs on the newest player's sessions
+
+# %% ../nbs/21_cloning.ipynb #06b73815
+def _best_snake_network(reg:Registry)->str|None:
+    "The best-rated active snake `LinearLSTM` of PufferLib's width (the base hybrids are fine-tuned from)."
+    rt = reg.ratings()
+    ok = [i for i in reg.ids('active') if (g := reg.genome(i))['arena'] == 'snake' and g['arch'] == 'linear_lstm'
+          and g['config'].get('hidden') == 128 and not g['config'].get('learned_state')]
+    return max(ok, key=lambda i: rt[i]['ordinal'] if i in rt else -np.inf, default=None)
+
+def produce_hybrids(ctx:ProducerContext)->list: # genome ids
+    """The best snake network fine-tuned on the newest player's sessions (`hybrid`), and a TIES merge of the two newest
+    hybrids of one base."""
+    reg, ss, out = ctx.registry, player_sessions(ctx.registry.root), []
+    base = _best_snake_network(reg)
+    if base is None or not ss: return out
+    newest = max(ss, key=lambda s: s.meta['started']).player
+    name = f"{reg.genome(base)['name']}x{newest.split(':')[-1].title()}S{ctx.season}"
+    cfg = CloneConfig(epochs=ctx.settings.hybrid_epochs, lr_final=1.0, seed=ctx.season_seed)
+    gid = reg.by_name(name) or finetune(reg, base, [s for s in ss if s.player == newest], cfg, name=name,
+                                        progress=False)[0].id
+    out.append(gid)
+    mates = [i for i in reg.ids() if (g := reg.genome(i))['type'] == 'hybrid' and g['source'] == 'cloning' and i != gid
+             and base in base_ancestors(reg, i)]
+    if mates:
+        mname = f"{name}+{reg.genome(mates[-1])['name']}:ties"
+        out.append(reg.by_name(mname) or merge_genomes(reg, [gid, mates[-1]], name=mname).id)
+    return out
+
+hybrids_producer = Producer(produce_hybrids, HybridSettings)
 
 # %% ../nbs/21_cloning.ipynb #6d380dbb
 def contributions(reg:Registry)->pd.DataFrame: # rows players, columns genome names, values session counts

@@ -20,13 +20,16 @@ from sklearn.preprocessing import StandardScaler
 from .policies import LinearLSTM, pufferlib_config
 from .registry import Registry, Genome, seed_founders
 from .arenas import SNAKE_VIEW, SNAKE_VISION, SNAKE_DR, SNAKE_DC, SNAKE_CENTER_DIST, SNAKE_WALL, other_snakes
-from .sessions import Session, load_sessions, record_bot_sessions, BOT_STYLES
+from .core import Producer, ProducerContext
+from .sessions import player_sessions, Session, load_sessions, record_bot_sessions, BOT_STYLES
 from .cloning import CloneConfig, CLONE_PRESETS, session_sequences, split_by_session, train_clone, register_clone, training_record, contributions
 
 # %% auto #0
-__all__ = ['FEATURES', 'TICKS_PER_SECOND', 'ARCHETYPES', 'STYLE_FAMILY', 'VERSION_RELATION', 'session_features', 'feature_table',
-           'Clustering', 'standardise', 'silhouette_curve', 'archetype_scores', 'name_clusters', 'cluster_sessions',
-           'style_ari', 'latest_version', 'train_versioned', 'train_cluster_genome', 'train_cluster_genomes']
+__all__ = ['FEATURES', 'TICKS_PER_SECOND', 'ARCHETYPES', 'STYLE_FAMILY', 'VERSION_RELATION', 'clones_producer',
+           'clusters_producer', 'session_features', 'feature_table', 'Clustering', 'standardise', 'silhouette_curve',
+           'archetype_scores', 'name_clusters', 'cluster_sessions', 'style_ari', 'latest_version', 'train_versioned',
+           'train_cluster_genome', 'train_cluster_genomes', 'CloneSettings', 'ClusterSettings', 'produce_clones',
+           'produce_clusters']
 
 # %% ../nbs/30_clustering.ipynb #5e70223c
 FEATURES = ('left', 'straight', 'right', 'turns_per_s', 'aggression', 'survival', 'collection', 'threat_distance')
@@ -182,3 +185,45 @@ def train_cluster_genomes(reg:Registry, clustering:Clustering, sessions:list, cf
         rows.append(dict(cluster=name, genome=row['name'], id=row['id'], sessions=len(mem), trained=trained,
                          players=len({s.player for s in mem})))
     return pd.DataFrame(rows)
+
+# %% ../nbs/30_clustering.ipynb #c85a4fde
+@dataclass
+class CloneSettings:
+    "Settings of the clones producer (one behaviour clone per player)."
+    clone_hidden: int = 32 # LSTM width of the clones
+    clone_epochs: int = 2 # their training epochs
+
+@dataclass
+class ClusterSettings:
+    "Settings of the clusters producer (one genome per archetype of the uploaded sessions)."
+    clusters: int = 3 # k of the sessions' k-means
+    cluster_hidden: int = 32 # LSTM width of the cluster genomes
+    cluster_epochs: int = 2 # their training epochs
+
+# %% ../nbs/30_clustering.ipynb #a9b82439
+def produce_clones(ctx:ProducerContext)->list: # genome ids
+    """A behaviour clone of each player, `<Player>CloneV<n>`, retrained from the player's uploaded sessions when they
+    changed."""
+    by_player, out = {}, []
+    cfg = CloneConfig(hidden=ctx.settings.clone_hidden, epochs=ctx.settings.clone_epochs, lr_final=1.0,
+                      seed=ctx.season_seed)
+    for s in player_sessions(ctx.registry.root): by_player.setdefault(s.player, []).append(s)
+    for player, ss in sorted(by_player.items()):
+        name = ''.join(w.title() for w in player.replace(':', '_').split('_')) + 'Clone'
+        row, trained = train_versioned(ctx.registry, name, ss, cfg, 'behavioral', f"behaviour clone of {player}")
+        if trained: out.append(row['id'])
+    return out
+
+clones_producer = Producer(produce_clones, CloneSettings)
+
+# %% ../nbs/30_clustering.ipynb #ff1aa129
+def produce_clusters(ctx:ProducerContext)->list: # genome ids
+    "Cluster genomes of the uploaded sessions' archetypes, a new version where a cluster's sessions changed."
+    ss, c = player_sessions(ctx.registry.root), ctx.settings
+    if len(ss) < 2: return []
+    clu = cluster_sessions(feature_table(ss), k=min(c.clusters, len(ss)), seed=ctx.season_seed)
+    cfg = CloneConfig(hidden=c.cluster_hidden, epochs=c.cluster_epochs, lr_final=1.0, seed=ctx.season_seed)
+    t = train_cluster_genomes(ctx.registry, clu, ss, cfg)
+    return list(t.id[t.trained])
+
+clusters_producer = Producer(produce_clusters, ClusterSettings)

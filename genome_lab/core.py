@@ -1,4 +1,4 @@
-"""The project's shared plumbing: atomic writes, command lines generated from config dataclasses, and the paths of the repository's notebooks and measured figures.
+"""The project's shared plumbing: atomic writes, command lines generated from config dataclasses, the run kit (checkpoints, optimiser state, run locks), producer plugins, and the paths of the repository's notebooks and measured figures.
 
 Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
@@ -6,14 +6,20 @@ Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
 # %% ../nbs/03_core.ipynb #3e388884
 from __future__ import annotations
-import argparse, contextlib, dataclasses, fcntl, json, os, tempfile, typing
+import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, tempfile, typing
+from importlib import metadata
 from pathlib import Path
 from fastcore.docments import docments
+import torch
+from safetensors import safe_open
+from safetensors.torch import save as st_save, load as st_load
 import genome_lab
 
 # %% auto #0
-__all__ = ['atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args', 'RunLocked', 'run_lock',
-           'notebooks_dir', 'measured_dir']
+__all__ = ['PRODUCERS', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args', 'check_config',
+           'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint',
+           'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save', 'ProducerContext', 'Producer',
+           'register_producer', 'find_producer', 'producer_names', 'notebooks_dir', 'measured_dir']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -43,7 +49,7 @@ def atomic_write_json(path:str|Path, obj, **kw)->Path: # `kw` go to `atomic_writ
     return atomic_write(path, json.dumps(obj, indent=1, default=float), **kw)
 
 # %% ../nbs/03_core.ipynb #6cc35ec6
-_TYPES = {'int': int, 'float': float, 'str': str, 'bool': bool}
+_TYPES = {'int': int, 'float': float, 'str': str, 'bool': bool, 'dict': dict}
 
 def _field_type(cls, f)->type:
     t = typing.get_type_hints(cls).get(f.name, f.type)
@@ -91,6 +97,26 @@ def config_from_args(cls:type, # the config dataclass
         return c(**kw)
     return build(cls, base)
 
+# %% ../nbs/03_core.ipynb #b801829e
+def check_config(cfg, # a config dataclass instance (nested dataclass fields are left to their own checks)
+                 ranges:dict|None=None): # {field: (low, high)}, inclusive; None leaves a side open
+    """Return `cfg`; raise `ValueError` naming each field whose value is not of its declared type (int, float, str,
+    bool, dict) or outside `ranges`."""
+    bad = []
+    for f in dataclasses.fields(cfg):
+        t, v = _field_type(type(cfg), f), getattr(cfg, f.name)
+        if t not in (int, float, str, bool, dict): continue
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        ok = {int: number and isinstance(v, int), float: number and math.isfinite(v), bool: isinstance(v, bool)}
+        if not ok.get(t, isinstance(v, t)):
+            kind = {float: 'a finite float', int: 'an int'}.get(t, f'a {t.__name__}')
+            bad.append(f"{f.name}={v!r} is not {kind}"); continue
+        lo, hi = (ranges or {}).get(f.name, (None, None))
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            bad.append(f"{f.name}={v!r} is outside [{lo}, {hi}]")
+    if bad: raise ValueError(f"{type(cfg).__name__}: " + '; '.join(bad))
+    return cfg
+
 # %% ../nbs/03_core.ipynb #826335a3
 class RunLocked(RuntimeError):
     "Another process is working on this run; nothing was changed."
@@ -108,6 +134,122 @@ def run_lock(path:str|Path): # the lock file, e.g. `run_dir/'.lock'` (its folder
         os.ftruncate(fd, 0); os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield path
     finally: os.close(fd)   # closing the file releases the lock, also when the process is killed
+
+# %% ../nbs/03_core.ipynb #e755576d
+@functools.cache
+def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 'kernels': torch's CPU capability}
+    """The kind of CPU a run is on: the same settings repeat a run exactly on the same kind only
+    (`51_hypernetwork_report`)."""
+    try: first = Path('/proc/cpuinfo').read_text().split('\n\n')[0]   # the first processor's block
+    except OSError: first = ''
+    info = {k.strip(): v.strip() for k, sep, v in (l.partition(':') for l in first.splitlines()) if sep}
+    name = info.get('model name', platform.processor())
+    cpu = f"{name} (family {info.get('cpu family', '?')}, model {info.get('model', '?')})"
+    return dict(cpu=cpu, kernels=torch.backends.cpu.get_cpu_capability())
+
+# %% ../nbs/03_core.ipynb #c1bdc2a8
+def optimizer_tensors(opt:torch.optim.Optimizer)->tuple: # ({'opt.<param>.<key>': tensor}, JSON-able param_groups)
+    "An optimiser's state as flat tensors (for safetensors) and its param groups (for the JSON metadata)."
+    sd = opt.state_dict()
+    tensors = {f'opt.{i}.{k}': torch.as_tensor(v).clone() for i, st in sd['state'].items() for k, v in st.items()}
+    return tensors, sd['param_groups']
+
+# %% ../nbs/03_core.ipynb #d25f332b
+def load_optimizer(opt:torch.optim.Optimizer, tensors:dict, groups:list): # in place
+    "Restore `opt` from `optimizer_tensors`' output (`tensors` may hold other keys: only `opt.*` are read)."
+    state = {}
+    for k, v in tensors.items():
+        if k.startswith('opt.'): i, key = k[len('opt.'):].split('.', 1); state.setdefault(int(i), {})[key] = v
+    opt.load_state_dict({'state': state, 'param_groups': groups})
+
+# %% ../nbs/03_core.ipynb #782001b6
+def save_checkpoint(path:str|Path, # the checkpoint file (`.safetensors`)
+                    key:str, # the metadata key naming the kind of run ('ppo', 'replicator', ...)
+                    tensors:dict, # {name: tensor}
+                    meta:dict)->Path: # JSON-able metadata; `machine()` is added
+    "Write `tensors` and `meta` (JSON in the safetensors header under `key`) to `path` at once (`atomic_write`)."
+    return atomic_write(path, st_save(tensors,
+                                      metadata={key: json.dumps(dict(meta, machine=machine()), default=float)}))
+
+# %% ../nbs/03_core.ipynb #4d9b1a90
+def checkpoint_header(path:str|Path, key:str, fmt:int|None=None)->dict: # the metadata
+    """The metadata `save_checkpoint` stored under `key`; `ValueError` for another kind of file or a `format` other
+    than `fmt`."""
+    with safe_open(str(path), 'pt') as f: meta = json.loads((f.metadata() or {}).get(key) or 'null')
+    if not meta or (fmt is not None and meta.get('format') != fmt):
+        raise ValueError(f"{path} is not a genome_lab {key} checkpoint (format {fmt}): start a new run folder")
+    return meta
+
+def load_checkpoint(path:str|Path, key:str, fmt:int|None=None)->tuple: # (metadata, {name: tensor})
+    "The metadata (`checkpoint_header`) and tensors of the checkpoint at `path`."
+    return checkpoint_header(path, key, fmt), st_load(Path(path).read_bytes())
+
+# %% ../nbs/03_core.ipynb #a8a633d5
+def _flat(d:dict, prefix:str='')->dict:
+    out = {}
+    for k, v in d.items(): out.update(_flat(v, f'{prefix}{k}.') if isinstance(v, dict) else {prefix + k: v})
+    return out
+
+def settings_diff(stored:dict, given:dict)->str: # '' when equal
+    """What differs between two settings (nested dicts flattened as `hyper.learning_rate`): 'num_snakes 32 there, 40
+    here, ...'."""
+    a, b = _flat(stored), _flat(given)
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    return ', '.join(f'{k} {a.get(k, "(none)")!r} there, {b.get(k, "(none)")!r} here' for k in keys)
+
+# %% ../nbs/03_core.ipynb #dd4c9f08
+def keep_after_save(save:typing.Callable|None, # writes the checkpoint naming the genome to keep; None: saved already
+                    registered:typing.Callable, # registered() -> is that genome in the registry?
+                    register:typing.Callable): # register() adds it, from the weights just saved
+    """Keep a genome so that a kill at any moment leaves the registry and the checkpoint in agreement: checkpoint first,
+    register second. A kill between the two leaves a checkpoint naming a genome the registry lacks; the resumed run
+    calls this with `save=None` to register it from the checkpoint's weights."""
+    if save is not None: save()
+    if not registered(): register()
+
+# %% ../nbs/03_core.ipynb #43ce0687
+@dataclasses.dataclass
+class ProducerContext:
+    "What a producer gets: the registry, the season its candidates are for, its settings and its own folder."
+    registry: typing.Any # the `Registry` (10_registry) it registers candidates in
+    season: int # the season the candidates are for (1, 2, ...)
+    settings: typing.Any # an instance of the producer's settings dataclass
+    work_dir: Path # where its runs continue across seasons
+    seed: int = 0 # the base seed (a season's `seed`): its runs' seed
+    @property
+    def season_seed(self)->int: return self.seed*1000 + self.season   # a seed of its own per season
+
+# %% ../nbs/03_core.ipynb #98ed6173
+@dataclasses.dataclass(frozen=True)
+class Producer:
+    "A producer plugin: `produce(ProducerContext) -> [genome ids]` and its settings dataclass (fields become flags)."
+    produce: typing.Callable # fn(ctx) -> list of genome ids, idempotent
+    settings: type # its settings dataclass; field names start with the producer's name (one flag namespace)
+
+# %% ../nbs/03_core.ipynb #4f70cdab
+PRODUCERS = {} # name -> Producer: those registered in this process and those loaded from entry points
+
+def register_producer(name:str, producer:Producer)->Producer:
+    "Add `producer` as `name`; raises `ValueError` for a name taken by another producer."
+    if not isinstance(producer, Producer): raise ValueError(f"{producer!r} is not a genome_lab.core.Producer")
+    if PRODUCERS.get(name, producer) is not producer: raise ValueError(f"producer name {name!r} is taken")
+    PRODUCERS[name] = producer
+    return producer
+
+def _producer_entry_points()->dict: return {e.name: e for e in metadata.entry_points(group='genome_lab.producers')}
+
+def find_producer(name:str)->Producer:
+    """The producer called `name`: registered here, or an entry point of the `genome_lab.producers` group (loaded on
+    first use)."""
+    if name not in PRODUCERS and (e := _producer_entry_points().get(name)): register_producer(name, e.load())
+    if name not in PRODUCERS:
+        raise ValueError(f"unknown producer {name!r}: known are {producer_names()} "
+                         "(add one to the entry-point group genome_lab.producers)")
+    return PRODUCERS[name]
+
+def producer_names()->list: # sorted
+    "Names of every producer: registered ones and those of installed entry points."
+    return sorted(set(PRODUCERS) | set(_producer_entry_points()))
 
 # %% ../nbs/03_core.ipynb #876d80de
 def notebooks_dir()->Path:

@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 # %% ../nbs/61_creature_store.ipynb #b1157cc7
 from __future__ import annotations
 import argparse, base64, io, json, sqlite3, sys, time, uuid, zlib
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
 import numpy as np
@@ -19,12 +19,14 @@ import av
 from IPython.display import Image
 from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, simulate, pellet_course,
                                 creature_types, creature_policy, pop_size, DQ_REASONS, FPS, EPISODE_SECONDS, INT_GENES)
+from .core import Producer, ProducerContext
 from .registry import Genome, Registry, SQLiteStore, utcnow
 
 # %% auto #0
-__all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'StoreError', 'CreatureStore', 'pack_frames', 'unpack_frames', 'pack_population',
-           'unpack_population', 'best_over_time', 'type_distribution', 'kept_for_frames', 'register_creatures',
-           'evolve_run', 'export_run', 'import_run', 'apng', 'replay', 'evolve_creatures_cli']
+__all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'creatures_producer', 'StoreError', 'CreatureStore', 'pack_frames', 'unpack_frames',
+           'pack_population', 'unpack_population', 'best_over_time', 'type_distribution', 'kept_for_frames',
+           'register_creatures', 'evolve_run', 'export_run', 'import_run', 'apng', 'replay', 'evolve_creatures_cli',
+           'CreatureSettings', 'produce_creatures']
 
 # %% ../nbs/61_creature_store.ipynb #f7d83dcf
 STORE_SCHEMA = """
@@ -357,3 +359,29 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
     except (StoreError, ValueError, json.JSONDecodeError, FileNotFoundError, RunLocked, sqlite3.Error) as e:
         print(f"genome-lab evolve-creatures: error: {e}", file=sys.stderr); return 1
     finally: store.close()
+
+# %% ../nbs/61_creature_store.ipynb #e7b93984
+@dataclass
+class CreatureSettings:
+    "Settings of the creatures producer (one short GA run per season)."
+    creature_population: int = 8 # creatures per generation
+    creature_generations: int = 2 # generations of a season's run
+    creature_race_seconds: float = 3.0 # seconds of each evaluation race
+
+# %% ../nbs/61_creature_store.ipynb #6a0bb32c
+def produce_creatures(ctx:ProducerContext)->list: # genome ids
+    """The creature GA's best: a short GA run per season (resumed from its checkpoint if it was cut), its best creature
+    registered."""
+    s, run_id = ctx.settings, f'season-{ctx.season}-seed-{ctx.seed}'
+    store = CreatureStore(ctx.work_dir/'creatures.sqlite')
+    try:
+        if run_id not in store.runs():
+            evolve_run(store, s.creature_generations, s.creature_population, ctx.season_seed, turbo=True,
+                       seconds=s.creature_race_seconds, run_id=run_id, registry=ctx.registry, register_top=1,
+                       progress=False, device='cpu', checkpoint_every=1)
+        elif store.run(run_id)['status'] != 'done':
+            evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
+    finally: store.close()
+    return [i for i, _ in ctx.registry.named(f'creature-{run_id}-')]
+
+creatures_producer = Producer(produce_creatures, CreatureSettings)

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/hypernetwork.html.md"""
 
 # %% ../nbs/50_hypernetwork.ipynb #264c4cfb
 from __future__ import annotations
-import functools, json, math, platform, sys, time, warnings
+import json, math, sys, time, warnings
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
@@ -21,15 +21,17 @@ from .policies import LinearLSTM, StackedLinearLSTM
 from .evaluation import evaluate, torch_threads
 from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator
-from .core import atomic_write, config_parser, config_from_args, run_lock, RunLocked
+from .core import (Producer, ProducerContext, machine, optimizer_tensors, load_optimizer, save_checkpoint,
+                             checkpoint_header,
+                             settings_diff, atomic_write, config_parser, config_from_args, run_lock, RunLocked)
 
 # %% auto #0
 __all__ = ['FITNESS', 'CHECKPOINT_FORMAT', 'ADDED_SETTINGS', 'REMOVED_SETTINGS', 'REMOVED_VALUES', 'CONTROL_FILE',
-           'policy_config', 'init_policy', 'target_layout', 'cosine_schedule', 'HypernetConfig',
+           'replicator_producer', 'policy_config', 'init_policy', 'target_layout', 'cosine_schedule', 'HypernetConfig',
            'DiffusionHypernetwork', 'evaluate_population', 'centred_ranks', 'TrainerConfig', 'drop_learning_rates',
-           'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'machine', 'current_config',
-           'checkpoint_meta', 'stored_config', 'ReplicatorTrainingLoop', 'register_best', 'PolicyES', 'run_policy_es',
-           'train_replicator_cli']
+           'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'current_config', 'checkpoint_meta',
+           'stored_config', 'ReplicatorTrainingLoop', 'register_best', 'ReplicatorSettings', 'produce_replicator',
+           'PolicyES', 'run_policy_es', 'train_replicator_cli']
 
 # %% ../nbs/50_hypernetwork.ipynb #7b73bb24
 def policy_config(hidden:int=16)->dict: # `LinearLSTM` config of a developed snake genome
@@ -353,33 +355,12 @@ class PopulationManager:
 def _flat(prefix:str, sd:dict)->dict: return {f'{prefix}.{k}': v.detach().contiguous().clone() for k, v in sd.items()}
 def _part(prefix:str, tensors:dict)->dict: return {k[len(prefix)+1:]: v for k, v in tensors.items() if k.startswith(prefix + '.')}
 
-def _opt_tensors(opt)->tuple: # ({'opt.<param>.<key>': tensor}, param_groups)
-    sd = opt.state_dict()
-    return {f'opt.{i}.{k}': torch.as_tensor(v).clone() for i, st in sd['state'].items() for k, v in st.items()}, sd['param_groups']
-
-def _opt_load(opt, tensors:dict, groups:list):
-    state = {}
-    for k, v in _part('opt', tensors).items():
-        i, key = k.split('.', 1); state.setdefault(int(i), {})[key] = v
-    opt.load_state_dict({'state': state, 'param_groups': groups})
-
-# %% ../nbs/50_hypernetwork.ipynb #749644e9
-@functools.cache
-def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 'kernels': torch's CPU capability}
-    "The kind of CPU a run is on: the same settings repeat a run exactly on the same kind only (`51_hypernetwork_report`)."
-    try: first = Path('/proc/cpuinfo').read_text().split('\n\n')[0]   # the first processor's block
-    except OSError: first = ''
-    info = {k.strip(): v.strip() for k, sep, v in (l.partition(':') for l in first.splitlines()) if sep}
-    cpu = f"{info.get('model name', platform.processor())} (family {info.get('cpu family', '?')}, model {info.get('model', '?')})"
-    return dict(cpu=cpu, kernels=torch.backends.cpu.get_cpu_capability())
-
 # %% ../nbs/50_hypernetwork.ipynb #5f2732f6
 CHECKPOINT_FORMAT = 2   # 2: each genome is developed into two mirrored policies
 
 def _write_checkpoint(path:Path, tensors:dict, cfg:ReplicatorConfig, **meta):
-    "Write `tensors`, `cfg`, `meta` and `machine()` (JSON) to `path` with `atomic_write`."
-    meta = dict(format=CHECKPOINT_FORMAT, config=asdict(cfg), machine=machine(), **meta)
-    atomic_write(path, st_save(tensors, metadata={'replicator': json.dumps(meta)}))
+    "Write `tensors`, `cfg` and `meta` (`save_checkpoint`, key 'replicator', with `machine()`) to `path`."
+    save_checkpoint(path, 'replicator', tensors, dict(format=CHECKPOINT_FORMAT, config=asdict(cfg), **meta))
 
 # %% ../nbs/50_hypernetwork.ipynb #64a8cea7
 ADDED_SETTINGS = dict(trust_window=0, eval_max_steps=5000, fitness='first')   # added since format 2, at the values runs before them had
@@ -401,8 +382,7 @@ def current_config(config:dict, source:str='the checkpoint')->dict: # a stored c
 
 def checkpoint_meta(path:str|Path)->dict: # {'config', 'generation', 'history', 'agent_steps', ...}
     "A checkpoint's metadata (a training run's or the control's), its config in today's fields (`current_config`); `ValueError` for a checkpoint of an earlier format."
-    from safetensors import safe_open
-    with safe_open(str(path), 'pt') as f: meta = json.loads(f.metadata()['replicator'])
+    meta = checkpoint_header(path, 'replicator')
     if meta.get('format') != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} was written by an earlier genome_lab (one policy per genome): start a new --run-dir")
     meta['config'] = current_config(meta['config'], str(path))
@@ -426,7 +406,9 @@ def _read_checkpoint(path:Path, cfg:ReplicatorConfig, resume:bool)->tuple|None: 
     if not path.exists(): raise FileNotFoundError(f"nothing to resume: no {path}")
     meta, tensors = checkpoint_meta(path), st_load(path.read_bytes())
     saved = ReplicatorConfig(**{**meta['config'], 'generations': cfg.generations})
-    if saved != cfg: raise ValueError(f"{path} was made with other settings: {asdict(saved)}")
+    if saved != cfg:
+        raise ValueError(f"{path} was made with other settings ({settings_diff(asdict(saved), asdict(cfg))}): only "
+                                      "generations may change; resume with its settings or choose another run_dir")
     if (then := meta.get('machine')) and then != (now := machine()):
         warnings.warn(f"{path} was written on {then}, this is {now}: the run goes on, but it will not repeat the "
                       "uninterrupted run (see 51_hypernetwork_report)", RuntimeWarning)
@@ -514,7 +496,7 @@ def run(self:ReplicatorTrainingLoop, progress:bool=True)->pd.DataFrame: # the hi
 @patch
 def save(self:ReplicatorTrainingLoop):
     "Write the checkpoint atomically (`atomic_write`)."
-    opt, groups = _opt_tensors(self.pm.trainer.opt)
+    opt, groups = optimizer_tensors(self.pm.trainer.opt)
     tensors = {**_flat('hn', self.pm.hn.state_dict()), **_flat('dist', self.pm.dist.state_dict()),
                **_flat('est', self.est.state_dict()), **opt}
     if self.genomes: tensors['genomes'] = torch.stack(self.genomes)
@@ -524,7 +506,7 @@ def save(self:ReplicatorTrainingLoop):
 @patch
 def _load(self:ReplicatorTrainingLoop, meta:dict, tensors:dict):
     self.pm.hn.load_state_dict(_part('hn', tensors)); self.pm.dist.load_state_dict(_part('dist', tensors))
-    self.est.load_state_dict(_part('est', tensors)); _opt_load(self.pm.trainer.opt, tensors, meta['groups'])
+    self.est.load_state_dict(_part('est', tensors)); load_optimizer(self.pm.trainer.opt, tensors, meta['groups'])
     self.generation, self.history, self.curve = meta['generation'], meta['history'], meta['curve']
     self.agent_steps, self.pm.trainer.baseline = meta['agent_steps'], meta['baseline']
     self.genomes = list(tensors['genomes']) if 'genomes' in tensors else []
@@ -540,6 +522,33 @@ def register_best(loop:ReplicatorTrainingLoop, registry:Registry, genomes:torch.
                    config=loop.pm.hn.policy_config, source='replicator', description=desc)
         ids.append(registry.add(g, loop.pm.hn.policy(params, i).state_dict(), status=status).id)
     return ids
+
+# %% ../nbs/50_hypernetwork.ipynb #3bc65894
+@dataclass
+class ReplicatorSettings:
+    "Settings of the replicator producer (small: a season's share of a replicator run)."
+    replicator_generations: int = 2 # generations its run trains per season
+    replicator_population: int = 4 # genomes per generation
+    replicator_steps: int = 64 # steps per fitness game
+    replicator_hidden: int = 8 # the hypernetwork's width
+
+# %% ../nbs/50_hypernetwork.ipynb #bc4a500b
+def produce_replicator(ctx:ProducerContext)->list: # genome ids
+    """The replicator's best: its run continues `replicator_generations` generations (checkpointed), then its best
+    genome is registered."""
+    s = ctx.settings
+    rcfg = ReplicatorConfig(generations=ctx.season*s.replicator_generations, population=s.replicator_population,
+                            agents_each=1,
+                            steps=s.replicator_steps, eval_interval=0, checkpoint_every=1, seed=ctx.seed, map_width=48,
+                            map_height=36, num_food=60, hypernet=HypernetConfig(hidden=s.replicator_hidden))
+    run_dir = ctx.work_dir/'replicator'
+    loop = ReplicatorTrainingLoop(rcfg, run_dir, resume=(run_dir/'checkpoint.safetensors').exists())
+    loop.run(progress=False)   # its checkpoint is saved before anything is registered
+    name = f'season-replicator-g{loop.generation}-0'
+    return [ctx.registry.by_name(name) or register_best(loop, ctx.registry, loop.top_genomes(1, seed=ctx.seed),
+                                                        run='season-replicator')[0]]
+
+replicator_producer = Producer(produce_replicator, ReplicatorSettings)
 
 # %% ../nbs/50_hypernetwork.ipynb #cbbd832c
 class PolicyES:
@@ -576,7 +585,7 @@ def run_policy_es(cfg:ReplicatorConfig, # settings, `cfg.generations` generation
     if path and (stored := _read_checkpoint(path, cfg, resume)):
         meta, tensors = stored
         with torch.no_grad(): es.theta.copy_(tensors['theta'])
-        _opt_load(es.opt, tensors, meta['groups']); rows, spent = meta['history'], meta['agent_steps']
+        load_optimizer(es.opt, tensors, meta['groups']); rows, spent = meta['history'], meta['agent_steps']
     elif resume: raise ValueError("resume needs the run_dir of the control run")
     arena = cfg.arena()
     for g in tqdm(range(len(rows), cfg.generations), initial=len(rows), total=cfg.generations, desc='policy ES', disable=not progress):
@@ -589,7 +598,7 @@ def run_policy_es(cfg:ReplicatorConfig, # settings, `cfg.generations` generation
                          food_mean=float(ev['food'].mean()), died=float(ev['died'].mean()), agent_steps=spent,
                          seconds=time.perf_counter() - t0))
         if path and (len(rows) % cfg.checkpoint_every == 0 or len(rows) == cfg.generations):
-            opt, groups = _opt_tensors(es.opt)
+            opt, groups = optimizer_tensors(es.opt)
             _write_checkpoint(path, {'theta': es.theta.detach().clone(), **opt}, cfg, generation=len(rows), history=rows,
                               agent_steps=spent, groups=groups)
     arena.close()

@@ -16,14 +16,14 @@ from .registry import Registry
 from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS,
                                        EL_TETRIS_WEIGHTS, MAX_TICKS)
 from .llm_backends import OfflineMutator, OpenAIBackend, LLMCache, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
-from .core import atomic_write_json
+from .core import atomic_write_json, Producer, ProducerContext
 
 # %% auto #0
-__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY', 'POSITIVE', 'Program',
-           'ProgramDatabase', 'EvolutionLimitError', 'GenerationLimitExceeded', 'ChildCallLimitExceeded',
-           'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun', 'code_diversity', 'tunable_vector',
-           'weight_diversity', 'plot_run', 'pufferlib_games', 'compare_heldout', 'register_programs',
-           'check_evolution_config', 'evolve_cli']
+__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY', 'programs_producer',
+           'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError', 'GenerationLimitExceeded',
+           'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun',
+           'code_diversity', 'tunable_vector', 'weight_diversity', 'plot_run', 'pufferlib_games', 'compare_heldout',
+           'register_programs', 'ProgramSettings', 'produce_programs', 'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -526,6 +526,30 @@ def register_programs(run:EvolutionRun, registry:Registry,
         if registry.genome(gid)['status'] == 'retired' and registry.games(gid) == 0: registry.set_status(gid, status)   # an ancestor now among the best
         out.append(gid)
     return out
+
+# %% ../nbs/83_llm_evolution.ipynb #bd7859db
+@dataclass
+class ProgramSettings:
+    "Settings of the programs producer (a season's share of a program search)."
+    program_generations: int = 1 # generations the search runs per season
+    program_children: int = 2 # programs per generation
+    program_ticks: int = 200 # tetris ticks per training game of a program
+
+# %% ../nbs/83_llm_evolution.ipynb #a60bfc1c
+def produce_programs(ctx:ProducerContext)->list: # genome ids, best first
+    """The best evolved programs: the search continues `program_generations` generations (it checkpoints each), its
+    best 2 registered."""
+    s, run_dir = ctx.settings, ctx.work_dir/'programs'
+    resume = (run_dir/'config.json').exists()
+    new = EvolutionConfig(env='tetris', max_generations=0, children_per_generation=s.program_children, games_per_eval=1,
+                          max_ticks=s.program_ticks, seed=ctx.seed, max_wall_s=1e9)
+    run = EvolutionRun(run_dir, None if resume else new, resume=resume)
+    # generations after the seed program: the run grows each season
+    run.cfg.max_generations = ctx.season*s.program_generations
+    if run.gen <= run.cfg.max_generations: run.run()
+    return register_programs(run, ctx.registry, top=2)
+
+programs_producer = Producer(produce_programs, ProgramSettings)
 
 # %% ../nbs/83_llm_evolution.ipynb #c31d8769
 POSITIVE = ('max_child_calls_per_generation', 'children_per_generation', 'games_per_eval', 'cpu_s', 'wall_s', 'max_wall_s', 'llm_timeout_s')

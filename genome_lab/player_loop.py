@@ -15,23 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
 from .registry import Registry, RegistryError
 from .sessions import (open_session, receive_chunk, close_session, ChunkError, ChunkConflict, record_bot_sessions,
-                                 make_bot, UPLOAD_META)
+                                 make_bot, UPLOAD_META, SESSIONS_DIR, uploaded_sessions)
 from .tournament import play_game
 from .server import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ID_PATTERN, ERRORS, BINARY
 from .client import GenomeClient
 
 # %% auto #0
-__all__ = ['SESSIONS_DIR', 'router', 'uploaded_sessions', 'SessionOpen', 'SessionOut', 'ChunkStored', 'GameReport',
-           'ReportStored', 'post_session', 'get_session', 'put_chunk', 'post_close', 'post_report', 'upload_session',
-           'report_game', 'bot_players']
+__all__ = ['router', 'SessionOpen', 'SessionOut', 'ChunkStored', 'GameReport', 'ReportStored', 'post_session', 'get_session',
+           'put_chunk', 'post_close', 'post_report', 'upload_session', 'report_game', 'bot_players']
 
 # %% ../nbs/74_player_loop.ipynb #dc4739c2
-SESSIONS_DIR = 'sessions' # uploaded sessions live in this folder of the registry
-
-def uploaded_sessions(registry_root:str|Path)->Path:
-    "The folder of the sessions players uploaded to the server of registry `registry_root`."
-    return Path(registry_root)/SESSIONS_DIR
-
 class SessionOpen(BaseModel):
     "A session a client is about to upload (the metadata of its `session.json`)."
     model_config = ConfigDict(extra='forbid', strict=True)

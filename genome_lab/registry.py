@@ -19,8 +19,8 @@ from .core import atomic_write
 
 # %% auto #0
 __all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'STATUSES', 'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z',
-           'GenomeFormatError', 'utcnow', 'Genome', 'check_params', 'genome_to_bytes', 'genome_from_bytes',
-           'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
+           'QUEUE_SCHEMA', 'SEASONS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'check_params', 'genome_to_bytes',
+           'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -405,6 +405,100 @@ def manifest(self:Registry)->dict: # {'genomes': [...], 'max_active': int, 'last
         for k, g in enumerate(rated, 1): g['rank'] = k
     gs.sort(key=lambda g: (g['arena'], g['rank'] is None, g['rank'] or 0))
     return dict(genomes=gs, max_active=meta['max_active'], last_tournament=meta['last_tournament'])
+
+# %% ../nbs/10_registry.ipynb #59f34dd8
+QUEUE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS candidate_queue (genome TEXT PRIMARY KEY REFERENCES genomes(id) ON DELETE CASCADE,
+  producer TEXT NOT NULL, offered TEXT NOT NULL, season INTEGER);
+""" # season: the season that took the offer; NULL while it waits
+
+@patch
+def offer(self:Registry, gid:str, producer:str)->bool: # False: offered before (nothing changes)
+    """Put candidate `gid` in the candidate queue as made by `producer`; `RegistryError` for a genome that is not a
+    candidate."""
+    if (status := self.genome(gid)['status']) != 'candidate':
+        raise RegistryError(f"{gid} is {status}: only candidates are offered")
+    self.db.executescript(QUEUE_SCHEMA)
+    with self.transaction() as db:
+        return db.execute('INSERT OR IGNORE INTO candidate_queue VALUES (?,?,?,NULL)',
+                          (gid, producer, utcnow())).rowcount == 1
+
+@patch
+def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, oldest offer first
+    "The offers waiting, now taken by `season`, with those it took before (a resumed season gets its offers back)."
+    self.db.executescript(QUEUE_SCHEMA)
+    with self.transaction() as db:
+        db.execute('UPDATE candidate_queue SET season=? WHERE season IS NULL', (season,))
+        rows = db.execute('SELECT genome, producer FROM candidate_queue WHERE season=? ORDER BY offered, genome',
+                          (season,))
+        return {r['genome']: r['producer'] for r in rows}
+
+@patch
+def waiting_offers(self:Registry)->dict: # {genome id: producer}, oldest offer first
+    "The offers no season has taken yet."
+    if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='candidate_queue'").fetchone(): return {}
+    rows = self.db.execute('SELECT genome, producer FROM candidate_queue WHERE season IS NULL ORDER BY offered, genome')
+    return {r['genome']: r['producer'] for r in rows}
+
+# %% ../nbs/10_registry.ipynb #c43f4a4c
+SEASONS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS seasons (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
+  status TEXT NOT NULL CHECK (status IN ('running', 'done')), config TEXT NOT NULL,
+  candidates TEXT NOT NULL DEFAULT '[]', games INTEGER NOT NULL DEFAULT 0, replacements TEXT NOT NULL DEFAULT '[]',
+  violations TEXT NOT NULL DEFAULT '[]');
+CREATE TABLE IF NOT EXISTS season_steps (season INTEGER NOT NULL REFERENCES seasons(id) ON DELETE CASCADE,
+  step TEXT NOT NULL, result TEXT NOT NULL, finished TEXT NOT NULL, PRIMARY KEY (season, step));
+"""
+_SEASON_LISTS = ('candidates', 'replacements', 'violations')
+
+@patch
+def seasons(self:Registry)->list: # [{'id', 'started', 'finished', 'status', 'config', 'candidates', ...}], by id
+    "Every season's row, its JSON columns read (`config` a dict, `candidates`, `replacements`, `violations` lists)."
+    if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='seasons'").fetchone(): return []
+    rows = [dict(r) for r in self.db.execute('SELECT * FROM seasons ORDER BY id')]
+    return [r | {k: json.loads(r[k]) for k in ('config', *_SEASON_LISTS)} for r in rows]
+
+@patch
+def next_season(self:Registry)->int:
+    "The season left running, else the one after the last: the season the next candidates are for."
+    rows = self.seasons()
+    return next((r['id'] for r in rows if r['status'] == 'running'), max((r['id'] for r in rows), default=0) + 1)
+
+@patch
+def open_season(self:Registry, config:dict)->int: # the new season's number
+    "Start the next season with settings `config` (stored as given), status 'running'."
+    self.db.executescript(SEASONS_SCHEMA)
+    with self.transaction() as db:
+        n = (db.execute('SELECT MAX(id) m FROM seasons').fetchone()['m'] or 0) + 1
+        db.execute('INSERT INTO seasons (id, started, status, config) VALUES (?,?,?,?)',
+                   (n, utcnow(), 'running', json.dumps(config)))
+    return n
+
+# %% ../nbs/10_registry.ipynb #50ee7b30
+@patch
+def season_steps(self:Registry, season:int)->dict: # {step: result}
+    "The steps season `season` finished, with their results."
+    if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='season_steps'").fetchone(): return {}
+    rows = self.db.execute('SELECT step, result FROM season_steps WHERE season=?', (season,))
+    return {r['step']: json.loads(r['result']) for r in rows}
+
+@patch
+def finish_season_step(self:Registry, season:int, step:str, result):
+    "Record that season `season` finished `step` with `result` (JSON); `sqlite3.IntegrityError` if recorded before."
+    with self.transaction() as db:
+        db.execute('INSERT INTO season_steps VALUES (?,?,?,?)', (season, step, json.dumps(result), utcnow()))
+
+@patch
+def close_season(self:Registry, season:int,
+                 retire:list=(), # candidates the season played and did not choose: retired with the season
+                 games:int=0, **lists): # `candidates`, `replacements`, `violations` (lists)
+    "Mark season `season` done (its first finish kept) with its record, and retire those of `retire` still candidates."
+    if unknown := set(lists) - set(_SEASON_LISTS): raise RegistryError(f"a season records no {sorted(unknown)}")
+    with self.transaction() as db:
+        db.executemany("UPDATE genomes SET status='retired' WHERE status='candidate' AND id=?", [(i,) for i in retire])
+        sets = ''.join(f', {k}=?' for k in lists)
+        db.execute(f"UPDATE seasons SET status='done', finished=COALESCE(finished, ?), games=?{sets} WHERE id=?",
+                   (utcnow(), games, *map(json.dumps, lists.values()), season))
 
 # %% ../nbs/10_registry.ipynb #2cf4638d
 def founding_genomes()->list: # [(Genome, Policy)]

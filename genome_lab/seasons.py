@@ -6,33 +6,27 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, importlib, json, re, subprocess, sys, tempfile, time
-from dataclasses import dataclass, asdict, field, fields
+import argparse, contextlib, json, re, subprocess, sys, tempfile, time
+from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 import numpy as np
 import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
-from .core import config_parser, config_from_args
-from .registry import Registry, utcnow
-from .sessions import load_sessions
-from .cloning import CloneConfig, finetune, merge_genomes, base_ancestors
-from .clustering import feature_table, cluster_sessions, train_cluster_genomes, train_versioned
-from .hypernetwork import ReplicatorConfig, HypernetConfig, ReplicatorTrainingLoop, register_best
-from .creature_store import CreatureStore, evolve_run
+from .core import (config_parser, config_from_args, check_config, find_producer, producer_names,
+                             ProducerContext,
+                             run_lock, RunLocked)
+from .registry import Registry, RegistryError
+from .evaluation import torch_threads
 from .tournament import run_tournament
 from .selection import SelectionRules, select
 from .server import require_token, TokenRoute
-from .llm_evolution import EvolutionRun, EvolutionConfig, register_programs
-from .player_loop import uploaded_sessions
-from .training import PPOConfig, PPOHyper, PPORun, CHECKPOINT_FILE
 
 # %% auto #0
-__all__ = ['PRODUCERS', 'SEASONS_SCHEMA', 'REQUIRED_TYPES', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router',
-           'SeasonConfig', 'SeasonContext', 'produce_clones', 'produce_clusters', 'produce_hybrids',
-           'produce_replicator', 'produce_creatures', 'produce_programs', 'produce_ppo', 'find_producer', 'arena_plan',
+__all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig',
+           'season_config', 'season_parser', 'season_config_from_args', 'produce', 'produce_cli', 'arena_plan',
            'run_season', 'season_table', 'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler',
            'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'get_schedule', 'put_schedule', 'season_cli', 'run_command',
            'schedule_cli']
@@ -40,8 +34,9 @@ __all__ = ['PRODUCERS', 'SEASONS_SCHEMA', 'REQUIRED_TYPES', 'SCHEDULE_FILE', 'SE
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
 class SeasonConfig:
-    "Settings of a season: producers, tournament games per arena, selection; small defaults (presets scale them)."
-    producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated names of `PRODUCERS` ('' for none)
+    """Settings of a season: its producers and their settings, tournament games per arena, selection; small defaults
+    (presets scale them)."""
+    producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated, '' for none
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
     batch: int = 64 # tournament games played and stored as one batch
     genomes_per_game: int = 3 # genomes meeting in a game
@@ -60,151 +55,97 @@ class SeasonConfig:
     max_active_snake: int = 7 # active snake genomes at most
     max_active_tetris: int = 5 # active tetris genomes at most
     max_active_creatures: int = 3 # active creature genomes at most
-    clone_hidden: int = 32 # LSTM width of refreshed clones and cluster genomes
-    clone_epochs: int = 2 # their training epochs
-    clusters: int = 3 # k of the sessions' k-means
-    replicator_generations: int = 2 # generations the replicator run trains per season
-    creature_population: int = 8 # creatures per generation of a season's GA run
-    creature_generations: int = 2 # generations of a season's GA run
-    program_generations: int = 1 # generations the program search runs per season
-    program_children: int = 2 # programs per generation
-    program_ticks: int = 200 # tetris ticks per training game of a program
-    ppo_steps: int = 16_384 # agent-steps the PPO self-play run trains per season (on the season's snake map)
-    ppo_snakes: int = 32 # snakes of its map, all driven by the learner
-    ppo_start: str = '' # genome its run fine-tunes (registry id or name); empty trains PufferLib's model from its initialisation
+    producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
+    RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
+        snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
+        snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
+        other_steps=(1, 10**6), n_replace=(0, 100),
+        max_per_type=(1, 1000), max_active_snake=(1, 1000), max_active_tetris=(1, 1000), max_active_creatures=(1, 1000))
     def __post_init__(self):
-        if unknown := [p for p in self.producer_names() if p not in PRODUCERS]:
-            raise ValueError(f"unknown producers {unknown}: choose from {sorted(PRODUCERS)}")
+        check_config(self, self.RANGES)
+        names = self.producer_names()
+        for n in names: find_producer(n)   # ValueError naming the known ones
+        if extra := sorted(set(self.producer_settings) - set(names)):
+            raise ValueError(f"producer_settings names {extra}, which are not among the season's producers {names}")
+        # complete: the season's row records them all
+        self.producer_settings = {n: asdict(self.settings_of(n)) for n in names}
     def producer_names(self)->list: return [p.strip() for p in self.producers.split(',') if p.strip()]
+    def settings_of(self, name:str): # an instance of the producer's settings dataclass
+        """Producer `name`'s settings: its dataclass with the values `producer_settings` gives; `ValueError` for a
+        setting it lacks or a bad value."""
+        cls, given = find_producer(name).settings, self.producer_settings.get(name, {})
+        if isinstance(given, cls): return check_config(given)
+        if not isinstance(given, dict):
+            raise ValueError(f"producer_settings[{name!r}] must be a dict of settings, not {given!r}")
+        if unknown := sorted(set(given) - {f.name for f in fields(cls)}):
+            raise ValueError(f"producer {name!r} has no settings {unknown}: its settings are "
+                             f"{[f.name for f in fields(cls)]}")
+        return check_config(cls(**given))
 
-@dataclass
-class SeasonContext:
-    "What a producer gets: the registry, the season's number and settings, and its own folder for runs that continue across seasons."
-    registry: Registry
-    season: int
-    cfg: SeasonConfig
-    work_dir: Path
-    @property
-    def seed(self)->int: return self.cfg.seed*1000 + self.season
+# %% ../nbs/85_seasons.ipynb #2af34592
+def season_config(d:dict)->SeasonConfig:
+    """A `SeasonConfig` from a dict (a request's body, a stored season's row); `ValueError` naming unknown settings or
+    bad values."""
+    if not isinstance(d, dict):
+        raise ValueError(f"season settings must be a JSON object of SeasonConfig fields, not {d!r}")
+    if unknown := sorted(set(d) - {f.name for f in fields(SeasonConfig)}):
+        raise ValueError(f"unknown season settings {unknown}: the settings are "
+                         f"{[f.name for f in fields(SeasonConfig)]}")
+    return SeasonConfig(**d)
 
-# %% ../nbs/85_seasons.ipynb #17d51e4d
-def _uploaded(ctx:SeasonContext)->list: # [Session], the closed uploaded ones
-    root = uploaded_sessions(ctx.registry.root)
-    return [s for s in load_sessions(root, warn=False) if s.meta.get('closed') and len(s)] if root.exists() else []
+def season_parser(**kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser`
+    "Flags of `SeasonConfig` and of every producer's settings dataclass (`config_parser`)."
+    return config_parser(SeasonConfig, *(find_producer(n).settings for n in producer_names()), **kw)
 
-def _clone_cfg(ctx:SeasonContext)->CloneConfig: return CloneConfig(hidden=ctx.cfg.clone_hidden, epochs=ctx.cfg.clone_epochs, lr_final=1.0, seed=ctx.seed)
+def season_config_from_args(given:dict)->SeasonConfig: # `given`: the parsed flags (absent when not given)
+    "The `SeasonConfig` of `season_parser`'s flags: its own fields, and each chosen producer's settings."
+    cfg = config_from_args(SeasonConfig, {**given, 'producer_settings': {}})   # not the default producers' settings
+    settings = {n: asdict(config_from_args(find_producer(n).settings, given)) for n in cfg.producer_names()}
+    return replace(cfg, producer_settings=settings)
 
-def produce_clones(ctx:SeasonContext)->list:
-    "A behaviour clone of each player, `<Player>CloneV<n>`, retrained from the player's uploaded sessions when they changed."
-    by_player = {}
-    for s in _uploaded(ctx): by_player.setdefault(s.player, []).append(s)
-    out = []
-    for player, ss in sorted(by_player.items()):
-        name = ''.join(w.title() for w in player.replace(':', '_').split('_')) + 'Clone'
-        row, trained = train_versioned(ctx.registry, name, ss, _clone_cfg(ctx), 'behavioral', f"behaviour clone of {player}")
-        if trained: out.append(row['id'])
-    return out
+# %% ../nbs/85_seasons.ipynb #5de2c9d9
+def produce(registry:Registry, name:str, # a producer (`producer_names()`)
+            settings=None, # its settings dataclass; its defaults if None
+            seed:int=0, # its runs' base seed (a season's `seed`)
+            work_dir:str|Path|None=None, # where its runs continue; default `<registry>/season_work`
+            season:int|None=None)->list: # the genome ids offered; `season` defaults to `Registry.next_season`
+    """Run producer `name` once for the coming season, holding its lock (`<work_dir>/<name>.lock`; a second worker
+    raises `RunLocked`), and offer the candidates it made to the registry's candidate queue."""
+    p, work = find_producer(name), Path(work_dir or registry.root/'season_work')
+    with run_lock(work/f'{name}.lock'):
+        ids = p.produce(ProducerContext(registry, season or registry.next_season(), settings or p.settings(), work,
+                                        seed))
+    # a genome it made before may be active by now
+    offered = [i for i in ids if registry.genome(i)['status'] == 'candidate']
+    for i in offered: registry.offer(i, name)
+    return offered
 
-def produce_clusters(ctx:SeasonContext)->list:
-    "Cluster genomes of the uploaded sessions' archetypes (`30_clustering`), a new version where a cluster's sessions changed."
-    ss = _uploaded(ctx)
-    if len(ss) < 2: return []
-    clu = cluster_sessions(feature_table(ss), k=min(ctx.cfg.clusters, len(ss)), seed=ctx.seed)
-    t = train_cluster_genomes(ctx.registry, clu, ss, _clone_cfg(ctx))
-    return list(t.id[t.trained])
-
-def _best_snake_network(reg:Registry)->str|None:
-    "The best-rated active snake `LinearLSTM` of PufferLib's width (the base hybrids are fine-tuned from)."
-    rt = reg.ratings()
-    ok = [i for i in reg.ids('active') if (g := reg.genome(i))['arena'] == 'snake' and g['arch'] == 'linear_lstm'
-          and g['config'].get('hidden') == 128 and not g['config'].get('learned_state')]
-    return max(ok, key=lambda i: rt[i]['ordinal'] if i in rt else -np.inf, default=None)
-
-def produce_hybrids(ctx:SeasonContext)->list:
-    "The best snake network fine-tuned on the newest player's sessions (`hybrid`), and a TIES merge of the two newest hybrids of one base."
-    reg, ss, out = ctx.registry, _uploaded(ctx), []
-    base = _best_snake_network(reg)
-    if base is None or not ss: return out
-    newest = max(ss, key=lambda s: s.meta['started']).player
-    name = f"{reg.genome(base)['name']}x{newest.split(':')[-1].title()}S{ctx.season}"
-    gid = reg.by_name(name) or finetune(reg, base, [s for s in ss if s.player == newest], _clone_cfg(ctx), name=name, progress=False)[0].id
-    out.append(gid)
-    mates = [i for i in reg.ids() if (g := reg.genome(i))['type'] == 'hybrid' and g['source'] == 'cloning' and i != gid
-             and base in base_ancestors(reg, i)]
-    if mates:
-        mname = f"{name}+{reg.genome(mates[-1])['name']}:ties"
-        out.append(reg.by_name(mname) or merge_genomes(reg, [gid, mates[-1]], name=mname).id)
-    return out
-
-def produce_replicator(ctx:SeasonContext)->list:
-    "The replicator's best: its training run (in the season folder) continues `replicator_generations` generations, then its best genome is registered."
-    c = ctx.cfg
-    rcfg = ReplicatorConfig(generations=ctx.season*c.replicator_generations, population=4, agents_each=1, steps=64, eval_interval=0,
-                            checkpoint_every=1, seed=c.seed, map_width=48, map_height=36, num_food=60,
-                            hypernet=HypernetConfig(hidden=8))
-    run_dir = ctx.work_dir/'replicator'
-    loop = ReplicatorTrainingLoop(rcfg, run_dir, resume=(run_dir/'checkpoint.safetensors').exists())
-    loop.run(progress=False)
-    name = f'season-replicator-g{loop.generation}-0'
-    return [ctx.registry.by_name(name) or register_best(loop, ctx.registry, loop.top_genomes(1, seed=ctx.seed), run='season-replicator')[0]]
-
-def produce_creatures(ctx:SeasonContext)->list:
-    "The creature GA's best: a short GA run per season (`61_creature_store`), its best creature registered."
-    c, run_id = ctx.cfg, f'season-{ctx.season}-seed-{ctx.cfg.seed}'
-    store = CreatureStore(ctx.work_dir/'creatures.sqlite')
+# %% ../nbs/85_seasons.ipynb #83d1521a
+def produce_cli(argv:list|None=None)->int: # exit status
+    """`genome-lab produce NAME --registry DIR [--work-dir DIR] [--seed N] [--threads N] [NAME's settings]`: offer
+    NAME's candidates for the coming season."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog='genome-lab produce', description=produce_cli.__doc__)
+    ap.add_argument('name', choices=producer_names(), help='the producer')
+    ap.add_argument('--registry', required=True, help='the registry folder (it must exist)')
+    ap.add_argument('--work-dir', default=None,
+                    help="the producer's runs (default: <registry>/season_work, as a season's)")
+    ap.add_argument('--seed', type=int, default=0, help="its runs' base seed (the seasons' --seed)")
+    ap.add_argument('--threads', type=int, default=1, help='torch threads')
+    config_parser(find_producer(ap.parse_known_args(argv)[0].name).settings, parser=ap)
+    a = ap.parse_args(argv)
     try:
-        if run_id not in store.runs():
-            evolve_run(store, c.creature_generations, c.creature_population, ctx.seed, turbo=True, seconds=c.creature_seconds, run_id=run_id,
-                       registry=ctx.registry, register_top=1, progress=False, device='cpu', checkpoint_every=1)
-        elif store.run(run_id)['status'] != 'done': evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
-    finally: store.close()
-    return [i for i, _ in ctx.registry.named(f'creature-{run_id}-')]
-
-def produce_programs(ctx:SeasonContext)->list:
-    "The best evolved programs: the program search (tetris, offline) continues `program_generations` generations, its best 2 registered."
-    c, run_dir = ctx.cfg, ctx.work_dir/'programs'
-    resume = (run_dir/'config.json').exists()
-    run = EvolutionRun(run_dir, None if resume else EvolutionConfig(env='tetris', max_generations=0, children_per_generation=c.program_children,
-                       games_per_eval=1, max_ticks=c.program_ticks, seed=c.seed, max_wall_s=1e9), resume=resume)
-    run.cfg.max_generations = ctx.season*c.program_generations   # generations after the seed program: the run grows each season
-    if run.gen <= run.cfg.max_generations: run.run()
-    return register_programs(run, ctx.registry, top=2)
-
-def produce_ppo(ctx:SeasonContext)->list:
-    """PPO self-play's newest policy (`75_training`): its PuffeRL run (in the season folder) trains to season x `ppo_steps`
-    agent-steps on one map of the season's snake size, then keeps it: evaluated, registered as an `rl` genome whose parent
-    is the last season's. The learning rate is constant (the run has no end to anneal to)."""
-    c, run_dir = ctx.cfg, ctx.work_dir/'season-ppo'   # its genomes are named season-ppo-<agent-steps>
-    cfg = PPOConfig(total_timesteps=ctx.season*c.ppo_steps, start=c.ppo_start, num_snakes=c.ppo_snakes, width=c.snake_width,
-                    height=c.snake_height, num_food=c.snake_food, keep_every=c.ppo_steps, checkpoint_every=c.ppo_steps,
-                    eval_snakes=8, eval_max_steps=2000, seed=c.seed, hyper=PPOHyper(minibatch_size=256, bptt_horizon=16, anneal_lr=False))
-    run = PPORun(cfg, run_dir, ctx.registry, resume=(run_dir/CHECKPOINT_FILE).exists(), display=None)
-    run.run()
-    return [run.curve[-1]['genome']]
-
-PRODUCERS = {  # name: 'module:function' of fn(SeasonContext) -> [genome ids]
-    'clones': 'genome_lab.seasons:produce_clones',
-    'clusters': 'genome_lab.seasons:produce_clusters',
-    'hybrids': 'genome_lab.seasons:produce_hybrids',
-    'replicator': 'genome_lab.seasons:produce_replicator',
-    'creatures': 'genome_lab.seasons:produce_creatures',
-    'programs': 'genome_lab.seasons:produce_programs',
-    'ppo': 'genome_lab.seasons:produce_ppo',
-}
-
-def find_producer(name:str):
-    "The function of producer `name` in `PRODUCERS`."
-    mod, _, fn = PRODUCERS[name].partition(':')
-    return getattr(importlib.import_module(mod), fn)
+        settings = check_config(config_from_args(find_producer(a.name).settings, vars(a)))
+        Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
+        with Registry(a.registry) as reg, torch_threads(a.threads):
+            ids = produce(reg, a.name, settings, a.seed, a.work_dir)
+            print(json.dumps(dict(producer=a.name, season=reg.next_season(),
+                                  offered=[reg.genome(i)['name'] for i in ids])))
+    except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
+        print(f"genome-lab produce: error: {e}", file=sys.stderr); return 2
+    return 0
 
 # %% ../nbs/85_seasons.ipynb #9dc9de82
-SEASONS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS seasons (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
-  status TEXT NOT NULL CHECK (status IN ('running', 'done')), config TEXT NOT NULL, candidates TEXT NOT NULL DEFAULT '[]',
-  games INTEGER NOT NULL DEFAULT 0, replacements TEXT NOT NULL DEFAULT '[]', violations TEXT NOT NULL DEFAULT '[]');
-CREATE TABLE IF NOT EXISTS season_steps (season INTEGER NOT NULL REFERENCES seasons(id) ON DELETE CASCADE, step TEXT NOT NULL,
-  result TEXT NOT NULL, finished TEXT NOT NULL, PRIMARY KEY (season, step));
-"""
 REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures': ('creature',)} # seed 000's required types, per arena
 
 def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, SelectionRules)
@@ -218,21 +159,18 @@ def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, 
     cap = dict(snake=cfg.max_active_snake, tetris=cfg.max_active_tetris, creatures=cfg.max_active_creatures).get(arena, cfg.max_per_type)
     return kw, SelectionRules(n_replace=cfg.n_replace, max_per_type=cfg.max_per_type, required_types=REQUIRED_TYPES.get(arena, ()), max_active=cap)
 
-def _done(reg:Registry, season:int)->dict: # {step: result}
-    return {r['step']: json.loads(r['result']) for r in reg.db.execute('SELECT step, result FROM season_steps WHERE season=?', (season,))}
+SEASON_LOCK = 'season.lock' # the file a season holds locked in the registry folder: one season at a time
 
-def _finish_step(reg:Registry, season:int, step:str, result):
-    with reg.transaction() as db: db.execute('INSERT INTO season_steps VALUES (?,?,?,?)', (season, step, json.dumps(result), utcnow()))
-
-def _current_season(reg:Registry, cfg:SeasonConfig)->int:
-    "The season left running (it resumes, with its own settings), or a new one."
-    reg.db.executescript(SEASONS_SCHEMA)
-    r = reg.db.execute("SELECT id FROM seasons WHERE status='running' ORDER BY id LIMIT 1").fetchone()
-    if r: return r['id']
-    with reg.transaction() as db:
-        n = (db.execute('SELECT MAX(id) m FROM seasons').fetchone()['m'] or 0) + 1
-        db.execute('INSERT INTO seasons (id, started, status, config) VALUES (?,?,?,?)', (n, utcnow(), 'running', json.dumps(asdict(cfg))))
-    return n
+def _current_season(reg:Registry, cfg:SeasonConfig, say)->tuple: # (season number, its settings)
+    """The season left running (it resumes, with its own settings), or a new one. A running season whose stored
+    settings no longer read (edited by hand, or from an older genome_lab) is closed, its violation saying why."""
+    if r := next((r for r in reg.seasons() if r['status'] == 'running'), None):
+        try: return r['id'], season_config(r['config'])
+        except (TypeError, ValueError) as e:
+            why = f"its stored settings are not valid ({e}): closed unplayed"
+            say(f"season {r['id']}: {why}")
+            reg.close_season(r['id'], violations=[why])
+    return reg.open_season(asdict(cfg)), cfg
 
 def _tournament(reg:Registry, season:int, arena:str, seed:int, kw:dict)->dict: # {'evaluation', 'candidates'}
     "Season `season`'s tournament in `arena` (resumed after its last stored batch if it was begun), with the candidates it entered."
@@ -257,34 +195,38 @@ def run_season(registry:Registry,
                cfg:SeasonConfig|None=None, # the settings of a new season (a resumed one keeps its own)
                work_dir:str|Path|None=None, # where producers keep runs across seasons; default `<registry>/season_work`
                log=None)->dict: # log(message) hears each step; returns the season's row
-    "Play one season (or finish the one left running): producers, tournaments in every arena, selection per arena."
+    """Play one season (or finish the one left running): its producers, the candidate queue taken, tournaments in every
+    arena, selection per arena.
+    Holds the registry's season lock: a second season at the same time raises `RunLocked` and changes nothing."""
     reg, say = registry, log or (lambda m: None)
-    n = _current_season(reg, cfg or SeasonConfig())
-    cfg = SeasonConfig(**json.loads(reg.db.execute('SELECT config FROM seasons WHERE id=?', (n,)).fetchone()['config']))
-    ctx = SeasonContext(reg, n, cfg, Path(work_dir or reg.root/'season_work'))
-    ctx.work_dir.mkdir(parents=True, exist_ok=True)
-    for name in cfg.producer_names():
-        if f'produce:{name}' in _done(reg, n): continue
-        say(f'season {n}: producer {name}'); t0 = time.perf_counter()
-        ids = find_producer(name)(ctx)
-        _finish_step(reg, n, f'produce:{name}', dict(ids=ids, seconds=round(time.perf_counter() - t0, 2)))
-    arenas = sorted({reg.genome(i)['arena'] for s in ('active', 'candidate') for i in reg.ids(s)})
-    for arena in arenas:
-        entrants = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
-        done = _done(reg, n)
-        if f'tournament:{arena}' not in done and len(entrants) < 2: continue
-        kw, rules = arena_plan(cfg, arena)
-        if f'tournament:{arena}' not in done:
-            say(f'season {n}: {arena} tournament among {len(entrants)} genomes')
-            _finish_step(reg, n, f'tournament:{arena}', _tournament(reg, n, arena, ctx.seed, kw))
-        if f'select:{arena}' not in _done(reg, n):
-            _finish_step(reg, n, f'select:{arena}', _selection(reg, _done(reg, n)[f'tournament:{arena}']['evaluation'], rules))
-    return _close_season(reg, n)
+    with run_lock(reg.root/SEASON_LOCK):
+        n, cfg = _current_season(reg, cfg or SeasonConfig(), say)
+        work = Path(work_dir or reg.root/'season_work'); work.mkdir(parents=True, exist_ok=True)
+        for name in cfg.producer_names():
+            if f'produce:{name}' in reg.season_steps(n): continue
+            say(f'season {n}: producer {name}'); t0 = time.perf_counter()
+            ids = produce(reg, name, cfg.settings_of(name), cfg.seed, work, n)
+            reg.finish_season_step(n, f'produce:{name}', dict(ids=ids, seconds=round(time.perf_counter() - t0, 2)))
+        # the workers' offers and its own
+        if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', reg.take_offers(n))
+        for arena in sorted({reg.genome(i)['arena'] for s in ('active', 'candidate') for i in reg.ids(s)}):
+            entrants = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
+            done = reg.season_steps(n)
+            if f'tournament:{arena}' not in done and len(entrants) < 2: continue
+            kw, rules = arena_plan(cfg, arena)
+            if f'tournament:{arena}' not in done:
+                say(f'season {n}: {arena} tournament among {len(entrants)} genomes')
+                reg.finish_season_step(n, f'tournament:{arena}', _tournament(reg, n, arena, cfg.seed*1000 + n, kw))
+            if f'select:{arena}' not in reg.season_steps(n):
+                reg.finish_season_step(n, f'select:{arena}',
+                             _selection(reg, reg.season_steps(n)[f'tournament:{arena}']['evaluation'], rules))
+        return _close_season(reg, n)
 
 def _close_season(reg:Registry, n:int)->dict:
     "Retire the candidates no selection chose and write the season's row (candidates, games, replacements, violations)."
-    done = _done(reg, n)
+    done = reg.season_steps(n)
     made = {i: k.split(':')[1] for k, v in done.items() if k.startswith('produce:') for i in v['ids']}
+    made |= done.get('queue', {})
     tours = [v for k, v in done.items() if k.startswith('tournament:')]
     evals, entered = [t['evaluation'] for t in tours], [i for t in tours for i in t['candidates']]
     cands = [dict(id=i, name=reg.genome(i)['name'], type=reg.genome(i)['type'], arena=reg.genome(i)['arena'], producer=made.get(i, 'submitted'))
@@ -293,18 +235,12 @@ def _close_season(reg:Registry, n:int)->dict:
     name = lambda i: reg.genome(i)['name'] if i and reg.has(i) else None
     swaps = [dict(arena=k.split(':')[1], removed=name(r), added=name(a)) for k, v in done.items() if k.startswith('select:') for r, a in v['changes']]
     violations = [f"{k.split(':')[1]}: {x}" for k, v in done.items() if k.startswith('select:') for x in v['violations']]
-    with reg.transaction() as db:
-        db.execute("UPDATE genomes SET status='retired' WHERE status='candidate' AND id IN (%s)" % ','.join('?'*len(entered)), tuple(entered))
-        db.execute("""UPDATE seasons SET status='done', finished=COALESCE(finished, ?), candidates=?, games=?, replacements=?, violations=?
-                      WHERE id=?""", (utcnow(), json.dumps(cands), games, json.dumps(swaps), json.dumps(violations), n))
+    reg.close_season(n, retire=entered, games=games, candidates=cands, replacements=swaps, violations=violations)
     return season_table(reg).loc[n].to_dict() | dict(id=n)
 
 def season_table(registry:Registry)->pd.DataFrame: # one row per season, index id
     "The seasons: when, status, candidates (count and names), games, replacements and violations."
-    registry.db.executescript(SEASONS_SCHEMA)
-    rows = [dict(r) for r in registry.db.execute('SELECT * FROM seasons ORDER BY id')]
-    for r in rows:
-        for k in ('candidates', 'replacements', 'violations'): r[k] = json.loads(r[k])
+    rows = registry.seasons()
     cols = ['id', 'started', 'finished', 'status', 'candidates', 'games', 'replacements', 'violations']
     return pd.DataFrame(rows, columns=cols + ['config']).set_index('id')[cols[1:]]
 
@@ -344,7 +280,8 @@ _DAYS = ('sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun')   # cron's day-
 
 def cron_trigger(expr:str):
     """An APScheduler `CronTrigger` (UTC) from a cron expression of 5 fields, or 6 with seconds first; day-of-week
-    numbers are cron's (0 or 7 Sunday, 1 Monday), not APScheduler's (0 Monday). Raises `ValueError` naming the problem."""
+    numbers are cron's (0 or 7 Sunday, 1 Monday), not APScheduler's (0 Monday). Raises `ValueError` naming the problem,
+    also for an expression that never fires (`0 0 31 2 *`)."""
     from apscheduler.triggers.cron import CronTrigger
     parts = expr.split()
     if len(parts) not in (5, 6): raise ValueError(f"cron expression {expr!r}: give 5 fields (minute hour day month day-of-week) or 6 (seconds first)")
@@ -352,7 +289,10 @@ def cron_trigger(expr:str):
     spec = dict(zip(names, parts))
     days, _, step = spec['day_of_week'].partition('/')
     spec['day_of_week'] = re.sub(r'\d+', lambda m: _DAYS[int(m.group())] if int(m.group()) < 8 else m.group(), days) + (f'/{step}' if step else '')
-    return CronTrigger(timezone='UTC', **spec)
+    trigger = CronTrigger(timezone='UTC', **spec)
+    if trigger.get_next_fire_time(None, datetime.now(timezone.utc)) is None:
+        raise ValueError(f"cron expression {expr!r} never fires")
+    return trigger
 
 def scheduler(store:str|Path, # the SQLite job store
               blocking:bool=False): # BlockingScheduler (the `schedule` command) or BackgroundScheduler (the server)?
@@ -366,7 +306,7 @@ def scheduler(store:str|Path, # the SQLite job store
 
 def scheduled_season(registry_root:str, config:dict)->int: # the season played
     "The server's season job: one season on the registry at `registry_root` (the season left running, if any, is finished first)."
-    with Registry(registry_root) as reg: return run_season(reg, SeasonConfig(**config))['id']
+    with Registry(registry_root) as reg: return run_season(reg, season_config(config))['id']
 
 # %% ../nbs/85_seasons.ipynb #3e7b0212
 class ScheduleIn(BaseModel):
@@ -411,11 +351,14 @@ def get_schedule(request:Request)->ScheduleOut:
     "The season job: its cron expression, next run (UTC) and settings."
     return _describe(_scheduler(request).get_job(SEASON_JOB))
 
-@router.put('/schedule', response_model=ScheduleOut, operation_id='set_season_schedule', dependencies=[Depends(require_token)])
+@router.put('/schedule', response_model=ScheduleOut, operation_id='set_season_schedule',
+            dependencies=[Depends(require_token)],
+            responses={422: {'description': 'a cron expression that fails or never fires, or bad settings'}})
 def put_schedule(request:Request, body:ScheduleIn)->ScheduleOut:
-    "Change when seasons run and with which settings; kept in the job store across restarts."
-    try: trigger, cfg = cron_trigger(body.cron), SeasonConfig(**body.config)
-    except (ValueError, TypeError) as e: raise HTTPException(400, str(e)) from None
+    """Change when seasons run and with which settings (checked as `SeasonConfig` fields, types and ranges); kept in
+    the job store across restarts."""
+    try: trigger, cfg = cron_trigger(body.cron), season_config(body.config)
+    except ValueError as e: raise HTTPException(422, str(e)) from None
     sch = _scheduler(request)
     sch.modify_job(SEASON_JOB, kwargs=dict(root=str(request.app.state.pool.root), cron=body.cron, config=asdict(cfg)))
     sch.reschedule_job(SEASON_JOB, trigger=trigger)
@@ -423,15 +366,23 @@ def put_schedule(request:Request, body:ScheduleIn)->ScheduleOut:
 
 # %% ../nbs/85_seasons.ipynb #758ff5ba
 def season_cli(argv:list|None=None)->int: # exit status
-    "`genome-lab season --registry DIR [--work-dir DIR] [SeasonConfig flags]`: play one season (or finish the one left running)."
-    ap = config_parser(SeasonConfig, prog='genome-lab season', description=season_cli.__doc__)
+    """`genome-lab season --registry DIR [--create] [--work-dir DIR] [SeasonConfig and producer flags]`: play one
+    season (or finish the one left running)."""
+    ap = season_parser(prog='genome-lab season', description=season_cli.__doc__)
     ap.add_argument('--registry', required=True, help='the registry folder')
+    ap.add_argument('--create', action='store_true',
+                    help='create the registry if it does not exist (without it, a missing one is an error)')
     ap.add_argument('--work-dir', default=None, help="producers' runs across seasons (default: <registry>/season_work)")
     a = ap.parse_args(argv)
-    try: cfg = config_from_args(SeasonConfig, {k: v for k, v in vars(a).items() if k not in ('registry', 'work_dir')})
-    except ValueError as e: print(f"genome-lab season: error: {e}", file=sys.stderr); return 2
-    with Registry(a.registry) as reg:
-        row = run_season(reg, cfg, a.work_dir, log=lambda m: print(m, flush=True))
+    try:
+        cfg = season_config_from_args({k: v for k, v in vars(a).items() if k not in ('registry', 'work_dir', 'create')})
+        # a mistyped folder must not become an empty registry
+        if not a.create: Registry(a.registry, read_only=True).close()
+        with Registry(a.registry) as reg: row = run_season(reg, cfg, a.work_dir, log=lambda m: print(m, flush=True))
+    except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
+        missing = isinstance(e, (FileNotFoundError, RegistryError))
+        hint = ' (give an existing registry folder, or --create for a new one)' if missing else ''
+        print(f"genome-lab season: error: {e}{hint}", file=sys.stderr); return 2
     print(json.dumps(dict(season=row['id'], games=row['games'], candidates=len(row['candidates']), replacements=row['replacements'],
                           violations=row['violations']), default=str))
     return 0

@@ -23,10 +23,11 @@ from .registry import utcnow
 from .core import atomic_write
 
 # %% auto #0
-__all__ = ['SESSION_FORMAT', 'SESSION_COLUMNS', 'SCHEMA', 'UPLOAD_META', 'BOT_STYLES', 'PALETTE', 'HeadingTracker', 'add_chunk',
-           'SessionWriter', 'SessionFormatError', 'Session', 'read_session', 'list_sessions', 'load_sessions',
-           'ChunkError', 'ChunkConflict', 'open_session', 'receive_chunk', 'close_session', 'make_bot', 'DataRecorder',
-           'MixedDriver', 'record_bot_sessions', 'render_view', 'HumanGame', 'play_widget']
+__all__ = ['SESSION_FORMAT', 'SESSION_COLUMNS', 'SCHEMA', 'UPLOAD_META', 'SESSIONS_DIR', 'BOT_STYLES', 'PALETTE',
+           'HeadingTracker', 'add_chunk', 'SessionWriter', 'SessionFormatError', 'Session', 'read_session',
+           'list_sessions', 'load_sessions', 'ChunkError', 'ChunkConflict', 'open_session', 'receive_chunk',
+           'close_session', 'uploaded_sessions', 'player_sessions', 'make_bot', 'DataRecorder', 'MixedDriver',
+           'record_bot_sessions', 'render_view', 'HumanGame', 'play_widget']
 
 # %% ../nbs/20_sessions.ipynb #1607cd8f
 SESSION_FORMAT = 'genome_lab.session/1'
@@ -251,6 +252,18 @@ def close_session(root:str|Path, session_id:str)->dict: # the manifest
     if not meta['closed']:
         meta.update(closed=True, ended=utcnow()); atomic_write(folder/'session.json', json.dumps(meta, indent=1, default=str).encode())
     return meta
+
+# %% ../nbs/20_sessions.ipynb #f0ffa148
+SESSIONS_DIR = 'sessions' # uploaded sessions live in this folder of the registry
+
+def uploaded_sessions(registry_root:str|Path)->Path:
+    "The folder of the sessions players uploaded to the server of registry `registry_root`."
+    return Path(registry_root)/SESSIONS_DIR
+
+def player_sessions(registry_root:str|Path)->list: # [Session], the closed, non-empty uploaded ones
+    "The sessions players finished uploading to the server of registry `registry_root`: what producers learn from."
+    root = uploaded_sessions(registry_root)
+    return [s for s in load_sessions(root, warn=False) if s.meta.get('closed') and len(s)] if root.exists() else []
 
 # %% ../nbs/20_sessions.ipynb #d9524da1
 BOT_STYLES = {  # style: (description, factory of (policy, greedy))

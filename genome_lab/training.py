@@ -14,24 +14,24 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from safetensors import safe_open
-from safetensors.torch import save as st_save, load as st_load
+from safetensors.torch import load as st_load
 from tqdm.auto import tqdm
 from fastcore.basics import patch_to
 from .arenas import SnakeArena, Episodes, SNAKE_CODES, SNAKE_VISION, import_pufferlib_module
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .evaluation import evaluate, torch_threads, summarize
 from .registry import Genome, Registry, RegistryError, seed_founders, founding_genomes, utcnow
-from .core import atomic_write, config_parser, config_from_args
-from .hypernetwork import machine, _opt_tensors, _opt_load
+from .core import (Producer, ProducerContext, optimizer_tensors, load_optimizer, save_checkpoint,
+                             checkpoint_header, load_checkpoint, settings_diff, keep_after_save, run_lock, RunLocked,
+                             config_parser, config_from_args)
 
 # %% auto #0
-__all__ = ['pufferl', 'PUFFER_NAMES', 'MODES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'CHECKPOINT_FORMAT', 'PBT_HYPER',
+__all__ = ['pufferl', 'PUFFER_NAMES', 'MODES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'CHECKPOINT_FORMAT', 'ppo_producer', 'PBT_HYPER',
            'POLICY_OPS_SCHEMA', 'import_pufferl', 'snake_spaces', 'SnakeVecEnv', 'snake_model', 'to_linear_lstm',
            'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'PPOConfig', 'config_from_dict', 'PuffeRLTrainer',
            'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome', 'PPORun', 'League', 'train_ppo_cli',
-           'pbt_member_class', 'PBTResult', 'run_pbt', 'record_pbt', 'policy_ops', 'evaluation_ladder',
-           'reward_hacking_guard']
+           'PPOSettings', 'produce_ppo', 'pbt_member_class', 'PBTResult', 'run_pbt', 'record_pbt', 'policy_ops',
+           'evaluation_ladder', 'reward_hacking_guard']
 
 # %% ../nbs/75_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -275,9 +275,7 @@ CHECKPOINT_FILE, CHECKPOINT_FORMAT = 'checkpoint.safetensors', 1
 
 def checkpoint_meta(path:str|Path)->dict:
     "The metadata of a `PPORun` checkpoint (config, steps, history, curve, league, ...); `ValueError` for another file."
-    with safe_open(str(path), 'pt') as f: meta = json.loads((f.metadata() or {}).get('ppo') or 'null')
-    if not meta or meta.get('format') != CHECKPOINT_FORMAT: raise ValueError(f"{path} is not a genome_lab PPO checkpoint (format {CHECKPOINT_FORMAT})")
-    return meta
+    return checkpoint_header(path, 'ppo', CHECKPOINT_FORMAT)
 
 def stored_config(run_dir:str|Path)->PPOConfig: # raises FileNotFoundError without a checkpoint
     "The settings of the run checkpointed in `run_dir` (`--resume` continues with them)."
@@ -308,6 +306,7 @@ class PPORun:
         self.run_id = meta['run_id'] if meta else uuid.uuid4().hex[:8]
         self.curve, self.seconds = (meta['curve'], meta['seconds']) if meta else ([], 0.0)
         self.start_id = meta['start'] if meta else (resolve_genome(registry, cfg.start) if cfg.start else None)
+        if meta and registry is not None: self._register_pending(tensors)   # before the league, which may hold it
         self.league = self._league(meta['league'] if meta else None) if cfg.mode == 'league' else None
         self.vecenv = SnakeVecEnv(cfg.arena(), cfg.learners(), self.league, cfg.swap_every, seed=cfg.seed)
         self.vecenv.step_count = meta['env_steps'] if meta else 0   # before PuffeRL resets it (and a league logs its first draw)
@@ -324,14 +323,24 @@ class PPORun:
         if self.path.exists() and not resume: raise FileExistsError(f"{self.path} exists: resume it (--resume) or choose another run_dir")
         if not resume: return None, None
         if not self.path.exists(): raise FileNotFoundError(f"nothing to resume: no {self.path}")
-        meta = checkpoint_meta(self.path)
+        meta, tensors = load_checkpoint(self.path, 'ppo', CHECKPOINT_FORMAT)
         saved = config_from_dict({**meta['config'], 'total_timesteps': self.cfg.total_timesteps})
         if saved != self.cfg:
-            flat = lambda c: {**{k: v for k, v in asdict(c).items() if k != 'hyper'}, **{f'hyper.{k}': v for k, v in asdict(c.hyper).items()}}
-            old, new = flat(saved), flat(self.cfg)
-            diff = ', '.join(f'{k} {old[k]!r} there, {new[k]!r} here' for k in old if old[k] != new[k])
-            raise ValueError(f"{self.path} was made with other settings ({diff}): only total_timesteps may change; resume with its settings or choose another run_dir")
-        return meta, st_load(self.path.read_bytes())
+            diff = settings_diff(asdict(saved), asdict(self.cfg))
+            raise ValueError(f"{self.path} was made with other settings ({diff}): only "
+                             "total_timesteps may change; resume with its settings or choose another run_dir")
+        return meta, tensors
+
+    def _register_pending(self, tensors:dict):
+        """A kill between a keep's checkpoint and its registration left the kept genome unregistered: register it from
+        the checkpoint's weights."""
+        row = next((c for c in reversed(self.curve) if 'genome' in c), None)
+        if row is None: return
+        model = snake_model(pufferlib_config('snake')['hidden'])
+        with torch.no_grad():
+            for k, v in model.named_parameters(): v.copy_(tensors[f'model.{k}'])
+        keep_after_save(None, lambda: self.registry.has(row['genome']),
+                        lambda: self._register(row, to_linear_lstm(model)))
 
     def _league(self, state:dict|None):
         cfg, reg = self.cfg, self.registry
@@ -358,7 +367,7 @@ class PPORun:
         with torch.no_grad():
             for k, v in tensors.items():
                 if k.startswith('model.'): params[k[len('model.'):]].copy_(v)
-        _opt_load(t.optimizer, tensors, meta['groups'])
+        load_optimizer(t.optimizer, tensors, meta['groups'])
         t.global_step, t.epoch, self.vecenv.step_count = meta['global_step'], meta['epoch'], meta['env_steps']
         torch.set_rng_state(tensors['torch_rng'])
         self.set_hyper(self.cfg.hyper)
@@ -387,22 +396,26 @@ class PPORun:
         return dict(score=s['mean'], std=s['std'], n=s['n'], censored=r.censored, seconds=r.seconds)
 
     def keep(self)->dict: # the curve's new row
-        "Evaluate the policy, register it (with a registry; in league play it joins the league) and checkpoint the run."
+        """Evaluate the policy and keep it: checkpoint the run, then register it (with a registry; in league play it
+        joins the league). Registered only once the checkpoint naming it is saved (`keep_after_save`): a kill at any
+        moment leaves the registry holding no genome the checkpoint lacks."""
         row = dict(agent_steps=self.agent_steps, epoch=int(self.trainer.epoch), **self.evaluate())
-        if self.registry is not None: row['genome'] = self._register(row)
-        if self.league is not None and 'genome' in row: self.league.add(row['genome'], self.policy())
+        if self.registry is not None: row['genome'] = f'ppo-{self.run_id}-{row["agent_steps"]}'
+        pol = self.policy()
+        if self.league is not None and 'genome' in row: self.league.add(row['genome'], pol)
         self.curve.append(row)
-        self.save()
+        keep_after_save(self.save, lambda: 'genome' not in row or self.registry.has(row['genome']),
+                        lambda: self._register(row, pol))
         return row
 
-    def _register(self, row:dict)->str:
-        gid = f'ppo-{self.run_id}-{row["agent_steps"]}'
-        if self.registry.db.execute('SELECT 1 FROM genomes WHERE id=?', (gid,)).fetchone(): return gid   # kept before an interruption
-        prev = next((c['genome'] for c in reversed(self.curve) if 'genome' in c), None)
+    def _register(self, row:dict, pol:LinearLSTM)->str:
+        """Add kept policy `pol` (the curve's `row`) as genome `row['genome']`, its parent the genome the run kept
+        before."""
+        gid = row['genome']
+        prev = next((c['genome'] for c in reversed(self.curve[:self.curve.index(row)]) if 'genome' in c), None)
         parents = [dict(id=prev, relation='self-play')] if prev else [dict(id=self.start_id, relation='finetune')] if self.start_id else []
         desc = dict(run=self.name, run_id=self.run_id, agent_steps=row['agent_steps'], mode=self.cfg.mode, start=self.start_id,
                     evaluation={k: row[k] for k in ('score', 'std', 'n', 'censored')}, hyper=asdict(self.cfg.hyper))
-        pol = self.policy()
         g = Genome(name=f'{self.name}-{row["agent_steps"]}', type='rl', arena='snake', arch=pol.arch, config=pol.config,
                    source='ppo', parents=parents, id=gid, description=json.dumps(desc))
         return self.registry.add(g, pol.state_dict(), status='candidate').id
@@ -411,13 +424,13 @@ class PPORun:
         "Checkpoint the run (model, Adam's state, counters, history, curve, league, torch's RNG, `extra`) atomically to `path` (default: the run's)."
         t = self.trainer
         now = time.perf_counter(); self.seconds += now - getattr(self, '_t', now); self._t = now
-        opt, groups = _opt_tensors(t.optimizer)
+        opt, groups = optimizer_tensors(t.optimizer)
         tensors = {**{f'model.{k}': v.detach().clone() for k, v in self.model.named_parameters()}, **opt, 'torch_rng': torch.get_rng_state()}
         meta = dict(format=CHECKPOINT_FORMAT, config=asdict(self.cfg), run_id=self.run_id, name=self.name, start=self.start_id,
                     global_step=int(t.global_step), epoch=int(t.epoch), env_steps=self.vecenv.step_count, groups=groups,
                     history=self.log.rows, curve=self.curve, league=self.league.state() if self.league else None,
-                    seconds=self.seconds, machine=machine(), **extra)
-        atomic_write(Path(path or self.path), st_save(tensors, metadata={'ppo': json.dumps(meta)}))
+                    seconds=self.seconds, **extra)
+        save_checkpoint(Path(path or self.path), 'ppo', tensors, meta)
 
     def train_for(self, agent_steps:int):
         "PuffeRL's collect-and-train epochs until `agent_steps` more have been played (nothing kept or checkpointed)."
@@ -520,17 +533,45 @@ def train_ppo_cli(argv:list|None=None)->int: # exit status
     config_parser(PPOConfig, parser=ap)
     a = ap.parse_args(argv)
     try:
-        cfg = config_from_args(PPOConfig, a, base=stored_config(a.run_dir) if a.resume else None)
-        with torch_threads(a.threads):
+        # two processes on one run would lose one's results
+        with run_lock(Path(a.run_dir)/'.lock'), torch_threads(a.threads):
+            cfg = config_from_args(PPOConfig, a, base=stored_config(a.run_dir) if a.resume else None)
             run = PPORun(cfg, a.run_dir, Registry(a.registry), resume=a.resume, display=None if a.display == 'none' else a.display)
             run.run()
-    except (ValueError, FileExistsError, FileNotFoundError, RegistryError) as e:
+    except (ValueError, FileExistsError, FileNotFoundError, RegistryError, RunLocked) as e:
         print(f"genome-lab train-ppo: error: {e}", file=sys.stderr); return 2
     for c in run.curve:
         print(f"{c['agent_steps']:>12,} agent-steps: length at death {c['score']:.2f} ± {c['std']:.2f} (n={c['n']}"
               f"{', censored ' + str(c['censored']) if c['censored'] else ''}), genome {c.get('genome')}")
     print(f"{run.agent_steps:,} agent-steps in {run.seconds:.0f} s")
     return 0
+
+# %% ../nbs/75_training.ipynb #fbebea8b
+@dataclass
+class PPOSettings:
+    "Settings of the PPO producer (a season's share of a PuffeRL self-play run)."
+    ppo_steps: int = 16_384 # agent-steps its run trains per season
+    ppo_snakes: int = 32 # snakes of its map, all driven by the learner
+    ppo_start: str = '' # genome its run fine-tunes (registry id or name); empty: PufferLib's model, freshly initialised
+    ppo_width: int = 48 # map width in cells
+    ppo_height: int = 36 # map height in cells
+    ppo_food: int = 60 # food on the map
+
+# %% ../nbs/75_training.ipynb #ebedc953
+def produce_ppo(ctx:ProducerContext)->list: # genome ids: the newest kept policy
+    """PPO self-play's newest policy: its run trains to season x `ppo_steps` agent-steps, then keeps (checkpoints, then
+    registers) it."""
+    s, run_dir = ctx.settings, ctx.work_dir/'season-ppo'   # its genomes are named season-ppo-<agent-steps>
+    cfg = PPOConfig(total_timesteps=ctx.season*s.ppo_steps, start=s.ppo_start, num_snakes=s.ppo_snakes,
+                    width=s.ppo_width,
+                    height=s.ppo_height, num_food=s.ppo_food, keep_every=s.ppo_steps, checkpoint_every=s.ppo_steps,
+                    eval_snakes=8, eval_max_steps=2000, seed=ctx.seed,
+                    hyper=PPOHyper(minibatch_size=256, bptt_horizon=16, anneal_lr=False))
+    run = PPORun(cfg, run_dir, ctx.registry, resume=(run_dir/CHECKPOINT_FILE).exists(), display=None)
+    run.run()
+    return [run.curve[-1]['genome']]
+
+ppo_producer = Producer(produce_ppo, PPOSettings)
 
 # %% ../nbs/75_training.ipynb #d878130b
 PBT_HYPER = ('learning_rate', 'ent_coef', 'clip_coef')   # the PPOHyper fields PBT mutates

@@ -89,7 +89,8 @@ def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_p
         assert http.get('/schedule').json()['cron'] == set_to['cron']
 
 def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp_path):
-    from genome_lab.seasons import SeasonConfig, SeasonContext, run_season, produce_ppo
+    from genome_lab.seasons import SeasonConfig, run_season
+    from genome_lab.core import ProducerContext, find_producer
     cfg = SeasonConfig(producers='ppo', batch=16, snake_steps=60, snake_agents=2, snake_width=32, snake_height=24, snake_food=20, tetris_steps=30)
     made = {}
     for name in ('a', 'b'):
@@ -100,6 +101,62 @@ def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp
             assert [reg.genome(i)['name'] for i in made[name]] == ['season-ppo-16384', 'season-ppo-32768']
             assert all(reg.genome(i)['type'] == 'rl' and reg.genome(i)['arena'] == 'snake' for i in made[name])
             assert reg.genome(made[name][1])['parents'] == [dict(id=made[name][0], relation='self-play')]
-            assert produce_ppo(SeasonContext(reg, 2, cfg, reg.root/'season_work')) == made[name][1:]   # a repeated call trains nothing more
+            again = ProducerContext(reg, 2, cfg.settings_of('ppo'), reg.root/'season_work', cfg.seed)
+            assert find_producer('ppo').produce(again) == made[name][1:]   # a repeated call trains nothing more
             made[name] = [reg.load(i)[1] for i in made[name]]
     assert all(torch.equal(pa[k], pb[k]) for pa, pb in zip(made['a'], made['b']) for k in pa)   # a function of seed and settings
+
+BAD_SCHEDULES = {  # issue 30: each was stored by PUT /schedule; message expected in the 422
+    'steps as text': (dict(config=dict(snake_steps='abc')), "snake_steps='abc' is not an int"),
+    'negative steps': (dict(config=dict(snake_steps=-5)), 'snake_steps=-5 is outside'),
+    'fractional steps': (dict(config=dict(snake_steps=1.5)), 'snake_steps=1.5 is not an int'),
+    'huge seed': (dict(config=dict(seed=10**30)), 'seed=1000000000000000000000000000000 is outside'),
+    'zero batch': (dict(config=dict(batch=0)), 'batch=0 is outside'),
+    'cron that never fires': (dict(cron='0 0 31 2 *'), "'0 0 31 2 *' never fires"),
+    'unknown key': (dict(config=dict(snake_stepz=100)), "unknown season settings ['snake_stepz']"),
+}
+
+@pytest.fixture(scope='module')
+def schedule_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp('sched')
+    with Registry(root) as reg: seed_founders(reg)
+    with TestClient(create_app(root, token='schedule-token')) as http:
+        yield http, {'Authorization': 'Bearer schedule-token'}
+
+@pytest.mark.parametrize('fault', list(BAD_SCHEDULES))
+def test_put_schedule_refuses_bad_settings_before_storing_them(schedule_server, fault):
+    http, auth = schedule_server
+    body, message = BAD_SCHEDULES[fault]
+    before = http.get('/schedule').json()
+    r = http.put('/schedule', headers=auth, json=dict(cron='0 3 * * 1', config={}) | body)
+    assert r.status_code == 422 and message in r.json()['detail'], r.text
+    assert http.get('/schedule').json() == before   # nothing was stored
+
+def test_a_stored_bad_running_season_does_not_wedge_later_seasons(tmp_path, capsys):
+    """Issue 30: a season row left 'running' with settings that do not read is closed, saying why, and the next
+    season plays."""
+    from genome_lab.seasons import season_cli
+    with Registry(tmp_path/'reg') as reg:
+        seed_founders(reg)
+        reg.open_season(dict(snake_steps='abc'))   # as a PUT /schedule of the old code stored it, then a season began
+    assert season_cli(['--registry', str(tmp_path/'reg'), *FLAGS]) == 0
+    with Registry(tmp_path/'reg') as reg: rows = reg.seasons()
+    assert [(r['id'], r['status']) for r in rows] == [(1, 'done'), (2, 'done')] and rows[1]['games'] > 0
+    assert "snake_steps='abc' is not an int" in rows[0]['violations'][0]
+
+def test_season_refuses_a_registry_that_does_not_exist(tmp_path, capsys):
+    "Issue 30: `season --registry <typo>` creates nothing and says how to make a new registry."
+    from genome_lab.seasons import season_cli
+    assert season_cli(['--registry', str(tmp_path/'regsitry'), *FLAGS]) == 2
+    assert not (tmp_path/'regsitry').exists() and '--create' in capsys.readouterr().err
+
+def test_two_seasons_at_once_fail_clearly(tmp_path, capsys):
+    "Issue 30: a season while another holds the registry exits 2 naming the holder, and changes nothing."
+    from genome_lab.core import run_lock
+    from genome_lab.seasons import season_cli, SEASON_LOCK
+    with Registry(tmp_path/'reg') as reg: seed_founders(reg)
+    with run_lock(tmp_path/'reg'/SEASON_LOCK):   # the other season
+        assert season_cli(['--registry', str(tmp_path/'reg'), *FLAGS]) == 2
+    assert f'pid {os.getpid()}' in capsys.readouterr().err
+    with Registry(tmp_path/'reg') as reg:
+        assert not reg.db.execute("SELECT 1 FROM sqlite_master WHERE name='seasons'").fetchone()   # nothing changed

@@ -66,3 +66,56 @@ def test_curve_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_setti
     assert [c['agent_steps'] for c in got['curve']] == [512, 1024, 1536] and got['config']['num_snakes'] == 32
     assert len(got['ratios']) == 3 and all(r['ratio_matched'] is None for r in got['ratios'])   # below the replicator's first evaluation
     assert all(got['speed'][k] > 0 for k in ('puffer_train', 'puffer_collect', 'policy_only', 'arena_random'))
+
+class Killed(Exception): "Stands for a SIGKILL at one point of a run."
+
+def test_a_kill_while_keeping_leaves_the_registry_and_the_checkpoint_in_agreement(tmp_path, monkeypatch):
+    """Issue 30: a genome is registered only after the checkpoint naming it is saved; a resume registers the
+    checkpoint's own weights."""
+    import torch
+    from genome_lab.core import load_checkpoint
+    from genome_lab.training import PPORun, snake_model, to_linear_lstm
+    run, reg = tmp_path/'tiny', tmp_path/'registry'
+    args = ['--run-dir', str(run), '--registry', str(reg), *TINY, '--keep-every', '512']
+    def agreement():
+        meta, tensors = load_checkpoint(run/CHECKPOINT_FILE, 'ppo')
+        with Registry(reg) as r: held = {i for i in r.ids() if r.genome(i)['source'] == 'ppo'}
+        return [c['genome'] for c in meta['curve']], held, tensors
+    def kill_once(name, when):   # make PPORun.<name> raise Killed the first time `when(self, *args)` holds
+        real, fired = getattr(PPORun, name), []
+        def f(self, *a, **kw):
+            if not fired and when(self, *a): fired.append(1); raise Killed(name)
+            return real(self, *a, **kw)
+        monkeypatch.setattr(PPORun, name, f)
+        return real
+    # killed while the keep at 1024 agent-steps writes its checkpoint
+    real_save = kill_once('save', lambda self, *a: self.curve and self.curve[-1]['agent_steps'] == 1024)
+    with pytest.raises(Killed): train_ppo_cli([*args, '--total-timesteps', '2048'])
+    named, held, _ = agreement()
+    assert held == set(named) and len(named) == 1   # the genome of the cut keep is in neither
+    monkeypatch.setattr(PPORun, 'save', real_save)
+    real_register = kill_once('_register', lambda self, row, *a: row['agent_steps'] == 1024)
+    with pytest.raises(Killed): train_ppo_cli([*args, '--resume', '--total-timesteps', '2048'])
+    named, held, tensors = agreement()
+    assert len(named) == 2 and held == set(named[:1])   # saved, then killed before registering
+    monkeypatch.setattr(PPORun, '_register', real_register)
+    assert train_ppo_cli([*args, '--resume', '--total-timesteps', '2048']) == 0
+    model = snake_model()
+    with torch.no_grad():
+        for k, v in model.named_parameters(): v.copy_(tensors[f'model.{k}'])
+    expected = to_linear_lstm(model).state_dict()
+    with Registry(reg) as r:
+        _, params = r.load(named[1])
+        assert all(torch.equal(params[k], expected[k]) for k in expected)   # the weights the run continued from
+        assert r.genome(named[1])['parents'] == [dict(id=named[0], relation='self-play')]
+    named, held, _ = agreement()
+    assert held == set(named) and len(named) == 4
+
+def test_train_ppo_refuses_a_run_another_process_holds(tmp_path, capsys):
+    "Issue 30: two `train-ppo` on one run (a `--resume` beside a running one) fail clearly instead of losing results."
+    from genome_lab.core import run_lock
+    args = ['--run-dir', str(tmp_path/'run'), '--registry', str(tmp_path/'registry'), *TINY, '--total-timesteps', '512']
+    with run_lock(tmp_path/'run'/'.lock'):   # the other process
+        assert train_ppo_cli(args) == 2 and train_ppo_cli([*args, '--resume']) == 2
+    assert capsys.readouterr().err.count('in use by another process') == 2
+    assert not (tmp_path/'run'/CHECKPOINT_FILE).exists()

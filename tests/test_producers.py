@@ -1,0 +1,76 @@
+"""A new producer is one settings dataclass, one function and one entry point of `genome_lab.producers`: a season runs
+it with its settings (flags included) and its genome competes, with no edit to `seasons`."""
+import dataclasses
+from importlib import metadata
+import pytest
+from genome_lab.core import Producer, PRODUCERS, producer_names
+from genome_lab.registry import Registry, Genome, seed_founders
+from genome_lab.selection import mutate
+from genome_lab.seasons import run_season, season_parser, season_config_from_args
+
+@dataclasses.dataclass
+class MutantSettings:
+    "Settings of the mutants producer."
+    mutant_sigma: float = 0.02 # Gaussian noise on PufferSnake's weights
+
+def produce_mutants(ctx)->list:
+    "A Gaussian mutant of PufferSnake per season, `Mutant-S<season>` (found by name when asked again)."
+    reg, name = ctx.registry, f'Mutant-S{ctx.season}'
+    if gid := reg.by_name(name): return [gid]
+    g, params = reg.load(reg.by_name('PufferSnake'))
+    child = Genome(name=name, type='rl', arena='snake', arch=g.arch, config=g.config, source='mutants',
+                   parents=[dict(id=g.id, relation='mutation')])
+    return [reg.add(child, mutate(params, ctx.settings.mutant_sigma, ctx.season_seed), status='candidate').id]
+
+mutants = Producer(produce_mutants, MutantSettings)
+
+@pytest.fixture
+def mutants_installed(monkeypatch):
+    "The producer as an installed package declares it: one entry point, `mutants = test_producers:mutants`."
+    ep = metadata.EntryPoint(name='mutants', value=f'{__name__}:mutants', group='genome_lab.producers')
+    real = metadata.entry_points
+    def entry_points(**kw):
+        eps = real(**kw)
+        return metadata.EntryPoints([*eps, ep]) if kw.get('group') == 'genome_lab.producers' else eps
+    monkeypatch.setattr(metadata, 'entry_points', entry_points)
+    yield
+    PRODUCERS.pop('mutants', None)
+
+def test_a_producer_added_by_its_entry_point_alone_competes_in_a_season(tmp_path, mutants_installed):
+    assert 'mutants' in producer_names() and 'mutants' not in PRODUCERS   # known, not loaded yet
+    flags = ['--producers', 'mutants', '--mutant-sigma', '0.01', '--batch', '4', '--snake-steps', '60',
+             '--snake-agents', '2', '--snake-width', '32', '--snake-height', '24', '--snake-food', '20',
+             '--tetris-steps', '30', '--creature-seconds', '1']
+    # its settings are flags of `genome-lab season`
+    cfg = season_config_from_args(vars(season_parser().parse_args(flags)))
+    assert cfg.settings_of('mutants') == MutantSettings(mutant_sigma=0.01)
+    with Registry(tmp_path/'reg') as reg:
+        seed_founders(reg)
+        row = run_season(reg, cfg)
+        made = [c for c in row['candidates'] if c['producer'] == 'mutants']
+        assert [c['name'] for c in made] == ['Mutant-S1']
+        gid = made[0]['id']
+        assert reg.games(gid) > 0 and gid in reg.ratings()   # it played the season's snake tournament and was rated
+        assert reg.genome(gid)['status'] in ('active', 'retired')   # and selection decided on it
+        stored = reg.db.execute('SELECT config FROM seasons WHERE id=1').fetchone()[0]
+        assert '"mutant_sigma": 0.01' in stored   # the season's row records the producer's settings
+
+def test_a_worker_offers_between_seasons_and_the_season_takes_the_queue(tmp_path, mutants_installed, capsys):
+    """`genome-lab produce NAME` runs between seasons (one worker per producer at a time); a season training nothing
+    plays its offer."""
+    from genome_lab.core import run_lock
+    from genome_lab.seasons import produce_cli, SeasonConfig
+    root = tmp_path/'reg'
+    with Registry(root) as reg: seed_founders(reg)
+    with run_lock(root/'season_work'/'mutants.lock'):   # a worker of this producer is running
+        assert produce_cli(['mutants', '--registry', str(root)]) == 2
+    assert 'in use by another process' in capsys.readouterr().err
+    assert produce_cli(['mutants', '--registry', str(root), '--mutant-sigma', '0.01']) == 0
+    assert '"offered": ["Mutant-S1"]' in capsys.readouterr().out
+    with Registry(root) as reg:
+        [gid] = reg.waiting_offers()
+        cfg = SeasonConfig(producers='', batch=4, snake_steps=60, snake_agents=2, snake_width=32, snake_height=24,
+                           snake_food=20, tetris_steps=30, creature_seconds=1.0)
+        row = run_season(reg, cfg)
+        assert [(c['id'], c['producer']) for c in row['candidates']] == [(gid, 'mutants')]
+        assert reg.games(gid) > 0 and reg.waiting_offers() == {}   # it played, and the queue is empty
