@@ -2,12 +2,15 @@
 
 1. Policy-only rate (agent-steps/s): PufferLib's trained `LinearLSTM` choosing greedy moves in its arena, the env step
    included (as `arena_throughput.py` and `ppo_curve.py` measure it), float32 and quantised measured alternately
-   `repeats` times each in this process (the baseline repeated beside the new figure); the median of each is reported.
+   `repeats` times each in this process (the baseline repeated beside the new figure); the median of each is reported,
+   per second of this process's CPU time (the headline: the machine's 2 cores are shared with other processes, and
+   wall time moved by 2x between repeats) and per second of wall time (`*_wall`).
 2. Score parity: `evaluate` of both on the same `maps` seeds (greedy, first episodes); the difference of the means in
    standard errors, (quantised - fp32) / sqrt(sem_fp32^2 + sem_quantised^2), parity when within 2.
 Both arenas (snake: `snake_maps` maps of `num_snakes` snakes on PufferLib's 640x360 map; tetris: `boards` boards);
 snake's figures are the headline keys. Writes --out (default nbs/measured/quantised.json): `fp32_rate`,
-`quantised_rate`, `speedup`, `score_delta_sem`, and each arena's details under its name.
+`quantised_rate`, `speedup` (CPU time), `fp32_rate_wall`, `quantised_rate_wall`, `score_delta_sem`, and each
+arena's details under its name.
 Usage: OMP_NUM_THREADS=1 python bench/quantised.py [--seconds 3] [--repeats 3] [--maps 4]
 """
 import datetime, json, os, statistics
@@ -35,8 +38,8 @@ class Settings:
     threads: Annotated[int, 'torch threads'] = 1
     out: Annotated[str, 'JSON to write (default nbs/measured/quantised.json)'] = ''
 
-def policy_rates(arena, pol, s:Settings)->dict: # {'fp32': [rates], 'quantised': [rates]}
-    "Policy-only agent-steps/s of `pol` and `quantise(pol)` in `arena`, measured alternately `s.repeats` times each."
+def policy_rates(arena, pol, s:Settings)->dict: # {'fp32': [(wall, cpu) rates], 'quantised': [...]}
+    "Policy-only agent-steps/s of `pol` and `quantise(pol)` in `arena` (per wall and CPU second), alternately `s.repeats` times each."
     out = {'fp32': [], 'quantised': []}
     for _ in range(s.repeats):
         for name, p in (('fp32', pol), ('quantised', quantise(pol))):
@@ -44,7 +47,7 @@ def policy_rates(arena, pol, s:Settings)->dict: # {'fp32': [rates], 'quantised':
             def step():
                 acts, st[0] = p.act(arena.obs, st[0])
                 arena.step(acts)
-            out[name].append(rate(arena, step, s.seconds))
+            out[name].append(rate(arena, step, s.seconds, cpu=True))
     return out
 
 def parity(arena:str, pol, s:Settings, **kw)->dict:
@@ -70,18 +73,22 @@ def main():
         pol, arena = load_pufferlib_policy(name), make()
         r = policy_rates(arena, pol, s)
         arena.close()
-        fp, q = statistics.median(r['fp32']), statistics.median(r['quantised'])
-        res[name] = dict(agents=arena.num_agents, fp32_rate=fp, quantised_rate=q, speedup=q / fp, rates=r, **parity(name, pol, s, **kw))
+        med = lambda k, i: statistics.median(x[i] for x in r[k])
+        fp, q, fpw, qw = med('fp32', 1), med('quantised', 1), med('fp32', 0), med('quantised', 0)
+        res[name] = dict(agents=arena.num_agents, fp32_rate=fp, quantised_rate=q, speedup=q / fp, fp32_rate_wall=fpw,
+                         quantised_rate_wall=qw, speedup_wall=qw / fpw, rates=r, **parity(name, pol, s, **kw))
         d = res[name]
         print(f"{name}: policy-only agent-steps/s ({arena.num_agents} agents, median of {s.repeats} alternated runs of "
-              f"{s.seconds} s): fp32 {fp:,.0f}, quantised {q:,.0f} ({q / fp:.2f}x); runs fp32 "
-              f"{[round(x) for x in r['fp32']]}, quantised {[round(x) for x in r['quantised']]}", flush=True)
+              f"{s.seconds} s) per CPU second: fp32 {fp:,.0f}, quantised {q:,.0f} ({q / fp:.2f}x); per wall second: fp32 "
+              f"{fpw:,.0f}, quantised {qw:,.0f} ({qw / fpw:.2f}x); runs (wall, cpu) fp32 "
+              f"{[(round(a), round(b)) for a, b in r['fp32']]}, quantised {[(round(a), round(b)) for a, b in r['quantised']]}", flush=True)
         print(f"{name}: score fp32 {d['fp32_score']['mean']:.2f} ± {d['fp32_score']['sem']:.2f} (n={d['fp32_score']['n']}), "
               f"quantised {d['quantised_score']['mean']:.2f} ± {d['quantised_score']['sem']:.2f} (n={d['quantised_score']['n']}), "
               f"delta {d['score_delta_sem']:+.2f} SEM ({d['score_delta_map_sem']:+.2f} between-map SEM), "
               f"parity {'yes' if abs(d['score_delta_sem']) <= 2 else 'NO'}", flush=True)
     head = res['snake']
     record = dict(fp32_rate=head['fp32_rate'], quantised_rate=head['quantised_rate'], speedup=head['speedup'],
+                  fp32_rate_wall=head['fp32_rate_wall'], quantised_rate_wall=head['quantised_rate_wall'], clock='CPU time of this process',
                   score_delta_sem=head['score_delta_sem'], headline='snake', method='bfloat16 torch.autocast (quantise)',
                   machine=machine(), date=str(datetime.date.today()), settings=asdict(s), load_before=load0,
                   load_after=os.getloadavg(), **res)
