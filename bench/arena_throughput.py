@@ -12,7 +12,7 @@ from genome_lab.policies import load_pufferlib_policy
 
 def rate(arena, step_fn, seconds, cpu:bool=False):
     """Agent-steps/s of `step_fn` over about `seconds` of wall time (after 20 warm-up steps); with `cpu`, the pair
-    (per second of wall time, per second of this process's CPU time: the steadier one when other processes share the cores)."""
+    (per second of wall time, per second of this process's CPU time: steadier when other processes share the cores)."""
     for _ in range(20): step_fn()
     n, t0, c0 = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - t0 < seconds: step_fn(); n += 1

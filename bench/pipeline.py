@@ -10,7 +10,8 @@ from pathlib import Path
 def shares(record:dict)->list: # [(notebook, seconds, share, status)], slowest first
     "Each notebook's seconds (0 for one that has none yet), its share of the run's total, and its status."
     res = record.get('results', {})
-    rows = [(n, float(res.get(n, {}).get('seconds') or 0.0), res.get(n, {}).get('status', 'not run')) for n in record['notebooks']]
+    rows = [(n, float(res.get(n, {}).get('seconds') or 0.0), res.get(n, {}).get('status', 'not run'))
+            for n in record['notebooks']]
     total = sum(s for _, s, _ in rows) or 1.0
     return sorted(((n, s, s / total, st) for n, s, st in rows), key=lambda r: -r[1])
 

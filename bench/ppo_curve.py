@@ -27,10 +27,10 @@ from genome_lab.hypernetwork import machine
 from genome_lab.core import atomic_write_json, measured_dir, config_from_args
 from ppo_common import start
 
-def rates(policy, speed_steps:int, seed:int=0, cfg:PPOConfig|None=None)->dict: # agent-steps/s of four loops on PufferLib's map
+def rates(policy, speed_steps:int, seed:int=0, cfg:PPOConfig|None=None)->dict: # agent-steps/s of four loops
     """PuffeRL training and collecting (`cfg`'s settings; default `PPOConfig()`'s), the arena with the policy's greedy
-    moves, the arena with random moves; each also per second of this process's CPU time (`*_cpu`: steadier than wall time
-    when other processes share the cores)."""
+    moves, the arena with random moves, on `cfg`'s map; each also per second of this process's CPU time (`*_cpu`:
+    steadier than wall time when other processes share the cores)."""
     cfg = replace(cfg or PPOConfig(), total_timesteps=2**62, seed=seed)
     out, fresh = {}, PPORun(cfg, tempfile.mkdtemp(prefix='ppo-speed-'), display=None)
     t = fresh.trainer

@@ -31,7 +31,8 @@ class Settings:
     repeats: Annotated[int, 'measurements of each setting, alternated'] = 2
     out: Annotated[str, 'JSON to write (default nbs/measured/ppo_speed_DATE.json)'] = ''
 
-SETTINGS = {'before': PPOConfig(hyper=PPOHyper(precision='float32')), 'after': PPOConfig(hyper=PPOHyper(precision='bfloat16'))}
+SETTINGS = {'before': PPOConfig(hyper=PPOHyper(precision='float32')),
+            'after': PPOConfig(hyper=PPOHyper(precision='bfloat16'))}
 KEYS = ('puffer_train', 'puffer_collect', 'policy_only', 'arena_random')
 
 def main():
@@ -44,17 +45,20 @@ def main():
     for rep in range(s.repeats):
         for name, cfg in SETTINGS.items():
             r = rates(policy, s.speed_steps, cfg=cfg)
-            r['fraction'], r['fraction_cpu'] = r['puffer_train'] / r['policy_only'], r['puffer_train_cpu'] / r['policy_only_cpu']
+            r['fraction'] = r['puffer_train'] / r['policy_only']
+            r['fraction_cpu'] = r['puffer_train_cpu'] / r['policy_only_cpu']
             runs[name].append(r)
             print(f"{name} #{rep}: " + ', '.join(f"{k} {r[k]:,.0f} (cpu {r[k + '_cpu']:,.0f})" for k in KEYS)
                   + f"; fraction {r['fraction']:.3f} (cpu {r['fraction_cpu']:.3f})", flush=True)
     med = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
     for name, m in med.items():
-        print(f"{name} (median of {s.repeats}): trainer {m['puffer_train']:,.0f} agent-steps/s (cpu {m['puffer_train_cpu']:,.0f}), "
-              f"policy-only {m['policy_only']:,.0f} (cpu {m['policy_only_cpu']:,.0f}), fraction {m['fraction']:.3f} "
-              f"(cpu {m['fraction_cpu']:.3f})")
+        print(f"{name} (median of {s.repeats}): trainer {m['puffer_train']:,.0f} agent-steps/s "
+              f"(cpu {m['puffer_train_cpu']:,.0f}), policy-only {m['policy_only']:,.0f} "
+              f"(cpu {m['policy_only_cpu']:,.0f}), "
+              f"fraction {m['fraction']:.3f} (cpu {m['fraction_cpu']:.3f})")
     record = dict(machine=machine(), date=str(datetime.date.today()), settings=asdict(s), load_before=load0,
-                  load_after=os.getloadavg(), configs={k: asdict(v) for k, v in SETTINGS.items()}, runs=runs, median=med)
+                  load_after=os.getloadavg(), configs={k: asdict(v) for k, v in SETTINGS.items()}, runs=runs,
+                  median=med)
     out = s.out or str(measured_dir()/f'ppo_speed_{datetime.date.today()}.json')
     atomic_write_json(out, record)
     print(f"wrote {out}")

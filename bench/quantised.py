@@ -39,7 +39,7 @@ class Settings:
     out: Annotated[str, 'JSON to write (default nbs/measured/quantised.json)'] = ''
 
 def policy_rates(arena, pol, s:Settings)->dict: # {'fp32': [(wall, cpu) rates], 'quantised': [...]}
-    "Policy-only agent-steps/s of `pol` and `quantise(pol)` in `arena` (per wall and CPU second), alternately `s.repeats` times each."
+    "Policy-only agent-steps/s (wall, CPU) of `pol` and `quantise(pol)` in `arena`, alternately `s.repeats` times each."
     out = {'fp32': [], 'quantised': []}
     for _ in range(s.repeats):
         for name, p in (('fp32', pol), ('quantised', quantise(pol))):
@@ -55,7 +55,8 @@ def parity(arena:str, pol, s:Settings, **kw)->dict:
     ev = {q: evaluate(pol, arena, seed=list(range(s.maps)), max_steps=s.max_steps, progress=False, quantised=q, **kw)
           for q in (False, True)}
     f, q = ev[False].stats()['score'], ev[True].stats()['score']
-    return dict(fp32_score=f, quantised_score=q, score_delta_sem=(q['mean'] - f['mean']) / float(np.hypot(f['sem'], q['sem'])),
+    return dict(fp32_score=f, quantised_score=q,
+                score_delta_sem=(q['mean'] - f['mean']) / float(np.hypot(f['sem'], q['sem'])),
                 score_delta_map_sem=(q['mean'] - f['mean']) / float(np.hypot(f['map_sem'], q['map_sem'])),
                 censored=dict(fp32=ev[False].censored, quantised=ev[True].censored),
                 eval_seconds=dict(fp32=ev[False].seconds, quantised=ev[True].seconds))
@@ -78,18 +79,22 @@ def main():
         res[name] = dict(agents=arena.num_agents, fp32_rate=fp, quantised_rate=q, speedup=q / fp, fp32_rate_wall=fpw,
                          quantised_rate_wall=qw, speedup_wall=qw / fpw, rates=r, **parity(name, pol, s, **kw))
         d = res[name]
+        pairs = lambda k: [(round(a), round(b)) for a, b in r[k]]
         print(f"{name}: policy-only agent-steps/s ({arena.num_agents} agents, median of {s.repeats} alternated runs of "
-              f"{s.seconds} s) per CPU second: fp32 {fp:,.0f}, quantised {q:,.0f} ({q / fp:.2f}x); per wall second: fp32 "
-              f"{fpw:,.0f}, quantised {qw:,.0f} ({qw / fpw:.2f}x); runs (wall, cpu) fp32 "
-              f"{[(round(a), round(b)) for a, b in r['fp32']]}, quantised {[(round(a), round(b)) for a, b in r['quantised']]}", flush=True)
-        print(f"{name}: score fp32 {d['fp32_score']['mean']:.2f} ± {d['fp32_score']['sem']:.2f} (n={d['fp32_score']['n']}), "
-              f"quantised {d['quantised_score']['mean']:.2f} ± {d['quantised_score']['sem']:.2f} (n={d['quantised_score']['n']}), "
+              f"{s.seconds} s) per CPU second: fp32 {fp:,.0f}, quantised {q:,.0f} ({q / fp:.2f}x); per wall second: "
+              f"fp32 {fpw:,.0f}, quantised {qw:,.0f} ({qw / fpw:.2f}x); runs (wall, cpu) fp32 {pairs('fp32')}, "
+              f"quantised {pairs('quantised')}", flush=True)
+        f_, q_ = d['fp32_score'], d['quantised_score']
+        print(f"{name}: score fp32 {f_['mean']:.2f} ± {f_['sem']:.2f} (n={f_['n']}), "
+              f"quantised {q_['mean']:.2f} ± {q_['sem']:.2f} (n={q_['n']}), "
               f"delta {d['score_delta_sem']:+.2f} SEM ({d['score_delta_map_sem']:+.2f} between-map SEM), "
               f"parity {'yes' if abs(d['score_delta_sem']) <= 2 else 'NO'}", flush=True)
     head = res['snake']
     record = dict(fp32_rate=head['fp32_rate'], quantised_rate=head['quantised_rate'], speedup=head['speedup'],
-                  fp32_rate_wall=head['fp32_rate_wall'], quantised_rate_wall=head['quantised_rate_wall'], clock='CPU time of this process',
-                  score_delta_sem=head['score_delta_sem'], headline='snake', method='bfloat16 torch.autocast (quantise)',
+                  fp32_rate_wall=head['fp32_rate_wall'], quantised_rate_wall=head['quantised_rate_wall'],
+                  clock='CPU time of this process',
+                  score_delta_sem=head['score_delta_sem'], headline='snake',
+                  method='bfloat16 torch.autocast (quantise)',
                   machine=machine(), date=str(datetime.date.today()), settings=asdict(s), load_before=load0,
                   load_after=os.getloadavg(), **res)
     out = s.out or str(measured_dir()/'quantised.json')

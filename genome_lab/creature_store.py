@@ -171,7 +171,7 @@ def evolve_run(store:CreatureStore, # where the run is kept
                run_id:str|None=None, # id of a new run (default: random)
                registry:Registry|None=None, register_top:int=3, # register the final best creatures here
                progress:bool=True, # show a progress bar (best, mean, worst)?
-               device:str='cpu', # where episodes are recorded: 'cpu' or 'cuda' (ignored on resume); selection reads the CPU's (`selection_fitness`)
+               device:str='cpu', # where episodes are recorded, 'cpu' or 'cuda' (not on resume); selection: the CPU's
                stop_after:int|None=None)->str: # stop after this many generations of this call, as if killed (tests)
 
     "Evolve creatures for `generations` generations (or continue run `resume`), storing everything in `store`."
@@ -204,8 +204,9 @@ def evolve_run(store:CreatureStore, # where the run is kept
         t0 = time.perf_counter()
         course = pellet_course(seed, gen)
         on_cpu = torch.device(device).type == SELECTION_DEVICE
-        res = simulate(pop, course, seconds, record=not turbo, compile=compile, device=device) if on_cpu or not turbo else None
-        if not on_cpu:   # CUDA's episode keeps its frames; fitness, pellets, progress and disqualification are the CPU's
+        res = None if turbo and not on_cpu else simulate(pop, course, seconds, record=not turbo, compile=compile,
+                                                         device=device)
+        if not on_cpu:   # CUDA's episode keeps its frames; fitness, pellets, progress, disqualification: the CPU's
             sel = selection_fitness(pop, course, seconds, compile)
             res = sel if res is None else replace(sel, frames=res.frames, frame_pellets=res.frame_pellets)
         results, order = _results(pop, res)
@@ -323,7 +324,8 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
     ap.add_argument('--seconds', type=float, default=EPISODE_SECONDS, help='episode length in seconds (dt stays 1/60)')
     ap.add_argument('--no-compile', action='store_true', help='simulate eagerly instead of with torch.compile (a resumed run keeps its mode)')
     ap.add_argument('--threads', type=int, default=1, help='torch CPU threads')
-    ap.add_argument('--device', choices=('cpu', 'cuda'), default='cpu', help='where episodes are recorded (selection reads the CPU\'s fitness)')
+    ap.add_argument('--device', choices=('cpu', 'cuda'), default='cpu',
+                    help='where episodes are recorded (selection reads the CPU\'s fitness)')
     ap.add_argument('--quiet', action='store_true', help='no progress bar')
     a = ap.parse_args(argv)
     if sum(x is not None for x in (a.resume, a.export, a.import_)) > 1: ap.error('choose one of --resume, --export, --import')

@@ -91,7 +91,7 @@ def evaluate(policy:Policy, # the genome's policy
                       lambda pol, env, s: _play_counted(pol, env, episodes_per_agent, s, greedy, max_steps, progress))
 
 def _over_maps(policy, quantised, arena, seed, threads, arena_kwargs, play)->EvalResult:
-    "`play(policy, env, seed)` on the map of every seed of `seed` (an int or distinct ints), combined; `policy` quantised if asked."
+    "`play(policy, env, seed)` on the map of every seed of `seed`, combined; `policy` `quantise`d if asked."
     seeds = [int(s) for s in np.atleast_1d(seed)]
     if not seeds or len(set(seeds)) < len(seeds): raise ValueError(f"seed: give one seed or distinct seeds, not {seed!r}")
     own = isinstance(arena, str)

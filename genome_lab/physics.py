@@ -293,8 +293,8 @@ SELECTION_DEVICE = 'cpu'   # where the fitness that selection reads is simulated
 def selection_fitness(pop:dict, # a population (P creatures)
                       pellets:torch.Tensor, # (n, 2) `pellet_course`
                       seconds:float=EPISODE_SECONDS, # episode length
-                      compile:bool=False)->SimResult: # the compiled physics (a run keeps its mode: eager and compiled differ in the last bits)?
-    "The episode selection ranks by (fitness, pellets, progress, disqualification; no frames), simulated on `SELECTION_DEVICE`."
+                      compile:bool=False)->SimResult: # compiled? (a run keeps its mode: they differ in last bits)
+    "The episode selection ranks by (fitness, pellets, progress, disqualification; no frames), on `SELECTION_DEVICE`."
     return simulate(pop, pellets, seconds, record=False, compile=compile, device=SELECTION_DEVICE)
 
 # %% ../nbs/60_physics.ipynb #fea12584
@@ -427,5 +427,5 @@ class CreatureArena(Arena):
     @classmethod
     def game(cls, policies:list, # `CreaturePolicy`s
              seed:int, seconds:float=EPISODE_SECONDS)->dict: # {'score': (G,) fitness}
-        "One race of `policies` on the pellet course of `seed`, all simulated at once (`selection_fitness`: on the CPU)."
+        "One race of `policies` on the pellet course of `seed`, simulated at once on the CPU (`selection_fitness`)."
         return dict(score=selection_fitness(stack_policies(policies), pellet_course(seed), seconds).fitness)

@@ -85,7 +85,8 @@ class LinearLSTM(Policy):
         if torch.is_grad_enabled() and w.requires_grad: return w.t().contiguous()   # training: part of the graph, never cached
         key = (w.data_ptr(), w._version, self.low_precision)   # the weights, unchanged since the table was made?
         if getattr(self, '_table_key', None) != key:   # bfloat16 when `low_precision` (half the memory read per gather)
-            self._table_cache, self._table_key = w.detach().t().to(torch.bfloat16 if self.low_precision else w.dtype).contiguous(), key
+            dtype = torch.bfloat16 if self.low_precision else w.dtype
+            self._table_cache, self._table_key = w.detach().t().to(dtype).contiguous(), key
         return self._table_cache
 
     low_precision: bool = False # matrix products in bfloat16 (`quantise`)? A setting of this copy, not of the genome

@@ -409,7 +409,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    backend:str='local', ray_address:str|None=None, progress:bool=True,
                    batch:int=64, # games played (and stored) as one batch
                    tags:dict|None=None, # more to keep in the tournament's record (a season's number, say)
-                   quantised:bool=False, # play `quantise`d copies of the policies (bfloat16 matrix products, `01_policies`)?
+                   quantised:bool=False, # play `quantise`d copies of the policies (bfloat16 matrix products)?
                    evaluation:int|None=None, # resume this stored tournament: its record replaces the arguments above
                    max_batches:int|None=None)->TournamentResult: # stop after this many batches, as if killed (to show a resume)
     "Play a tournament among `ids` in `arena`, rate it with OpenSkill, compute fitness; persists into `registry` batch by batch if given."
@@ -417,7 +417,8 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
     if evaluation is not None:
         if registry is None: raise ValueError("only a registry's tournament can be resumed")
         rec = json.loads(registry.db.execute("SELECT settings FROM evaluations WHERE id=? AND kind='tournament'", (evaluation,)).fetchone()['settings'])
-        ids, arena, seed, tags, quantised = rec['ids'], rec['arena'], rec['seed'], rec.get('tags'), rec.get('quantised', False)
+        ids, arena, seed, tags = rec['ids'], rec['arena'], rec['seed'], rec.get('tags')
+        quantised = rec.get('quantised', False)
         genomes_per_game, agents_per_genome, steps, meetings, settings = (rec[k] for k in ('genomes_per_game', 'agents_per_genome', 'steps', 'meetings', 'settings'))
     if registry is not None:
         ids = ids or [i for s in ('active', 'candidate') for i in registry.ids(s) if registry.genome(i)['arena'] == arena]

@@ -195,10 +195,11 @@ class PPOHyper:
     minibatch_size: int = 8192  # agent-steps per gradient step
     update_epochs: int = 1  # passes over each batch
     anneal_lr: bool = True  # cosine-anneal the learning rate to 0 over total_timesteps?
-    precision: str = 'float32'  # 'bfloat16': collect and train under torch.autocast (1.3x on this CPU, but learned worse: see Speed)
+    precision: str = 'float32'  # 'bfloat16': collect and train under torch.autocast (faster; learned worse: see Speed)
 
     def __post_init__(self):
-        if self.precision not in PRECISIONS: raise ValueError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
 
 MODES = ('self-play', 'league')
 

@@ -22,7 +22,8 @@ def test_tournament_quantised():
 def test_bench_quantised_tiny(tmp_path):
     "bench/quantised.py runs on tiny settings and writes the figures file's keys."
     out = tmp_path/'quantised.json'
-    r = subprocess.run([sys.executable, ROOT/'bench'/'quantised.py', '--seconds', '0.1', '--repeats', '1', '--maps', '1',
+    r = subprocess.run([sys.executable, ROOT/'bench'/'quantised.py', '--seconds', '0.1', '--repeats', '1',
+                        '--maps', '1',
                         '--max-steps', '50', '--num-snakes', '8', '--boards', '8', '--out', out],
                        capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
     assert r.returncode == 0, r.stderr
