@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/policies.html.md"""
 
 # %% ../nbs/01_policies.ipynb #8baac300
 from __future__ import annotations
-import copy, json
+import contextlib, copy, json
 from pathlib import Path
 import numpy as np
 import torch
@@ -93,7 +93,8 @@ class LinearLSTM(Policy):
 
     def forward(self, obs, state=None): # obs (n, ...) -> logits (n, num_actions) float32, (h, c) float32
         state = state if state is not None else self.initial_state(len(obs))
-        with torch.autocast(obs.device.type, dtype=torch.bfloat16, enabled=self.low_precision):
+        fast = torch.autocast(obs.device.type, dtype=torch.bfloat16) if self.low_precision else contextlib.nullcontext()
+        with fast:   # (a disabled autocast would cost 2.4 us a call)
             h, c = self.lstm(self.encode(obs), state)
             return self.actor(h).float(), (h, c)
 
