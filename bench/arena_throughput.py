@@ -10,12 +10,14 @@ import numpy as np, torch
 from genome_lab.arenas import SnakeArena, TetrisArena
 from genome_lab.policies import load_pufferlib_policy
 
-def rate(arena, step_fn, seconds):
-    "Agent-steps/s of `step_fn` over about `seconds` (after 20 warm-up steps)."
+def rate(arena, step_fn, seconds, cpu:bool=False):
+    """Agent-steps/s of `step_fn` over about `seconds` of wall time (after 20 warm-up steps); with `cpu`, the pair
+    (per second of wall time, per second of this process's CPU time: steadier when other processes share the cores)."""
     for _ in range(20): step_fn()
-    n, t0 = 0, time.perf_counter()
+    n, t0, c0 = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - t0 < seconds: step_fn(); n += 1
-    return n * arena.num_agents / (time.perf_counter() - t0)
+    wall, used = time.perf_counter() - t0, time.process_time() - c0
+    return (n * arena.num_agents / wall, n * arena.num_agents / used) if cpu else n * arena.num_agents / wall
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

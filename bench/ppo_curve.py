@@ -14,7 +14,7 @@ Usage: python bench/ppo_curve.py --run-dir runs/ppo-scratch --registry runs/ppo-
 (flags: BenchOptions' and PPOConfig's fields; a new run starts from BASE)
 """
 import datetime, json, os, tempfile, time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Annotated
 import numpy as np
 import torch
@@ -27,27 +27,38 @@ from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, measured_dir, config_from_args
 from ppo_common import start
 
-def rates(policy, speed_steps:int, seed:int=0)->dict: # agent-steps/s of four loops on PufferLib's map with 256 snakes
-    "PuffeRL training and collecting, the arena with the policy's greedy moves, the arena with random moves."
-    out, fresh = {}, PPORun(PPOConfig(total_timesteps=2**62, seed=seed), tempfile.mkdtemp(prefix='ppo-speed-'), display=None)
-    t, t0 = fresh.trainer, time.perf_counter()
-    fresh.train_for(speed_steps)
-    out['puffer_train'] = fresh.agent_steps / (time.perf_counter() - t0)
-    t0, start = time.perf_counter(), t.global_step
-    while t.global_step - start < speed_steps: t.evaluate()
-    out['puffer_collect'] = (t.global_step - start) / (time.perf_counter() - t0)
+def rates(policy, speed_steps:int, seed:int=0, cfg:PPOConfig|None=None)->dict: # agent-steps/s of four loops
+    """PuffeRL training and collecting (`cfg`'s settings; default `PPOConfig()`'s), the arena with the policy's greedy
+    moves, the arena with random moves, on `cfg`'s map; each also per second of this process's CPU time (`*_cpu`:
+    steadier than wall time when other processes share the cores)."""
+    cfg = replace(cfg or PPOConfig(), total_timesteps=2**62, seed=seed)
+    out, fresh = {}, PPORun(cfg, tempfile.mkdtemp(prefix='ppo-speed-'), display=None)
+    t = fresh.trainer
+    def timed(key, loop): # runs `loop()`, which returns its agent-steps, and records both rates
+        t0, c0 = time.perf_counter(), time.process_time()
+        n = loop()
+        out[key], out[f'{key}_cpu'] = n / (time.perf_counter() - t0), n / (time.process_time() - c0)
+    timed('puffer_train', lambda: (fresh.train_for(speed_steps), fresh.agent_steps)[1])
+    def collect():
+        start = t.global_step
+        while t.global_step - start < speed_steps: t.evaluate()
+        return t.global_step - start
+    timed('puffer_collect', collect)
     fresh.close()
-    arena = SnakeArena()
+    arena = cfg.arena()   # the map PuffeRL trained on
     obs, state, n = arena.reset(seed), policy.initial_state(arena.num_agents), speed_steps // arena.num_agents
-    t0 = time.perf_counter()
-    for _ in range(n):
-        a, state = policy.act(obs, state)
-        obs, *_ = arena.step(a)
-    out['policy_only'] = n * arena.num_agents / (time.perf_counter() - t0)
+    def play():
+        nonlocal obs, state
+        for _ in range(n):
+            a, state = policy.act(obs, state)
+            obs, *_ = arena.step(a)
+        return n * arena.num_agents
+    timed('policy_only', play)
     moves = np.random.default_rng(seed).integers(0, 4, (64, arena.num_agents)).astype(np.int32)
-    t0 = time.perf_counter()
-    for k in range(n): arena.step(moves[k % 64])
-    out['arena_random'] = n * arena.num_agents / (time.perf_counter() - t0)
+    def random_moves():
+        for k in range(n): arena.step(moves[k % 64])
+        return n * arena.num_agents
+    timed('arena_random', random_moves)
     arena.close()
     return out
 

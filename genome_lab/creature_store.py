@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 # %% ../nbs/61_creature_store.ipynb #b1157cc7
 from __future__ import annotations
 import argparse, base64, io, json, sqlite3, sys, time, uuid, zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 import numpy as np
@@ -18,7 +18,8 @@ from tqdm.auto import tqdm
 import av
 from IPython.display import Image
 from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, simulate, pellet_course,
-                                creature_types, creature_policy, pop_size, DQ_REASONS, FPS, EPISODE_SECONDS, INT_GENES)
+                                creature_types, creature_policy, pop_size, DQ_REASONS, FPS, EPISODE_SECONDS, INT_GENES,
+                                selection_fitness, SELECTION_DEVICE)
 from .core import Producer, ProducerContext
 from .registry import Genome, Registry, SQLiteStore, utcnow
 
@@ -172,7 +173,7 @@ def evolve_run(store:CreatureStore, # where the run is kept
                run_id:str|None=None, # id of a new run (default: random)
                registry:Registry|None=None, register_top:int=3, # register the final best creatures here
                progress:bool=True, # show a progress bar (best, mean, worst)?
-               device:str|None=None, # 'cpu' or 'cuda'; default CUDA when present (ignored on resume)
+               device:str='cpu', # where episodes are recorded, 'cpu' or 'cuda' (not on resume); selection: the CPU's
                stop_after:int|None=None)->str: # stop after this many generations of this call, as if killed (tests)
 
     "Evolve creatures for `generations` generations (or continue run `resume`), storing everything in `store`."
@@ -192,7 +193,6 @@ def evolve_run(store:CreatureStore, # where the run is kept
     else:
         if population < 2 or generations < 1: raise ValueError("population must be at least 2 and generations at least 1")
         cfg = cfg or GAConfig(); run_id = run_id or uuid.uuid4().hex[:12]
-        device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
         start, pop = 0, random_population(population, seed)
         with store.transaction() as db:
             if db.execute('SELECT 1 FROM runs WHERE id=?', (run_id,)).fetchone(): raise StoreError(f"run {run_id!r} exists")
@@ -205,7 +205,12 @@ def evolve_run(store:CreatureStore, # where the run is kept
     for gen in bar:
         t0 = time.perf_counter()
         course = pellet_course(seed, gen)
-        res = simulate(pop, course, seconds, record=not turbo, compile=compile, device=device)
+        on_cpu = torch.device(device).type == SELECTION_DEVICE
+        res = None if turbo and not on_cpu else simulate(pop, course, seconds, record=not turbo, compile=compile,
+                                                         device=device)
+        if not on_cpu:   # CUDA's episode keeps its frames; fitness, pellets, progress, disqualification: the CPU's
+            sel = selection_fitness(pop, course, seconds, compile)
+            res = sel if res is None else replace(sel, frames=res.frames, frame_pellets=res.frame_pellets)
         results, order = _results(pop, res)
         frames = [] if turbo else [(i, r, k, pack_frames(res.frames[:, i], res.frame_pellets[:, i],
                                                           {k2: pop[k2][i] for k2 in INT_GENES}, course))
@@ -321,7 +326,8 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
     ap.add_argument('--seconds', type=float, default=EPISODE_SECONDS, help='episode length in seconds (dt stays 1/60)')
     ap.add_argument('--no-compile', action='store_true', help='simulate eagerly instead of with torch.compile (a resumed run keeps its mode)')
     ap.add_argument('--threads', type=int, default=1, help='torch CPU threads')
-    ap.add_argument('--device', choices=('cpu', 'cuda'), help='where to simulate (default: CUDA when present)')
+    ap.add_argument('--device', choices=('cpu', 'cuda'), default='cpu',
+                    help='where episodes are recorded (selection reads the CPU\'s fitness)')
     ap.add_argument('--quiet', action='store_true', help='no progress bar')
     a = ap.parse_args(argv)
     if sum(x is not None for x in (a.resume, a.export, a.import_)) > 1: ap.error('choose one of --resume, --export, --import')

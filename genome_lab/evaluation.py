@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 from .arenas import Arena, Episodes, make_arena, find_arena
-from .policies import Policy
+from .policies import Policy, quantise
 
 # %% auto #0
 __all__ = ['torch_threads', 'summarize', 'between_map_sem', 'EvalResult', 'evaluate', 'evaluate_continuous']
@@ -83,21 +83,25 @@ def evaluate(policy:Policy, # the genome's policy
              max_steps:int=20_000, # stop a map here; its unfinished counted episodes are `censored`
              progress:bool=True, # show a progress bar of counted episodes?
              threads:int|None=1, # torch threads during the evaluation (see above); None: leave as is
+             quantised:bool=False, # play a `quantise`d copy of the policy (bfloat16 matrix products)?
              **arena_kwargs)->EvalResult:
     "Play `policy` on every agent of `arena`, on the map of each seed, until each agent has finished `episodes_per_agent` episodes."
     if episodes_per_agent < 1: raise ValueError("episodes_per_agent must be at least 1")
-    return _over_maps(arena, seed, threads, arena_kwargs,
-                      lambda env, s: _play_counted(policy, env, episodes_per_agent, s, greedy, max_steps, progress))
+    return _over_maps(policy, quantised, arena, seed, threads, arena_kwargs,
+                      lambda pol, env, s: _play_counted(pol, env, episodes_per_agent, s, greedy, max_steps, progress))
 
-def _over_maps(arena, seed, threads, arena_kwargs, play)->EvalResult:
-    "`play(env, seed)` on the map of every seed of `seed` (an int or distinct ints), combined."
+def _over_maps(policy, quantised, arena, seed, threads, arena_kwargs, play)->EvalResult:
+    "`play(policy, env, seed)` on the map of every seed of `seed`, combined; `policy` `quantise`d if asked."
     seeds = [int(s) for s in np.atleast_1d(seed)]
     if not seeds or len(set(seeds)) < len(seeds): raise ValueError(f"seed: give one seed or distinct seeds, not {seed!r}")
     own = isinstance(arena, str)
     if arena_kwargs and not own: raise ValueError("arena_kwargs are for a named arena, not an Arena instance")
     env = make_arena(arena, **arena_kwargs) if own else arena
     try:
-        with torch_threads(threads): return _combine([play(env, s) for s in seeds])
+        pol = quantise(policy) if quantised else policy
+        with torch_threads(threads): res = _combine([play(pol, env, s) for s in seeds])
+        res.settings['quantised'] = quantised
+        return res
     finally:
         if own: env.close()
 
@@ -141,11 +145,13 @@ def evaluate_continuous(policy:Policy, # the genome's policy
                         greedy:bool=True, # most likely action instead of sampling?
                         progress:bool=True, # show a progress bar of steps?
                         threads:int|None=1, # torch threads during the evaluation; None: leave as is
+                        quantised:bool=False, # play a `quantise`d copy of the policy (bfloat16 matrix products)?
                         **arena_kwargs)->EvalResult:
     "Continuous play of `policy` on every agent of `arena`: every episode that ends within `window` steps after reset, on each seed's map."
     start, stop = (int(w) for w in window)
     if not 0 <= start < stop: raise ValueError(f"window must be (start, stop) with 0 <= start < stop, not {window!r}")
-    return _over_maps(arena, seed, threads, arena_kwargs, lambda env, s: _play_window(policy, env, s, start, stop, greedy, progress))
+    return _over_maps(policy, quantised, arena, seed, threads, arena_kwargs,
+                      lambda pol, env, s: _play_window(pol, env, s, start, stop, greedy, progress))
 
 def _play_window(policy, env, seed, start, stop, greedy, progress)->EvalResult:
     g = torch.Generator().manual_seed(seed)

@@ -19,10 +19,10 @@ from .arenas import Arena, find_arena
 # %% auto #0
 __all__ = ['DT', 'EPISODE_SECONDS', 'FPS', 'STEPS_PER_FRAME', 'GRAVITY', 'MIN_NODES', 'MAX_NODES', 'MAX_MUSCLES', 'HIDDEN',
            'CTRL_INPUTS', 'PELLET_RADIUS', 'N_PELLETS', 'MAX_ENERGY', 'WORLD_X', 'WORLD_Y', 'DQ_REASONS', 'RANGES',
-           'INT_GENES', 'FLOAT_RANGES', 'CreaturePolicy', 'gene_shapes', 'random_population', 'to_torch', 'pop_size',
-           'creature_policy', 'stack_policies', 'creature_types', 'prepare', 'physics_steps', 'pellet_course',
-           'physics_loop', 'stepper', 'SimResult', 'simulate', 'GAConfig', 'repair', 'mutate', 'crossover',
-           'next_generation', 'CreatureArena']
+           'INT_GENES', 'SELECTION_DEVICE', 'FLOAT_RANGES', 'CreaturePolicy', 'gene_shapes', 'random_population',
+           'to_torch', 'pop_size', 'creature_policy', 'stack_policies', 'creature_types', 'prepare', 'physics_steps',
+           'pellet_course', 'physics_loop', 'stepper', 'SimResult', 'simulate', 'selection_fitness', 'GAConfig',
+           'repair', 'mutate', 'crossover', 'next_generation', 'CreatureArena']
 
 # %% ../nbs/60_physics.ipynb #ebaef037
 DT = 1/60                # s per physics step (seed 003: never larger)
@@ -287,6 +287,16 @@ def simulate(pop:dict, # a population (P creatures)
     return SimResult(np_(fit), np_(pidx), np_(prog), np_(dq), np_(torch.stack(frames)) if record else None,
                      np_(torch.stack(fp)) if record else None, steps)
 
+# %% ../nbs/60_physics.ipynb #f9cf6d93
+SELECTION_DEVICE = 'cpu'   # where the fitness that selection reads is simulated, whatever device a run uses
+
+def selection_fitness(pop:dict, # a population (P creatures)
+                      pellets:torch.Tensor, # (n, 2) `pellet_course`
+                      seconds:float=EPISODE_SECONDS, # episode length
+                      compile:bool=False)->SimResult: # compiled? (a run keeps its mode: they differ in last bits)
+    "The episode selection ranks by (fitness, pellets, progress, disqualification; no frames), on `SELECTION_DEVICE`."
+    return simulate(pop, pellets, seconds, record=False, compile=compile, device=SELECTION_DEVICE)
+
 # %% ../nbs/60_physics.ipynb #fea12584
 @dataclass
 class GAConfig:
@@ -417,5 +427,5 @@ class CreatureArena(Arena):
     @classmethod
     def game(cls, policies:list, # `CreaturePolicy`s
              seed:int, seconds:float=EPISODE_SECONDS)->dict: # {'score': (G,) fitness}
-        "One race of `policies` on the pellet course of `seed`, all simulated at once."
-        return dict(score=simulate(stack_policies(policies), pellet_course(seed), seconds=seconds).fitness)
+        "One race of `policies` on the pellet course of `seed`, simulated at once on the CPU (`selection_fitness`)."
+        return dict(score=selection_fitness(stack_policies(policies), pellet_course(seed), seconds).fitness)

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/policies.html.md"""
 
 # %% ../nbs/01_policies.ipynb #8baac300
 from __future__ import annotations
-import json
+import contextlib, copy, json
 from pathlib import Path
 import numpy as np
 import torch
@@ -18,7 +18,8 @@ from .arenas import (import_pufferlib_module, find_arena, SNAKE_MOVES, SNAKE_VIS
 # %% auto #0
 __all__ = ['ENCODINGS', 'ARCHITECTURES', 'Policy', 'LinearLSTM', 'pufferlib_config', 'pufferlib_weights_path',
            'load_pufferlib_policy', 'RandomPolicy', 'move_tables', 'SnakeHeuristic', 'SnakeStyle', 'Tempered',
-           'EpsilonGreedy', 'StackedLinearLSTM', 'GenomeGroup', 'find_architecture', 'build_policy', 'param_shapes']
+           'EpsilonGreedy', 'StackedLinearLSTM', 'GenomeGroup', 'quantise', 'find_architecture', 'build_policy',
+           'param_shapes']
 
 # %% ../nbs/01_policies.ipynb #63b1a3c4
 class Policy(nn.Module):
@@ -82,13 +83,20 @@ class LinearLSTM(Policy):
     def _table(self)->torch.Tensor: # (input_dim, hidden): the encoder as a lookup table, contiguous (10x faster to gather)
         w = self.encoder.weight
         if torch.is_grad_enabled() and w.requires_grad: return w.t().contiguous()   # training: part of the graph, never cached
-        key = (w.data_ptr(), w._version)   # the weights, unchanged since the table was made?
-        if getattr(self, '_table_key', None) != key: self._table_cache, self._table_key = w.detach().t().contiguous(), key
+        key = (w.data_ptr(), w._version, self.low_precision)   # the weights, unchanged since the table was made?
+        if getattr(self, '_table_key', None) != key:   # bfloat16 when `low_precision` (half the memory read per gather)
+            dtype = torch.bfloat16 if self.low_precision else w.dtype
+            self._table_cache, self._table_key = w.detach().t().to(dtype).contiguous(), key
         return self._table_cache
 
-    def forward(self, obs, state=None): # obs (n, ...) -> logits (n, num_actions), (h, c)
-        h, c = self.lstm(self.encode(obs), state if state is not None else self.initial_state(len(obs)))
-        return self.actor(h), (h, c)
+    low_precision: bool = False # matrix products in bfloat16 (`quantise`)? A setting of this copy, not of the genome
+
+    def forward(self, obs, state=None): # obs (n, ...) -> logits (n, num_actions) float32, (h, c) float32
+        state = state if state is not None else self.initial_state(len(obs))
+        fast = torch.autocast(obs.device.type, dtype=torch.bfloat16) if self.low_precision else contextlib.nullcontext()
+        with fast:   # (a disabled autocast would cost 2.4 us a call)
+            h, c = self.lstm(self.encode(obs), state)
+            return self.actor(h).float(), (h, c)
 
 # %% ../nbs/01_policies.ipynb #c78f195c
 def pufferlib_config(arena:str)->dict: # `LinearLSTM` config
@@ -315,6 +323,20 @@ class GenomeGroup:
             u = torch.stack([torch.rand(self.n, generator=gens[i]) for i in ix])   # inverse-CDF sampling: one uniform per agent, from its genome's stream
             actions[ix] = (u[..., None] > torch.softmax(l.float(), -1).cumsum(-1)).sum(-1).clamp_max(l.shape[-1] - 1)
         return actions.reshape(-1).numpy().astype(np.int32), state
+
+# %% ../nbs/01_policies.ipynb #bfd01547
+def quantise(policies): # a `Policy` or a list of them
+    """Copies of `policies` whose `LinearLSTM` networks compute in bfloat16 (`LinearLSTM.low_precision`), wrappers
+    included; other architectures are returned as they are (not copied). A list is copied as one, so a network that
+    several genomes share stays shared (`GenomeGroup` runs it once). Same type and shape as `policies`."""
+    one = not isinstance(policies, (list, tuple))
+    items = [policies] if one else list(policies)
+    nets = lambda p: [m for m in p.modules() if isinstance(m, LinearLSTM)] if isinstance(p, nn.Module) else []
+    idx = [i for i, p in enumerate(items) if nets(p)]
+    for i, p in zip(idx, copy.deepcopy([items[i] for i in idx])):
+        for m in nets(p): m.low_precision = True
+        items[i] = p
+    return items[0] if one else items
 
 # %% ../nbs/01_policies.ipynb #7b3bfac5
 ARCHITECTURES = {c.arch: c for c in (LinearLSTM, RandomPolicy, SnakeHeuristic, SnakeStyle)}

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from openskill.models import PlackettLuce
 from .arenas import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena
-from .policies import GenomeGroup
+from .policies import GenomeGroup, quantise
 from .registry import Registry, utcnow
 from .evaluation import torch_threads
 
@@ -409,6 +409,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    backend:str='local', ray_address:str|None=None, progress:bool=True,
                    batch:int=64, # games played (and stored) as one batch
                    tags:dict|None=None, # more to keep in the tournament's record (a season's number, say)
+                   quantised:bool=False, # play `quantise`d copies of the policies (bfloat16 matrix products)?
                    evaluation:int|None=None, # resume this stored tournament: its record replaces the arguments above
                    max_batches:int|None=None)->TournamentResult: # stop after this many batches, as if killed (to show a resume)
     "Play a tournament among `ids` in `arena`, rate it with OpenSkill, compute fitness; persists into `registry` batch by batch if given."
@@ -417,6 +418,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
         if registry is None: raise ValueError("only a registry's tournament can be resumed")
         rec = json.loads(registry.db.execute("SELECT settings FROM evaluations WHERE id=? AND kind='tournament'", (evaluation,)).fetchone()['settings'])
         ids, arena, seed, tags = rec['ids'], rec['arena'], rec['seed'], rec.get('tags')
+        quantised = rec.get('quantised', False)
         genomes_per_game, agents_per_genome, steps, meetings, settings = (rec[k] for k in ('genomes_per_game', 'agents_per_genome', 'steps', 'meetings', 'settings'))
     if registry is not None:
         ids = ids or [i for s in ('active', 'candidate') for i in registry.ids(s) if registry.genome(i)['arena'] == arena]
@@ -424,11 +426,12 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
         policies = [registry.policy(i) for i in ids]
         registry.db.executescript(TOURNAMENT_SCHEMA)
     elif policies is None or ids is None or len(ids) != len(policies): raise ValueError("without a registry pass ids and policies of equal length")
+    if quantised: policies = quantise(policies)
     if len(ids) < 2: raise ValueError(f"a tournament needs at least 2 {arena} genomes, got {len(ids)}")
     per_game = min(genomes_per_game, len(ids))
     games = schedule_games(len(ids), per_game, meetings, seed)
     record = dict(arena=arena, ids=ids, agents_per_genome=agents_per_genome, steps=steps, settings=settings or {}, seed=seed,
-                  meetings=meetings, genomes_per_game=per_game, tags=tags or {})
+                  meetings=meetings, genomes_per_game=per_game, tags=tags or {}, quantised=quantised)
     if registry is not None and evaluation is None: evaluation = _open_tournament(registry, record)
     done, results = _stored_games(registry, evaluation, ids, games, find_arena(arena).rank_by) if evaluation is not None else (0, [])
     ratings = load_ratings(registry) if registry is not None else {}

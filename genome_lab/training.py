@@ -26,12 +26,12 @@ from .core import (Producer, ProducerContext, optimizer_tensors, load_optimizer,
                              config_parser, config_from_args)
 
 # %% auto #0
-__all__ = ['pufferl', 'PUFFER_NAMES', 'MODES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'CHECKPOINT_FORMAT', 'ppo_producer', 'PBT_HYPER',
-           'POLICY_OPS_SCHEMA', 'import_pufferl', 'snake_spaces', 'SnakeVecEnv', 'snake_model', 'to_linear_lstm',
-           'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'PPOConfig', 'config_from_dict', 'PuffeRLTrainer',
-           'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome', 'PPORun', 'League', 'train_ppo_cli',
-           'PPOSettings', 'produce_ppo', 'pbt_member_class', 'PBTResult', 'run_pbt', 'record_pbt', 'policy_ops',
-           'evaluation_ladder', 'reward_hacking_guard']
+__all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'CHECKPOINT_FORMAT', 'ppo_producer',
+           'PBT_HYPER', 'POLICY_OPS_SCHEMA', 'import_pufferl', 'snake_spaces', 'SnakeVecEnv', 'snake_model',
+           'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'PPOConfig', 'config_from_dict',
+           'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome', 'PPORun', 'League',
+           'train_ppo_cli', 'PPOSettings', 'produce_ppo', 'pbt_member_class', 'PBTResult', 'run_pbt', 'record_pbt',
+           'policy_ops', 'evaluation_ladder', 'reward_hacking_guard']
 
 # %% ../nbs/75_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -171,6 +171,8 @@ def pufferlib_train_config(ini:str='ocean/snake.ini')->dict: # PuffeRL's `train`
         except (ValueError, SyntaxError): return s
     return {k: value(v) for k, v in p['train'].items()}
 
+PRECISIONS = ('float32', 'bfloat16')   # PuffeRL's `precision` values
+
 @dataclass
 class PPOHyper:
     "PuffeRL's training settings: PufferLib's snake.ini with Adam at learning rate 0.002 and a minibatch of 8192."
@@ -193,6 +195,11 @@ class PPOHyper:
     minibatch_size: int = 8192  # agent-steps per gradient step
     update_epochs: int = 1  # passes over each batch
     anneal_lr: bool = True  # cosine-anneal the learning rate to 0 over total_timesteps?
+    precision: str = 'float32'  # 'bfloat16': collect and train under torch.autocast (faster; learned worse: see Speed)
+
+    def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
 
 MODES = ('self-play', 'league')
 
@@ -247,13 +254,22 @@ def config_from_dict(d:dict)->PPOConfig: # from `asdict(cfg)` (a checkpoint's)
 
 # %% ../nbs/75_training.ipynb #50ff5134
 class PuffeRLTrainer(pufferl.PuffeRL):
-    """PuffeRL as it is but for two hooks: no checkpoints of its own (`PPORun` writes safetensors, not pickles) and a
-    chosen progress display (`display`: 'dashboard' for PufferLib's, a callable of the trainer, or None)."""
+    """PuffeRL as it is but for three hooks: no checkpoints of its own (`PPORun` writes safetensors, not pickles), a
+    chosen progress display (`display`: 'dashboard' for PufferLib's, a callable of the trainer, or None), and its
+    `precision` on every device (PuffeRL's own autocast is for CUDA only, entered and never left): each phase,
+    collecting and training, runs under `torch.autocast` for the run's device and leaves it after."""
     def __init__(self, config:dict, vecenv, policy, logger, display=None):
         self.display = display
         with warnings.catch_warnings():   # PuffeRL's autocast is for CUDA; on the CPU it only warns
             warnings.filterwarnings('ignore', message='CUDA is not available', category=UserWarning)
             super().__init__(config, vecenv, policy, logger)
+    def _autocast(self): # bfloat16 matrix products when `precision` is 'bfloat16'
+        return torch.autocast(torch.device(self.config['device']).type, dtype=torch.bfloat16,
+                              enabled=self.config['precision'] == 'bfloat16')
+    def evaluate(self):
+        with self._autocast(): return super().evaluate()
+    def train(self):
+        with self._autocast(): return super().train()
     def save_checkpoint(self): return None
     def print_dashboard(self, clear=False, **kw):
         if self.display == 'dashboard': return super().print_dashboard(clear)

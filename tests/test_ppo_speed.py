@@ -1,0 +1,38 @@
+"""PuffeRL's `precision` on the CPU and bench/ppo_speed.py at a tiny budget."""
+import json, os, subprocess, sys
+from pathlib import Path
+import pytest, torch
+from genome_lab.training import PPOConfig, PPOHyper, PPORun
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = dict(num_snakes=32, width=48, height=32, num_food=60)
+
+@pytest.mark.parametrize('precision', ['float32', 'bfloat16'])
+def test_precision_autocast_in_both_phases_only(tmp_path, precision):
+    "bfloat16 collects and trains under CPU autocast, which is off again after each phase; float32 never enters it."
+    hyper = PPOHyper(minibatch_size=256, bptt_horizon=16, precision=precision)
+    run = PPORun(PPOConfig(total_timesteps=4096, **TINY, hyper=hyper), tmp_path/'run', display=None)
+    seen, fwd, step = [], run.model.forward_eval, run.trainer.optimizer.step
+    def spy(phase, f): # `f`, noting whether CPU autocast is on when it is called
+        return lambda *a, **k: (seen.append((phase, torch.is_autocast_enabled('cpu'))), f(*a, **k))[1]
+    run.model.forward_eval, run.trainer.optimizer.step = spy('collect', fwd), spy('train', step)
+    run.train_for(1024)
+    run.close()
+    assert {p for p, _ in seen} == {'collect', 'train'}
+    assert all(on == (precision == 'bfloat16') for _, on in seen)
+    assert not torch.is_autocast_enabled('cpu')
+
+def test_unknown_precision_refused():
+    with pytest.raises(ValueError, match="precision must be one of"): PPOHyper(precision='float16')
+
+def test_bench_ppo_speed_tiny(tmp_path):
+    "bench/ppo_speed.py runs one short repeat of both settings and writes trainer and policy-only rates and fractions."
+    out = tmp_path/'ppo_speed.json'
+    r = subprocess.run([sys.executable, ROOT/'bench'/'ppo_speed.py', '--speed-steps', '16384', '--repeats', '1',
+                        '--out', out], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert r.returncode == 0, r.stderr[-2000:]
+    med = json.loads(out.read_text())['median']
+    for k in ('before', 'after'):
+        m = med[k]
+        assert m['puffer_train'] > 0 and 0 < m['fraction_cpu'] < 1 and m['policy_only'] > m['puffer_train']
