@@ -87,7 +87,8 @@ def _elf_interpreter(path:str)->str:
 
 @functools.cache
 def sandbox_binds()->tuple: # ((host path, path in the sandbox), ...)
-    """What the child sees, all read-only: the interpreter, its standard library, numpy, and the shared libraries these
+    """What the child sees, all read-only: the interpreter, its standard library (without the base Python's site-packages,
+    which `bwrap_command` covers with an empty read-only tmpfs), numpy, and the shared libraries these
     load (found by importing the allowed modules once outside the sandbox and reading `/proc/self/maps`). Nothing else:
     no /etc, /home, /proc, /tmp, no repository and no registry."""
     p = subprocess.run([sys.executable, '-I', '-c', _PROBE, ','.join(ALLOWED_IMPORTS)], capture_output=True, text=True, timeout=120)
@@ -123,6 +124,9 @@ def bwrap_command()->list: # argv: bwrap, its options, the interpreter and the w
     parents = {os.path.dirname(dst[:i + 1]) for _, dst in sandbox_binds() for i, c in enumerate(dst) if c == '/'} - {'', '/'}
     for d in sorted(parents): cmd += ['--perms', '0755', '--dir', d]   # searchable by the uid the program runs as
     for src, dst in sandbox_binds(): cmd += ['--ro-bind', src, dst]
+    src, dst = sandbox_binds()[1]   # the standard library, which holds the base Python's own site-packages: hidden
+    for d in (f'{dst}/{n}' for n in ('site-packages', 'dist-packages') if os.path.isdir(os.path.join(src, n))):
+        cmd += ['--perms', '0555', '--tmpfs', d, '--remount-ro', d]
     cmd += ['--dev', '/dev', '--chdir', '/', '--remount-ro', '/']
     return cmd + ['/sandbox/python/bin/python3', '-I', '-S', '-c', WORKER_SOURCE, ','.join(ALLOWED_IMPORTS), '/sandbox/site']
 

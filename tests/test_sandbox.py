@@ -246,3 +246,10 @@ def test_a_slow_program_is_held_to_its_pace():
     lim = SandboxLimits(step_timeout_s=2, wall_s=600, mean_step_s=0.05)
     r = returns_within(lambda: play_games(slow, CountdownGame(100), [0], lim), 60)   # 100 actions of 0.5 s: 50 s unchecked
     assert not r.ok and r.reason == 'timeout' and 'on average' in r.message and r.steps < 10, (r.reason, r.message, r.steps)
+
+def test_the_base_pythons_site_packages_are_hidden():
+    "The standard library is bound whole, but its site-packages (every package of the base Python) is an empty read-only folder."
+    src = DISARM + ("def choose_action(obs, view, memory):\n    d = os.path.dirname(os.__file__) + '/site-packages'\n"
+                    "    return min(len(os.listdir(d)), 5) if os.path.isdir(d) else 6\n")
+    with SandboxedPlayer(src, LIM, 7) as p: test = p.act(*CountdownGame(1).reset(0))
+    assert test == 0, f"the child sees {'no folder' if test == 6 else f'{test} or more entries'} in the base Python's site-packages"
