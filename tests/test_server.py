@@ -157,12 +157,12 @@ def test_submit_stores_a_candidate_with_lineage(http, root):
     assert out['id'] not in [g['id'] for g in http.get('/get_genome_manifest').json()['genomes']]  # candidates are not served as active
 
 def test_a_failing_write_leaves_nothing_half_written(http, root, monkeypatch):
-    "A crash between the file write and the commit (the rename fails) leaves no file and no row."
+    "A crash between the file write and the commit (naming the written file fails) leaves no file and no row."
     import genome_lab.registry as R
     data, _ = genome_file(root)
     before = state(root)
-    def boom(*a): raise OSError("disk failed")
-    monkeypatch.setattr(R.os, 'replace', boom)
+    def boom(*a, **k): raise OSError("disk failed")
+    for name in ('link', 'replace'): monkeypatch.setattr(R.os, name, boom)   # `atomic_write` names a new file by a link
     assert http.post('/submit_genome', content=data, headers=AUTH).status_code == 500
     assert state(root) == before
     monkeypatch.undo()
