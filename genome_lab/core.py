@@ -24,7 +24,7 @@ def _fsync_dir(path:Path):
 def _temporary_name(path:Path)->Path: return path.parent/f'.tmp-{os.urandom(6).hex()}{path.suffix}'
 
 def _unnamed_file(folder:Path)->int|None: # a writable file descriptor, or None where `O_TMPFILE` is missing
-    "An unnamed file in `folder` (`O_TMPFILE`): it gets a name only when linked, and vanishes with its process otherwise."
+    "An unnamed file in `folder` (`O_TMPFILE`): named only when linked, else gone with its process."
     try: return os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o644)
     except (AttributeError, OSError): return None
 
@@ -41,7 +41,7 @@ def _give_name(fd:int, path:Path)->Path|None: # the temporary name still to be r
 def atomic_write(path:str|Path, # the file to (re)place; its folder is created if missing
                  data:bytes|str, # the whole new content (str is written as UTF-8)
                  durable:bool=True)->Path: # fsync the file and its folder (survives a power cut)?
-    "Replace `path` by `data` all at once: readers see the old or the new content, never a partial file; a kill leaves no file."
+    "Replace `path` by `data` all at once: readers see the old or the new content, never a partial file or a stray one."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(data, str): data = data.encode()
     fd, tmp = _unnamed_file(path.parent), None

@@ -87,8 +87,8 @@ def _elf_interpreter(path:str)->str:
 
 @functools.cache
 def sandbox_binds()->tuple: # ((host path, path in the sandbox), ...)
-    """What the child sees, all read-only: the interpreter, its standard library (without the base Python's site-packages,
-    which `bwrap_command` covers with an empty read-only tmpfs), numpy, and the shared libraries these
+    """What the child sees, all read-only: the interpreter, its standard library (without the base Python's
+    site-packages, which `bwrap_command` covers with an empty read-only tmpfs), numpy, and the shared libraries these
     load (found by importing the allowed modules once outside the sandbox and reading `/proc/self/maps`). Nothing else:
     no /etc, /home, /proc, /tmp, no repository and no registry."""
     p = subprocess.run([sys.executable, '-I', '-c', _PROBE, ','.join(ALLOWED_IMPORTS)], capture_output=True, text=True, timeout=120)
@@ -244,7 +244,8 @@ class SandboxedPlayer:
         self.proc = subprocess.Popen(bwrap_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True, env={}, cwd='/')
         os.set_blocking(self.proc.stdin.fileno(), False)   # writes wait in `select`, with a deadline
-        start = lambda: self._limit(self.limits.start_timeout_s, f"the start timeout of {self.limits.start_timeout_s} s")
+        s = self.limits.start_timeout_s
+        start = lambda: self._limit(s, f"the start timeout of {s} s")
         self._send(setup, limit := start())
         started = self._read(limit, starting=True)
         if not started.startswith('S '):
@@ -310,15 +311,17 @@ class SandboxedPlayer:
             raise SandboxFailure('cpu', f"CPU time limit of {self.limits.cpu_s} s reached")
         raise SandboxFailure('crash', f"the child ended by signal {sig}" if sig else f"the child exited with status {rc}")
 
-    def _step_timeout(self)->tuple: return self._limit(self.limits.step_timeout_s, f"the step timeout of {self.limits.step_timeout_s} s")
+    def _step_timeout(self)->tuple: # `_limit(...)` of one step
+        s = self.limits.step_timeout_s
+        return self._limit(s, f"the step timeout of {s} s")
     def new_game(self): self._send(('new',), self._step_timeout())
 
     def _step_limit(self)->tuple: # `_limit(...)` of the next action
-        "The step timeout, or less where the program has used its pace: `step_timeout_s + mean_step_s * actions` s in all."
+        "The step timeout, or less where the program used up its pace: `step_timeout_s + mean_step_s * actions` in all."
         lim = self.limits
         credit = lim.step_timeout_s + self.asked * lim.mean_step_s - self.thinking
         if credit >= lim.step_timeout_s: return self._step_timeout()
-        return self._limit(max(credit, 0.0), f"the pace of {lim.mean_step_s} s per action on average ({self.asked} actions)")
+        return self._limit(max(credit, 0.0), f"the pace of {lim.mean_step_s} s per action on average ({self.asked})")
 
     def act(self, obs, view)->int: # an action in 0..num_actions-1
         "Send one observation and its view; return the program's action (or raise `SandboxFailure`)."

@@ -470,7 +470,8 @@ def schedule_cli(argv:list|None=None)->int: # exit status
         if a.start: sch.start()
     except ValueError as e: print(f"genome-lab schedule: error: {e}", file=sys.stderr); return 2
     except JobLookupError:
-        print(f"genome-lab schedule: error: no job {a.remove!r} in {a.store} (--list shows its jobs)", file=sys.stderr); return 1
+        print(f"genome-lab schedule: error: no job {a.remove!r} in {a.store} (--list shows them)", file=sys.stderr)
+        return 1
     finally:
         if not a.start: sch.shutdown(wait=False)
     return 0

@@ -389,7 +389,7 @@ class JobCancelled(Exception):
 
 class JobRunner:
     """Runs tournament jobs one at a time on a background thread; keeps their state in memory (lost on restart). A
-    cancelled job stops at its next `progress` call, which raises `JobCancelled` (a tournament: after its current batch)."""
+    cancelled job stops at its next `progress` call, which raises `JobCancelled` (a tournament: after its batch)."""
     def __init__(self, pool:RegistryPool, job:Callable=tournament_job):
         self.pool, self.job, self.jobs, self.lock = pool, job, {}, threading.Lock()
         self.stops, self.threads = {}, {}   # by job id: its `threading.Event` asking it to stop, its thread
@@ -403,7 +403,8 @@ class JobRunner:
             j = dict(id=uuid.uuid4().hex[:16], kind=getattr(self.job, '__name__', 'job'), status='queued', progress=0.0,
                      message='queued', created=utcnow(), finished=None, result=None, error=None)
             self.jobs[j['id']], self.stops[j['id']] = j, threading.Event()
-            t = self.threads[j['id']] = threading.Thread(target=self._run, args=(j, req), daemon=True, name=f"job-{j['id']}")
+            t = threading.Thread(target=self._run, args=(j, req), daemon=True, name=f"job-{j['id']}")
+            self.threads[j['id']] = t
         t.start()
         return dict(j)
 
@@ -419,15 +420,15 @@ class JobRunner:
         else: j.update(status='done', result=result, progress=1.0, finished=utcnow())
 
     def cancel(self, jid:str)->dict|None: # the job as `get` gives it; None for an unknown job
-        "Ask job `jid` to stop at its next `progress` call (its message says 'cancelling' until then); `RuntimeError` once it ended."
+        "Ask job `jid` to stop at its next `progress` call (its message: 'cancelling'); `RuntimeError` once it ended."
         with self.lock:
             if (j := self.jobs.get(jid)) is None: return None
-            if j['status'] not in ('queued', 'running'): raise RuntimeError(f"job {jid} is {j['status']}: there is nothing to cancel")
+            if j['status'] not in ('queued', 'running'): raise RuntimeError(f"job {jid} is {j['status']}: too late")
             self.stops[jid].set(); j['message'] = 'cancelling'
             return dict(j)
 
     def stop_all(self, timeout_s:float=30.0):
-        "Cancel every job and wait up to `timeout_s` seconds for each thread (the server stops: its registry connections close next)."
+        "Cancel every job and wait up to `timeout_s` seconds for each thread (the server stops; the pool closes next)."
         for e in self.stops.values(): e.set()
         for t in list(self.threads.values()): t.join(timeout_s)
 
@@ -649,7 +650,8 @@ def run_tournament(request:Request, req:TournamentRequest)->JobOut:
 @jobs.post('/cancel_job/{job_id}', response_model=JobOut, status_code=202, dependencies=[Depends(require_token)],
            operation_id='cancel_job', responses={k: ERRORS[k] for k in (401, 403, 404, 409)})
 def cancel_job(request:Request, job_id:str=PathParam(pattern=r'^[0-9a-f]{1,32}$'))->JobOut:
-    "Stop a queued or running job at its next progress report (a tournament: after its current batch, which stays stored); poll `tournament_status/{job_id}` until 'cancelled'. 409 once it ended."
+    """Stop a queued or running job at its next progress report (a tournament: after its current batch, which stays
+    stored); poll `tournament_status/{job_id}` until 'cancelled'. 409 once it ended."""
     try: j = request.app.state.runner.cancel(job_id)
     except RuntimeError as e: raise HTTPException(409, str(e)) from None
     if j is None: raise HTTPException(404, f"no job {job_id!r} (jobs are kept in memory until the server stops)")
@@ -706,22 +708,23 @@ def create_app(registry:str|Path, # registry folder
     app.state.body_caps = {'/submit_genome': max_upload_bytes}
     app.add_middleware(BodyGuard, max_body_bytes=max_body_bytes)
     app.add_exception_handler(RequestValidationError, validation_error)
-    app.router.add_event_handler('shutdown', app.state.runner.stop_all)   # a job's thread ends before its connection closes
+    app.router.add_event_handler('shutdown', app.state.runner.stop_all)   # jobs end before their connections close
     app.router.add_event_handler('shutdown', pool.close)
     for r in (reads, writes, jobs, pages, *(installed_routers() if routers is None else routers)): app.include_router(r)
     if static_dir is not None: app.mount('/static', StaticFiles(directory=static_dir), name='static')
     return app
 
 # %% ../nbs/72_server.ipynb #73cf3154
-HEADER_GUARD = 'genome_lab.server:HeaderTimeoutProtocol' # uvicorn's `http` setting of the server (a string: workers import it)
+HEADER_GUARD = 'genome_lab.server:HeaderTimeoutProtocol' # the server's uvicorn `http` (a string: workers import it)
 
 class HeaderTimeoutProtocol(HttpToolsProtocol):
     "uvicorn's httptools protocol that closes a connection whose request line and headers take over `header_timeout_s`."
-    header_timeout_s: float = 10.0 # seconds from the connection (or a kept-alive request's first byte) to its last header
+    header_timeout_s: float = 10.0 # seconds from the connection (or a kept-alive request's start) to the headers' end
     _header_timer = None
 
     def _arm(self):
-        if self._header_timer is None: self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_late)
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_late)
     def _disarm(self):
         if self._header_timer is not None: self._header_timer.cancel(); self._header_timer = None
     def _headers_late(self):
@@ -743,10 +746,11 @@ def free_port(host:str='127.0.0.1')->int: # a TCP port free on `host` now (for a
 def serve_in_thread(app, # an ASGI app, e.g. `create_app(...)`
                     host:str='127.0.0.1', # the interface: loopback unless told otherwise
                     start_timeout_s:float=30, # seconds to wait for the server to listen
-                    **uvicorn_kw): # more `uvicorn.Config` settings (`http`, `loop`, ...); `http` defaults to `HeaderTimeoutProtocol`
+                    **uvicorn_kw): # more `uvicorn.Config` settings (`loop`, `http`: `HeaderTimeoutProtocol` if none)
     "Run `app` under uvicorn in a daemon thread on a free port of `host`; yields its base URL, stops it on exit. Raises `RuntimeError` when it does not start."
     import uvicorn
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level='warning', **{'http': HeaderTimeoutProtocol, **uvicorn_kw}))
+    uvicorn_kw = {'http': HeaderTimeoutProtocol, **uvicorn_kw}
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level='warning', **uvicorn_kw))
     thread = threading.Thread(target=server.run, daemon=True); thread.start()
     t0 = time.monotonic()
     while not server.started:
@@ -793,7 +797,8 @@ def serve_cli(argv:list)->int: # exit status
     except (ValueError, ImportError, AttributeError, OSError, sqlite3.Error) as e: return err(str(e))
     import uvicorn
     print(f"genome-lab serve: {a.registry} on http://{a.host}:{a.port} ({'read-only' if token is None else 'writes need the token'})", file=sys.stderr)
-    if a.workers == 1: uvicorn.run(app, host=a.host, port=a.port, log_level='warning', timeout_graceful_shutdown=5, http=HEADER_GUARD)
+    if a.workers == 1:
+        uvicorn.run(app, host=a.host, port=a.port, log_level='warning', timeout_graceful_shutdown=5, http=HEADER_GUARD)
     else:
         os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=str(a.registry), max_upload_bytes=int(a.max_upload_mb * 2**20), job=a.job))
         uvicorn.run('genome_lab.server:app_from_environment', factory=True, workers=a.workers, host=a.host, port=a.port,

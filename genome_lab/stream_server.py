@@ -102,7 +102,8 @@ async def offer(request:Request, body:Offer, b:Broadcast=Depends(broadcast))->An
 class DeadlineStream(StreamingResponse):
     """A `StreamingResponse` whose every write the client must take within `send_timeout` seconds: a client that stops
     reading (or reads slower than the stream) is dropped, and its generator closed, which frees what it held."""
-    def __init__(self, content, send_timeout:float, **kw): super().__init__(content, **kw); self.send_timeout = send_timeout
+    def __init__(self, content, send_timeout:float, **kw): # `kw`: `StreamingResponse`'s
+        super().__init__(content, **kw); self.send_timeout = send_timeout
 
     async def stream_response(self, send):
         async def timed(message): await asyncio.wait_for(send(message), self.send_timeout)

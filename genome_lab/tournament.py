@@ -412,7 +412,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    tags:dict|None=None, # more to keep in the tournament's record (a season's number, say)
                    evaluation:int|None=None, # resume this stored tournament: its record replaces the arguments above
                    max_batches:int|None=None, # stop after this many batches, as if killed (to show a resume)
-                   on_batch:Callable|None=None)->TournamentResult: # called as on_batch(games played, games) after each stored batch
+                   on_batch:Callable|None=None)->TournamentResult: # on_batch(games played, games) after each batch
     "Play a tournament among `ids` in `arena`, rate it with OpenSkill, compute fitness; persists into `registry` batch by batch if given."
     t0 = time.perf_counter()
     if evaluation is not None:
