@@ -42,6 +42,7 @@ class StreamConfig:
     reload_seconds: float = 5.0 # how often the registry's active set is compared with the playing genomes
     idle_seconds: float = 10.0 # the game, renderer and encoders stop this long after the last viewer leaves
     max_viewers: int = 16 # viewers at once, all formats together
+    send_timeout_seconds: float = 10.0 # an MJPEG viewer whose connection takes nothing for this long is dropped
 
 def active_snakes(registry:Registry, k:int)->list: # [(id, name, ordinal or None)], best first
     "The `k` best-rated active snake genomes (OpenSkill ordinal; unrated ones after the rated, by age)."

@@ -27,21 +27,40 @@ def _fsync_dir(path:Path):
     try: os.fsync(fd)
     finally: os.close(fd)
 
+def _temporary_name(path:Path)->Path: return path.parent/f'.tmp-{os.urandom(6).hex()}{path.suffix}'
+
+def _unnamed_file(folder:Path)->int|None: # a writable file descriptor, or None where `O_TMPFILE` is missing
+    "An unnamed file in `folder` (`O_TMPFILE`): named only when linked, else gone with its process."
+    try: return os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o644)
+    except (AttributeError, OSError): return None
+
+def _give_name(fd:int, path:Path)->Path|None: # the temporary name still to be renamed over `path`, or None
+    "Link the complete unnamed file `fd` as `path` when `path` is new, else under a temporary name beside it."
+    folder = os.open(path.parent, os.O_RDONLY)   # a folder descriptor makes `os.link` call linkat(AT_SYMLINK_FOLLOW)
+    try:
+        try: os.link(f'/proc/self/fd/{fd}', path.name, dst_dir_fd=folder); return None
+        except FileExistsError: pass
+        tmp = _temporary_name(path)
+        os.link(f'/proc/self/fd/{fd}', tmp.name, dst_dir_fd=folder); return tmp
+    finally: os.close(folder)
+
 def atomic_write(path:str|Path, # the file to (re)place; its folder is created if missing
                  data:bytes|str, # the whole new content (str is written as UTF-8)
                  durable:bool=True)->Path: # fsync the file and its folder (survives a power cut)?
-    "Replace `path` by `data` all at once: readers see the old or the new content, never a partial file."
+    "Replace `path` by `data` all at once: readers see the old or the new content, never a partial file or a stray one."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(data, str): data = data.encode()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.tmp-', suffix=path.suffix)
+    fd, tmp = _unnamed_file(path.parent), None
+    if fd is None: fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.tmp-', suffix=path.suffix)
     try:
         with os.fdopen(fd, 'wb') as f:
             f.write(data); f.flush()
             if durable: os.fsync(f.fileno())
-        os.replace(tmp, path)
+            if tmp is None: tmp = _give_name(f.fileno(), path)
+        if tmp is not None: os.replace(tmp, path)
         if durable: _fsync_dir(path.parent)
     finally:
-        if os.path.exists(tmp): os.remove(tmp)
+        if tmp is not None and os.path.exists(tmp): os.remove(tmp)
     return path
 
 def atomic_write_json(path:str|Path, obj, **kw)->Path: # `kw` go to `atomic_write`

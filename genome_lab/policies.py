@@ -313,11 +313,9 @@ class GenomeGroup:
         "Actions (G*n,) int32 for obs (G*n, ...) in genome-major order, and the new state (`state` is updated in place too)."
         logits, state[:] = self.logits(obs, state)
         actions = torch.empty(logits.shape[:2], dtype=torch.long)
-        plain = self.plain if greedy else []
-        if plain: actions[plain] = logits[plain].argmax(-1)
+        if greedy and self.plain: actions[self.plain] = logits[self.plain].argmax(-1)
         gens = list(generator) if isinstance(generator, (list, tuple)) else [generator] * len(self.policies)
-        for ix in ([i for i in k if i not in plain] for k in self.kinds):
-            if not ix: continue
+        for ix in self.kinds if greedy else self.kinds + [[i] for i in self.plain]:   # not greedy: every genome samples
             p, l = self.policies[ix[0]], logits[ix]
             if greedy and not p.stochastic: actions[ix] = l.argmax(-1); continue
             u = torch.stack([torch.rand(self.n, generator=gens[i]) for i in ix])   # inverse-CDF sampling: one uniform per agent, from its genome's stream

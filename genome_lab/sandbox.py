@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/sandbox.html.md"""
 # %% ../nbs/80_sandbox.ipynb #6e3fa3e6
 from __future__ import annotations
 import functools, hashlib, importlib, json, os, pickle, re, select, shutil, signal, struct, subprocess, sys, tempfile, time, weakref
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, asdict, replace
 import numpy as np
 import torch
 from .arenas import find_arena, make_arena
@@ -87,7 +87,8 @@ def _elf_interpreter(path:str)->str:
 
 @functools.cache
 def sandbox_binds()->tuple: # ((host path, path in the sandbox), ...)
-    """What the child sees, all read-only: the interpreter, its standard library, numpy, and the shared libraries these
+    """What the child sees, all read-only: the interpreter, its standard library (without the base Python's
+    site-packages, which `bwrap_command` covers with an empty read-only tmpfs), numpy, and the shared libraries these
     load (found by importing the allowed modules once outside the sandbox and reading `/proc/self/maps`). Nothing else:
     no /etc, /home, /proc, /tmp, no repository and no registry."""
     p = subprocess.run([sys.executable, '-I', '-c', _PROBE, ','.join(ALLOWED_IMPORTS)], capture_output=True, text=True, timeout=120)
@@ -123,6 +124,9 @@ def bwrap_command()->list: # argv: bwrap, its options, the interpreter and the w
     parents = {os.path.dirname(dst[:i + 1]) for _, dst in sandbox_binds() for i, c in enumerate(dst) if c == '/'} - {'', '/'}
     for d in sorted(parents): cmd += ['--perms', '0755', '--dir', d]   # searchable by the uid the program runs as
     for src, dst in sandbox_binds(): cmd += ['--ro-bind', src, dst]
+    src, dst = sandbox_binds()[1]   # the standard library, which holds the base Python's own site-packages: hidden
+    for d in (f'{dst}/{n}' for n in ('site-packages', 'dist-packages') if os.path.isdir(os.path.join(src, n))):
+        cmd += ['--perms', '0555', '--tmpfs', d, '--remount-ro', d]
     cmd += ['--dev', '/dev', '--chdir', '/', '--remount-ro', '/']
     return cmd + ['/sandbox/python/bin/python3', '-I', '-S', '-c', WORKER_SOURCE, ','.join(ALLOWED_IMPORTS), '/sandbox/site']
 
@@ -207,8 +211,9 @@ class SandboxLimits:
     memory_mb: int = 1024 # address space (RLIMIT_AS), in MiB
     max_files: int = 64 # open file descriptors (RLIMIT_NOFILE)
     wall_s: float = 120.0 # wall-clock seconds for the whole evaluation, start-up included
-    step_timeout_s: float = 5.0 # wall-clock seconds for one action (the first one includes the program's set-up)
+    step_timeout_s: float = 5.0 # wall-clock seconds for one action, or for the child to take one message
     start_timeout_s: float = 20.0 # wall-clock seconds to start Python and load the program
+    mean_step_s: float = 0.05 # wall-clock seconds per action on average (credit: `step_timeout_s`, and this per action)
 
     def rlimits(self)->dict: # {resource name: (soft, hard)}, set by the worker before the program runs
         mb = self.memory_mb * 2**20
@@ -235,31 +240,48 @@ class SandboxedPlayer:
         self.limits, self.num_actions = limits or SandboxLimits(), num_actions
         check_source(source)
         setup = dict(uid=SANDBOX_UID, rlimits=self.limits.rlimits(), filter=seccomp_filter(), source=source)
-        self.t0, self._buf, self.layers = time.monotonic(), b'', []
+        self.t0, self._buf, self.layers, self.asked, self.thinking = time.monotonic(), b'', [], 0, 0.0
         self.proc = subprocess.Popen(bwrap_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True, env={}, cwd='/')
-        self._send(setup)
-        started = self._read(self.limits.start_timeout_s, starting=True)
+        os.set_blocking(self.proc.stdin.fileno(), False)   # writes wait in `select`, with a deadline
+        s = self.limits.start_timeout_s
+        start = lambda: self._limit(s, f"the start timeout of {s} s")
+        self._send(setup, limit := start())
+        started = self._read(limit, starting=True)
         if not started.startswith('S '):
             self.kill(); raise SandboxUnavailable(f"the sandbox did not start: {sanitise(started[2:], 500)}")
         self.layers = ['bwrap'] + started[2:].split(',')
-        reply = self._read(self.limits.start_timeout_s)
+        reply = self._read(start())
         if reply != 'R': self._fail_from(reply)
 
-    def _send(self, obj):
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        try: self.proc.stdin.write(struct.pack('<I', len(data)) + data); self.proc.stdin.flush()
-        except (BrokenPipeError, OSError): self._died()
+    def _limit(self, seconds:float, what:str)->tuple: # (deadline on the monotonic clock, the limit it is, in words)
+        "The deadline `seconds` from now, or the evaluation's wall time if that comes first."
+        if self.t0 + self.limits.wall_s <= time.monotonic() + seconds:
+            return self.t0 + self.limits.wall_s, f"the evaluation wall time of {self.limits.wall_s} s"
+        return time.monotonic() + seconds, what
 
-    def _read(self, timeout:float, starting:bool=False)->str:
-        deadline = min(time.monotonic() + timeout, self.t0 + self.limits.wall_s)
+    def _timeout(self, doing:str, what:str):
+        self.kill(); raise SandboxFailure('timeout', f"{doing} within {what}")
+
+    def _send(self, obj, limit:tuple): # limit: `_limit(...)`
+        "Write one message; a child that does not take it by the deadline (it stopped reading its input) is killed."
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        data = memoryview(struct.pack('<I', len(data)) + data)
+        fd = self.proc.stdin.fileno()
+        while data:
+            left = limit[0] - time.monotonic()
+            if left <= 0: self._timeout('the child did not take its input', limit[1])
+            _, w, _ = select.select([], [fd], [], left)
+            if not w: continue
+            try: data = data[os.write(fd, data):]
+            except BlockingIOError: continue
+            except OSError: self._died()   # BrokenPipeError: the child is gone
+
+    def _read(self, limit:tuple, starting:bool=False)->str: # limit: `_limit(...)`; a line of the child's, no newline
         fd = self.proc.stdout.fileno()
         while b'\n' not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.kill()
-                total = time.monotonic() - self.t0 >= self.limits.wall_s
-                raise SandboxFailure('timeout', f"no answer within {'the evaluation wall time of ' + str(self.limits.wall_s) if total else str(timeout)} s")
+            left = limit[0] - time.monotonic()
+            if left <= 0: self._timeout('no answer', limit[1])
             r, _, _ = select.select([fd], [], [], left)
             if not r: continue
             chunk = os.read(fd, 65536)
@@ -289,11 +311,25 @@ class SandboxedPlayer:
             raise SandboxFailure('cpu', f"CPU time limit of {self.limits.cpu_s} s reached")
         raise SandboxFailure('crash', f"the child ended by signal {sig}" if sig else f"the child exited with status {rc}")
 
-    def new_game(self): self._send(('new',))
+    def _step_timeout(self)->tuple: # `_limit(...)` of one step
+        s = self.limits.step_timeout_s
+        return self._limit(s, f"the step timeout of {s} s")
+    def new_game(self): self._send(('new',), self._step_timeout())
+
+    def _step_limit(self)->tuple: # `_limit(...)` of the next action
+        "The step timeout, or less where the program used up its pace: `step_timeout_s + mean_step_s * actions` in all."
+        lim = self.limits
+        credit = lim.step_timeout_s + self.asked * lim.mean_step_s - self.thinking
+        if credit >= lim.step_timeout_s: return self._step_timeout()
+        return self._limit(max(credit, 0.0), f"the pace of {lim.mean_step_s} s per action on average ({self.asked})")
+
     def act(self, obs, view)->int: # an action in 0..num_actions-1
         "Send one observation and its view; return the program's action (or raise `SandboxFailure`)."
-        self._send(('obs', obs, view))
-        reply = self._read(self.limits.step_timeout_s)
+        self.asked += 1
+        t, limit = time.monotonic(), self._step_limit()
+        self._send(('obs', obs, view), limit)
+        reply = self._read(limit)
+        self.thinking += time.monotonic() - t
         if not reply.startswith('A '): self._fail_from(reply)
         try: a = int(reply[2:])
         except ValueError: self.kill(); raise SandboxFailure('bad_action', f"choose_action returned {sanitise(reply[2:], 40)}, not an int") from None
@@ -447,11 +483,13 @@ if callable(_player):
 """
 
 class ProgramState:
-    "One sandboxed child playing `n` agents of a program genome; killed by `close` (or when the state is collected)."
+    """One sandboxed child playing `n` agents of a program genome; killed by `close` (or when the state is collected).
+    Its pace is `limits.mean_step_s` per agent and step on average (one call answers for all `n` agents)."""
     def __init__(self, source:str, env:ProgramEnv, n:int, limits:SandboxLimits):
         self.env, self.n, self.A, self.failure = env, n, env.cls.num_actions, None
         wrapped = f"{source}\nNUM_ACTIONS = {self.A}\n{_AGENTS_WRAPPER}"
-        try: self.player = SandboxedPlayer(wrapped, limits, num_actions=self.A**n)
+        paced = replace(limits, mean_step_s=limits.mean_step_s * n)
+        try: self.player = SandboxedPlayer(wrapped, paced, num_actions=self.A**n)
         except SandboxFailure as e: self.player, self.failure = None, e
         else:   # killed when the state is collected; at exit the child ends by itself when its pipe closes
             self._finalizer = weakref.finalize(self, self.player.kill); self._finalizer.atexit = False

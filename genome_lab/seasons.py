@@ -391,6 +391,10 @@ def run_command(argv:list)->int: # the command's exit status
     "Run `genome-lab ARGV...` (the console script installed beside this Python) as a process of its own (a scheduled job)."
     return subprocess.run([Path(sys.executable).parent/'genome-lab', *argv]).returncode
 
+def _commands()->dict: # {name: 'module:function'}
+    "The `genome-lab` command's subcommands (`genome_lab.pipeline.commands`, a later chapter's: read when called)."
+    return importlib.import_module('genome_lab.pipeline').commands()
+
 def schedule_cli(argv:list|None=None)->int: # exit status
     "`genome-lab schedule --store FILE (--cron EXPR --id NAME -- COMMAND... | --list | --remove NAME | --start)`: genome-lab commands on a cron schedule."
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -401,16 +405,24 @@ def schedule_cli(argv:list|None=None)->int: # exit status
     ap.add_argument('--id', default='job', help='the job to add or change')
     ap.add_argument('--list', action='store_true'); ap.add_argument('--remove', metavar='NAME'); ap.add_argument('--start', action='store_true', help='run the scheduler until interrupted')
     a = ap.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
+    if a.cron and not command: ap.error('give the command after --, e.g. -- run --runs-dir runs')
+    if a.cron and command[0] not in (known := _commands()):
+        import difflib
+        near = difflib.get_close_matches(command[0], known, n=1)
+        ap.error(f"unknown command {command[0]!r}{f' (did you mean {near[0]!r}?)' if near else ''}: "
+                 f"genome-lab has {', '.join(sorted(known))}")
+    from apscheduler.jobstores.base import JobLookupError
     sch = scheduler(a.store, blocking=a.start)
     if not a.start: sch.start(paused=True)
     try:
-        if a.cron:
-            if not command: ap.error('give the command after --, e.g. -- run --runs-dir runs')
-            sch.add_job(run_command, cron_trigger(a.cron), id=a.id, args=[command], replace_existing=True)
+        if a.cron: sch.add_job(run_command, cron_trigger(a.cron), id=a.id, args=[command], replace_existing=True)
         if a.remove: sch.remove_job(a.remove)
         for j in sch.get_jobs(): print(f"{j.id}: genome-lab {' '.join(j.args[0])}  [{j.trigger}]  next run {j.next_run_time}")
         if a.start: sch.start()
     except ValueError as e: print(f"genome-lab schedule: error: {e}", file=sys.stderr); return 2
+    except JobLookupError:
+        print(f"genome-lab schedule: error: no job {a.remove!r} in {a.store} (--list shows them)", file=sys.stderr)
+        return 1
     finally:
         if not a.start: sch.shutdown(wait=False)
     return 0

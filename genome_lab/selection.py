@@ -155,7 +155,8 @@ def tournament_job(registry:Registry, req, progress)->dict: # req: `genome_lab.s
         progress(k / len(arenas), f'playing the {arena} tournament')
         res = run_tournament(registry, entrants, arena=arena, genomes_per_game=3, agents_per_genome=max(1, req.agents // 3),
                              steps=req.max_steps, meetings=1, seed=req.seed, settings=req.settings if req.arena else None,
-                             progress=False)
+                             progress=False,   # progress after each batch: a cancelled job stops there
+                             on_batch=lambda n, of: progress((k + n/of) / len(arenas), f'{arena}: {n} of {of} games'))
         plan = select(registry, res.leaderboard, res.evaluation)
         cols = ['id', 'name', 'type', 'ordinal', 'mu', 'sigma', 'fitness', 'games', 'kills', 'deaths']
         out[arena] = dict(evaluation=res.evaluation, games=len(res.games), leaderboard=res.leaderboard[cols].to_dict('records'),

@@ -18,6 +18,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ConfigDict, field_validator, model_validator, StrictBool, StrictInt, StrictFloat
 from starlette.concurrency import run_in_threadpool
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from .registry import (Registry, RegistryError, Genome, GenomeFormatError, genome_from_bytes, FORMAT,
                                  GENOME_TYPES, RELATIONS, utcnow, seed_founders)
 from .policies import ARCHITECTURES, build_policy, find_architecture
@@ -25,17 +26,17 @@ from .arenas import find_arena, make_arena
 from .selection import tournament_job
 
 # %% auto #0
-__all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'pages', 'RegistryPool', 'retry_busy',
-           'family_graph', 'leaderboard', 'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes',
-           'check_submission', 'arena_observation', 'check_fits_arena', 'ErrorOut', 'StatsOut', 'ParentOut',
-           'RatingOut', 'PerformanceOut', 'GenomeOut', 'ManifestOut', 'GameResult', 'StatsUpdate', 'StatsUpdated',
-           'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut', 'LeaderRow', 'ReplacementOut', 'PlayerOut',
-           'NodeOut', 'EdgeOut', 'LeaderboardOut', 'evaluation_job', 'JobRunner', 'ManifestCache', 'FileCache',
-           'registry_pool', 'token_refusal', 'require_token', 'TokenRoute', 'BodyGuard', 'validation_error',
-           'genome_row', 'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats', 'submit_genome',
-           'retire_genome', 'run_tournament', 'tournament_status', 'leaderboard_page_html', 'leaderboard_data',
-           'leaderboard_page', 'installed_routers', 'create_app', 'free_port', 'serve_in_thread', 'serve_cli',
-           'app_from_environment']
+__all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'pages', 'HEADER_GUARD', 'RegistryPool',
+           'retry_busy', 'family_graph', 'leaderboard', 'SubmissionError', 'ParentRef', 'GenomeMeta',
+           'meta_param_shapes', 'check_submission', 'arena_observation', 'check_fits_arena', 'ErrorOut', 'StatsOut',
+           'ParentOut', 'RatingOut', 'PerformanceOut', 'GenomeOut', 'ManifestOut', 'GameResult', 'StatsUpdate',
+           'StatsUpdated', 'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut', 'LeaderRow', 'ReplacementOut',
+           'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'evaluation_job', 'JobCancelled', 'JobRunner',
+           'ManifestCache', 'FileCache', 'registry_pool', 'token_refusal', 'require_token', 'TokenRoute', 'BodyGuard',
+           'validation_error', 'genome_row', 'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats',
+           'submit_genome', 'retire_genome', 'run_tournament', 'cancel_job', 'tournament_status',
+           'leaderboard_page_html', 'leaderboard_data', 'leaderboard_page', 'installed_routers', 'create_app',
+           'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread', 'serve_cli', 'app_from_environment']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -322,7 +323,7 @@ class TournamentRequest(BaseModel):
 class JobOut(BaseModel):
     id: str
     kind: str
-    status: Literal['queued', 'running', 'done', 'failed']
+    status: Literal['queued', 'running', 'done', 'failed', 'cancelled']
     progress: float = Field(ge=0, le=1)
     message: str
     created: str
@@ -383,10 +384,15 @@ def evaluation_job(registry:Registry, # this thread's registry connection
     progress(1.0, f"evaluated {len(ids)} genomes")
     return out
 
+class JobCancelled(Exception):
+    "Raised by a job's `progress` once the job was asked to stop (`JobRunner.cancel`): the job ends there."
+
 class JobRunner:
-    "Runs tournament jobs one at a time on a background thread; keeps their state in memory (lost on restart)."
+    """Runs tournament jobs one at a time on a background thread; keeps their state in memory (lost on restart). A
+    cancelled job stops at its next `progress` call, which raises `JobCancelled` (a tournament: after its batch)."""
     def __init__(self, pool:RegistryPool, job:Callable=tournament_job):
         self.pool, self.job, self.jobs, self.lock = pool, job, {}, threading.Lock()
+        self.stops, self.threads = {}, {}   # by job id: its `threading.Event` asking it to stop, its thread
 
     def busy(self)->bool: return any(j['status'] in ('queued', 'running') for j in self.jobs.values())
 
@@ -396,16 +402,35 @@ class JobRunner:
             if self.busy(): raise RuntimeError("a tournament job is already running: wait for it (tournament_status)")
             j = dict(id=uuid.uuid4().hex[:16], kind=getattr(self.job, '__name__', 'job'), status='queued', progress=0.0,
                      message='queued', created=utcnow(), finished=None, result=None, error=None)
-            self.jobs[j['id']] = j
-        threading.Thread(target=self._run, args=(j, req), daemon=True, name=f"job-{j['id']}").start()
+            self.jobs[j['id']], self.stops[j['id']] = j, threading.Event()
+            t = threading.Thread(target=self._run, args=(j, req), daemon=True, name=f"job-{j['id']}")
+            self.threads[j['id']] = t
+        t.start()
         return dict(j)
 
     def _run(self, j, req):
-        def progress(frac, msg=''): j.update(progress=float(min(max(frac, 0), 1)), message=str(msg))
+        stop = self.stops[j['id']]
+        def progress(frac, msg=''):
+            if stop.is_set(): raise JobCancelled(f"cancelled at {j['progress']:.0%}")
+            j.update(progress=float(min(max(frac, 0), 1)), message=str(msg))
         j['status'] = 'running'
         try: result = self.job(self.pool.get(), req, progress)
+        except JobCancelled as e: j.update(status='cancelled', message=str(e), finished=utcnow())
         except Exception as e: j.update(status='failed', error=f"{type(e).__name__}: {e}", message='failed', finished=utcnow())
         else: j.update(status='done', result=result, progress=1.0, finished=utcnow())
+
+    def cancel(self, jid:str)->dict|None: # the job as `get` gives it; None for an unknown job
+        "Ask job `jid` to stop at its next `progress` call (its message: 'cancelling'); `RuntimeError` once it ended."
+        with self.lock:
+            if (j := self.jobs.get(jid)) is None: return None
+            if j['status'] not in ('queued', 'running'): raise RuntimeError(f"job {jid} is {j['status']}: too late")
+            self.stops[jid].set(); j['message'] = 'cancelling'
+            return dict(j)
+
+    def stop_all(self, timeout_s:float=30.0):
+        "Cancel every job and wait up to `timeout_s` seconds for each thread (the server stops; the pool closes next)."
+        for e in self.stops.values(): e.set()
+        for t in list(self.threads.values()): t.join(timeout_s)
 
     def get(self, jid:str)->dict|None:
         j = self.jobs.get(jid)
@@ -622,6 +647,16 @@ def run_tournament(request:Request, req:TournamentRequest)->JobOut:
     try: return request.app.state.runner.start(req)
     except RuntimeError as e: raise HTTPException(409, str(e)) from None
 
+@jobs.post('/cancel_job/{job_id}', response_model=JobOut, status_code=202, dependencies=[Depends(require_token)],
+           operation_id='cancel_job', responses={k: ERRORS[k] for k in (401, 403, 404, 409)})
+def cancel_job(request:Request, job_id:str=PathParam(pattern=r'^[0-9a-f]{1,32}$'))->JobOut:
+    """Stop a queued or running job at its next progress report (a tournament: after its current batch, which stays
+    stored); poll `tournament_status/{job_id}` until 'cancelled'. 409 once it ended."""
+    try: j = request.app.state.runner.cancel(job_id)
+    except RuntimeError as e: raise HTTPException(409, str(e)) from None
+    if j is None: raise HTTPException(404, f"no job {job_id!r} (jobs are kept in memory until the server stops)")
+    return j
+
 @jobs.get('/tournament_status/{job_id}', response_model=JobOut, responses={404: ERRORS[404]}, operation_id='tournament_status')
 def tournament_status(request:Request, job_id:str=PathParam(pattern=r'^[0-9a-f]{1,32}$'))->JobOut:
     "A job's status, progress (0..1), message and, when done, its result."
@@ -673,10 +708,33 @@ def create_app(registry:str|Path, # registry folder
     app.state.body_caps = {'/submit_genome': max_upload_bytes}
     app.add_middleware(BodyGuard, max_body_bytes=max_body_bytes)
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.router.add_event_handler('shutdown', app.state.runner.stop_all)   # jobs end before their connections close
     app.router.add_event_handler('shutdown', pool.close)
     for r in (reads, writes, jobs, pages, *(installed_routers() if routers is None else routers)): app.include_router(r)
     if static_dir is not None: app.mount('/static', StaticFiles(directory=static_dir), name='static')
     return app
+
+# %% ../nbs/72_server.ipynb #73cf3154
+HEADER_GUARD = 'genome_lab.server:HeaderTimeoutProtocol' # the server's uvicorn `http` (a string: workers import it)
+
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    "uvicorn's httptools protocol that closes a connection whose request line and headers take over `header_timeout_s`."
+    header_timeout_s: float = 10.0 # seconds from the connection (or a kept-alive request's start) to the headers' end
+    _header_timer = None
+
+    def _arm(self):
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_late)
+    def _disarm(self):
+        if self._header_timer is not None: self._header_timer.cancel(); self._header_timer = None
+    def _headers_late(self):
+        self._header_timer = None
+        if not self.transport.is_closing(): self.transport.close()
+
+    def connection_made(self, transport): super().connection_made(transport); self._arm()
+    def on_message_begin(self): super().on_message_begin(); self._arm()
+    def on_headers_complete(self): self._disarm(); super().on_headers_complete()
+    def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
 
 # %% ../nbs/72_server.ipynb #deac89f3
 def free_port(host:str='127.0.0.1')->int: # a TCP port free on `host` now (for a server started in another process)
@@ -688,9 +746,10 @@ def free_port(host:str='127.0.0.1')->int: # a TCP port free on `host` now (for a
 def serve_in_thread(app, # an ASGI app, e.g. `create_app(...)`
                     host:str='127.0.0.1', # the interface: loopback unless told otherwise
                     start_timeout_s:float=30, # seconds to wait for the server to listen
-                    **uvicorn_kw): # more `uvicorn.Config` settings (`http`, `loop`, ...)
+                    **uvicorn_kw): # more `uvicorn.Config` settings (`loop`, `http`: `HeaderTimeoutProtocol` if none)
     "Run `app` under uvicorn in a daemon thread on a free port of `host`; yields its base URL, stops it on exit. Raises `RuntimeError` when it does not start."
     import uvicorn
+    uvicorn_kw = {'http': HeaderTimeoutProtocol, **uvicorn_kw}
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level='warning', **uvicorn_kw))
     thread = threading.Thread(target=server.run, daemon=True); thread.start()
     t0 = time.monotonic()
@@ -738,11 +797,12 @@ def serve_cli(argv:list)->int: # exit status
     except (ValueError, ImportError, AttributeError, OSError, sqlite3.Error) as e: return err(str(e))
     import uvicorn
     print(f"genome-lab serve: {a.registry} on http://{a.host}:{a.port} ({'read-only' if token is None else 'writes need the token'})", file=sys.stderr)
-    if a.workers == 1: uvicorn.run(app, host=a.host, port=a.port, log_level='warning', timeout_graceful_shutdown=5)
+    if a.workers == 1:
+        uvicorn.run(app, host=a.host, port=a.port, log_level='warning', timeout_graceful_shutdown=5, http=HEADER_GUARD)
     else:
         os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=str(a.registry), max_upload_bytes=int(a.max_upload_mb * 2**20), job=a.job))
         uvicorn.run('genome_lab.server:app_from_environment', factory=True, workers=a.workers, host=a.host, port=a.port,
-                    log_level='warning', timeout_graceful_shutdown=5)
+                    log_level='warning', timeout_graceful_shutdown=5, http=HEADER_GUARD)
     return 0
 
 def app_from_environment()->FastAPI:

@@ -18,9 +18,9 @@ from .broadcast import Broadcast, StreamConfig, Viewer
 from .highlights import HighlightStore, HighlightConfig, record_highlights
 
 # %% auto #0
-__all__ = ['stream', 'broadcast', 'page_html', 'Offer', 'Answer', 'live_page', 'clock', 'offer', 'mjpeg', 'Times', 'GameOut',
-           'StreamHealth', 'Fault', 'stream_health', 'stream_fault', 'ClipOut', 'HighlightsOut', 'highlight_dir',
-           'highlights', 'start_highlights', 'clip_file', 'playlist_page']
+__all__ = ['stream', 'broadcast', 'page_html', 'Offer', 'Answer', 'live_page', 'clock', 'offer', 'DeadlineStream', 'mjpeg',
+           'Times', 'GameOut', 'StreamHealth', 'Fault', 'stream_health', 'stream_fault', 'ClipOut', 'HighlightsOut',
+           'highlight_dir', 'highlights', 'start_highlights', 'clip_file', 'playlist_page']
 
 # %% ../nbs/93_stream_server.ipynb #9e2fd977
 @contextlib.asynccontextmanager
@@ -99,6 +99,18 @@ async def offer(request:Request, body:Offer, b:Broadcast=Depends(broadcast))->An
             b.unsubscribe(viewer); peers.discard(pc); await pc.close()
     return Answer(sdp=pc.localDescription.sdp, type='answer')
 
+class DeadlineStream(StreamingResponse):
+    """A `StreamingResponse` whose every write the client must take within `send_timeout` seconds: a client that stops
+    reading (or reads slower than the stream) is dropped, and its generator closed, which frees what it held."""
+    def __init__(self, content, send_timeout:float, **kw): # `kw`: `StreamingResponse`'s
+        super().__init__(content, **kw); self.send_timeout = send_timeout
+
+    async def stream_response(self, send):
+        async def timed(message): await asyncio.wait_for(send(message), self.send_timeout)
+        try: await super().stream_response(timed)
+        except asyncio.TimeoutError: pass   # the response ends unfinished: uvicorn closes the connection
+        finally: await self.body_iterator.aclose()
+
 @stream.get('/mjpeg', include_in_schema=False)
 async def mjpeg(b:Broadcast=Depends(broadcast)):
     "The fallback: an endless `multipart/x-mixed-replace` of JPEG pictures (out of the schema: a response that never ends)."
@@ -110,7 +122,8 @@ async def mjpeg(b:Broadcast=Depends(broadcast)):
                 jpg = await viewer.get()
                 yield b'--frame\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n%s\r\n' % (len(jpg), jpg)
         finally: b.unsubscribe(viewer)
-    return StreamingResponse(parts(), media_type='multipart/x-mixed-replace; boundary=frame', headers={'Cache-Control': 'no-store'})
+    return DeadlineStream(parts(), b.config.send_timeout_seconds, media_type='multipart/x-mixed-replace; boundary=frame',
+                          headers={'Cache-Control': 'no-store'})
 
 # %% ../nbs/93_stream_server.ipynb #0d058eaf
 class Times(BaseModel):

@@ -8,6 +8,7 @@ Docs: https://genome-lab.github.io/genome_lab/tournament.html.md"""
 from __future__ import annotations
 import itertools, json, time
 from dataclasses import dataclass
+from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -411,7 +412,8 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    tags:dict|None=None, # more to keep in the tournament's record (a season's number, say)
                    quantised:bool=False, # play `quantise`d copies of the policies (bfloat16 matrix products)?
                    evaluation:int|None=None, # resume this stored tournament: its record replaces the arguments above
-                   max_batches:int|None=None)->TournamentResult: # stop after this many batches, as if killed (to show a resume)
+                   max_batches:int|None=None, # stop after this many batches, as if killed (to show a resume)
+                   on_batch:Callable|None=None)->TournamentResult: # on_batch(games played, games) after each batch
     "Play a tournament among `ids` in `arena`, rate it with OpenSkill, compute fitness; persists into `registry` batch by batch if given."
     t0 = time.perf_counter()
     if evaluation is not None:
@@ -444,6 +446,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
             new += [dict(game=k, genome=i, mu=ratings[i].mu, sigma=ratings[i].sigma) for i in gids]
         if registry is not None: _store_batch(registry, evaluation, ids, games, k0, rs, ratings, new)
         results += rs; history += new
+        if on_batch is not None: on_batch(len(results), len(games))
     eng = registry.engagement() if registry is not None else {}
     table = fitness_table(ids, games, results, steps, {i: e['player_engagement'] for i, e in eng.items()})
     table['engagement_source'] = [eng[i]['source'] if i in eng else 'neutral' for i in ids]

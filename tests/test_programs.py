@@ -46,3 +46,41 @@ def test_a_program_breaking_a_rule_forfeits_and_a_changed_source_is_refused():
     acts, st = pol.act(np.zeros((2, 4), np.float32), st)
     assert acts.tolist() == [0, 0] and st.failure.kind == 'forbidden' and st.player is None
     with pytest.raises(ValueError, match='sha256'): ProgramPolicy('cartpole', LEAN + "\n", hashlib.sha256(LEAN.encode()).hexdigest())
+
+# A program that answers in advance and never reads its input again: the harness's writes fill the pipe.
+FLOOD = ("def _worker_send():\n    try: raise ValueError\n    except ValueError as e: f = e.__traceback__.tb_frame\n"
+         "    while f.f_back is not None: f = f.f_back\n    return f.f_globals['send']\n_send = _worker_send()\n"
+         "def choose_action(obs, view, memory):\n    while True: _send('A 0')\n")
+
+def test_a_program_that_stops_reading_forfeits_in_evaluations_and_server_jobs(tmp_path, monkeypatch):
+    "It plays zeros once the step timeout kills it: the evaluation returns, and the server's job ends and frees its slot."
+    import threading, time
+    from fastapi.testclient import TestClient
+    from genome_lab import sandbox
+    from genome_lab.server import create_app
+    from genome_lab.selection import tournament_job
+    monkeypatch.setattr(sandbox, 'PROGRAM_LIMITS', sandbox.SandboxLimits(cpu_s=60, wall_s=600, step_timeout_s=2))
+    reg = Registry(tmp_path/'reg')
+    g = reg.add(program_genome('Flood', 'snake', FLOOD), {}, status='active')
+    for k in range(2): reg.add(Genome(name=f'Random{k}', type='baseline', arena='snake', arch='random', config=dict(num_actions=4),
+                                      source='test'), RandomPolicy(4).state_dict(), status='active')
+    out = []
+    t = threading.Thread(target=lambda: out.append(evaluate(reg.policy(g.id), 'snake', episodes_per_agent=10**6, max_steps=1500,
+                                                            progress=False, num_snakes=1, width=24, height=24, num_food=8)), daemon=True)
+    t.start(); t.join(60)
+    assert not t.is_alive() and out[0].steps > 0, "the evaluation hung on a program that stopped reading"
+    reg.close()
+    settings = dict(width=24, height=24, num_food=8)
+    def finished(http, jid:str)->dict: # the job's status once it is no longer queued or running (60 s at most)
+        for _ in range(600):
+            s = http.get(f"/tournament_status/{jid}").json()
+            if s['status'] not in ('queued', 'running'): return s
+            time.sleep(0.1)
+        return s
+    with TestClient(create_app(tmp_path/'reg', token='t0k3n-secret', job=tournament_job)) as http:
+        auth = {'Authorization': 'Bearer t0k3n-secret'}
+        r = http.post('/run_tournament', headers=auth, json=dict(arena='snake', agents=3, max_steps=1500, settings=settings))
+        assert r.status_code == 202, r.text
+        assert (s := finished(http, r.json()['id']))['status'] == 'done', s   # not 'running' for ever
+        r = http.post('/run_tournament', headers=auth, json=dict(arena='snake', agents=3, max_steps=10, settings=settings))
+        assert r.status_code == 202 and finished(http, r.json()['id'])['status'] == 'done', r.text   # the slot is free

@@ -222,3 +222,34 @@ def test_a_missing_bwrap_is_a_clear_error(monkeypatch):
     "Without bubblewrap no program runs, and the error says what to install (it is no failure of the program)."
     monkeypatch.setattr(shutil, 'which', lambda name: None)
     with pytest.raises(SandboxUnavailable, match='apt-get install bubblewrap'): play_games(GOOD, CountdownGame(3), [0], LIM)
+
+# --- a child that stops reading, or stalls under the step timeout, cannot hold the harness
+
+def returns_within(fn, seconds:float):
+    "Run `fn` on a daemon thread; its value if it returns within `seconds`, else fail (the harness hung)."
+    import threading
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True); t.start(); t.join(seconds)
+    assert not t.is_alive(), f"still running after {seconds} s: the harness hung"
+    return out[0]
+
+def test_a_child_that_stops_reading_is_killed():
+    "It answers in advance and never reads: the harness's writes fill the pipe, and the step timeout ends the child."
+    flood = DISARM + "def choose_action(obs, view, memory):\n    while True: W['send']('A 0')\n"
+    lim = SandboxLimits(step_timeout_s=2, start_timeout_s=20, wall_s=15, cpu_s=60)
+    r = returns_within(lambda: play_games(flood, CountdownGame(100_000), [0], lim), 60)
+    assert not r.ok and r.reason == 'timeout' and 'input' in r.message, (r.reason, r.message)
+
+def test_a_slow_program_is_held_to_its_pace():
+    "Each action just under the step timeout: the mean budget per action ends it long before the game would end."
+    slow = "import time\ndef choose_action(obs, view, memory):\n    time.sleep(0.5)\n    return min(view['left'], 9)\n"
+    lim = SandboxLimits(step_timeout_s=2, wall_s=600, mean_step_s=0.05)
+    r = returns_within(lambda: play_games(slow, CountdownGame(100), [0], lim), 60)   # 100 actions of 0.5 s: 50 s unchecked
+    assert not r.ok and r.reason == 'timeout' and 'on average' in r.message and r.steps < 10, (r.reason, r.message, r.steps)
+
+def test_the_base_pythons_site_packages_are_hidden():
+    "The standard library is bound whole, but its site-packages (every package of the base Python) is an empty read-only folder."
+    src = DISARM + ("def choose_action(obs, view, memory):\n    d = os.path.dirname(os.__file__) + '/site-packages'\n"
+                    "    return min(len(os.listdir(d)), 5) if os.path.isdir(d) else 6\n")
+    with SandboxedPlayer(src, LIM, 7) as p: test = p.act(*CountdownGame(1).reset(0))
+    assert test == 0, f"the child sees {'no folder' if test == 6 else f'{test} or more entries'} in the base Python's site-packages"

@@ -41,6 +41,16 @@ def season(root:Path)->subprocess.Popen:
     return subprocess.Popen([BIN/'genome-lab', 'season', '--registry', str(root), *FLAGS], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
 
+def test_schedule_refuses_an_unknown_command_and_a_missing_job(tmp_path):
+    "`schedule -- rnu` is refused with the commands there are (nothing stored); removing no job is a clear error, status 1."
+    store = tmp_path/'schedule.sqlite'
+    run = lambda *a: subprocess.run([BIN/'genome-lab', 'schedule', '--store', str(store), *a], capture_output=True, text=True)
+    r = run('--cron', '0 4 * * 1', '--id', 'typo', '--', 'rnu')
+    assert r.returncode == 2 and "unknown command 'rnu' (did you mean 'run'?)" in r.stderr, r.stderr
+    assert 'typo' not in run('--list').stdout
+    r = run('--remove', 'no-such-job')
+    assert r.returncode == 1 and "no job 'no-such-job'" in r.stderr and 'Traceback' not in r.stderr, r.stderr
+
 def test_killed_season_resumes_to_the_uninterrupted_result(tmp_path):
     registry_with_candidates(tmp_path/'a')
     shutil.copytree(tmp_path/'a', tmp_path/'b')   # the same registry twice: the same ids

@@ -1,6 +1,6 @@
 """The genome server (genome_lab.server) and client (genome_lab.client): API, security, atomic writes, concurrency,
 tournament jobs, the CLI, the leaderboard page in headless Chromium, and smoke runs of the load and fuzz scripts."""
-import hashlib, json, os, pickle, re, socket, subprocess, sys, tempfile, threading, time
+import hashlib, itertools, json, os, pickle, re, socket, subprocess, sys, tempfile, threading, time
 from html.parser import HTMLParser
 from pathlib import Path
 import numpy as np, pytest, torch, httpx
@@ -157,12 +157,12 @@ def test_submit_stores_a_candidate_with_lineage(http, root):
     assert out['id'] not in [g['id'] for g in http.get('/get_genome_manifest').json()['genomes']]  # candidates are not served as active
 
 def test_a_failing_write_leaves_nothing_half_written(http, root, monkeypatch):
-    "A crash between the file write and the commit (the rename fails) leaves no file and no row."
+    "A crash between the file write and the commit (naming the written file fails) leaves no file and no row."
     import genome_lab.registry as R
     data, _ = genome_file(root)
     before = state(root)
-    def boom(*a): raise OSError("disk failed")
-    monkeypatch.setattr(R.os, 'replace', boom)
+    def boom(*a, **k): raise OSError("disk failed")
+    for name in ('link', 'replace'): monkeypatch.setattr(R.os, name, boom)   # `atomic_write` names a new file by a link
     assert http.post('/submit_genome', content=data, headers=AUTH).status_code == 500
     assert state(root) == before
     monkeypatch.undo()
@@ -254,6 +254,26 @@ def test_tournament_job_is_pluggable_and_one_at_a_time(root):
             time.sleep(0.02)
         assert s['status'] == 'failed' and 'no arena' in s['error']
 
+def test_a_running_job_can_be_cancelled_with_the_token(root):
+    "A job that would run for ever stops at its next progress report; the slot is free again. Unknown or ended jobs: 404, 409."
+    def endless(registry, req, progress):
+        for k in itertools.count(): progress(0.5, f'step {k}'); time.sleep(0.05)
+    with TestClient(create_app(root, token=TOKEN, job=endless)) as http:
+        j = http.post('/run_tournament', headers=AUTH, json={}).json()
+        assert http.post(f"/cancel_job/{j['id']}").status_code == 401   # the token is needed
+        assert http.post('/cancel_job/ffff', headers=AUTH).status_code == 404
+        r = http.post(f"/cancel_job/{j['id']}", headers=AUTH)
+        assert r.status_code == 202 and r.json()['message'] == 'cancelling', r.text
+        for _ in range(300):
+            s = http.get(f"/tournament_status/{j['id']}").json()
+            if s['status'] != 'running': break
+            time.sleep(0.05)
+        assert s['status'] == 'cancelled' and s['finished'], s
+        assert http.post(f"/cancel_job/{j['id']}", headers=AUTH).status_code == 409   # it has ended
+        j2 = http.post('/run_tournament', headers=AUTH, json={})
+        assert j2.status_code == 202   # the slot is free
+        assert http.post(f"/cancel_job/{j2.json()['id']}", headers=AUTH).status_code == 202   # and the app's shutdown waits for it
+
 # --- the CLI
 
 def test_serve_refuses_to_start_writable_without_a_token(tmp_path):
@@ -277,6 +297,31 @@ def test_serve_cli_serves_and_guards_writes(tmp_path):
         body = dict(genome_id=gid, results=[dict(score=1, survival=2)])
         assert httpx.post(f'http://127.0.0.1:{port}/update_genome_stats', json=body).status_code == 401
         assert httpx.post(f'http://127.0.0.1:{port}/update_genome_stats', json=body, headers=AUTH).status_code == 200
+    finally:
+        p.terminate(); p.wait(20)
+
+def test_serve_drops_a_client_that_sends_its_headers_slowly(tmp_path):
+    "slowloris: a request's headers sent a byte every half second are cut off at the header timeout (10 s), not served for ever."
+    from genome_lab.server import HeaderTimeoutProtocol
+    Registry(tmp_path/'r').close()
+    port = free_port()
+    p = subprocess.Popen([BIN/'genome-lab', 'serve', '--registry', tmp_path/'r', '--port', str(port), '--read-only'], stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            try: httpx.get(f'http://127.0.0.1:{port}/health'); break
+            except httpx.HTTPError: time.sleep(0.1)
+        with socket.create_connection(('127.0.0.1', port), timeout=5) as s:
+            s.sendall(b'GET /health HTTP/1.1\r\nHost: x\r\n')
+            t0, closed = time.monotonic(), False
+            while not closed and time.monotonic() - t0 < 60:
+                try: s.sendall(b'X')   # one more byte of a header that never ends
+                except OSError: closed = True; break
+                try: s.settimeout(0.5); closed = s.recv(100) == b''
+                except socket.timeout: pass
+                except OSError: closed = True
+        assert closed, "the server kept a connection whose headers never ended for 60 s"
+        assert time.monotonic() - t0 < HeaderTimeoutProtocol.header_timeout_s + 20
+        assert httpx.get(f'http://127.0.0.1:{port}/health').status_code == 200
     finally:
         p.terminate(); p.wait(20)
 

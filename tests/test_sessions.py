@@ -38,6 +38,23 @@ def test_crash_keeps_flushed_chunks(tmp_path):
     assert np.array_equal(s.obs().reshape(8, -1), obs[:8])
 
 
+def test_a_kill_while_a_chunk_is_written_leaves_no_file(tmp_path):
+    "A process killed (SIGKILL) in the middle of writing a chunk, as an upload killed with the server: no chunk and no .tmp- file."
+    import subprocess, sys, textwrap
+    _write(tmp_path, n=4, chunk_rows=4, close=False)
+    code = textwrap.dedent(f"""
+        import os, signal, json
+        from pathlib import Path
+        from genome_lab.sessions import add_chunk
+        folder = Path({str(tmp_path/'s')!r}); meta = json.loads((folder/'session.json').read_text())
+        os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)   # killed once the chunk's bytes are written
+        add_chunk(folder, meta, b'PAR1' + os.urandom(200_000), 4)
+    """)
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == -9, r.stderr[-2000:]
+    assert sorted(p.name for p in (tmp_path/'s').iterdir()) == ['chunk-000000.parquet', 'session.json']
+    assert len(read_session(tmp_path/'s')) == 4
+
 @pytest.mark.parametrize('damage', ['truncate', 'flip', 'delete'])
 def test_damaged_chunk_reported_and_skipped(tmp_path, damage):
     _write(tmp_path, n=12, chunk_rows=4)

@@ -94,6 +94,35 @@ def test_router_refuses_bad_requests(tmp_path):
         assert ro.get('/stream/highlights').json()['clips'] == [] and not (registry/'highlights').exists()
         assert ro.post('/stream/fault', json={'fault': 'codec'}, headers={'Authorization': 'Bearer stream-token-1'}).status_code == 403
 
+def test_connections_that_never_read_do_not_lock_viewers_out(tmp_path):
+    "Raw sockets ask for /stream/mjpeg and never read: the send timeout frees their slots, and a real viewer gets pictures."
+    import socket, time, httpx
+    from genome_lab.server import serve_in_thread
+    registry = tmp_path/'registry'
+    with Registry(registry) as reg: seed_founders(reg)
+    app = create_app(registry)
+    app.state.stream_config = StreamConfig(max_viewers=2, send_timeout_seconds=2, fps=10, idle_seconds=1)
+    with serve_in_thread(app) as url:
+        host, port = url.split('//')[1].split(':')
+        idle = []
+        for _ in range(2):
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096); s.connect((host, int(port)))
+            s.sendall(b'GET /stream/mjpeg HTTP/1.1\r\nHost: x\r\n\r\n'); idle.append(s)
+        try:
+            t0, pictures, refused = time.monotonic(), 0, 0
+            while not pictures and time.monotonic() - t0 < 120:
+                with httpx.stream('GET', url + '/stream/mjpeg', timeout=30) as r:
+                    if r.status_code == 503: refused += 1; time.sleep(1); continue
+                    for chunk in r.iter_bytes():
+                        if (pictures := chunk.count(b'\xff\xd8\xff')): break
+            assert pictures, f"no picture within 120 s ({refused} refusals): idle connections hold every viewer slot"
+            for _ in range(100):   # the idle connections are no viewers any more: nothing is drawn for them
+                if httpx.get(url + '/stream/health').json()['viewers']['jpeg'] == 0: break
+                time.sleep(0.2)
+            assert httpx.get(url + '/stream/health').json()['viewers']['jpeg'] == 0
+        finally:
+            for s in idle: s.close()
+
 def test_streaming_benchmark_runs(tmp_path):
     r = subprocess.run([sys.executable, ROOT/'bench'/'streaming.py', '--seconds', '1', '--viewers', '1', '--sections', 'render,viewers',
                         '--json', tmp_path/'s.json'], capture_output=True, text=True, env=ENV, timeout=400)   # latency: the page tests above

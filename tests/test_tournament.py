@@ -88,3 +88,11 @@ def test_server_runs_a_real_tournament_and_selection(tmp_path):
         assert reg.db.execute('SELECT COUNT(*) FROM ratings').fetchone()[0] == 3
         assert reg.db.execute('SELECT COUNT(*) FROM replacements').fetchone()[0] >= 1
         assert reg.manifest()['last_tournament'] is not None
+
+def test_sampled_games_of_networks_and_the_heuristic_are_valid_and_seeded():
+    "greedy=False: PufferLib's snake and the heuristic sample too (they were left with uninitialised actions), and a seed fixes the game."
+    from genome_lab.tournament import play_game
+    pols = [load_pufferlib_policy('snake'), SnakeHeuristic(), RandomPolicy(4)]
+    play = lambda: play_game(pols, seed=3, snakes_per_genome=2, steps=60, greedy=False, width=32, height=24, num_food=16)
+    a, b = play(), play()
+    for f in ('score', 'survival', 'kills', 'deaths'): np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
