@@ -22,7 +22,7 @@ from .cloning import CloneConfig, finetune, merge_genomes, base_ancestors
 from .clustering import feature_table, cluster_sessions, train_cluster_genomes, train_versioned
 from .hypernetwork import ReplicatorConfig, HypernetConfig, ReplicatorTrainingLoop, register_best
 from .creature_store import CreatureStore, evolve_run
-from .tournament import run_tournament
+from .tournament import run_tournament, StopRule
 from .selection import SelectionRules, select
 from .server import require_token, TokenRoute
 from .llm_evolution import EvolutionRun, EvolutionConfig, register_programs
@@ -43,9 +43,11 @@ class SeasonConfig:
     "Settings of a season: producers, tournament games per arena, selection; small defaults (presets scale them)."
     producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated names of `PRODUCERS` ('' for none)
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
-    batch: int = 64 # tournament games played and stored as one batch
+    batch: int = 16 # tournament games played and stored as one batch (and between checks of the top's stability)
     genomes_per_game: int = 3 # genomes meeting in a game
-    meetings: int = 1 # times every pair of an arena's genomes meets
+    meetings: int = 1 # times every pair of an arena's genomes meets at least
+    max_meetings: int = 8 # then games go on until the top of the table is stable (`StopRule`) or every pair met this often
+    stable_tau: float = 0.8 # stable: split-half Kendall tau of the top 3 at least this, the leader a sigma ahead
     snake_steps: int = 150 # steps per snake game
     snake_agents: int = 6 # snakes per genome in a game
     snake_width: int = 48 # snake map width in cells
@@ -209,7 +211,8 @@ REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures':
 
 def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, SelectionRules)
     "How a season plays and selects in `arena`: the game settings of `cfg` and the diversity rules of that arena."
-    kw = dict(genomes_per_game=cfg.genomes_per_game, meetings=cfg.meetings, batch=cfg.batch)
+    kw = dict(genomes_per_game=cfg.genomes_per_game, meetings=cfg.meetings, batch=cfg.batch,
+              until_stable=StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, cfg.meetings)))
     kw |= {'snake': dict(agents_per_genome=cfg.snake_agents, steps=cfg.snake_steps,
                          settings=dict(width=cfg.snake_width, height=cfg.snake_height, num_food=cfg.snake_food)),
            'tetris': dict(agents_per_genome=cfg.tetris_agents, steps=cfg.tetris_steps),
@@ -240,7 +243,7 @@ def _tournament(reg:Registry, season:int, arena:str, seed:int, kw:dict)->dict: #
                           ORDER BY id DESC LIMIT 1""", (arena, season)).fetchone()
     t = (run_tournament(reg, evaluation=r['id'], progress=False) if r else
          run_tournament(reg, arena=arena, seed=seed, tags=dict(season=season), progress=False, **kw))
-    return dict(evaluation=t.evaluation, candidates=list(t.leaderboard.id[t.leaderboard.status == 'candidate']))
+    return dict(evaluation=t.evaluation, candidates=list(t.leaderboard.id[t.leaderboard.status == 'candidate']), stability=t.stability)
 
 def _selection(reg:Registry, eid:int, rules:SelectionRules)->dict: # {'changes', 'skipped', 'violations'}
     "Select after tournament `eid`, or read back the selection already applied (its rows in `replacements`)."
@@ -300,18 +303,22 @@ def _close_season(reg:Registry, n:int)->dict:
     return season_table(reg).loc[n].to_dict() | dict(id=n)
 
 def season_table(registry:Registry)->pd.DataFrame: # one row per season, index id
-    "The seasons: when, status, candidates (count and names), games, replacements and violations."
+    "The seasons: when, status, candidates (count and names), games, replacements, violations, and each arena's `stability` (`split_half`)."
     registry.db.executescript(SEASONS_SCHEMA)
-    rows = [dict(r) for r in registry.db.execute('SELECT * FROM seasons ORDER BY id')]
+    rows, stab = [dict(r) for r in registry.db.execute('SELECT * FROM seasons ORDER BY id')], {}
+    for r in registry.db.execute("SELECT season, step, result FROM season_steps WHERE step LIKE 'tournament:%'"):
+        if s := json.loads(r['result']).get('stability'):
+            stab.setdefault(r['season'], {})[r['step'].split(':')[1]] = {k: s[k] for k in ('games', 'tau', 'top_tau', 'sigma', 'lead')}
     for r in rows:
         for k in ('candidates', 'replacements', 'violations'): r[k] = json.loads(r[k])
-    cols = ['id', 'started', 'finished', 'status', 'candidates', 'games', 'replacements', 'violations']
+        r['stability'] = stab.get(r['id'], {})
+    cols = ['id', 'started', 'finished', 'status', 'candidates', 'games', 'replacements', 'violations', 'stability']
     return pd.DataFrame(rows, columns=cols + ['config']).set_index('id')[cols[1:]]
 
 # %% ../nbs/85_seasons.ipynb #5dfde085
-def ratings_by_season(registry:Registry)->pd.DataFrame: # columns season, arena, genome, name, mu, sigma, ordinal
+def ratings_by_season(registry:Registry)->pd.DataFrame: # columns season, arena, version, genome, name, mu, sigma, ordinal
     "Each genome's rating after each season's tournament in its arena (its last update in that tournament)."
-    q = """SELECT json_extract(e.settings, '$.tags.season') season, e.arena, h.genome, g.name, h.mu, h.sigma, h.game
+    q = """SELECT json_extract(e.settings, '$.tags.season') season, e.arena, e.version, h.genome, g.name, h.mu, h.sigma, h.game
            FROM rating_history h JOIN evaluations e ON e.id = h.evaluation JOIN genomes g ON g.id = h.genome
            WHERE json_extract(e.settings, '$.tags.season') IS NOT NULL ORDER BY e.id, h.game"""
     h = pd.read_sql(q, registry.db).groupby(['season', 'genome']).tail(1).drop(columns='game')
@@ -433,7 +440,7 @@ def season_cli(argv:list|None=None)->int: # exit status
     with Registry(a.registry) as reg:
         row = run_season(reg, cfg, a.work_dir, log=lambda m: print(m, flush=True))
     print(json.dumps(dict(season=row['id'], games=row['games'], candidates=len(row['candidates']), replacements=row['replacements'],
-                          violations=row['violations']), default=str))
+                          violations=row['violations'], stability=row['stability']), default=str))
     return 0
 
 def run_command(argv:list)->int: # the command's exit status

@@ -11,7 +11,7 @@ from genome_lab.server import create_app
 
 BIN = Path(sys.executable).parent
 FLAGS = ['--producers', '', '--batch', '1', '--snake-steps', '120', '--snake-agents', '4', '--snake-width', '32', '--snake-height', '24',
-         '--snake-food', '20', '--tetris-steps', '60', '--meetings', '2']
+         '--snake-food', '20', '--tetris-steps', '60', '--meetings', '2', '--max-meetings', '3']
 
 def registry_with_candidates(root:Path):
     "The founders and three snake candidates (Gaussian mutants of PufferLib's snake)."
