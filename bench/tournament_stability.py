@@ -9,7 +9,7 @@ seeds of `tau` is at least 0.85; the cheapest stable setting (wall seconds) is p
 where the top entrants are near-equal (PufferLib's policy, a 0.02 mutant of it and its 5%-random copy) no number of
 games orders them, and a tournament playing until its top is stable runs to its budget.
 Jobs run in parallel processes, one torch thread each. Writes nbs/measured/tournament_stability.json.
-Usage: python bench/tournament_stability.py [--seeds 3] [--max-meetings 8] [--workers 16] [--quick]
+Usage: python bench/tournament_stability.py [--seeds 3] [--max-meetings 16] [--workers 16] [--quick]
 """
 import argparse, json, multiprocessing as mp, os, platform, time
 from datetime import datetime, timezone
@@ -74,6 +74,7 @@ def summarise(rows:list)->list: # mean over seeds per (arena, setting, meetings)
     for r in rows: out.setdefault((r['arena'], r['setting'], r['meetings']), []).append(r)
     res = []
     for (a, s, m), rs in out.items():
+        rs = sorted(rs, key=lambda r: r['seed'])
         mean = lambda k: round(float(np.mean([r[k] for r in rs])), 3)
         res.append(dict(arena=a, setting=s, meetings=m, seeds=len(rs), games=int(np.mean([r['games'] for r in rs])), tau=mean('tau'),
                         top_tau=mean('top_tau'), sigma=mean('sigma'), lead=mean('lead'), seconds=mean('seconds'),
@@ -83,7 +84,7 @@ def summarise(rows:list)->list: # mean over seeds per (arena, setting, meetings)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--seeds', type=int, default=3); ap.add_argument('--max-meetings', type=int, default=8)
+    ap.add_argument('--seeds', type=int, default=3); ap.add_argument('--max-meetings', type=int, default=16)
     ap.add_argument('--workers', type=int, default=max(1, (os.cpu_count() or 2) - 1))
     ap.add_argument('--arenas', default='snake,tetris,creatures')
     ap.add_argument('--quick', action='store_true', help='first two settings of each arena, 1 seed, 2 meetings (a smoke run)')

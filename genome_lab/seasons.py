@@ -40,22 +40,23 @@ __all__ = ['PRODUCERS', 'SEASONS_SCHEMA', 'REQUIRED_TYPES', 'SCHEDULE_FILE', 'SE
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
 class SeasonConfig:
-    "Settings of a season: producers, tournament games per arena, selection; small defaults (presets scale them)."
+    "Settings of a season: producers, tournament games per arena (stable by default), selection; the notebook's quick run shrinks them."
     producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated names of `PRODUCERS` ('' for none)
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
     batch: int = 16 # tournament games played and stored as one batch (and between checks of the top's stability)
     genomes_per_game: int = 3 # genomes meeting in a game
     meetings: int = 1 # times every pair of an arena's genomes meets at least
-    max_meetings: int = 8 # then games go on until the top of the table is stable (`StopRule`) or every pair met this often
+    max_meetings: int = 16 # then games go on until the top of the table is stable (`StopRule`) or every pair met this often
     stable_tau: float = 0.8 # stable: split-half Kendall tau of the top 3 at least this, the leader a sigma ahead
-    snake_steps: int = 150 # steps per snake game
+    # each arena's games: settings at which its ranking is stable (`bench/tournament_stability.py`, `70_tournament`)
+    snake_steps: int = 1000 # steps per snake game
     snake_agents: int = 6 # snakes per genome in a game
-    snake_width: int = 48 # snake map width in cells
-    snake_height: int = 36 # snake map height in cells
-    snake_food: int = 60 # food on a snake map
-    tetris_steps: int = 200 # ticks per tetris game
-    tetris_agents: int = 2 # boards per genome in a tetris game
-    creature_seconds: float = 3.0 # seconds per creature race
+    snake_width: int = 80 # snake map width in cells (on 48x36 HeuristicSnake out-rated PufferLib's policy)
+    snake_height: int = 48 # snake map height in cells
+    snake_food: int = 200 # food on a snake map
+    tetris_steps: int = 1000 # ticks per tetris game (200 cut the games short)
+    tetris_agents: int = 8 # boards per genome in a tetris game
+    creature_seconds: float = 10.0 # seconds per creature race (3 and 20 s races ranked less stably)
     other_steps: int = 200 # steps per game of any other arena (cartpole, ...)
     n_replace: int = 2 # bottom active genomes each arena's selection may replace
     max_per_type: int = 3 # active genomes of one type per arena

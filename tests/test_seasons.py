@@ -67,7 +67,8 @@ def fire_once_at(t:datetime)->str: return f"{t.second} {t.minute} {t.hour} {t.da
 def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_path):
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)
     auth = {'Authorization': 'Bearer schedule-token'}
-    config = dict(producers='', snake_steps=30, snake_agents=2, snake_width=24, snake_height=24, snake_food=10, tetris_steps=30)
+    config = dict(producers='', snake_steps=30, snake_agents=2, snake_width=24, snake_height=24, snake_food=10, tetris_steps=30,
+                  tetris_agents=2, max_meetings=2)
     with TestClient(create_app(tmp_path/'reg', token='schedule-token')) as http:
         assert http.get('/schedule').json()['cron'] == '0 3 * * 1'   # weekly by default
         fire = datetime.now(timezone.utc) + timedelta(seconds=3)
