@@ -44,10 +44,11 @@ def entrants(arena:str)->tuple: # (names, policies)
     if arena == 'snake':
         h2 = SnakeHeuristic(); h2.weights.data = torch.tensor([2., 2., 10., 0.])
         return (['PufferSnake', 'eps0.05', 'eps0.2', 'mutant0.02', 'HeuristicSnake', 'Heuristic2', 'RandomSnake'],
-                [puffer, EpsilonGreedy(puffer, 0.05), EpsilonGreedy(puffer, 0.2), mutant(0.02, 1), SnakeHeuristic(), h2, RandomPolicy(4)])
+                [puffer, EpsilonGreedy(puffer, 0.05), EpsilonGreedy(puffer, 0.2), mutant(0.02, 1), SnakeHeuristic(), h2,
+                 RandomPolicy(4)])
     return (['PufferTetris', 'eps0.02', 'eps0.1', 'eps0.3', 'mutant0.01', 'mutant0.03', 'RandomTetris'],
-            [puffer, EpsilonGreedy(puffer, 0.02), EpsilonGreedy(puffer, 0.1), EpsilonGreedy(puffer, 0.3), mutant(0.01, 1),
-             mutant(0.03, 2), RandomPolicy(7)])
+            [puffer, *[EpsilonGreedy(puffer, e) for e in (0.02, 0.1, 0.3)], mutant(0.01, 1), mutant(0.03, 2),
+             RandomPolicy(7)])
 
 def job(args)->list: # rows, one per meetings count
     arena, label, kw, seed, max_meetings = args
@@ -55,7 +56,8 @@ def job(args)->list: # rows, one per meetings count
     from genome_lab.tournament import run_tournament, split_half, schedule_games, fit_ratings
     names, pols = entrants(arena)
     t0 = time.perf_counter()
-    t = run_tournament(None, names, pols, arena=arena, genomes_per_game=3, meetings=max_meetings, seed=seed, progress=False, **kw)
+    t = run_tournament(None, names, pols, arena=arena, genomes_per_game=3, meetings=max_meetings, seed=seed,
+                       progress=False, **kw)
     sec = time.perf_counter() - t0
     rows, m = [], 1
     while m <= max_meetings:
@@ -63,9 +65,10 @@ def job(args)->list: # rows, one per meetings count
         s = split_half(names, t.games[:n], t.results[:n], seed=seed)
         fit = fit_ratings(names, t.games[:n], t.results[:n])
         order = sorted(names, key=lambda i: -fit[i].ordinal())
-        rows.append(dict(arena=arena, setting=label, seed=seed, meetings=m, seconds=round(sec * n / len(t.games), 2), order=order, **s,
-                         **({'puffer_above_heuristic': float(order.index('PufferSnake') < order.index('HeuristicSnake'))}
-                            if arena == 'snake' else {})))
+        extra = {'puffer_above_heuristic': float(order.index('PufferSnake') < order.index('HeuristicSnake'))} \
+            if arena == 'snake' else {}
+        rows.append(dict(arena=arena, setting=label, seed=seed, meetings=m, seconds=round(sec * n / len(t.games), 2),
+                         order=order, **s, **extra))
         m *= 2
     return rows
 
@@ -76,10 +79,11 @@ def summarise(rows:list)->list: # mean over seeds per (arena, setting, meetings)
     for (a, s, m), rs in out.items():
         rs = sorted(rs, key=lambda r: r['seed'])
         mean = lambda k: round(float(np.mean([r[k] for r in rs])), 3)
-        res.append(dict(arena=a, setting=s, meetings=m, seeds=len(rs), games=int(np.mean([r['games'] for r in rs])), tau=mean('tau'),
-                        top_tau=mean('top_tau'), sigma=mean('sigma'), lead=mean('lead'), seconds=mean('seconds'),
-                        leaders=[r['leader'] for r in rs], stable=bool(mean('tau') >= STABLE['tau']),
-                        **({'puffer_above_heuristic': mean('puffer_above_heuristic')} if 'puffer_above_heuristic' in rs[0] else {})))
+        extra = {'puffer_above_heuristic': mean('puffer_above_heuristic')} if 'puffer_above_heuristic' in rs[0] else {}
+        res.append(dict(arena=a, setting=s, meetings=m, seeds=len(rs), games=int(np.mean([r['games'] for r in rs])),
+                        tau=mean('tau'), top_tau=mean('top_tau'), sigma=mean('sigma'), lead=mean('lead'),
+                        seconds=mean('seconds'),
+                        leaders=[r['leader'] for r in rs], stable=bool(mean('tau') >= STABLE['tau']), **extra))
     return res
 
 def main():
@@ -87,7 +91,7 @@ def main():
     ap.add_argument('--seeds', type=int, default=3); ap.add_argument('--max-meetings', type=int, default=16)
     ap.add_argument('--workers', type=int, default=max(1, (os.cpu_count() or 2) - 1))
     ap.add_argument('--arenas', default='snake,tetris,creatures')
-    ap.add_argument('--quick', action='store_true', help='first two settings of each arena, 1 seed, 2 meetings (a smoke run)')
+    ap.add_argument('--quick', action='store_true', help='first two settings of each arena, 1 seed, 2 meetings')
     ap.add_argument('--out', default='nbs/measured/tournament_stability.json')
     a = ap.parse_args()
     os.environ.setdefault('OMP_NUM_THREADS', '1')
@@ -95,15 +99,19 @@ def main():
     grid = dict(snake=[(l, dict(agents_per_genome=6, steps=st, settings=s)) for l, st, s in SNAKE],
                 tetris=[(l, dict(agents_per_genome=b, steps=st)) for l, st, b in TETRIS],
                 creatures=[(l, dict(agents_per_genome=1, steps=0, settings=dict(seconds=s))) for l, s in CREATURES])
-    jobs = [(ar, l, kw, 100 + s, mm) for ar in a.arenas.split(',') for l, kw in grid[ar][:2 if a.quick else None] for s in range(seeds)]
+    jobs = [(ar, l, kw, 100 + s, mm) for ar in a.arenas.split(',') for l, kw in grid[ar][:2 if a.quick else None]
+            for s in range(seeds)]
     t0 = time.perf_counter()
     with mp.get_context('spawn').Pool(min(a.workers, len(jobs))) as pool:
         rows = [r for rs in pool.imap_unordered(job, sorted(jobs, key=lambda j: -j[2].get('steps', 0))) for r in rs]
     summary = summarise(rows)
-    print(f"{'arena':9} {'setting':22} {'meet':>4} {'games':>5} {'tau':>6} {'top_tau':>7} {'sigma':>6} {'lead':>6} {'sec':>7}  leaders")
-    for r in sorted(summary, key=lambda r: (r['arena'], [g[0] for g in grid[r['arena']]].index(r['setting']), r['meetings'])):
-        print(f"{r['arena']:9} {r['setting']:22} {r['meetings']:4d} {r['games']:5d} {r['tau']:6.3f} {r['top_tau']:7.3f} {r['sigma']:6.3f} "
-              f"{r['lead']:6.2f} {r['seconds']:7.1f}  {','.join(r['leaders'])}{'  stable' if r['stable'] else ''}"
+    print(f"{'arena':9} {'setting':22} {'meet':>4} {'games':>5} {'tau':>6} {'top_tau':>7} {'sigma':>6} {'lead':>6} "
+          f"{'sec':>7}  leaders")
+    place = lambda r: (r['arena'], [g[0] for g in grid[r['arena']]].index(r['setting']), r['meetings'])
+    for r in sorted(summary, key=place):
+        print(f"{r['arena']:9} {r['setting']:22} {r['meetings']:4d} {r['games']:5d} {r['tau']:6.3f} "
+              f"{r['top_tau']:7.3f} {r['sigma']:6.3f} {r['lead']:6.2f} {r['seconds']:7.1f}  {','.join(r['leaders'])}"
+              f"{'  stable' if r['stable'] else ''}"
               f"{'  puffer>heuristic %.2f' % r['puffer_above_heuristic'] if 'puffer_above_heuristic' in r else ''}")
     choice = {}
     for ar in a.arenas.split(','):
@@ -111,11 +119,15 @@ def main():
         base = [r for r in summary if r['arena'] == ar and r['setting'] == grid[ar][0][0]]
         choice[ar] = dict(baseline=grid[ar][0][0], baseline_rows=base,
                           cheapest_stable=min(ok, key=lambda r: r['seconds']) if ok else None)
-        print(f"{ar}: baseline {grid[ar][0][0]!r}; cheapest stable: "
-              f"{(choice[ar]['cheapest_stable'] or {}).get('setting')} x {(choice[ar]['cheapest_stable'] or {}).get('meetings')} meetings")
-    out = dict(date=datetime.now(timezone.utc).isoformat(timespec='seconds'), machine=platform.node(), cpus=os.cpu_count(),
-               command='python bench/tournament_stability.py ' + ' '.join(f'--{k.replace("_", "-")} {v}' for k, v in vars(a).items() if k != 'out'),
-               stable_when=STABLE, seconds=round(time.perf_counter() - t0, 1), settings={k: [g[0] for g in v] for k, v in grid.items()},
+        best = choice[ar]['cheapest_stable'] or {}
+        print(f"{ar}: baseline {grid[ar][0][0]!r}; cheapest stable: {best.get('setting')} x {best.get('meetings')} "
+              "meetings")
+    flags = [f'--{k.replace("_", "-")}' + ('' if v is True else f' {v}') for k, v in vars(a).items()
+             if k != 'out' and v is not False]
+    out = dict(date=datetime.now(timezone.utc).isoformat(timespec='seconds'), machine=platform.node(),
+               cpus=os.cpu_count(),
+               command='python bench/tournament_stability.py ' + ' '.join(flags), stable_when=STABLE,
+               seconds=round(time.perf_counter() - t0, 1), settings={k: [g[0] for g in v] for k, v in grid.items()},
                summary=summary, choice=choice, rows=rows)
     if not a.quick:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True); Path(a.out).write_text(json.dumps(out, indent=1) + '\n')

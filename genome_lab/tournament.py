@@ -333,7 +333,7 @@ def elo_update(elo:dict, ids:list, ranks, k:float=32.0)->dict: # {id: float}
 
 # %% ../nbs/70_tournament.ipynb #9b8041a6
 def fit_ratings(ids:list, games:list, results:list)->dict: # {id: openskill rating}
-    "OpenSkill ratings of every entrant of `ids` fitted from fresh priors on `games` (index tuples) and their `GameResult`s, in order."
+    "OpenSkill ratings of every entrant of `ids` from fresh priors, fitted on `games` (index tuples) and their `GameResult`s."
     rt = {}
     for g, r in zip(games, results): rate_game(rt, [ids[i] for i in g], r.ranks)
     return {i: rt.get(i) or MODEL.rating(name=str(i)) for i in ids}
@@ -351,7 +351,8 @@ def split_half(ids:list, games:list, results:list, # entrants, the games played 
     head, rng, n, taus = order[:max(top, 2)], np.random.default_rng(seed), len(games), []
     for _ in range(splits if n >= 2 else 0):
         perm = rng.permutation(n)
-        a, b = (fit_ratings(ids, [games[k] for k in h], [results[k] for k in h]) for h in (sorted(perm[:n//2]), sorted(perm[n//2:])))
+        a, b = (fit_ratings(ids, [games[k] for k in h], [results[k] for k in h])
+                for h in (sorted(perm[:n//2]), sorted(perm[n//2:])))
         tau = lambda who: float(np.nan_to_num(kendalltau([a[i].ordinal() for i in who], [b[i].ordinal() for i in who]).statistic))
         taus.append((tau(ids), tau(head)))
     t = np.mean(taus, 0) if taus else (0.0, 0.0)
@@ -438,7 +439,7 @@ def load_ratings(registry:Registry)->dict: # {genome id: openskill rating}
 
 @dataclass
 class TournamentResult:
-    "Leaderboard (a DataFrame sorted by ordinal), the games played, their results, the rating history of the games played by this call."
+    "Leaderboard (a DataFrame sorted by ordinal), the games played, their results, the rating history of this call's games."
     leaderboard: object; games: list; results: list; history: list; evaluation: int|None = None; seconds: float = 0.0
     stability: dict|None = None # `split_half` of all the tournament's games
 
@@ -451,7 +452,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    backend:str='local', ray_address:str|None=None, progress:bool=True,
                    batch:int=64, # games played (and stored) as one batch
                    tags:dict|None=None, # more to keep in the tournament's record (a season's number, say)
-                   until_stable:StopRule|dict|None=None, # play on after `meetings` until the top is stable or the budget ends
+                   until_stable:StopRule|dict|None=None, # after `meetings`, play until the top is stable or the budget ends
                    evaluation:int|None=None, # resume this stored tournament: its record replaces the arguments above
                    max_batches:int|None=None)->TournamentResult: # stop after this many batches, as if killed (to show a resume)
     "Play a tournament among `ids` in `arena`, rate it with OpenSkill, compute fitness; persists into `registry` batch by batch if given."
@@ -472,21 +473,25 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
         registry.db.executescript(TOURNAMENT_SCHEMA)
     elif policies is None or ids is None or len(ids) != len(policies): raise ValueError("without a registry pass ids and policies of equal length")
     if len(ids) < 2: raise ValueError(f"a tournament needs at least 2 {arena} genomes, got {len(ids)}")
-    per_game, rule = min(genomes_per_game, len(ids)), StopRule(**until_stable) if isinstance(until_stable, dict) else until_stable
-    if rule and rule.max_meetings < meetings: raise ValueError(f"max_meetings ({rule.max_meetings}) must be at least meetings ({meetings})")
-    games = schedule_games(len(ids), per_game, rule.max_meetings if rule else meetings, seed)   # a longer schedule begins as the shorter one
+    per_game = min(genomes_per_game, len(ids))
+    rule = StopRule(**until_stable) if isinstance(until_stable, dict) else until_stable
+    if rule and rule.max_meetings < meetings:
+        raise ValueError(f"max_meetings ({rule.max_meetings}) must be at least meetings ({meetings})")
+    games = schedule_games(len(ids), per_game, rule.max_meetings if rule else meetings, seed)   # begins as the shorter one
     first = len(schedule_games(len(ids), per_game, meetings, seed)) if rule else len(games)   # games played before any stop
-    record = dict(arena=arena, version=arena_version(arena), ids=ids, agents_per_genome=agents_per_genome, steps=steps, settings=settings or {},
-                  seed=seed, meetings=meetings, genomes_per_game=per_game, tags=tags or {}, batch=batch, until_stable=rule and asdict(rule))
+    record = dict(arena=arena, version=arena_version(arena), ids=ids, agents_per_genome=agents_per_genome, steps=steps,
+                  settings=settings or {}, seed=seed, meetings=meetings, genomes_per_game=per_game, tags=tags or {}, batch=batch,
+                  until_stable=rule and asdict(rule))
     if registry is not None and evaluation is None: evaluation = _open_tournament(registry, record)
     done, results = _stored_games(registry, evaluation, ids, games, find_arena(arena).rank_by) if evaluation is not None else (0, [])
-    spent = registry.db.execute('SELECT seconds FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0] if evaluation is not None else 0.0
+    spent = 0.0 if evaluation is None else registry.db.execute('SELECT seconds FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0]
     stop = lambda: rule is not None and len(results) >= first and (
-        rule.stable(split_half(ids, games[:len(results)], results, rule.top, rule.splits, seed)) or 0 < rule.max_seconds <= spent + time.perf_counter() - t0)
+        rule.stable(split_half(ids, games[:len(results)], results, rule.top, rule.splits, seed))
+        or 0 < rule.max_seconds <= spent + time.perf_counter() - t0)
     ratings = load_ratings(registry) if registry is not None else {}
     history, it = [], iter_games(policies, games[done:], seed, arena, agents_per_genome, steps, settings, backend, ray_address, batch, done)
-    for k0, rs in tqdm(itertools.islice(it, 0 if stop() else max_batches), total=-(-(len(games) - done)//batch), desc='batches',
-                       disable=not progress, leave=False):
+    batches = itertools.islice(it, 0 if stop() else max_batches)
+    for k0, rs in tqdm(batches, total=-(-(len(games) - done)//batch), desc='batches', disable=not progress, leave=False):
         new = []
         for k, r in enumerate(rs, k0):
             gids = [ids[i] for i in games[k]]
@@ -508,17 +513,19 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
         registry.set_manifest(last_tournament=utcnow())
     table = table.sort_values('ordinal', ascending=False).reset_index(drop=True)
     return TournamentResult(table, games, results, history, evaluation, seconds=time.perf_counter() - t0,
-                            stability=split_half(ids, games, results, rule.top if rule else 3, rule.splits if rule else 8, seed))
+                            stability=split_half(ids, games, results, *((rule.top, rule.splits) if rule else (3, 8)), seed))
 
 # %% ../nbs/70_tournament.ipynb #5b2fdbf0
 def _open_tournament(registry:Registry, record:dict)->int: # the evaluation id
     "The tournament's `evaluations` row (kind 'tournament'), written before its first game."
     with registry.transaction() as db:
-        return db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?,?)',
+        return db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) '
+                          'VALUES (?,?,?,?,?,?,?,?)',
                           ('tournament', record['arena'], record['version'], json.dumps(record), 0, 0.0, 0, utcnow())).lastrowid
 
 def _store_batch(registry:Registry, evaluation:int, ids:list, games:list, k0:int, results:list, ratings:dict, history:list):
-    "One batch of games in one transaction: a result row per genome and game (with its place), the ratings after it (at the arena's version), their history."
+    """One batch of games in one transaction: a result row per genome and game (with its place), the ratings after it
+    (at the tournament's arena version), their history."""
     rows = [(evaluation, ids[e], float(r.score[j]), 0.0, float(r.survival[j]), int(r.kills[j]), int(r.deaths[j]),
              0.0 if r.lines is None else float(r.lines[j]), k, int(r.ranks[j]))
             for k, r in enumerate(results, k0) for j, e in enumerate(games[k]) if np.isfinite(r.score[j])]   # nothing counted: no row
@@ -530,9 +537,9 @@ def _store_batch(registry:Registry, evaluation:int, ids:list, games:list, k0:int
         db.executemany('INSERT INTO rating_history VALUES (?,?,?,?,?)', [(evaluation, h['game'], h['genome'], h['mu'], h['sigma']) for h in history])
         db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines, game, place) VALUES (?,?,?,?,?,?,?,?,?,?)', rows)
         version = db.execute('SELECT version FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0]
-        prev = {r['genome']: r['games'] for r in db.execute('SELECT genome, games FROM ratings WHERE version=?', (version,))}
+        prev = dict(db.execute('SELECT genome, games FROM ratings WHERE version=?', (version,)).fetchall())
         db.executemany('INSERT OR REPLACE INTO ratings (genome, version, mu, sigma, games, updated) VALUES (?,?,?,?,?,?)',
-                       [(i, version, ratings[i].mu, ratings[i].sigma, prev.get(i, 0) + n, now) for i, n in played.items()])
+                       [(i, version, r.mu, r.sigma, prev.get(i, 0) + n, now) for i, n in played.items() for r in [ratings[i]]])
         db.execute('UPDATE evaluations SET steps = steps + ?, seconds = seconds + ? WHERE id=?',
                    (sum(r.steps for r in results), sum(r.seconds for r in results), evaluation))
 
