@@ -40,13 +40,13 @@ __all__ = ['PRODUCERS', 'SEASONS_SCHEMA', 'REQUIRED_TYPES', 'SCHEDULE_FILE', 'SE
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
 class SeasonConfig:
-    "Settings of a season: producers, tournament games per arena (stable by default), selection; the notebook's quick run shrinks them."
+    "Settings of a season: producers, tournament games per arena (stable by default), selection; a quick run shrinks them."
     producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated names of `PRODUCERS` ('' for none)
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
     batch: int = 16 # tournament games played and stored as one batch (and between checks of the top's stability)
     genomes_per_game: int = 3 # genomes meeting in a game
     meetings: int = 1 # times every pair of an arena's genomes meets at least
-    max_meetings: int = 16 # then games go on until the top of the table is stable (`StopRule`) or every pair met this often
+    max_meetings: int = 16 # then games go on until the top is stable (`StopRule`) or every pair met this often
     stable_tau: float = 0.8 # stable: split-half Kendall tau of the top 3 at least this, the leader a sigma ahead
     # each arena's games: settings at which its ranking is stable (`bench/tournament_stability.py`, `70_tournament`)
     snake_steps: int = 1000 # steps per snake game
@@ -244,7 +244,8 @@ def _tournament(reg:Registry, season:int, arena:str, seed:int, kw:dict)->dict: #
                           ORDER BY id DESC LIMIT 1""", (arena, season)).fetchone()
     t = (run_tournament(reg, evaluation=r['id'], progress=False) if r else
          run_tournament(reg, arena=arena, seed=seed, tags=dict(season=season), progress=False, **kw))
-    return dict(evaluation=t.evaluation, candidates=list(t.leaderboard.id[t.leaderboard.status == 'candidate']), stability=t.stability)
+    return dict(evaluation=t.evaluation, candidates=list(t.leaderboard.id[t.leaderboard.status == 'candidate']),
+                stability=t.stability)
 
 def _selection(reg:Registry, eid:int, rules:SelectionRules)->dict: # {'changes', 'skipped', 'violations'}
     "Select after tournament `eid`, or read back the selection already applied (its rows in `replacements`)."
@@ -304,12 +305,13 @@ def _close_season(reg:Registry, n:int)->dict:
     return season_table(reg).loc[n].to_dict() | dict(id=n)
 
 def season_table(registry:Registry)->pd.DataFrame: # one row per season, index id
-    "The seasons: when, status, candidates (count and names), games, replacements, violations, and each arena's `stability` (`split_half`)."
+    "The seasons: when, status, candidates, games, replacements, violations, and each arena's `stability` (`split_half`)."
     registry.db.executescript(SEASONS_SCHEMA)
     rows, stab = [dict(r) for r in registry.db.execute('SELECT * FROM seasons ORDER BY id')], {}
     for r in registry.db.execute("SELECT season, step, result FROM season_steps WHERE step LIKE 'tournament:%'"):
         if s := json.loads(r['result']).get('stability'):
-            stab.setdefault(r['season'], {})[r['step'].split(':')[1]] = {k: s[k] for k in ('games', 'tau', 'top_tau', 'sigma', 'lead')}
+            keep = {k: s[k] for k in ('games', 'tau', 'top_tau', 'sigma', 'lead')}
+            stab.setdefault(r['season'], {})[r['step'].split(':')[1]] = keep
     for r in rows:
         for k in ('candidates', 'replacements', 'violations'): r[k] = json.loads(r[k])
         r['stability'] = stab.get(r['id'], {})
@@ -317,9 +319,10 @@ def season_table(registry:Registry)->pd.DataFrame: # one row per season, index i
     return pd.DataFrame(rows, columns=cols + ['config']).set_index('id')[cols[1:]]
 
 # %% ../nbs/85_seasons.ipynb #5dfde085
-def ratings_by_season(registry:Registry)->pd.DataFrame: # columns season, arena, version, genome, name, mu, sigma, ordinal
+def ratings_by_season(registry:Registry)->pd.DataFrame: # season, arena, version, genome, name, mu, sigma, ordinal
     "Each genome's rating after each season's tournament in its arena (its last update in that tournament)."
-    q = """SELECT json_extract(e.settings, '$.tags.season') season, e.arena, e.version, h.genome, g.name, h.mu, h.sigma, h.game
+    q = """SELECT json_extract(e.settings, '$.tags.season') season, e.arena, e.version,
+           h.genome, g.name, h.mu, h.sigma, h.game
            FROM rating_history h JOIN evaluations e ON e.id = h.evaluation JOIN genomes g ON g.id = h.genome
            WHERE json_extract(e.settings, '$.tags.season') IS NOT NULL ORDER BY e.id, h.game"""
     h = pd.read_sql(q, registry.db).groupby(['season', 'genome']).tail(1).drop(columns='game')
