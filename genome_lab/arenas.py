@@ -16,9 +16,9 @@ import numpy as np
 __all__ = ['PUFFERLIB_VERSION', 'EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPSE', 'SNAKE_WALL',
            'SNAKE_CODES', 'SNAKE_VISION', 'SNAKE_VIEW', 'SNAKE_CELLS', 'SNAKE_INPUT', 'SNAKE_MOVES', 'SNAKE_DR',
            'SNAKE_DC', 'SNAKE_OPPOSITE', 'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState',
-           'import_pufferlib_module', 'Episodes', 'Arena', 'PufferArena', 'register_arena', 'find_arena', 'arena_names',
-           'make_arena', 'view_distances', 'own_body', 'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena',
-           'CartPoleArena', 'CTetrisStruct', 'rollout_random']
+           'import_pufferlib_module', 'Episodes', 'Arena', 'PufferArena', 'register_arena', 'find_arena',
+           'arena_version', 'arena_names', 'make_arena', 'view_distances', 'own_body', 'other_snakes', 'SnakeArena',
+           'CSnakeStruct', 'TetrisArena', 'CartPoleArena', 'CTetrisStruct', 'rollout_random']
 
 # %% ../nbs/00_arenas.ipynb #65f62f9c
 PUFFERLIB_VERSION = '3.0.0+genomelab.2' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
@@ -71,6 +71,7 @@ class Arena:
     class attributes below (read by evaluation, tournaments, the server and program search) and implement
     `_reset(seed)`, `_step()` and `_track()` (which ends episodes into `self._finished`)."""
     name: str = '' # the registry key, also stored in every genome of this arena
+    version: int = 1 # raised when the rules or the map generation change: ratings never mix versions (`arena_version`)
     num_actions: int = 0 # discrete actions 0..num_actions-1
     obs_dtype = np.float32
     agents_arg: str = 'num_envs' # the constructor argument that sets the number of agents (snake: `num_snakes` per map)
@@ -168,6 +169,10 @@ def find_arena(name:str)->type:
     if name not in ARENAS: raise ValueError(f"unknown arena {name!r}: known are {arena_names()}")
     return ARENAS[name]
 
+def arena_version(name:str)->str: # Gymnasium-style id, e.g. 'snake-v2'
+    "The current version id of arena `name` (`<name>-v<Arena.version>`): stored with every evaluation and rating."
+    return f"{name}-v{find_arena(name).version}"
+
 def arena_names()->list: # sorted
     "Names of every arena: registered ones and those of installed entry points."
     return sorted(set(ARENAS) | set(_arena_entry_points()))
@@ -221,6 +226,7 @@ def other_snakes(obs)->np.ndarray: # (n, SNAKE_VIEW, SNAKE_VIEW) bool
 class SnakeArena(PufferArena):
     "PufferLib Ocean Snake: `num_envs` maps of `width` x `height` cells with `num_snakes` snakes and `num_food` food each."
     name, num_actions, obs_dtype, agents_arg, shared_map = 'snake', 4, np.int8, 'num_snakes', True
+    version = 2 # v2: every map draws from its own random stream (PufferLib build `3.0.0+genomelab.2`)
     game_settings = dict(width=80, height=48, num_food=200, max_snake_length=512)
     limits = dict(num_envs=(1, 64), width=(16, 640), height=(16, 360), num_snakes=(1, 1024), num_food=(1, 4096),
                   max_snake_length=(2, 1024))
@@ -342,6 +348,7 @@ def c_state(self:SnakeArena, env:int=0)->SnakeState: # views: grid (height, widt
 class TetrisArena(PufferArena):
     "PufferLib Ocean Tetris: `num_envs` independent boards, one agent each."
     name, num_actions, obs_dtype = 'tetris', 7, np.float32
+    version = 2 # v2: every board draws from its own random stream (PufferLib build `3.0.0+genomelab.2`)
     stats, rank_by = ('score', 'ret', 'length', 'lines'), ('lines', 'score')
     game_settings = dict(num_envs=4)
     limits = dict(num_envs=(1, 4096), n_cols=(4, 20), n_rows=(4, 40), deck_size=(1, 6))

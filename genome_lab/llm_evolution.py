@@ -423,22 +423,21 @@ def finish(self)->dict:
 
 # %% ../nbs/83_llm_evolution.ipynb #56eb9fbb
 def plot_run(run:EvolutionRun)->list: # paths of the written PNGs
-    "Write scores.png, lineage.png and diversity.png into the run's visualizations folder."
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
+    """Write scores.png, lineage.png and diversity.png into the run's visualizations folder. Drawn on `Figure`s, not
+    pyplot: the caller's backend stays (a season in a notebook called this and lost the notebook's inline figures)."""
+    from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
     out, vis, h = [], run.dir/'visualizations', run.history
     vis.mkdir(exist_ok=True)
     gens = [x['generation'] for x in h]
     val = lambda x, k: np.nan if x[k] is None else x[k]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig = Figure(figsize=(5, 3.5)); ax = fig.subplots()
     ax.plot(gens, [val(x, 'best_score') for x in h], 'o-', label='best of generation')
     ax.plot(gens, [val(x, 'mean_score') for x in h], 's--', label='mean of generation')
     ax.plot(gens, [val(x, 'best_so_far') for x in h], 'k:', label='best so far')
     ax.set(xlabel='generation', ylabel=f'avg score ({run.env.name}, training games)', title='score over generations'); ax.legend()
     figs = [('scores', fig, ax)]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4)); ax = fig.subplots()
     pos, ys = {}, {}
     for p in run.db.values():
         k = ys.get(p.generation, 0); ys[p.generation] = k + 1; pos[p.id] = (p.generation, k)
@@ -450,7 +449,7 @@ def plot_run(run:EvolutionRun)->list: # paths of the written PNGs
     if bad: ax.scatter([pos[p.id][0] for p in bad], [pos[p.id][1] for p in bad], marker='x', color='red', zorder=2, label='failed'); ax.legend()
     fig.colorbar(sc, ax=ax, label='avg score'); ax.set(xlabel='generation', ylabel='program (in creation order)', title='lineage')
     figs.append(('lineage', fig, ax))
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig = Figure(figsize=(5, 3.5)); ax = fig.subplots()
     ax.bar(np.array(gens) - 0.2, [x['diversity'] for x in h], 0.4, label='code: 1 - mean similarity')
     ax2 = ax.twinx()
     ax2.bar(np.array(gens) + 0.2, [x.get('weight_diversity', 0.0) for x in h], 0.4, color='tab:orange', label='constants: mean distance')
@@ -460,7 +459,7 @@ def plot_run(run:EvolutionRun)->list: # paths of the written PNGs
     figs.append(('diversity', fig, ax))
     for name, fig, ax in figs:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True)); fig.tight_layout()
-        fig.savefig(vis/f'{name}.png', dpi=90); plt.close(fig); out.append(vis/f'{name}.png')
+        fig.savefig(vis/f'{name}.png', dpi=90); out.append(vis/f'{name}.png')
     return out
 
 # %% ../nbs/83_llm_evolution.ipynb #45ce6a5e

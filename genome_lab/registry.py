@@ -16,6 +16,7 @@ from safetensors.torch import save as st_save, load as st_load
 from fastcore.basics import patch
 from .policies import Policy, build_policy, param_shapes, load_pufferlib_policy, pufferlib_config, RandomPolicy, SnakeHeuristic
 from .core import atomic_write
+from .arenas import arena_version
 
 # %% auto #0
 __all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'STATUSES', 'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z',
@@ -99,15 +100,17 @@ CREATE TABLE IF NOT EXISTS lineage (
   PRIMARY KEY (child, parent));
 CREATE TABLE IF NOT EXISTS evaluations (
   id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, arena TEXT NOT NULL, settings TEXT NOT NULL,
-  steps INTEGER, seconds REAL, censored INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL);
+  steps INTEGER, seconds REAL, censored INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL,
+  version TEXT); -- the arena's version id (`arena_version`), e.g. 'snake-v2'
 CREATE TABLE IF NOT EXISTS results (
   evaluation INTEGER NOT NULL REFERENCES evaluations(id) ON DELETE CASCADE,
   genome TEXT NOT NULL REFERENCES genomes(id) ON DELETE CASCADE,
   score REAL NOT NULL, ret REAL NOT NULL, survival REAL NOT NULL, kills INTEGER NOT NULL DEFAULT 0,
   deaths INTEGER NOT NULL DEFAULT 1, lines REAL NOT NULL DEFAULT 0, game INTEGER, place INTEGER);
 CREATE INDEX IF NOT EXISTS results_genome ON results(genome);
-CREATE TABLE IF NOT EXISTS ratings (genome TEXT PRIMARY KEY REFERENCES genomes(id) ON DELETE CASCADE,
-  mu REAL NOT NULL, sigma REAL NOT NULL, games INTEGER NOT NULL, updated TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ratings (genome TEXT NOT NULL REFERENCES genomes(id) ON DELETE CASCADE,
+  version TEXT NOT NULL, mu REAL NOT NULL, sigma REAL NOT NULL, games INTEGER NOT NULL, updated TEXT NOT NULL,
+  PRIMARY KEY (genome, version));
 CREATE TABLE IF NOT EXISTS game_reports (report TEXT NOT NULL, genome TEXT NOT NULL REFERENCES genomes(id) ON DELETE CASCADE,
   player TEXT NOT NULL, played_again INTEGER NOT NULL, created TEXT NOT NULL, PRIMARY KEY (report, genome));
 CREATE TABLE IF NOT EXISTS manifest (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -172,12 +175,32 @@ class Registry(SQLiteStore):
             for col in ('game', 'place'):   # a registry written before tournament games were indexed
                 if col not in cols: self.db.execute(f'ALTER TABLE results ADD COLUMN {col} INTEGER')
             self.db.execute('CREATE UNIQUE INDEX IF NOT EXISTS results_game ON results(evaluation, game, genome) WHERE game IS NOT NULL')
+            self._migrate_versions()
 
     def version(self)->int:
         "A number that changes whenever a committed write changes what the manifest shows."
         return self.db.execute('SELECT n FROM version').fetchone()[0]
 
     def __repr__(self): return f"Registry({str(self.root)!r}, {len(self.ids())} genomes)"
+
+# %% ../nbs/10_registry.ipynb #686caa04
+@patch
+def _migrate_versions(self:Registry):
+    "Give a registry written before arena versions its `version` columns: its evaluations and ratings become `<arena>-v1`."
+    cols = lambda t: {r['name'] for r in self.db.execute(f'PRAGMA table_info({t})')}
+    if 'version' not in cols('evaluations'):
+        with self.transaction() as db:
+            db.execute('ALTER TABLE evaluations ADD COLUMN version TEXT')
+            db.execute("UPDATE evaluations SET version = arena || '-v1'")
+    if 'version' not in cols('ratings'):
+        with self.transaction() as db:
+            db.execute(SCHEMA[SCHEMA.index('CREATE TABLE IF NOT EXISTS ratings'):].split(';')[0]
+                       .replace('CREATE TABLE IF NOT EXISTS ratings', 'CREATE TABLE ratings_v'))
+            db.execute("""INSERT INTO ratings_v SELECT r.genome, g.arena || '-v1', r.mu, r.sigma, r.games, r.updated
+                          FROM ratings r JOIN genomes g ON g.id = r.genome""")
+            db.execute('DROP TABLE ratings'); db.execute('ALTER TABLE ratings_v RENAME TO ratings')
+            db.execute('UPDATE version SET n = n + 1')   # what the manifest shows changed
+        self.db.executescript(SCHEMA)   # the dropped table's version triggers, on the new one
 
 # %% ../nbs/10_registry.ipynb #0178c9ad
 STATUSES = ('candidate', 'active', 'retired')
@@ -248,8 +271,9 @@ def record(self:Registry, gid:str, result, # an `EvalResult` (or anything with `
     if len(kills) != len(eps): raise RegistryError(f"{len(kills)} kill counts for {len(eps)} episodes")
     with self.transaction() as db:
         if not self.has(gid): raise RegistryError(f"no genome {gid!r} in the registry")
-        cur = db.execute('INSERT INTO evaluations (kind, arena, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?)',
-                         (kind, result.arena, json.dumps(result.settings), getattr(result, 'steps', None),
+        cur = db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) '
+                         'VALUES (?,?,?,?,?,?,?,?)',
+                         (kind, result.arena, arena_version(result.arena), json.dumps(result.settings), getattr(result, 'steps', None),
                           getattr(result, 'seconds', None), getattr(result, 'censored', 0), utcnow()))
         eid = cur.lastrowid
         db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines) VALUES (?,?,?,?,?,?,1,?)',
@@ -297,8 +321,9 @@ def record_games(self:Registry,
     with self.transaction() as db:
         row = db.execute('SELECT arena FROM genomes WHERE id=?', (gid,)).fetchone()
         if row is None: raise RegistryError(f"no genome {gid!r} in the registry")
-        eid = db.execute('INSERT INTO evaluations (kind, arena, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?)',
-                         (kind, row['arena'], json.dumps(dict(player=player, source='client')), None, None, 0, utcnow())).lastrowid
+        eid = db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) '
+                         'VALUES (?,?,?,?,?,?,?,?)', (kind, row['arena'], arena_version(row['arena']),
+                         json.dumps(dict(player=player, source='client')), None, None, 0, utcnow())).lastrowid
         db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines) VALUES (?,?,?,?,?,?,1,?)',
                        [(eid, gid, s, r, l, k, li) for s, r, l, k, li in rows])
     return eid
@@ -376,10 +401,18 @@ def set_manifest(self:Registry, **kw): # max_active=int, last_tournament=ISO tim
 ORDINAL_Z = 3.0 # OpenSkill's ordinal: mu - 3 sigma (openskill's `ordinal()` default)
 
 @patch
-def ratings(self:Registry)->dict: # {genome id: {'mu', 'sigma', 'ordinal', 'games'}}
-    "The stored OpenSkill ratings (tournaments write them), with the ordinal `mu - ORDINAL_Z * sigma`."
-    return {r['genome']: dict(mu=r['mu'], sigma=r['sigma'], ordinal=r['mu'] - ORDINAL_Z*r['sigma'], games=r['games'])
-            for r in self.db.execute('SELECT genome, mu, sigma, games FROM ratings')}
+def ratings(self:Registry)->dict: # {genome id: {'mu', 'sigma', 'ordinal', 'games', 'version'}}
+    """The stored OpenSkill ratings (tournaments write them) at the current version of each genome's arena
+    (`arena_version`; rows of older versions are kept, not shown; an arena not installed shows none), with the
+    ordinal `mu - ORDINAL_Z * sigma`."""
+    rows = self.db.execute('SELECT r.*, g.arena FROM ratings r JOIN genomes g ON g.id = r.genome').fetchall()
+    current = {a: _current_version(a) for a in {r['arena'] for r in rows}}
+    return {r['genome']: dict(mu=r['mu'], sigma=r['sigma'], ordinal=r['mu'] - ORDINAL_Z*r['sigma'], games=r['games'],
+                              version=r['version']) for r in rows if r['version'] == current[r['arena']]}
+
+def _current_version(arena:str)->str|None: # None: the arena is not installed here
+    try: return arena_version(arena)
+    except ValueError: return None
 
 @patch
 def performance(self:Registry)->dict: # {genome id: seed 000's performance block}, every genome

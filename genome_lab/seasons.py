@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, json, re, subprocess, sys, tempfile, time
+import argparse, contextlib, importlib, json, re, subprocess, sys, tempfile, time
 from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +20,7 @@ from .core import (config_parser, config_from_args, check_config, find_producer,
                              run_lock, RunLocked)
 from .registry import Registry, RegistryError
 from .evaluation import torch_threads
-from .tournament import run_tournament
+from .tournament import run_tournament, StopRule
 from .selection import SelectionRules, select
 from .server import require_token, TokenRoute
 
@@ -34,21 +34,24 @@ __all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFA
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
 class SeasonConfig:
-    """Settings of a season: its producers and their settings, tournament games per arena, selection; small defaults
-    (presets scale them)."""
+    """Settings of a season: its producers and their settings, tournament games per arena (stable by default),
+    selection; small defaults in a quick run (presets scale them)."""
     producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated, '' for none
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
-    batch: int = 64 # tournament games played and stored as one batch
+    batch: int = 16 # tournament games played and stored as one batch (and between checks of the top's stability)
     genomes_per_game: int = 3 # genomes meeting in a game
-    meetings: int = 1 # times every pair of an arena's genomes meets
-    snake_steps: int = 150 # steps per snake game
+    meetings: int = 1 # times every pair of an arena's genomes meets at least
+    max_meetings: int = 16 # then games go on until the top is stable (`StopRule`) or every pair met this often
+    stable_tau: float = 0.8 # stable: split-half Kendall tau of the top 3 at least this, the leader a sigma ahead
+    # each arena's games: settings at which its ranking is stable (`bench/tournament_stability.py`, `70_tournament`)
+    snake_steps: int = 1000 # steps per snake game
     snake_agents: int = 6 # snakes per genome in a game
-    snake_width: int = 48 # snake map width in cells
-    snake_height: int = 36 # snake map height in cells
-    snake_food: int = 60 # food on a snake map
-    tetris_steps: int = 200 # ticks per tetris game
-    tetris_agents: int = 2 # boards per genome in a tetris game
-    creature_seconds: float = 3.0 # seconds per creature race
+    snake_width: int = 80 # snake map width in cells (on 48x36 HeuristicSnake out-rated PufferLib's policy)
+    snake_height: int = 48 # snake map height in cells
+    snake_food: int = 200 # food on a snake map
+    tetris_steps: int = 1000 # ticks per tetris game (200 cut the games short)
+    tetris_agents: int = 8 # boards per genome in a tetris game
+    creature_seconds: float = 10.0 # seconds per creature race (3 and 20 s races ranked less stably)
     other_steps: int = 200 # steps per game of any other arena (cartpole, ...)
     n_replace: int = 2 # bottom active genomes each arena's selection may replace
     max_per_type: int = 3 # active genomes of one type per arena
@@ -57,6 +60,7 @@ class SeasonConfig:
     max_active_creatures: int = 3 # active creature genomes at most
     producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
     RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
+        max_meetings=(1, 1000), stable_tau=(-1.0, 1.0),
         snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
         snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
         other_steps=(1, 10**6), n_replace=(0, 100),
@@ -150,7 +154,8 @@ REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures':
 
 def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, SelectionRules)
     "How a season plays and selects in `arena`: the game settings of `cfg` and the diversity rules of that arena."
-    kw = dict(genomes_per_game=cfg.genomes_per_game, meetings=cfg.meetings, batch=cfg.batch)
+    kw = dict(genomes_per_game=cfg.genomes_per_game, meetings=cfg.meetings, batch=cfg.batch,
+              until_stable=StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, cfg.meetings)))
     kw |= {'snake': dict(agents_per_genome=cfg.snake_agents, steps=cfg.snake_steps,
                          settings=dict(width=cfg.snake_width, height=cfg.snake_height, num_food=cfg.snake_food)),
            'tetris': dict(agents_per_genome=cfg.tetris_agents, steps=cfg.tetris_steps),
@@ -178,7 +183,8 @@ def _tournament(reg:Registry, season:int, arena:str, seed:int, kw:dict)->dict: #
                           ORDER BY id DESC LIMIT 1""", (arena, season)).fetchone()
     t = (run_tournament(reg, evaluation=r['id'], progress=False) if r else
          run_tournament(reg, arena=arena, seed=seed, tags=dict(season=season), progress=False, **kw))
-    return dict(evaluation=t.evaluation, candidates=list(t.leaderboard.id[t.leaderboard.status == 'candidate']))
+    return dict(evaluation=t.evaluation, candidates=list(t.leaderboard.id[t.leaderboard.status == 'candidate']),
+                stability=t.stability)
 
 def _selection(reg:Registry, eid:int, rules:SelectionRules)->dict: # {'changes', 'skipped', 'violations'}
     "Select after tournament `eid`, or read back the selection already applied (its rows in `replacements`)."
@@ -239,15 +245,20 @@ def _close_season(reg:Registry, n:int)->dict:
     return season_table(reg).loc[n].to_dict() | dict(id=n)
 
 def season_table(registry:Registry)->pd.DataFrame: # one row per season, index id
-    "The seasons: when, status, candidates (count and names), games, replacements and violations."
-    rows = registry.seasons()
-    cols = ['id', 'started', 'finished', 'status', 'candidates', 'games', 'replacements', 'violations']
+    "The seasons: when, status, candidates, games, replacements, violations, and each arena's `stability` (`split_half`)."
+    rows, keys = registry.seasons(), ('games', 'tau', 'top_tau', 'sigma', 'lead')
+    for r in rows:
+        steps = registry.season_steps(r['id']).items()
+        r['stability'] = {step.split(':')[1]: {k: s[k] for k in keys} for step, res in steps
+                          if step.startswith('tournament:') and (s := (res or {}).get('stability'))}
+    cols = ['id', 'started', 'finished', 'status', 'candidates', 'games', 'replacements', 'violations', 'stability']
     return pd.DataFrame(rows, columns=cols + ['config']).set_index('id')[cols[1:]]
 
 # %% ../nbs/85_seasons.ipynb #5dfde085
-def ratings_by_season(registry:Registry)->pd.DataFrame: # columns season, arena, genome, name, mu, sigma, ordinal
+def ratings_by_season(registry:Registry)->pd.DataFrame: # season, arena, version, genome, name, mu, sigma, ordinal
     "Each genome's rating after each season's tournament in its arena (its last update in that tournament)."
-    q = """SELECT json_extract(e.settings, '$.tags.season') season, e.arena, h.genome, g.name, h.mu, h.sigma, h.game
+    q = """SELECT json_extract(e.settings, '$.tags.season') season, e.arena, e.version,
+           h.genome, g.name, h.mu, h.sigma, h.game
            FROM rating_history h JOIN evaluations e ON e.id = h.evaluation JOIN genomes g ON g.id = h.genome
            WHERE json_extract(e.settings, '$.tags.season') IS NOT NULL ORDER BY e.id, h.game"""
     h = pd.read_sql(q, registry.db).groupby(['season', 'genome']).tail(1).drop(columns='game')
@@ -384,7 +395,7 @@ def season_cli(argv:list|None=None)->int: # exit status
         hint = ' (give an existing registry folder, or --create for a new one)' if missing else ''
         print(f"genome-lab season: error: {e}{hint}", file=sys.stderr); return 2
     print(json.dumps(dict(season=row['id'], games=row['games'], candidates=len(row['candidates']), replacements=row['replacements'],
-                          violations=row['violations']), default=str))
+                          violations=row['violations'], stability=row['stability']), default=str))
     return 0
 
 def run_command(argv:list)->int: # the command's exit status

@@ -7,14 +7,14 @@ Docs: https://genome-lab.github.io/genome_lab/tournament.html.md"""
 # %% ../nbs/70_tournament.ipynb #52a1eb58
 from __future__ import annotations
 import itertools, json, time
-from dataclasses import dataclass
+from dataclasses import dataclass, asdict
 from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 from openskill.models import PlackettLuce
-from .arenas import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena
+from .arenas import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version
 from .policies import GenomeGroup, quantise
 from .registry import Registry, utcnow
 from .evaluation import torch_threads
@@ -22,9 +22,9 @@ from .evaluation import torch_threads
 # %% auto #0
 __all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'TOURNAMENT_SCHEMA', 'KillTracker', 'GameResult',
            'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
-           'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fitness_table', 'game_seed', 'iter_games',
-           'play_games', 'load_ratings', 'TournamentResult', 'run_tournament', 'ladder_taus', 'games_to_reach',
-           'rank_stability']
+           'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fit_ratings', 'split_half', 'StopRule',
+           'fitness_table', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
+           'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
 
 # %% ../nbs/70_tournament.ipynb #a4e6971c
 KILL_NONE, KILL_WALL, KILL_UNKNOWN = -1, -2, -3
@@ -332,6 +332,48 @@ def elo_update(elo:dict, ids:list, ranks, k:float=32.0)->dict: # {id: float}
         new[a] += k/(G-1) * (s - 1/(1 + 10**((r[b] - r[a])/400)))
     elo.update(zip(ids, new)); return elo
 
+# %% ../nbs/70_tournament.ipynb #9b8041a6
+def fit_ratings(ids:list, games:list, results:list)->dict: # {id: openskill rating}
+    "OpenSkill ratings of every entrant of `ids` from fresh priors, fitted on `games` (index tuples) and their `GameResult`s."
+    rt = {}
+    for g, r in zip(games, results): rate_game(rt, [ids[i] for i in g], r.ranks)
+    return {i: rt.get(i) or MODEL.rating(name=str(i)) for i in ids}
+
+# %% ../nbs/70_tournament.ipynb #470f1782
+def split_half(ids:list, games:list, results:list, # entrants, the games played (index tuples) and their `GameResult`s
+               top:int=3, # entrants at the top of the table whose order `top_tau` measures
+               splits:int=8, seed:int=0)->dict: # random halvings averaged; their seed
+    """Split-half reliability of a tournament's ranking: `games`, `tau` and `top_tau` (mean Kendall tau-b between the
+    ordinals fitted on two disjoint random halves of the games; 0 where a half cannot order them), the mean `sigma` of
+    the fit on all games, the `leader` (an id), its `leader_sigma` and `lead` ((mu_1 - mu_2) / sigma_1)."""
+    from scipy.stats import kendalltau
+    full = fit_ratings(ids, games, results)
+    order = sorted(ids, key=lambda i: -full[i].ordinal())
+    head, rng, n, taus = order[:max(top, 2)], np.random.default_rng(seed), len(games), []
+    for _ in range(splits if n >= 2 else 0):
+        perm = rng.permutation(n)
+        a, b = (fit_ratings(ids, [games[k] for k in h], [results[k] for k in h])
+                for h in (sorted(perm[:n//2]), sorted(perm[n//2:])))
+        tau = lambda who: float(np.nan_to_num(kendalltau([a[i].ordinal() for i in who], [b[i].ordinal() for i in who]).statistic))
+        taus.append((tau(ids), tau(head)))
+    t = np.mean(taus, 0) if taus else (0.0, 0.0)
+    first, second = full[order[0]], full[order[1]]
+    return dict(games=n, tau=float(t[0]), top_tau=float(t[1]), sigma=float(np.mean([full[i].sigma for i in ids])),
+                leader=order[0], leader_sigma=float(first.sigma), lead=float((first.mu - second.mu) / first.sigma))
+
+# %% ../nbs/70_tournament.ipynb #d36eb8b8
+@dataclass
+class StopRule:
+    "When a tournament that plays until stable (`run_tournament(until_stable=...)`) stops: see `split_half`."
+    top_tau: float = 0.8 # split-half Kendall tau among the top `top` entrants at least this...
+    lead: float = 1.0 # ...and the leader's mu ahead of the runner-up's by this many of its sigmas (0: not required)
+    top: int = 3 # entrants at the top of the table
+    max_meetings: int = 8 # the games budget: the schedule where every pair meets this many times
+    max_seconds: float = 0.0 # a wall budget in seconds (0: none); where it stops depends on the machine
+    splits: int = 8 # random halvings of `split_half`
+    def stable(self, s:dict)->bool: # `s`: a `split_half` result
+        return s['top_tau'] >= self.top_tau and s['lead'] >= self.lead
+
 # %% ../nbs/70_tournament.ipynb #2e30f22a
 FITNESS_WEIGHTS = dict(score=0.3, survival=0.3, kill_ratio=0.2, engagement=0.2)
 
@@ -398,8 +440,9 @@ def load_ratings(registry:Registry)->dict: # {genome id: openskill rating}
 
 @dataclass
 class TournamentResult:
-    "Leaderboard (a DataFrame sorted by ordinal), the games, their results and the rating history of the games played by this call."
+    "Leaderboard (a DataFrame sorted by ordinal), the games played, their results, the rating history of this call's games."
     leaderboard: object; games: list; results: list; history: list; evaluation: int|None = None; seconds: float = 0.0
+    stability: dict|None = None # `split_half` of all the tournament's games
 
 def run_tournament(registry:Registry|None=None, # stores results and ratings; None: policies only
                    ids:list|None=None, # genome ids; default: the active + candidate genomes of `arena` in the registry
@@ -411,6 +454,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    batch:int=64, # games played (and stored) as one batch
                    tags:dict|None=None, # more to keep in the tournament's record (a season's number, say)
                    quantised:bool=False, # play `quantise`d copies of the policies (bfloat16 matrix products)?
+                   until_stable:StopRule|dict|None=None, # after `meetings`, play until the top is stable or the budget ends
                    evaluation:int|None=None, # resume this stored tournament: its record replaces the arguments above
                    max_batches:int|None=None, # stop after this many batches, as if killed (to show a resume)
                    on_batch:Callable|None=None)->TournamentResult: # on_batch(games played, games) after each batch
@@ -422,6 +466,10 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
         ids, arena, seed, tags = rec['ids'], rec['arena'], rec['seed'], rec.get('tags')
         quantised = rec.get('quantised', False)
         genomes_per_game, agents_per_genome, steps, meetings, settings = (rec[k] for k in ('genomes_per_game', 'agents_per_genome', 'steps', 'meetings', 'settings'))
+        until_stable, batch = rec.get('until_stable'), rec.get('batch', batch)
+        if (was := rec.get('version', f'{arena}-v1')) != arena_version(arena):
+            raise ValueError(f"tournament {evaluation} was played in {was}, and {arena} is now {arena_version(arena)}: "
+                             "its games cannot continue; start a new tournament")
     if registry is not None:
         ids = ids or [i for s in ('active', 'candidate') for i in registry.ids(s) if registry.genome(i)['arena'] == arena]
         if wrong := [i for i in ids if registry.genome(i)['arena'] != arena]: raise ValueError(f"genomes {wrong} do not play {arena!r}")
@@ -431,14 +479,24 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
     if quantised: policies = quantise(policies)
     if len(ids) < 2: raise ValueError(f"a tournament needs at least 2 {arena} genomes, got {len(ids)}")
     per_game = min(genomes_per_game, len(ids))
-    games = schedule_games(len(ids), per_game, meetings, seed)
-    record = dict(arena=arena, ids=ids, agents_per_genome=agents_per_genome, steps=steps, settings=settings or {}, seed=seed,
-                  meetings=meetings, genomes_per_game=per_game, tags=tags or {}, quantised=quantised)
+    rule = StopRule(**until_stable) if isinstance(until_stable, dict) else until_stable
+    if rule and rule.max_meetings < meetings:
+        raise ValueError(f"max_meetings ({rule.max_meetings}) must be at least meetings ({meetings})")
+    games = schedule_games(len(ids), per_game, rule.max_meetings if rule else meetings, seed)   # begins as the shorter one
+    first = len(schedule_games(len(ids), per_game, meetings, seed)) if rule else len(games)   # games played before any stop
+    record = dict(arena=arena, version=arena_version(arena), ids=ids, agents_per_genome=agents_per_genome, steps=steps,
+                  settings=settings or {}, seed=seed, meetings=meetings, genomes_per_game=per_game, tags=tags or {}, batch=batch,
+                  until_stable=rule and asdict(rule), quantised=quantised)
     if registry is not None and evaluation is None: evaluation = _open_tournament(registry, record)
     done, results = _stored_games(registry, evaluation, ids, games, find_arena(arena).rank_by) if evaluation is not None else (0, [])
+    spent = 0.0 if evaluation is None else registry.db.execute('SELECT seconds FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0]
+    stop = lambda: rule is not None and len(results) >= first and (
+        rule.stable(split_half(ids, games[:len(results)], results, rule.top, rule.splits, seed))
+        or 0 < rule.max_seconds <= spent + time.perf_counter() - t0)
     ratings = load_ratings(registry) if registry is not None else {}
     history, it = [], iter_games(policies, games[done:], seed, arena, agents_per_genome, steps, settings, backend, ray_address, batch, done)
-    for k0, rs in tqdm(itertools.islice(it, max_batches), total=-(-(len(games) - done)//batch), desc='batches', disable=not progress, leave=False):
+    batches = itertools.islice(it, 0 if stop() else max_batches)
+    for k0, rs in tqdm(batches, total=-(-(len(games) - done)//batch), desc='batches', disable=not progress, leave=False):
         new = []
         for k, r in enumerate(rs, k0):
             gids = [ids[i] for i in games[k]]
@@ -447,6 +505,8 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
         if registry is not None: _store_batch(registry, evaluation, ids, games, k0, rs, ratings, new)
         results += rs; history += new
         if on_batch is not None: on_batch(len(results), len(games))
+        if stop(): break
+    games = games[:len(results)]
     eng = registry.engagement() if registry is not None else {}
     table = fitness_table(ids, games, results, steps, {i: e['player_engagement'] for i, e in eng.items()})
     table['engagement_source'] = [eng[i]['source'] if i in eng else 'neutral' for i in ids]
@@ -458,17 +518,20 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
         table.insert(3, 'status', [info[i]['status'] for i in ids])
         registry.set_manifest(last_tournament=utcnow())
     table = table.sort_values('ordinal', ascending=False).reset_index(drop=True)
-    return TournamentResult(table, games, results, history, evaluation, seconds=time.perf_counter() - t0)
+    return TournamentResult(table, games, results, history, evaluation, seconds=time.perf_counter() - t0,
+                            stability=split_half(ids, games, results, *((rule.top, rule.splits) if rule else (3, 8)), seed))
 
 # %% ../nbs/70_tournament.ipynb #5b2fdbf0
 def _open_tournament(registry:Registry, record:dict)->int: # the evaluation id
     "The tournament's `evaluations` row (kind 'tournament'), written before its first game."
     with registry.transaction() as db:
-        return db.execute('INSERT INTO evaluations (kind, arena, settings, steps, seconds, censored, created) VALUES (?,?,?,?,?,?,?)',
-                          ('tournament', record['arena'], json.dumps(record), 0, 0.0, 0, utcnow())).lastrowid
+        return db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) '
+                          'VALUES (?,?,?,?,?,?,?,?)',
+                          ('tournament', record['arena'], record['version'], json.dumps(record), 0, 0.0, 0, utcnow())).lastrowid
 
 def _store_batch(registry:Registry, evaluation:int, ids:list, games:list, k0:int, results:list, ratings:dict, history:list):
-    "One batch of games in one transaction: a result row per genome and game (with its place), the ratings after it, their history."
+    """One batch of games in one transaction: a result row per genome and game (with its place), the ratings after it
+    (at the tournament's arena version), their history."""
     rows = [(evaluation, ids[e], float(r.score[j]), 0.0, float(r.survival[j]), int(r.kills[j]), int(r.deaths[j]),
              0.0 if r.lines is None else float(r.lines[j]), k, int(r.ranks[j]))
             for k, r in enumerate(results, k0) for j, e in enumerate(games[k]) if np.isfinite(r.score[j])]   # nothing counted: no row
@@ -479,9 +542,10 @@ def _store_batch(registry:Registry, evaluation:int, ids:list, games:list, k0:int
     with registry.transaction() as db:
         db.executemany('INSERT INTO rating_history VALUES (?,?,?,?,?)', [(evaluation, h['game'], h['genome'], h['mu'], h['sigma']) for h in history])
         db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines, game, place) VALUES (?,?,?,?,?,?,?,?,?,?)', rows)
-        prev = {r['genome']: r['games'] for r in db.execute('SELECT genome, games FROM ratings')}
-        db.executemany('INSERT OR REPLACE INTO ratings VALUES (?,?,?,?,?)',
-                       [(i, ratings[i].mu, ratings[i].sigma, prev.get(i, 0) + n, now) for i, n in played.items()])
+        version = db.execute('SELECT version FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0]
+        prev = dict(db.execute('SELECT genome, games FROM ratings WHERE version=?', (version,)).fetchall())
+        db.executemany('INSERT OR REPLACE INTO ratings (genome, version, mu, sigma, games, updated) VALUES (?,?,?,?,?,?)',
+                       [(i, version, r.mu, r.sigma, prev.get(i, 0) + n, now) for i, n in played.items() for r in [ratings[i]]])
         db.execute('UPDATE evaluations SET steps = steps + ?, seconds = seconds + ? WHERE id=?',
                    (sum(r.steps for r in results), sum(r.seconds for r in results), evaluation))
 

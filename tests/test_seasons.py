@@ -11,7 +11,7 @@ from genome_lab.server import create_app
 
 BIN = Path(sys.executable).parent
 FLAGS = ['--producers', '', '--batch', '1', '--snake-steps', '120', '--snake-agents', '4', '--snake-width', '32', '--snake-height', '24',
-         '--snake-food', '20', '--tetris-steps', '60', '--meetings', '2']
+         '--snake-food', '20', '--tetris-steps', '60', '--meetings', '2', '--max-meetings', '3']
 
 def registry_with_candidates(root:Path):
     "The founders and three snake candidates (Gaussian mutants of PufferLib's snake)."
@@ -77,7 +77,8 @@ def fire_once_at(t:datetime)->str: return f"{t.second} {t.minute} {t.hour} {t.da
 def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_path):
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)
     auth = {'Authorization': 'Bearer schedule-token'}
-    config = dict(producers='', snake_steps=30, snake_agents=2, snake_width=24, snake_height=24, snake_food=10, tetris_steps=30)
+    config = dict(producers='', snake_steps=30, snake_agents=2, snake_width=24, snake_height=24, snake_food=10, tetris_steps=30,
+                  tetris_agents=2, max_meetings=2)
     with TestClient(create_app(tmp_path/'reg', token='schedule-token')) as http:
         assert http.get('/schedule').json()['cron'] == '0 3 * * 1'   # weekly by default
         fire = datetime.now(timezone.utc) + timedelta(seconds=3)
