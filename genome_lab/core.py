@@ -10,9 +10,7 @@ import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, plat
 from importlib import metadata
 from pathlib import Path
 from fastcore.docments import docments
-import torch
 from safetensors import safe_open
-from safetensors.torch import save as st_save, load as st_load
 import genome_lab
 
 # %% auto #0
@@ -140,6 +138,7 @@ def run_lock(path:str|Path): # the lock file, e.g. `run_dir/'.lock'` (its folder
 def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 'kernels': torch's CPU capability}
     """The kind of CPU a run is on: the same settings repeat a run exactly on the same kind only
     (`51_hypernetwork_report`)."""
+    import torch
     try: first = Path('/proc/cpuinfo').read_text().split('\n\n')[0]   # the first processor's block
     except OSError: first = ''
     info = {k.strip(): v.strip() for k, sep, v in (l.partition(':') for l in first.splitlines()) if sep}
@@ -150,6 +149,7 @@ def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 
 # %% ../nbs/03_core.ipynb #c1bdc2a8
 def optimizer_tensors(opt:torch.optim.Optimizer)->tuple: # ({'opt.<param>.<key>': tensor}, JSON-able param_groups)
     "An optimiser's state as flat tensors (for safetensors) and its param groups (for the JSON metadata)."
+    import torch
     sd = opt.state_dict()
     tensors = {f'opt.{i}.{k}': torch.as_tensor(v).clone() for i, st in sd['state'].items() for k, v in st.items()}
     return tensors, sd['param_groups']
@@ -168,6 +168,7 @@ def save_checkpoint(path:str|Path, # the checkpoint file (`.safetensors`)
                     tensors:dict, # {name: tensor}
                     meta:dict)->Path: # JSON-able metadata; `machine()` is added
     "Write `tensors` and `meta` (JSON in the safetensors header under `key`) to `path` at once (`atomic_write`)."
+    from safetensors.torch import save as st_save
     return atomic_write(path, st_save(tensors,
                                       metadata={key: json.dumps(dict(meta, machine=machine()), default=float)}))
 
@@ -182,6 +183,7 @@ def checkpoint_header(path:str|Path, key:str, fmt:int|None=None)->dict: # the me
 
 def load_checkpoint(path:str|Path, key:str, fmt:int|None=None)->tuple: # (metadata, {name: tensor})
     "The metadata (`checkpoint_header`) and tensors of the checkpoint at `path`."
+    from safetensors.torch import load as st_load
     return checkpoint_header(path, key, fmt), st_load(Path(path).read_bytes())
 
 # %% ../nbs/03_core.ipynb #a8a633d5
