@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
 # %% ../nbs/03_core.ipynb #3e388884
 from __future__ import annotations
-import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, tempfile, typing
+import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, tempfile, typing
 from importlib import metadata
 from pathlib import Path
 from fastcore.docments import docments
@@ -17,7 +17,7 @@ import genome_lab
 __all__ = ['PRODUCERS', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args', 'check_config',
            'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint',
            'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save', 'ProducerContext', 'Producer',
-           'register_producer', 'find_producer', 'producer_names', 'notebooks_dir', 'measured_dir']
+           'register_producer', 'find_producer', 'producer_names', 'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -263,3 +263,8 @@ def notebooks_dir()->Path:
 def measured_dir()->Path:
     "`nbs/measured/`: figures written by bench scripts and committed, which chapters and reports read."
     return notebooks_dir()/'measured'
+
+# %% ../nbs/03_core.ipynb #9cd2fbfe
+def first_sentence(doc:str|None)->str: # '' for no docstring
+    "The first sentence of a docstring, up to the first '.' or ';' followed by a space, on one line: a summary for a listing."
+    return re.split(r'(?<=\.)\s|;\s', ' '.join((doc or '').split()))[0]

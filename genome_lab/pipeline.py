@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 import genome_lab
-from .core import notebooks_dir, atomic_write, run_lock, RunLocked
+from .core import notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence
 
 # %% auto #0
 __all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'list_notebooks', 'notebook_parameters', 'parse_override', 'resolve_parameters',
@@ -261,8 +261,7 @@ def command_summary(target:str)->str: # one line; '' when the source or docstrin
     except (ImportError, AttributeError, TypeError, OSError): return ''
     node = next((n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name == fn), None)
     doc = ' '.join((ast.get_docstring(node) or '').split()) if node else ''
-    doc = re.sub(r'^`[^`]*`:\s*', '', doc)
-    return re.split(r'(?<=\.)\s|;\s', doc)[0].replace('`', '')
+    return first_sentence(re.sub(r'^`[^`]*`:\s*', '', doc)).replace('`', '')
 
 # %% ../nbs/99_pipeline.ipynb #e0e04b4b
 def usage()->str: # the listing `genome-lab --help` prints
