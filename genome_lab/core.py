@@ -6,20 +6,18 @@ Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
 # %% ../nbs/03_core.ipynb #3e388884
 from __future__ import annotations
-import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, tempfile, typing
+import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, tempfile, typing
 from importlib import metadata
 from pathlib import Path
 from fastcore.docments import docments
-import torch
 from safetensors import safe_open
-from safetensors.torch import save as st_save, load as st_load
 import genome_lab
 
 # %% auto #0
 __all__ = ['PRODUCERS', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args', 'check_config',
            'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint',
            'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save', 'ProducerContext', 'Producer',
-           'register_producer', 'find_producer', 'producer_names', 'notebooks_dir', 'measured_dir']
+           'register_producer', 'find_producer', 'producer_names', 'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -159,6 +157,7 @@ def run_lock(path:str|Path): # the lock file, e.g. `run_dir/'.lock'` (its folder
 def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 'kernels': torch's CPU capability}
     """The kind of CPU a run is on: the same settings repeat a run exactly on the same kind only
     (`51_hypernetwork_report`)."""
+    import torch
     try: first = Path('/proc/cpuinfo').read_text().split('\n\n')[0]   # the first processor's block
     except OSError: first = ''
     info = {k.strip(): v.strip() for k, sep, v in (l.partition(':') for l in first.splitlines()) if sep}
@@ -169,6 +168,7 @@ def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 
 # %% ../nbs/03_core.ipynb #c1bdc2a8
 def optimizer_tensors(opt:torch.optim.Optimizer)->tuple: # ({'opt.<param>.<key>': tensor}, JSON-able param_groups)
     "An optimiser's state as flat tensors (for safetensors) and its param groups (for the JSON metadata)."
+    import torch
     sd = opt.state_dict()
     tensors = {f'opt.{i}.{k}': torch.as_tensor(v).clone() for i, st in sd['state'].items() for k, v in st.items()}
     return tensors, sd['param_groups']
@@ -187,6 +187,7 @@ def save_checkpoint(path:str|Path, # the checkpoint file (`.safetensors`)
                     tensors:dict, # {name: tensor}
                     meta:dict)->Path: # JSON-able metadata; `machine()` is added
     "Write `tensors` and `meta` (JSON in the safetensors header under `key`) to `path` at once (`atomic_write`)."
+    from safetensors.torch import save as st_save
     return atomic_write(path, st_save(tensors,
                                       metadata={key: json.dumps(dict(meta, machine=machine()), default=float)}))
 
@@ -201,6 +202,7 @@ def checkpoint_header(path:str|Path, key:str, fmt:int|None=None)->dict: # the me
 
 def load_checkpoint(path:str|Path, key:str, fmt:int|None=None)->tuple: # (metadata, {name: tensor})
     "The metadata (`checkpoint_header`) and tensors of the checkpoint at `path`."
+    from safetensors.torch import load as st_load
     return checkpoint_header(path, key, fmt), st_load(Path(path).read_bytes())
 
 # %% ../nbs/03_core.ipynb #a8a633d5
@@ -280,3 +282,8 @@ def notebooks_dir()->Path:
 def measured_dir()->Path:
     "`nbs/measured/`: figures written by bench scripts and committed, which chapters and reports read."
     return notebooks_dir()/'measured'
+
+# %% ../nbs/03_core.ipynb #9cd2fbfe
+def first_sentence(doc:str|None)->str: # '' for no docstring
+    "The first sentence of a docstring, up to the first '.' or ';' followed by a space, on one line: a summary for a listing."
+    return re.split(r'(?<=\.)\s|;\s', ' '.join((doc or '').split()))[0]

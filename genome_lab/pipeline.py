@@ -6,16 +6,17 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 
 # %% ../nbs/99_pipeline.ipynb #dc2279ef
 from __future__ import annotations
-import argparse, ast, importlib, json, os, platform, shutil, subprocess, sys, time, uuid
+import argparse, ast, importlib, importlib.util, json, os, platform, re, shutil, subprocess, sys, time, uuid
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from .core import notebooks_dir, atomic_write, run_lock, RunLocked
+import genome_lab
+from .core import notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence
 
 # %% auto #0
 __all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'list_notebooks', 'notebook_parameters', 'parse_override', 'resolve_parameters',
            'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'kernel_config', 'run_pipeline',
-           'snapshot_registry', 'restore_registry', 'run_cli', 'commands', 'main']
+           'snapshot_registry', 'restore_registry', 'run_cli', 'commands', 'command_summary', 'usage', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -224,7 +225,9 @@ def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags
 # %% ../nbs/99_pipeline.ipynb #56d0af31
 def run_cli(argv:list|None=None):
     "`genome-lab run`: execute the notebooks into `runs/<run_id>/`."
-    ap = argparse.ArgumentParser(prog='genome-lab run', description=run_pipeline.__doc__)
+    ap = argparse.ArgumentParser(prog='genome-lab run', description=
+        "Execute the numbered notebooks with papermill into a run folder, `runs/<run_id>/`; a failed notebook "
+        "stops the run, and `--resume --run-id ID` continues it from that notebook.")
     ap.add_argument('notebooks', nargs='*', help='notebook names (default: all numbered notebooks, in order)')
     ap.add_argument('--preset', default='quick', choices=sorted(PRESETS), help='parameter preset')
     ap.add_argument('-p', '--param', action='append', default=[], metavar='NAME=VALUE', help='override a parameter')
@@ -241,17 +244,42 @@ def run_cli(argv:list|None=None):
     print(f"[genome-lab] run finished: {run}")
     return 0
 
+
+# %% ../nbs/99_pipeline.ipynb #a1db9dd1
 def commands()->dict: # {name: 'module:function'}
     "Subcommands of `genome-lab`: `run`, plus every entry point in the `genome_lab.commands` group of an installed package."
     out = {'run': 'genome_lab.pipeline:run_cli'}
     out.update({e.name: e.value for e in metadata.entry_points(group='genome_lab.commands')})
     return out
 
-def main(argv:list|None=None):
-    "Entry point of the `genome-lab` command: `genome-lab COMMAND [ARGS]`."
+# %% ../nbs/99_pipeline.ipynb #437e2193
+def command_summary(target:str)->str: # one line; '' when the source or docstring cannot be read
+    """The first sentence of the docstring of `target` ('module:function'), without its leading "`usage`: ",
+    read from the module's source with `ast` (the module is not imported, its parent packages are)."""
+    mod, fn = target.split(':')
+    try: src = Path(importlib.util.find_spec(mod).origin).read_text()
+    except (ImportError, AttributeError, TypeError, OSError): return ''
+    node = next((n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name == fn), None)
+    doc = ' '.join((ast.get_docstring(node) or '').split()) if node else ''
+    return first_sentence(re.sub(r'^`[^`]*`:\s*', '', doc)).replace('`', '')
+
+# %% ../nbs/99_pipeline.ipynb #e0e04b4b
+def usage()->str: # the listing `genome-lab --help` prints
+    "`genome-lab`'s usage line and its commands, one line each (`command_summary`)."
+    cmds = commands(); w = max(map(len, cmds))
+    lines = [f"usage: genome-lab [-h] [--version] COMMAND [ARGS]", "",
+             "A lab where agent genomes are bred, made to compete, kept and broadcast.", "", "commands:"]
+    lines += [f"  {n:<{w}}  {command_summary(t)}" for n, t in sorted(cmds.items())]
+    return '\n'.join(lines + ["", "`genome-lab COMMAND --help` lists a command's options."])
+
+# %% ../nbs/99_pipeline.ipynb #23327bba
+def main(argv:list|None=None)->int: # exit status
+    "Entry point of the `genome-lab` command: `genome-lab COMMAND [ARGS]`; no arguments or `--help`: `usage()`."
     argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ('-h', '--help'): print(usage()); return 0
+    if argv[0] == '--version': print(f"genome-lab {genome_lab.__version__}"); return 0
     cmds = commands()
-    if not argv or argv[0] not in cmds:
-        print(f"usage: genome-lab {{{','.join(sorted(cmds))}}} ...", file=sys.stderr); return 2
+    if argv[0] not in cmds:
+        print(f"{usage()}\n\ngenome-lab: error: unknown command {argv[0]!r}", file=sys.stderr); return 2
     mod, fn = cmds[argv[0]].split(':')
     return getattr(importlib.import_module(mod), fn)(argv[1:])

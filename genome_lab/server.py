@@ -26,17 +26,18 @@ from .arenas import find_arena, make_arena
 from .selection import tournament_job
 
 # %% auto #0
-__all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'pages', 'HEADER_GUARD', 'RegistryPool',
-           'retry_busy', 'family_graph', 'leaderboard', 'SubmissionError', 'ParentRef', 'GenomeMeta',
-           'meta_param_shapes', 'check_submission', 'arena_observation', 'check_fits_arena', 'ErrorOut', 'StatsOut',
-           'ParentOut', 'RatingOut', 'PerformanceOut', 'GenomeOut', 'ManifestOut', 'GameResult', 'StatsUpdate',
-           'StatsUpdated', 'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut', 'LeaderRow', 'ReplacementOut',
-           'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'evaluation_job', 'JobCancelled', 'JobRunner',
-           'ManifestCache', 'FileCache', 'registry_pool', 'token_refusal', 'require_token', 'TokenRoute', 'BodyGuard',
-           'validation_error', 'genome_row', 'get_genome_manifest', 'get_genome', 'health', 'update_genome_stats',
-           'submit_genome', 'retire_genome', 'run_tournament', 'cancel_job', 'tournament_status',
-           'leaderboard_page_html', 'leaderboard_data', 'leaderboard_page', 'installed_routers', 'create_app',
-           'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread', 'serve_cli', 'app_from_environment']
+__all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'pages', 'API_DOCS', 'HOME_PAGE',
+           'HEADER_GUARD', 'RegistryPool', 'retry_busy', 'family_graph', 'leaderboard', 'SubmissionError', 'ParentRef',
+           'GenomeMeta', 'meta_param_shapes', 'check_submission', 'arena_observation', 'check_fits_arena', 'ErrorOut',
+           'StatsOut', 'ParentOut', 'RatingOut', 'PerformanceOut', 'GenomeOut', 'ManifestOut', 'GameResult',
+           'StatsUpdate', 'StatsUpdated', 'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut', 'LeaderRow',
+           'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'evaluation_job', 'JobCancelled',
+           'JobRunner', 'ManifestCache', 'FileCache', 'registry_pool', 'token_refusal', 'require_token', 'TokenRoute',
+           'BodyGuard', 'validation_error', 'genome_row', 'get_genome_manifest', 'get_genome', 'health',
+           'update_genome_stats', 'submit_genome', 'retire_genome', 'run_tournament', 'cancel_job', 'tournament_status',
+           'leaderboard_page_html', 'leaderboard_data', 'leaderboard_page', 'home_links', 'home_page',
+           'installed_routers', 'create_app', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread', 'serve_cli',
+           'app_from_environment']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -682,6 +683,51 @@ def leaderboard_page(pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
     data = LeaderboardOut(**retry_busy(leaderboard, pool.get(), 10)).model_dump_json()
     return HTMLResponse(leaderboard_page_html().replace('__DATA__', data.replace('<', '\\u003c')))
 
+# %% ../nbs/72_server.ipynb #1e31cc77
+import html
+from fastapi_offline import FastAPIOffline
+from .core import first_sentence
+
+# %% ../nbs/72_server.ipynb #06d2b1e0
+API_DOCS = [('/docs', "The API's operations, their parameters and answers, each one to try out (Swagger UI)"),
+            ('/redoc', "The same API as one readable reference (ReDoc)"),
+            ('/openapi.json', "The OpenAPI 3 schema, for generating clients")]
+
+def home_links(app:FastAPI)->tuple: # ([(path, summary)] of the HTML pages, [(path, summary)] of the JSON answers)
+    """The `GET` operations of the app's OpenAPI schema without path parameters (but `/`), split into HTML pages and
+    JSON data, each with the first sentence of its description (the endpoint's docstring), in the schema's order."""
+    pages, data = [], []
+    for path, ops in app.openapi()['paths'].items():
+        if 'get' not in ops or '{' in path or path == '/': continue
+        html_page = 'text/html' in ops['get'].get('responses', {}).get('200', {}).get('content', {})
+        (pages if html_page else data).append((path, first_sentence(ops['get'].get('description')).replace('`', '')))
+    return pages, data
+
+# %% ../nbs/72_server.ipynb #b4dad776
+HOME_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>genome_lab</title>
+<style>body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:60em;padding:0 1em;color:#222}
+li{margin:.35em 0} a{font-family:ui-monospace,monospace;font-weight:600} .muted{color:#666}</style></head><body>
+<h1>genome_lab genome server</h1>
+<p>__DESCRIPTION__</p><p class="muted" id="mode">__MODE__</p>
+<h2>Pages</h2><ul id="pages">__PAGES__</ul>
+<h2>API documentation</h2><ul id="api-docs">__DOCS__</ul>
+<h2>Data</h2><p class="muted">JSON answers a browser can open; the API documentation lists every operation.</p>
+<ul id="data">__DATA__</ul>
+</body></html>"""
+
+@pages.get('/', response_class=HTMLResponse, operation_id='home_page')
+def home_page(request:Request)->HTMLResponse:
+    "The home page: a link to each page, the API documentation and the JSON data of this server, one line each."
+    items = lambda links: ''.join(f'<li><a href="{html.escape(p)}">{html.escape(p)}</a> {html.escape(d)}</li>' for p, d in links)
+    pg, data = home_links(request.app)
+    mode = ("read-only: every write answers 403" if request.app.state.read_only
+            else "writes need the bearer token (Authorization: Bearer ...)")
+    out = HOME_PAGE
+    for k, v in dict(DESCRIPTION=html.escape(request.app.description), MODE=mode, PAGES=items(pg),
+                     DOCS=items(API_DOCS), DATA=items(data)).items(): out = out.replace(f'__{k}__', v)
+    return HTMLResponse(out)
+
 # %% ../nbs/72_server.ipynb #c32e7b71
 def installed_routers()->list: # [APIRouter]
     "The routers of later chapters (seasons, streaming, ...), registered as entry points of the `genome_lab.routers` group."
@@ -700,7 +746,7 @@ def create_app(registry:str|Path, # registry folder
     and the chapters' own. Without a token the registry is opened read-only (SQLite `mode=ro`: nothing is ever written)."""
     if token is not None and len(token) < 8: raise ValueError("the token must have at least 8 characters")
     pool = RegistryPool(registry, read_only=token is None)
-    app = FastAPI(title="genome_lab genome server", version="1",
+    app = FastAPIOffline(title="genome_lab genome server", version="1",
                   description="The registry over HTTP: the manifest and genome files for game clients (reads are open), "
                               "game results, submissions and tournaments (writes need the bearer token).")
     app.state.pool, app.state.runner, app.state.files, app.state.manifest = pool, JobRunner(pool, job), FileCache(cache_bytes), ManifestCache()

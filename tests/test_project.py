@@ -132,3 +132,21 @@ def test_a_run_has_one_process(tmp_path):
         (tmp_path/'r'/'run.json').write_text(json.dumps(dict(notebooks=['10_registry'], preset='quick', overrides=[], results={})))
         r = subprocess.run([BIN/'genome-lab', 'run', '--runs-dir', tmp_path, '--run-id', 'r', '--resume'], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and 'in use' in r.stderr, r.stderr
+
+def test_cli_help_lists_every_command_without_torch():
+    "`genome-lab --help` (and no arguments) lists every command, one line each, exit 0, without importing torch."
+    from importlib import metadata
+    names = ['run'] + [e.name for e in metadata.entry_points(group='genome_lab.commands')]
+    code = ("import sys; from genome_lab.pipeline import main; rc = main(sys.argv[1:]); "
+            "heavy = [m for m in ('torch', 'pufferlib', 'fastapi') if m in sys.modules]; "
+            "assert not heavy, heavy; sys.exit(rc)")
+    for args in (['--help'], []):
+        r = subprocess.run([sys.executable, '-c', code, *args], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        listed = [l.split()[0] for l in r.stdout.split('commands:\n')[1].split('\n\n')[0].splitlines()]
+        assert listed == sorted(names), (listed, names)
+        assert all(len(l.split(None, 1)) == 2 for l in r.stdout.splitlines() if l.startswith('  ')), r.stdout
+    r = subprocess.run([BIN/'genome-lab', '--version'], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == f"genome-lab {metadata.version('genome_lab')}", r.stdout
+    r = subprocess.run([BIN/'genome-lab', 'frobnicate'], capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr and 'commands:' in r.stderr
