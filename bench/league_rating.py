@@ -12,13 +12,15 @@ by its rating in three tournaments at other seeds (100-102, 4 meetings).
 For each tournament seed (--seeds), in a fresh registry: the founders (`seed_founders`: PufferSnake, HeuristicSnake,
 RandomSnake) and the trained genome (type rl, source ppo, parent PufferSnake with relation finetune, the run's
 settings in its description), then `run_tournament` among the registry's snake genomes at the season's settings
-(`arena_plan(SeasonConfig(), 'snake')`: 3 genomes a game, 6 snakes each, 150 steps, 48x36 map, 60 food, every pair
-meeting once); OpenSkill ratings from scratch. The same entrants are also rated with --check-meetings meetings per
+(`arena_plan(SeasonConfig(), 'snake')`, the stable settings of `bench/tournament_stability.py`: 3 genomes a game, 6
+snakes each, 1000 steps, 80x48 map, 200 food, every pair meeting once, then games until the top is stable or every
+pair met 16 times); OpenSkill ratings from scratch. The genome was trained on 48x36 maps of 150 steps, the season's
+settings before they were measured unstable. The same entrants are also rated with --check-meetings meetings per
 pair (more games, smaller sigma) as a check beside the season's figures.
 Writes --out (default nbs/measured/league_rating.json): `seeds` (one `{seed, genome, ordinal, mu, sigma, games,
 puffersnake: {...}}` per seed), `check` (the same at --check-meetings), the settings, and the GPU run's rates
 (`gpu_agent_steps_per_s`, `device`) read from --gpu-log (nbs/measured/gpu_snake.json, bench/gpu_weights.py summarize).
-Usage: python bench/league_rating.py [--seeds 0,1] [--check-meetings 8] [--registry DIR]
+Usage: python bench/league_rating.py [--seeds 0,1] [--check-meetings 0] [--registry DIR]
 """
 import datetime, json, tempfile, time
 from dataclasses import dataclass, asdict
@@ -40,9 +42,14 @@ class RatingOptions:
     gpu_log: Annotated[str, "the GPU runs' condensed logs (agent-steps/s)"] = str(measured_dir()/'gpu_snake.json')
     run: Annotated[str, 'which run of gpu_log made the weights'] = 'finetune'
     seeds: Annotated[str, 'tournament seeds, comma-separated'] = '0,1'
-    check_meetings: Annotated[int, 'meetings per pair of the check tournaments (0: none)'] = 8
+    check_meetings: Annotated[int, 'meetings per pair of the check tournaments (0: none)'] = 0
+    snake_steps: Annotated[int, "steps per game (0: the season's)"] = 0
+    max_meetings: Annotated[int, "games go on until the top is stable or every pair met this often (0: the season's)"] = 0
     registry: Annotated[str, 'folder of the per-seed registries (default: a temporary folder)'] = ''
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'league_rating.json')
+
+def season_config(o:RatingOptions)->SeasonConfig: # the season's settings, with the options given
+    return SeasonConfig(**{k: v for k in ('snake_steps', 'max_meetings') if (v := getattr(o, k))})
 
 def register(reg:Registry, o:RatingOptions)->tuple: # (trained genome id, PufferSnake id)
     "The founders and the trained genome, parent PufferSnake (relation finetune), with how it was made."
@@ -58,7 +65,7 @@ def rate(root:Path, o:RatingOptions, seed:int, meetings:int|None=None)->dict: # 
     "A fresh registry in `root`, the season's snake tournament at `seed` (`meetings` per pair if given), both ratings."
     reg = Registry(root)
     gid, puffer = register(reg, o)
-    kw, _ = arena_plan(SeasonConfig(), 'snake')
+    kw, _ = arena_plan(season_config(o), 'snake')
     if meetings: kw = {**kw, 'meetings': meetings}
     t = run_tournament(reg, arena='snake', seed=seed, progress=False, **kw)
     row = t.leaderboard.set_index('id')
@@ -83,12 +90,12 @@ def main():
     keep = ('device', 'agents', 'agent_steps', 'seconds', 'agent_steps_per_s', 'median_epoch_agent_steps_per_s')
     runs = {k: {f: v[f] for f in keep} for k, v in gpu.items()}
     entry = lambda r: {k: r[k] for k in ('seed', 'genome', 'ordinal', 'mu', 'sigma', 'games', 'puffersnake')}
-    kw, _ = arena_plan(SeasonConfig(), 'snake')
+    kw, _ = arena_plan(season_config(o), 'snake')
     record = dict(seeds=[entry(r) for r in rows],
                   gpu_agent_steps_per_s=runs[o.run]['agent_steps_per_s'], device=runs[o.run]['device'],
                   gpu_runs=runs,
                   gpu_note=f"{len(runs)} runs at once on one GPU, sharing its 16 cores: {', '.join(runs)}",
-                  tournament=kw, check_meetings=o.check_meetings,
+                  tournament={**kw, 'until_stable': asdict(kw['until_stable'])}, check_meetings=o.check_meetings,
                   check=[entry(r) for r in check],
                   leaderboards=dict(seeds=[r['leaderboard'] for r in rows], check=[r['leaderboard'] for r in check]),
                   lineage=dict(parents=rows[0]['parents'], weights=Path(o.weights).name),

@@ -41,7 +41,7 @@ def test_weights_round_trip(tmp_path):
 def test_league_rating_bench_runs(tmp_path):
     "One season tournament of the committed GPU genome against the founders; its figures and lineage are written."
     out = tmp_path/'rating.json'
-    flags = ['--seeds', '5', '--check-meetings', '0', '--out', str(out)]
+    flags = ['--seeds', '5', '--snake-steps', '150', '--max-meetings', '1', '--out', str(out)]
     r = subprocess.run([sys.executable, ROOT/'bench'/'league_rating.py', *flags],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
