@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np, pytest, torch, httpx
 from fastapi.testclient import TestClient
 from genome_lab.registry import Registry, Genome, genome_to_bytes, seed_founders
+from genome_lab.arenas import arena_version
 from genome_lab.policies import build_policy, RandomPolicy
 from genome_lab.server import create_app, evaluation_job, TournamentRequest, free_port, serve_in_thread
 from genome_lab.client import GenomeClient
@@ -381,7 +382,8 @@ def test_spawn_shares(root):
     "10% player genome, 30% top 5, 60% default, over 20,000 draws (4 sigma), with 8 genomes ranked by their ratings."
     ids = add_random_genomes(root, 8)
     with Registry(root) as reg, reg.transaction() as db:   # ratings as tournaments write them: mu grows with k
-        db.executemany('INSERT INTO ratings VALUES (?,?,?,?,?)', [(gid, 20.0 + k, 2.0, 10, '2026-01-01') for k, gid in enumerate(ids)])
+        db.executemany('INSERT INTO ratings VALUES (?,?,?,?,?,?)',
+                       [(gid, arena_version('snake'), 20.0 + k, 2.0, 10, '2026-01-01') for k, gid in enumerate(ids)])
     with TestClient(create_app(root)) as http:
         c = GenomeClient(http=http, arena='snake')
         list(c.load_all())
