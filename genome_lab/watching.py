@@ -24,8 +24,8 @@ from .core import atomic_write
 # %% auto #0
 __all__ = ['HEAD_MARK', 'CLIP_COLOURS', 'MARK', 'CROP', 'JITTER', 'FAILURE_MODES', 'ClipConfig', 'render_map', 'encode_clip',
            'decode_clip', 'decode_cells', 'head_track', 'snake_heads', 'film_game', 'film', 'read_index', 'clip_labels',
-           'clip_windows', 'FrameWindows', 'IDM', 'train_idm', 'label_windows', 'video_to_trajectory', 'failure_modes',
-           'video_sequences', 'clone_sequences']
+           'clip_windows', 'FrameWindows', 'IDM', 'train_idm', 'label_windows', 'snake_colours', 'video_to_trajectory',
+           'failure_modes', 'video_sequences', 'clone_sequences']
 
 # %% ../nbs/22_watching.ipynb #4394790e
 @dataclass
@@ -219,25 +219,38 @@ def label_windows(model:IDM, windows, batch:int=512)->np.ndarray: # (T,) int64 a
     return np.concatenate([model(torch.stack([data[i][0] for i in range(a, min(a + batch, len(data)))])).argmax(1).numpy()
                            for a in range(0, len(data), batch)])
 
-# %% ../nbs/22_watching.ipynb #8dcfb39c
+# %% ../nbs/22_watching.ipynb #e29f26dc
+def snake_colours(cells, # (T+1, rows, cols) codes from `decode_cells`
+                  heads, # (T+1, 2) the marked head per frame (`head_track`)
+                  )->np.ndarray: # (T+1,) int8 codes 4..7
+    """The followed snake's own colour code in each frame (the mark hides it): its neck's, the cell its head left,
+    else (after a respawn, or a snake of length one) the colour last seen, or the first snake cell next to the head."""
+    out, colour = np.empty(len(cells), np.int8), 4
+    for t in range(len(cells)):
+        r, c = heads[t]
+        fresh = t == 0 or np.abs(heads[t] - heads[t-1]).sum() > 1
+        v = -1 if fresh else cells[t, heads[t-1][0], heads[t-1][1]]
+        if 4 <= v <= 7: colour = v
+        elif fresh: colour = next((x for x in cells[t, r-1:r+2, c-1:c+2].ravel() if 4 <= x <= 7), colour)
+        out[t] = colour
+    return out
+
+# %% ../nbs/22_watching.ipynb #2b414465
 def video_to_trajectory(frames, # (T+1, h, w, 3) uint8 decoded frames of one clip
                         idm:IDM, scale:int=4)->dict: # obs (T, 121) int8, action (T,) int64, head (T+1, 2), jump (T,) bool
-    """A clip as a trajectory of the followed snake: its 11x11 views read from the pixels (`decode_cells`; the marked
-    head takes its neck's colour), the IDM's actions, and `jump`: the head moved more than one cell (a death and respawn)."""
+    """A clip as a trajectory of the followed snake: its 11x11 views read from the pixels (`decode_cells`, the marked
+    head given its `snake_colours`), the IDM's actions, and `jump`: the head moved more than one cell (death, respawn)."""
     cells = decode_cells(frames, scale)
     win, heads = clip_windows(frames, scale)
-    pad = np.pad(cells, ((0, 0), (SNAKE_VISION,)*2, (SNAKE_VISION,)*2), constant_values=3)
     T = len(frames) - 1
+    pad = np.pad(cells, ((0, 0), (SNAKE_VISION,)*2, (SNAKE_VISION,)*2), constant_values=3)
     obs = np.stack([pad[t, r:r+SNAKE_VIEW, c:c+SNAKE_VIEW] for t, (r, c) in enumerate(heads[:T])])
-    centre = obs[:, SNAKE_VISION, SNAKE_VISION]
-    near = obs[:, SNAKE_VISION-1:SNAKE_VISION+2, SNAKE_VISION-1:SNAKE_VISION+2].reshape(T, -1)
-    neck = np.array([next((v for v in row if 4 <= v <= 7), 4) for row in near], np.int8)  # the snake's colour
-    obs[:, SNAKE_VISION, SNAKE_VISION] = np.where(centre == MARK, neck, centre)
-    obs[obs == MARK] = 4
+    obs[:, SNAKE_VISION, SNAKE_VISION] = snake_colours(cells, heads)[:T]
+    obs[obs == MARK] = 4  # a mark off the centre: a decoding error
     jump = np.abs(np.diff(heads, axis=0)).sum(1) > 1
     return dict(obs=obs.reshape(T, SNAKE_CELLS), action=label_windows(idm, win), head=heads, jump=jump)
 
-# %% ../nbs/22_watching.ipynb #927ca800
+# %% ../nbs/22_watching.ipynb #0ec9a443
 FAILURE_MODES = ('death', 'respawn', 'blocked', 'compression', 'plain') # the first that applies names a step
 
 def failure_modes(session, # the followed snake's true `Session` (20_sessions) of the clip's game
@@ -252,7 +265,7 @@ def failure_modes(session, # the followed snake's true `Session` (20_sessions) o
     blocked = f.action.to_numpy() != f.move.to_numpy()
     return np.select([death, respawn, blocked, ~np.asarray(view_ok)], FAILURE_MODES[:4], 'plain')
 
-# %% ../nbs/22_watching.ipynb #9923fd32
+# %% ../nbs/22_watching.ipynb #a6184238
 def video_sequences(root:str|Path, rows:pd.DataFrame, # rows of the index (one clip each)
                     idm:IDM)->list: # [(obs (T, 121) int8 tensor, IDM actions (T,) int64 tensor, clip)], as `session_sequences`
     "Pseudo-label clips with `idm`: the sequences behaviour cloning (21_cloning's `train_clone`) learns from."
