@@ -20,7 +20,7 @@ from genome_lab.core import atomic_write_json
 from genome_lab.arenas import SNAKE_CELLS
 from genome_lab.cloning import CloneConfig, session_sequences, compare_scores
 from genome_lab.sessions import load_sessions
-from genome_lab.watching import (ClipConfig, film, decode_clip, clip_windows, clip_labels, FrameWindows, train_idm,
+from genome_lab.watching import (ClipConfig, film, decode_clip, clip_dataset, train_idm,
                                  video_to_trajectory, failure_modes, clone_sequences, FAILURE_MODES)
 
 
@@ -53,13 +53,9 @@ def main(argv=None):
     cfg = ClipConfig(width=a.width, height=a.height, num_snakes=a.snakes, num_food=a.food, steps=a.steps, crf=a.crf)
     t0 = time.perf_counter(); index = film(root, a.genomes, a.seeds, cfg, a.label_frac); t_film = time.perf_counter() - t0
     truth = {s.id: s for s in load_sessions(f'{root}/sessions')}
-    t0 = time.perf_counter()
-    wins = {r.clip: clip_windows(decode_clip(f'{root}/{r.path}'), r.scale)[0] for r in index.itertuples()}
-    t_decode = time.perf_counter() - t0
     lab, held = index[index.labelled], index[~index.labelled]
     t0 = time.perf_counter()
-    idm, hist = train_idm(FrameWindows([wins[c] for c in lab['clip']], [clip_labels(root, c) for c in lab['clip']],
-                                       augment=True), epochs=a.idm_epochs)
+    idm, hist = train_idm(clip_dataset(root, lab, augment=True), epochs=a.idm_epochs)
     t_idm = time.perf_counter() - t0
     rows, seqs = [], {}
     for r in held.itertuples():
@@ -97,7 +93,7 @@ def main(argv=None):
     print(f"video clone / true-action clone (first episodes): {ratio:.3f} (s.e. between maps {ratio_sem:.3f})")
     print(f"clone validation accuracy (last epoch): video {vh['val/charts/accuracy'].iloc[-1]:.4f}, "
           f"true {th['val/charts/accuracy'].iloc[-1]:.4f}")
-    secs = dict(film=t_film, decode=t_decode, idm=t_idm, clones=t_clone, evaluate=t_eval)
+    secs = dict(film=t_film, idm=t_idm, clones=t_clone, evaluate=t_eval)
     print('seconds: ' + ', '.join(f'{k} {v:.1f}' for k, v in secs.items()))
     if a.json:
         out = dict(command=shlex.join(['python', 'bench/watching.py', *(sys.argv[1:] if argv is None else argv)]),

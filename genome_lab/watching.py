@@ -19,13 +19,15 @@ from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_VISION, SNAKE_CELLS, PUFFERLIB
 from .policies import LinearLSTM, pufferlib_config
 from .sessions import PALETTE, make_bot, MixedDriver, DataRecorder, load_sessions
 from .cloning import CloneConfig, train_clone, session_sequences, split_by_session
-from .core import atomic_write
+from .core import atomic_write, Producer, ProducerContext
+from .registry import Registry, Genome
 
 # %% auto #0
-__all__ = ['HEAD_MARK', 'CLIP_COLOURS', 'MARK', 'CROP', 'JITTER', 'FAILURE_MODES', 'ClipConfig', 'render_map', 'encode_clip',
-           'decode_clip', 'decode_cells', 'head_track', 'snake_heads', 'film_game', 'film', 'read_index', 'clip_labels',
-           'clip_windows', 'FrameWindows', 'IDM', 'train_idm', 'label_windows', 'snake_colours', 'video_to_trajectory',
-           'failure_modes', 'video_sequences', 'clone_sequences']
+__all__ = ['HEAD_MARK', 'CLIP_COLOURS', 'MARK', 'CROP', 'JITTER', 'FAILURE_MODES', 'video_clones_producer', 'ClipConfig',
+           'render_map', 'encode_clip', 'decode_clip', 'decode_cells', 'head_track', 'snake_heads', 'film_game', 'film',
+           'read_index', 'clip_labels', 'clip_windows', 'FrameWindows', 'clip_dataset', 'IDM', 'train_idm',
+           'label_windows', 'snake_colours', 'video_to_trajectory', 'failure_modes', 'video_sequences',
+           'clone_sequences', 'register_video_clone', 'VideoSettings', 'produce_video_clones']
 
 # %% ../nbs/22_watching.ipynb #4394790e
 @dataclass
@@ -118,7 +120,7 @@ def film_game(root:str|Path, # the video dataset's folder
         encode_clip(np.stack([render_map(g, h[i], cfg.scale) for g, h in zip(grids, heads)]), root/'clips'/f'{clip}.mp4',
                     cfg.fps, cfg.crf, cfg.preset)
         if i in labelled: (root/'labels').mkdir(exist_ok=True); np.save(root/'labels'/f'{clip}.npy', acts[:, i])
-        rows.append(dict(clip=clip, path=f'clips/{clip}.mp4', source=f'genome:{genome}', genome=genome, arena='snake',
+        rows.append(dict(clip=clip, path=f'clips/{clip}.mp4', source=f'bot:{genome}', genome=genome, arena='snake',
                          arena_version=PUFFERLIB_VERSION, arena_config=json.dumps(arena.config), seed=seed, agent=i,
                          frames=cfg.steps + 1, fps=cfg.fps, scale=cfg.scale, codec='h264', crf=cfg.crf, preset=cfg.preset,
                          renderer='render_map', labelled=i in labelled, session=sids[i]))
@@ -182,7 +184,14 @@ class FrameWindows(torch.utils.data.Dataset):
         if self.augment: x = (x * self.rng.uniform(0.85, 1.15)).clamp(0, 1)
         return x, self.y[i]
 
-# %% ../nbs/22_watching.ipynb #7ebbfa3d
+# %% ../nbs/22_watching.ipynb #da4fc420
+def clip_dataset(root:str|Path, rows:pd.DataFrame, # rows of the index (one clip each)
+                 augment:bool=False)->FrameWindows:
+    "The windows of the clips `rows` with their true actions where the clip is labelled (-1 elsewhere)."
+    return FrameWindows([clip_windows(decode_clip(Path(root)/r.path), r.scale)[0] for r in rows.itertuples()],
+                        [clip_labels(root, r.clip) for r in rows.itertuples()], augment)
+
+# %% ../nbs/22_watching.ipynb #8ba0aa85
 class IDM(nn.Module):
     "Inverse dynamics model (VPT, Baker et al. 2022): three cropped frames (t-1, t, t+1) around the head to the action at t."
     def __init__(self, num_actions:int=4, width:int=32):
@@ -193,7 +202,7 @@ class IDM(nn.Module):
                                  nn.Linear(128, num_actions))
     def forward(self, x): return self.net(x) # x (B, 9, c, c) -> logits (B, num_actions)
 
-# %% ../nbs/22_watching.ipynb #d87a9876
+# %% ../nbs/22_watching.ipynb #5eb382c6
 def train_idm(data:FrameWindows, epochs:int=5, lr:float=2e-3, batch:int=64, seed:int=0)->tuple: # (IDM, history DataFrame)
     "Train an `IDM` on the labelled windows of `data` (cross-entropy, Adam); raises `ValueError` without labels."
     idx = np.flatnonzero(data.y >= 0)
@@ -219,7 +228,7 @@ def label_windows(model:IDM, windows, batch:int=512)->np.ndarray: # (T,) int64 a
     return np.concatenate([model(torch.stack([data[i][0] for i in range(a, min(a + batch, len(data)))])).argmax(1).numpy()
                            for a in range(0, len(data), batch)])
 
-# %% ../nbs/22_watching.ipynb #e29f26dc
+# %% ../nbs/22_watching.ipynb #43630102
 def snake_colours(cells, # (T+1, rows, cols) codes from `decode_cells`
                   heads, # (T+1, 2) the marked head per frame (`head_track`)
                   )->np.ndarray: # (T+1,) int8 codes 4..7
@@ -235,7 +244,7 @@ def snake_colours(cells, # (T+1, rows, cols) codes from `decode_cells`
         out[t] = colour
     return out
 
-# %% ../nbs/22_watching.ipynb #2b414465
+# %% ../nbs/22_watching.ipynb #5f3139c0
 def video_to_trajectory(frames, # (T+1, h, w, 3) uint8 decoded frames of one clip
                         idm:IDM, scale:int=4)->dict: # obs (T, 121) int8, action (T,) int64, head (T+1, 2), jump (T,) bool
     """A clip as a trajectory of the followed snake: its 11x11 views read from the pixels (`decode_cells`, the marked
@@ -250,7 +259,7 @@ def video_to_trajectory(frames, # (T+1, h, w, 3) uint8 decoded frames of one cli
     jump = np.abs(np.diff(heads, axis=0)).sum(1) > 1
     return dict(obs=obs.reshape(T, SNAKE_CELLS), action=label_windows(idm, win), head=heads, jump=jump)
 
-# %% ../nbs/22_watching.ipynb #0ec9a443
+# %% ../nbs/22_watching.ipynb #41748da9
 FAILURE_MODES = ('death', 'respawn', 'blocked', 'compression', 'plain') # the first that applies names a step
 
 def failure_modes(session, # the followed snake's true `Session` (20_sessions) of the clip's game
@@ -265,7 +274,7 @@ def failure_modes(session, # the followed snake's true `Session` (20_sessions) o
     blocked = f.action.to_numpy() != f.move.to_numpy()
     return np.select([death, respawn, blocked, ~np.asarray(view_ok)], FAILURE_MODES[:4], 'plain')
 
-# %% ../nbs/22_watching.ipynb #a6184238
+# %% ../nbs/22_watching.ipynb #11f32d75
 def video_sequences(root:str|Path, rows:pd.DataFrame, # rows of the index (one clip each)
                     idm:IDM)->list: # [(obs (T, 121) int8 tensor, IDM actions (T,) int64 tensor, clip)], as `session_sequences`
     "Pseudo-label clips with `idm`: the sequences behaviour cloning (21_cloning's `train_clone`) learns from."
@@ -281,3 +290,43 @@ def clone_sequences(seqs:list, cfg:CloneConfig, progress:bool=False)->tuple: # (
     pol = LinearLSTM(**(pufferlib_config('snake') | dict(hidden=cfg.hidden)))
     tr, va = split_by_session(seqs, cfg.val_frac, cfg.seed)
     return pol, train_clone(pol, tr, va, cfg, progress=progress)
+
+# %% ../nbs/22_watching.ipynb #6bb753e4
+def register_video_clone(reg:Registry, policy:LinearLSTM, rows:pd.DataFrame, # the index rows of the clips it learned from
+                         name:str, status:str='candidate', **extra)->Genome:
+    """Register `policy` as a snake genome cloned from video: its parents are the filmed players (relation `clone`), its
+    description's `training:` line names the clips, and `extra` (e.g. the IDM's accuracy)."""
+    rec = dict(videos=rows['clip'].tolist(), labels='idm') | extra
+    g = Genome(name=name, type='behavioral', arena='snake', arch=policy.arch, config=dict(policy.config), source='video',
+               parents=[dict(id=p, relation='clone') for p in dict.fromkeys(rows['source'])],
+               description=f"video clone of {', '.join(dict.fromkeys(rows['source']))} (IDM labels)\n"
+                           f"training: {json.dumps(rec, sort_keys=True, default=str)}")
+    return reg.add(g, policy.state_dict(), status=status)
+
+# %% ../nbs/22_watching.ipynb #4478a7ae
+@dataclass
+class VideoSettings:
+    "Settings of the video-clones producer."
+    video_genome: str = 'puffer_greedy' # the bot style (20_sessions) whose games are filmed
+    video_games: int = 4 # filmed games (maps) per season
+    video_steps: int = 200 # actions per filmed game
+    video_label_frac: float = 0.1 # clips that keep their true actions: the IDM's training set
+    video_idm_epochs: int = 10 # IDM epochs
+    video_clone_epochs: int = 4 # behaviour-cloning epochs on the IDM's labels
+
+def produce_video_clones(ctx:ProducerContext)->list: # genome ids
+    """Film games of `video_genome`, train an IDM on the labelled tenth, clone the IDM's labels of the other clips and
+    register the clone, `<Genome>VideoCloneS<season>` (once per season)."""
+    s, reg = ctx.settings, ctx.registry
+    name = ''.join(w.title() for w in s.video_genome.split('_')) + f'VideoCloneS{ctx.season}'
+    if gid := reg.by_name(name): return [gid]
+    root = Path(ctx.work_dir)/f'season{ctx.season}'
+    seeds = [ctx.season_seed * 100 + k for k in range(s.video_games)]
+    index = film(root, [s.video_genome], seeds, ClipConfig(steps=s.video_steps), s.video_label_frac, ctx.season_seed)
+    idm, _ = train_idm(clip_dataset(root, index[index.labelled], augment=True), s.video_idm_epochs, seed=ctx.season_seed)
+    held = index[~index.labelled]
+    pol, _ = clone_sequences(video_sequences(root, held, idm),
+                             CloneConfig(epochs=s.video_clone_epochs, lr_final=1.0, seed=ctx.season_seed))
+    return [register_video_clone(reg, pol, held, name, video_root=root).id]
+
+video_clones_producer = Producer(produce_video_clones, VideoSettings)
