@@ -1,6 +1,6 @@
-"""Learning from watching (22_watching, issue 32): games of `--genomes` are filmed as H.264 clips (one per snake, its head
-marked), `--label-frac` of the clips keep their true actions, an inverse dynamics model (IDM) is trained on those and
-scored on every other clip against the true actions (per genome, with a confusion matrix and failure modes). Then the
+"""Learning from watching (22_watching, issue 32): games of `--genomes` are filmed as H.264 clips (one per snake, its
+head marked), `--label-frac` of the clips keep their true actions, an inverse dynamics model (IDM) is trained on those
+and scored on every other clip against the true actions (per genome, with a confusion matrix and failure modes). Then the
 first genome's unlabelled clips are pseudo-labelled by the IDM and cloned (21_cloning's `train_clone`); the baseline is
 a clone of the true actions of the same snakes' games, trained with the same settings in the same run, and both are
 scored on `--eval-seeds` maps they never saw (`compare_scores`: first episodes from reset, greedy).
@@ -28,7 +28,8 @@ def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--genomes', nargs='+', default=['puffer_greedy', 'farmer'],
                    help='bot styles (20_sessions) filmed; the first is cloned')
-    p.add_argument('--seeds', type=int, nargs='+', default=list(range(1, 9)), help='one filmed game per genome and seed')
+    p.add_argument('--seeds', type=int, nargs='+', default=list(range(1, 9)),
+                   help='one filmed game per genome and seed')
     p.add_argument('--steps', type=int, default=400, help='actions per filmed game')
     p.add_argument('--snakes', type=int, default=8); p.add_argument('--food', type=int, default=60)
     p.add_argument('--width', type=int, default=48); p.add_argument('--height', type=int, default=32)
@@ -36,7 +37,8 @@ def parse(argv=None):
     p.add_argument('--label-frac', type=float, default=0.1, help='fraction of the clips that keep their true actions')
     p.add_argument('--idm-epochs', type=int, default=10)
     p.add_argument('--clone-epochs', type=int, default=10)
-    p.add_argument('--eval-seeds', type=int, nargs='+', default=list(range(100, 116)), help='evaluation maps, never filmed')
+    p.add_argument('--eval-seeds', type=int, nargs='+', default=list(range(100, 116)),
+                   help='evaluation maps, never filmed')
     p.add_argument('--max-steps', type=int, default=20_000, help='step cap of the first-episode evaluation')
     p.add_argument('--threads', type=int, default=1)
     p.add_argument('--json', default=None, help='also write the figures to this file (nbs/measured/watching.json)')
@@ -51,7 +53,9 @@ def main(argv=None):
     torch.set_num_threads(a.threads)
     root = tempfile.mkdtemp()
     cfg = ClipConfig(width=a.width, height=a.height, num_snakes=a.snakes, num_food=a.food, steps=a.steps, crf=a.crf)
-    t0 = time.perf_counter(); index = film(root, a.genomes, a.seeds, cfg, a.label_frac); t_film = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    index = film(root, a.genomes, a.seeds, cfg, a.label_frac)
+    t_film = time.perf_counter() - t0
     truth = {s.id: s for s in load_sessions(f'{root}/sessions')}
     lab, held = index[index.labelled], index[~index.labelled]
     t0 = time.perf_counter()
@@ -69,9 +73,11 @@ def main(argv=None):
     acc = steps.groupby('genome').right.mean()
     conf = pd.crosstab(steps.true, steps.idm)
     modes = steps.groupby('mode').right.agg(['size', 'mean']).reindex(FAILURE_MODES).fillna(0)
-    print(f"clips {len(index)} ({len(lab)} labelled, {len(lab) / len(index):.3f}); {cfg}; load average {os.getloadavg()[0]:.1f}")
+    print(f"clips {len(index)} ({len(lab)} labelled, {len(lab) / len(index):.3f}); {cfg}; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(hist.round(4).to_string(index=False))
-    print(f"IDM held-out accuracy: overall {steps.right.mean():.4f} (n={len(steps)}); per genome {acc.round(4).to_dict()}")
+    print(f"IDM held-out accuracy: overall {steps.right.mean():.4f} (n={len(steps)}); "
+          f"per genome {acc.round(4).to_dict()}")
     print(f"views read from the video equal to the true observations: {steps.view_ok.mean():.4f} of steps")
     print("confusion (rows true, columns IDM):\n" + conf.to_string())
     print("failure modes:\n" + modes.rename(columns={'mean': 'accuracy'}).to_string())
@@ -87,8 +93,8 @@ def main(argv=None):
     t_eval = time.perf_counter() - t0
     scores = scores.rename(index={'teacher': 'true-action clone', 'clone': 'video clone'})
     for (protocol, who), r in scores.iterrows():
-        print(f"{protocol} {who}: score {r['mean']:.2f} ± {r['std']:.2f} (n={int(r['n'])}, censored={int(r['censored'])}, "
-              f"s.e. between maps {r['map_sem']:.2f})")
+        print(f"{protocol} {who}: score {r['mean']:.2f} ± {r['std']:.2f} (n={int(r['n'])}, "
+              f"censored={int(r['censored'])}, s.e. between maps {r['map_sem']:.2f})")
     ratio, ratio_sem = scores.attrs['ratio']['first episodes'], scores.attrs['ratio_sem']['first episodes']
     print(f"video clone / true-action clone (first episodes): {ratio:.3f} (s.e. between maps {ratio_sem:.3f})")
     print(f"clone validation accuracy (last epoch): video {vh['val/charts/accuracy'].iloc[-1]:.4f}, "
@@ -102,7 +108,8 @@ def main(argv=None):
                    n_clips=len(index), n_labelled=len(lab),
                    idm_accuracy={'snake': float(steps.right.mean())}, idm_accuracy_per_genome=acc.to_dict(),
                    idm_n=len(steps), labelled_fraction=len(lab) / len(index), view_accuracy=float(steps.view_ok.mean()),
-                   confusion=conf.to_dict(), failure_modes=modes.rename(columns={'mean': 'accuracy'}).to_dict(orient='index'),
+                   confusion=conf.to_dict(),
+                   failure_modes=modes.rename(columns={'mean': 'accuracy'}).to_dict(orient='index'),
                    idm_history=hist.to_dict(orient='records'), clone_config=asdict(ccfg), eval_seeds=a.eval_seeds,
                    max_steps=a.max_steps, video_clone_ratio=ratio, video_clone_ratio_sem=ratio_sem,
                    baseline='clone of the true actions of the same clips\' snakes (same games, same CloneConfig)',

@@ -1,4 +1,4 @@
-"""Gameplay video as a source of genomes: clips of snake games encoded as H.264, an inverse dynamics model (IDM) trained on a small labelled subset that pseudo-labels the rest, and behaviour clones of the pseudo-labels (VPT).
+"""Gameplay video as a source of genomes: H.264 clips of snake games, an inverse dynamics model (VPT) trained on a labelled tenth, and behaviour clones of its labels.
 
 Docs: https://genome-lab.github.io/genome_lab/watching.html.md"""
 
@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/watching.html.md"""
 # %% ../nbs/22_watching.ipynb #5a51b260
 from __future__ import annotations
 import json, time
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from pathlib import Path
 import av
 import numpy as np
@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_VISION, SNAKE_CELLS, PUFFERLIB_VERSION
 from .policies import LinearLSTM, pufferlib_config
-from .sessions import PALETTE, make_bot, MixedDriver, DataRecorder, load_sessions
+from .sessions import PALETTE, make_bot, MixedDriver, DataRecorder
 from .cloning import CloneConfig, train_clone, session_sequences, split_by_session
 from .core import atomic_write, Producer, ProducerContext
 from .registry import Registry, Genome
@@ -83,7 +83,7 @@ def decode_cells(frames, # (T, h, w, 3) uint8 RGB decoded frames
     return dist.argmin(-1).astype(np.int8)
 
 def head_track(cells)->np.ndarray: # (T, 2) ints: (row, col) of the marked head per frame
-    "Where the marked head is in each frame of `decode_cells` (the cell nearest to yellow wins when none decodes as it)."
+    "Where the marked head is in each frame of `decode_cells` (the first cell when none decodes as the mark)."
     T, H, W = cells.shape
     flat = (cells.reshape(T, -1) == MARK).argmax(1)
     return np.stack([flat // W, flat % W], 1)
@@ -104,7 +104,8 @@ def film_game(root:str|Path, # the video dataset's folder
     arena = SnakeArena(width=cfg.width, height=cfg.height, num_snakes=n, num_food=cfg.num_food)
     try:
         driver = MixedDriver([(*make_bot(genome), np.arange(n))], seed)
-        rec = DataRecorder(root/'sessions', arena, np.arange(n), [dict(player=f'bot:{genome}', kind='bot', style=genome)]*n, seed)
+        player = dict(player=f'bot:{genome}', kind='bot', style=genome)
+        rec = DataRecorder(root/'sessions', arena, np.arange(n), [player]*n, seed)
         obs = arena.reset(seed)
         grids, heads, acts = [], [], []
         for t in range(cfg.steps):
@@ -117,13 +118,13 @@ def film_game(root:str|Path, # the video dataset's folder
     acts, rows = np.stack(acts), []
     for i in range(n):
         clip = f'{genome}-s{seed}-a{i}'
-        encode_clip(np.stack([render_map(g, h[i], cfg.scale) for g, h in zip(grids, heads)]), root/'clips'/f'{clip}.mp4',
-                    cfg.fps, cfg.crf, cfg.preset)
+        frames = np.stack([render_map(g, h[i], cfg.scale) for g, h in zip(grids, heads)])
+        encode_clip(frames, root/'clips'/f'{clip}.mp4', cfg.fps, cfg.crf, cfg.preset)
         if i in labelled: (root/'labels').mkdir(exist_ok=True); np.save(root/'labels'/f'{clip}.npy', acts[:, i])
         rows.append(dict(clip=clip, path=f'clips/{clip}.mp4', source=f'bot:{genome}', genome=genome, arena='snake',
                          arena_version=PUFFERLIB_VERSION, arena_config=json.dumps(arena.config), seed=seed, agent=i,
-                         frames=cfg.steps + 1, fps=cfg.fps, scale=cfg.scale, codec='h264', crf=cfg.crf, preset=cfg.preset,
-                         renderer='render_map', labelled=i in labelled, session=sids[i]))
+                         frames=cfg.steps + 1, fps=cfg.fps, scale=cfg.scale, codec='h264', crf=cfg.crf,
+                         preset=cfg.preset, renderer='render_map', labelled=i in labelled, session=sids[i]))
     return pd.DataFrame(rows)
 
 # %% ../nbs/22_watching.ipynb #270611a9
@@ -131,7 +132,7 @@ def film(root:str|Path, genomes:list, # bot styles of `BOT_STYLES`, e.g. ['puffe
          seeds:list, cfg:ClipConfig=ClipConfig(),
          label_frac:float=0.1, # fraction of the clips that keep their true actions (VPT: a small labelled set)
          seed:int=0)->pd.DataFrame: # the index, also written to `root/index.csv`
-    "The video dataset: a game per (genome, seed), one clip per snake, `label_frac` of the clips labelled (seed 002 §1.1)."
+    "The video dataset: a game per (genome, seed), a clip per snake, `label_frac` of them labelled (seed 002, 1.1)."
     if not 0 < label_frac <= 1: raise ValueError(f"label_frac must lie in (0, 1], not {label_frac}")
     keys = [(g, s, i) for g in genomes for s in seeds for i in range(cfg.num_snakes)]
     pick = np.random.default_rng(seed).choice(len(keys), max(1, int(label_frac * len(keys))), replace=False)
@@ -153,7 +154,7 @@ CROP = 3 # cells either side of the head in an IDM window: (2*CROP+1) cells squa
 JITTER = 2 # pixels the crop may shift (augmentation); kept around the crop
 
 def clip_windows(frames, # (T+1, h, w, 3) uint8 decoded frames
-                 scale:int=4)->tuple: # (windows (T, 3, s, s, 3) uint8 with s = (2*CROP+1)*scale + 2*JITTER, heads (T+1, 2))
+                 scale:int=4)->tuple: # (windows (T, 3, s, s, 3) uint8, s = (2*CROP+1)*scale + 2*JITTER; heads (T+1, 2))
     """For each step t: frames t-1, t and t+1 cropped around the marked head in frame t (frame 0 stands in for t-1 at
     t = 0); the crop keeps `JITTER` pixels of margin for the shift augmentation."""
     heads = head_track(decode_cells(frames, scale))
@@ -169,12 +170,13 @@ def clip_windows(frames, # (T+1, h, w, 3) uint8 decoded frames
 
 # %% ../nbs/22_watching.ipynb #dd0cd199
 class FrameWindows(torch.utils.data.Dataset):
-    "Windows of `clip_windows` with their targets (-1 where unlabelled); `augment` shifts the crop and jitters brightness."
+    "Windows of `clip_windows` and their targets (-1: unlabelled); `augment` shifts the crop and jitters brightness."
     def __init__(self, windows:list, # [(T, 3, s, s, 3) uint8] per clip
                  targets:list, # [(T,) int64 actions or None] per clip
                  augment:bool=False, seed:int=0):
         self.w = np.concatenate(windows)
-        self.y = np.concatenate([np.full(len(w), -1) if y is None else y for w, y in zip(windows, targets)]).astype(np.int64)
+        ys = [np.full(len(w), -1) if y is None else y for w, y in zip(windows, targets)]
+        self.y = np.concatenate(ys).astype(np.int64)
         self.augment, self.rng = augment, np.random.default_rng(seed)
     def __len__(self): return len(self.w)
     def __getitem__(self, i)->tuple: # (x (9, c, c) float32 in [0, 1], c = s - 2*JITTER; target)
@@ -193,17 +195,19 @@ def clip_dataset(root:str|Path, rows:pd.DataFrame, # rows of the index (one clip
 
 # %% ../nbs/22_watching.ipynb #8ba0aa85
 class IDM(nn.Module):
-    "Inverse dynamics model (VPT, Baker et al. 2022): three cropped frames (t-1, t, t+1) around the head to the action at t."
+    "Inverse dynamics model (VPT, Baker et al. 2022): frames t-1, t, t+1 cropped around the head to the action at t."
     def __init__(self, num_actions:int=4, width:int=32):
         super().__init__()
-        self.net = nn.Sequential(nn.Conv2d(9, width, 3, padding=1), nn.ReLU(), nn.Conv2d(width, 2*width, 3, stride=2, padding=1),
-                                 nn.ReLU(), nn.Conv2d(2*width, 2*width, 3, stride=2, padding=1), nn.ReLU(),
+        self.net = nn.Sequential(nn.Conv2d(9, width, 3, padding=1), nn.ReLU(),
+                                 nn.Conv2d(width, 2*width, 3, stride=2, padding=1), nn.ReLU(),
+                                 nn.Conv2d(2*width, 2*width, 3, stride=2, padding=1), nn.ReLU(),
                                  nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(8*width, 128), nn.ReLU(),
                                  nn.Linear(128, num_actions))
     def forward(self, x): return self.net(x) # x (B, 9, c, c) -> logits (B, num_actions)
 
 # %% ../nbs/22_watching.ipynb #5eb382c6
-def train_idm(data:FrameWindows, epochs:int=5, lr:float=2e-3, batch:int=64, seed:int=0)->tuple: # (IDM, history DataFrame)
+def train_idm(data:FrameWindows, epochs:int=5, lr:float=2e-3, batch:int=64,
+              seed:int=0)->tuple: # (IDM, history DataFrame)
     "Train an `IDM` on the labelled windows of `data` (cross-entropy, Adam); raises `ValueError` without labels."
     idx = np.flatnonzero(data.y >= 0)
     if not len(idx): raise ValueError("no labelled windows: film with label_frac > 0")
@@ -225,8 +229,8 @@ def train_idm(data:FrameWindows, epochs:int=5, lr:float=2e-3, batch:int=64, seed
 def label_windows(model:IDM, windows, batch:int=512)->np.ndarray: # (T,) int64 actions
     "The IDM's most likely action for each window of `clip_windows`."
     data = FrameWindows([windows], [None])
-    return np.concatenate([model(torch.stack([data[i][0] for i in range(a, min(a + batch, len(data)))])).argmax(1).numpy()
-                           for a in range(0, len(data), batch)])
+    return np.concatenate([model(torch.stack([data[i][0] for i in range(a, min(a + batch, len(data)))])).argmax(1)
+                           .numpy() for a in range(0, len(data), batch)])
 
 # %% ../nbs/22_watching.ipynb #43630102
 def snake_colours(cells, # (T+1, rows, cols) codes from `decode_cells`
@@ -246,9 +250,10 @@ def snake_colours(cells, # (T+1, rows, cols) codes from `decode_cells`
 
 # %% ../nbs/22_watching.ipynb #5f3139c0
 def video_to_trajectory(frames, # (T+1, h, w, 3) uint8 decoded frames of one clip
-                        idm:IDM, scale:int=4)->dict: # obs (T, 121) int8, action (T,) int64, head (T+1, 2), jump (T,) bool
+                        idm:IDM, scale:int=4)->dict: # obs (T, 121) int8, action (T,) int64, head (T+1, 2), jump (T,)
     """A clip as a trajectory of the followed snake: its 11x11 views read from the pixels (`decode_cells`, the marked
-    head given its `snake_colours`), the IDM's actions, and `jump`: the head moved more than one cell (death, respawn)."""
+    head given its `snake_colours`), the IDM's actions, and `jump` (bool): the head moved more than one cell (death,
+    respawn)."""
     cells = decode_cells(frames, scale)
     win, heads = clip_windows(frames, scale)
     T = len(frames) - 1
@@ -276,7 +281,7 @@ def failure_modes(session, # the followed snake's true `Session` (20_sessions) o
 
 # %% ../nbs/22_watching.ipynb #11f32d75
 def video_sequences(root:str|Path, rows:pd.DataFrame, # rows of the index (one clip each)
-                    idm:IDM)->list: # [(obs (T, 121) int8 tensor, IDM actions (T,) int64 tensor, clip)], as `session_sequences`
+                    idm:IDM)->list: # [(obs (T, 121) int8, IDM actions (T,) int64, clip)], as `session_sequences`
     "Pseudo-label clips with `idm`: the sequences behaviour cloning (21_cloning's `train_clone`) learns from."
     out = []
     for r in rows.itertuples():
@@ -292,13 +297,14 @@ def clone_sequences(seqs:list, cfg:CloneConfig, progress:bool=False)->tuple: # (
     return pol, train_clone(pol, tr, va, cfg, progress=progress)
 
 # %% ../nbs/22_watching.ipynb #6bb753e4
-def register_video_clone(reg:Registry, policy:LinearLSTM, rows:pd.DataFrame, # the index rows of the clips it learned from
+def register_video_clone(reg:Registry, policy:LinearLSTM,
+                         rows:pd.DataFrame, # the index rows of the clips it learned from
                          name:str, status:str='candidate', **extra)->Genome:
     """Register `policy` as a snake genome cloned from video: its parents are the filmed players (relation `clone`), its
     description's `training:` line names the clips, and `extra` (e.g. the IDM's accuracy)."""
     rec = dict(videos=rows['clip'].tolist(), labels='idm') | extra
-    g = Genome(name=name, type='behavioral', arena='snake', arch=policy.arch, config=dict(policy.config), source='video',
-               parents=[dict(id=p, relation='clone') for p in dict.fromkeys(rows['source'])],
+    g = Genome(name=name, type='behavioral', arena='snake', arch=policy.arch, config=dict(policy.config),
+               source='video', parents=[dict(id=p, relation='clone') for p in dict.fromkeys(rows['source'])],
                description=f"video clone of {', '.join(dict.fromkeys(rows['source']))} (IDM labels)\n"
                            f"training: {json.dumps(rec, sort_keys=True, default=str)}")
     return reg.add(g, policy.state_dict(), status=status)
@@ -323,7 +329,8 @@ def produce_video_clones(ctx:ProducerContext)->list: # genome ids
     root = Path(ctx.work_dir)/f'season{ctx.season}'
     seeds = [ctx.season_seed * 100 + k for k in range(s.video_games)]
     index = film(root, [s.video_genome], seeds, ClipConfig(steps=s.video_steps), s.video_label_frac, ctx.season_seed)
-    idm, _ = train_idm(clip_dataset(root, index[index.labelled], augment=True), s.video_idm_epochs, seed=ctx.season_seed)
+    labelled = clip_dataset(root, index[index.labelled], augment=True)
+    idm, _ = train_idm(labelled, s.video_idm_epochs, seed=ctx.season_seed)
     held = index[~index.labelled]
     pol, _ = clone_sequences(video_sequences(root, held, idm),
                              CloneConfig(epochs=s.video_clone_epochs, lr_final=1.0, seed=ctx.season_seed))
