@@ -1,9 +1,9 @@
 """Learning from watching (22_watching, issue 32): games of `--genomes` are filmed as H.264 clips (one per snake, its
 head marked), `--label-frac` of the clips keep their true actions, an inverse dynamics model (IDM) is trained on those
-and scored on every other clip against the true actions (per genome, with a confusion matrix and failure modes). Then the
-first genome's unlabelled clips are pseudo-labelled by the IDM and cloned (21_cloning's `train_clone`); the baseline is
-a clone of the true actions of the same snakes' games, trained with the same settings in the same run, and both are
-scored on `--eval-seeds` maps they never saw (`compare_scores`: first episodes from reset, greedy).
+and scored on every other clip against the true actions (per genome, with a confusion matrix and failure modes). Then
+the first genome's unlabelled clips are pseudo-labelled by the IDM and cloned (21_cloning's `train_clone`); the
+baseline is a clone of the true actions of the same snakes' games, trained with the same settings in the same run, and
+both are scored on `--eval-seeds` maps they never saw (`compare_scores`: first episodes from reset, greedy).
 
     python bench/watching.py --json nbs/measured/watching.json
     python bench/watching.py --seeds 1 --steps 100 --eval-seeds 10 --clone-epochs 1   # a smoke run
