@@ -3,7 +3,8 @@ head marked), `--label-frac` of the clips keep their true actions, an inverse dy
 and scored on every other clip against the true actions (per genome, with a confusion matrix and failure modes). Then
 the first genome's unlabelled clips are pseudo-labelled by the IDM and cloned (21_cloning's `train_clone`); the
 baseline is a clone of the true actions of the same snakes' games, trained with the same settings in the same run, and
-both are scored on `--eval-seeds` maps they never saw (`compare_scores`: first episodes from reset, greedy).
+both are scored on `--eval-seeds` maps they never saw (`compare_scores`, greedy: first episodes from reset and every
+death in the `--window` of continuous play, as bench/cloning.py).
 
     python bench/watching.py --json nbs/measured/watching.json
     python bench/watching.py --seeds 1 --steps 100 --eval-seeds 10 --clone-epochs 1   # a smoke run
@@ -40,6 +41,8 @@ def parse(argv=None):
     p.add_argument('--eval-seeds', type=int, nargs='+', default=list(range(100, 116)),
                    help='evaluation maps, never filmed')
     p.add_argument('--max-steps', type=int, default=20_000, help='step cap of the first-episode evaluation')
+    p.add_argument('--window', type=int, nargs=2, default=[1000, 3000], metavar=('START', 'STOP'),
+                   help='continuous play counts every death at steps START < t <= STOP (0 0: first episodes only)')
     p.add_argument('--threads', type=int, default=1)
     p.add_argument('--json', default=None, help='also write the figures to this file (nbs/measured/watching.json)')
     a = p.parse_args(argv)
@@ -89,14 +92,17 @@ def main(argv=None):
     t_clone = time.perf_counter() - t0
     kw = dict(width=a.width, height=a.height, num_snakes=a.snakes, num_food=a.food)
     t0 = time.perf_counter()
-    scores = compare_scores(video_clone, true_clone, seeds=a.eval_seeds, max_steps=a.max_steps, **kw)
+    scores = compare_scores(video_clone, true_clone, seeds=a.eval_seeds, max_steps=a.max_steps,
+                            window=tuple(a.window) if a.window[1] else None, **kw)
     t_eval = time.perf_counter() - t0
     scores = scores.rename(index={'teacher': 'true-action clone', 'clone': 'video clone'})
     for (protocol, who), r in scores.iterrows():
         print(f"{protocol} {who}: score {r['mean']:.2f} ± {r['std']:.2f} (n={int(r['n'])}, "
               f"censored={int(r['censored'])}, s.e. between maps {r['map_sem']:.2f})")
+    for protocol, r in scores.attrs['ratio'].items():
+        print(f"video clone / true-action clone ({protocol}): {r:.3f} "
+              f"(s.e. between maps {scores.attrs['ratio_sem'][protocol]:.3f})")
     ratio, ratio_sem = scores.attrs['ratio']['first episodes'], scores.attrs['ratio_sem']['first episodes']
-    print(f"video clone / true-action clone (first episodes): {ratio:.3f} (s.e. between maps {ratio_sem:.3f})")
     print(f"clone validation accuracy (last epoch): video {vh['val/charts/accuracy'].iloc[-1]:.4f}, "
           f"true {th['val/charts/accuracy'].iloc[-1]:.4f}")
     secs = dict(film=t_film, idm=t_idm, clones=t_clone, evaluate=t_eval)
@@ -111,7 +117,8 @@ def main(argv=None):
                    confusion=conf.to_dict(),
                    failure_modes=modes.rename(columns={'mean': 'accuracy'}).to_dict(orient='index'),
                    idm_history=hist.to_dict(orient='records'), clone_config=asdict(ccfg), eval_seeds=a.eval_seeds,
-                   max_steps=a.max_steps, video_clone_ratio=ratio, video_clone_ratio_sem=ratio_sem,
+                   max_steps=a.max_steps, window=a.window, video_clone_ratio=ratio, video_clone_ratio_sem=ratio_sem,
+                   ratios=scores.attrs['ratio'], ratios_sem=scores.attrs['ratio_sem'],
                    baseline='clone of the true actions of the same clips\' snakes (same games, same CloneConfig)',
                    scores=[dict(protocol=p, policy=w, **r) for (p, w), r in scores.to_dict(orient='index').items()],
                    seconds=secs)
