@@ -296,7 +296,7 @@ def clone_sequences(seqs:list, cfg:CloneConfig, progress:bool=False)->tuple: # (
     tr, va = split_by_session(seqs, cfg.val_frac, cfg.seed)
     return pol, train_clone(pol, tr, va, cfg, progress=progress)
 
-# %% ../nbs/22_watching.ipynb #6bb753e4
+# %% ../nbs/22_watching.ipynb #0c43004b
 def register_video_clone(reg:Registry, policy:LinearLSTM,
                          rows:pd.DataFrame, # the index rows of the clips it learned from
                          name:str, status:str='candidate', **extra)->Genome:
@@ -309,7 +309,7 @@ def register_video_clone(reg:Registry, policy:LinearLSTM,
                            f"training: {json.dumps(rec, sort_keys=True, default=str)}")
     return reg.add(g, policy.state_dict(), status=status)
 
-# %% ../nbs/22_watching.ipynb #4478a7ae
+# %% ../nbs/22_watching.ipynb #b13987b0
 @dataclass
 class VideoSettings:
     "Settings of the video-clones producer."
