@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/llm_evolution.html.md"""
 
 # %% ../nbs/83_llm_evolution.ipynb #e36b37d5
 from __future__ import annotations
-import ast, contextlib, copy, difflib, hashlib, io, json, os, re, shutil, time, traceback
+import ast, contextlib, copy, difflib, hashlib, io, json, os, re, shutil, sqlite3, time, traceback
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -17,13 +17,16 @@ from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHER
                                        EL_TETRIS_WEIGHTS, MAX_TICKS)
 from .llm_backends import OfflineMutator, OpenAIBackend, LLMCache, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
 from .core import atomic_write_json, Producer, ProducerContext
+from .arenas import PUFFERLIB_VERSION
+from . import __version__
 
 # %% auto #0
-__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY', 'programs_producer',
-           'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError', 'GenerationLimitExceeded',
-           'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun',
-           'code_diversity', 'tunable_vector', 'weight_diversity', 'plot_run', 'pufferlib_games', 'compare_heldout',
-           'register_programs', 'ProgramSettings', 'produce_programs', 'check_evolution_config', 'evolve_cli']
+__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY',
+           'programs_producer', 'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError',
+           'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig',
+           'normalised_code', 'EvalCache', 'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity',
+           'plot_run', 'pufferlib_games', 'compare_heldout', 'register_programs', 'ProgramSettings', 'produce_programs',
+           'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -92,6 +95,37 @@ class EvolutionConfig:
 HARD_LIMITS = ('max_generations', 'max_child_calls_per_generation', 'max_wall_s', 'max_tokens', 'max_cost')
 SOFT_PARAMETERS = ('children_per_generation', 'games_per_eval', 'max_ticks', 'mutation_sigma')
 
+# %% ../nbs/83_llm_evolution.ipynb #7b0b648c
+def normalised_code(code:str)->str: # the AST dump; the source itself when it does not parse
+    "`code` without what does not change its meaning: comments, blank lines, spacing and line breaks."
+    try: return ast.dump(ast.parse(code))
+    except SyntaxError: return code
+
+# %% ../nbs/83_llm_evolution.ipynb #09d1d1fb
+UNCACHED_FAILURES = ('timeout', 'cpu', 'memory', 'crash') # failures that depend on the machine's load, never cached
+
+class EvalCache:
+    """Evaluations by (normalised code, settings) in a SQLite table at `path`; `hits` and `misses` count the lookups
+    of this process (the run keeps its totals in its checkpoints)."""
+    def __init__(self, path:str|Path):
+        self.path, self.hits, self.misses = Path(path), 0, 0
+        with self._db() as db: db.execute('CREATE TABLE IF NOT EXISTS evals (key TEXT PRIMARY KEY, result TEXT NOT NULL)')
+    def _db(self): return contextlib.closing(sqlite3.connect(self.path, timeout=60, isolation_level=None))
+    @staticmethod
+    def key(code:str, settings:dict)->str: # sha256 hex
+        return hashlib.sha256((json.dumps(settings, sort_keys=True) + "\0" + normalised_code(code)).encode()).hexdigest()
+    def get(self, code:str, settings:dict)->dict|None: # the cached evaluation, or None (a miss)
+        with self._db() as db: row = db.execute('SELECT result FROM evals WHERE key=?', (self.key(code, settings),)).fetchone()
+        if row is None: self.misses += 1; return None
+        self.hits += 1; return json.loads(row[0])
+    def put(self, code:str, settings:dict, result:dict)->bool: # stored? (not for a failure in `UNCACHED_FAILURES`)
+        if result.get('failure') in UNCACHED_FAILURES: return False
+        with self._db() as db:
+            db.execute('INSERT OR REPLACE INTO evals VALUES (?, ?)', (self.key(code, settings), json.dumps(result, default=float)))
+        return True
+    def __len__(self):
+        with self._db() as db: return db.execute('SELECT COUNT(*) FROM evals').fetchone()[0]
+
 # %% ../nbs/83_llm_evolution.ipynb #793cf823
 class EvolutionRun:
     "One evolution run in `run_dir` (resumed from its last checkpoint when `resume`)."
@@ -112,6 +146,7 @@ class EvolutionRun:
         self.db, self.gen, self.tokens, self.cost, self.history = ProgramDatabase(), 0, 0, 0.0, []
         self.rng = np.random.default_rng(self.cfg.seed)
         self.elapsed0, self.stop_reason, self.terminated = 0.0, '', False
+        self.cache, self.cache_counts = EvalCache(self.dir/'eval_cache.sqlite'), dict(hits=0, misses=0)
         if ck: self._restore(json.loads(ck[-1].read_text()))
         else:
             for sub in ('generations', 'rllm_logs', 'checkpoints', 'visualizations'):
@@ -130,11 +165,12 @@ class EvolutionRun:
     def _state(self)->dict:
         return dict(generation=self.gen, programs=self.db.to_list(), tokens=self.tokens, cost=self.cost, history=self.history,
                     rng=self.rng.bit_generator.state, elapsed=self.elapsed(), cfg=asdict(self.cfg),
-                    soft={k: getattr(self.cfg, k) for k in SOFT_PARAMETERS})
+                    soft={k: getattr(self.cfg, k) for k in SOFT_PARAMETERS}, cache=self.cache_counts)
     def _restore(self, st:dict):
         self.db, self.gen = ProgramDatabase.from_list(st['programs']), st['generation'] + 1
         self.tokens, self.cost, self.history = st['tokens'], st['cost'], st['history']
         self.rng.bit_generator.state = st['rng']; self.elapsed0 = st['elapsed']
+        self.cache_counts = dict(st.get('cache', self.cache_counts))
         for k, v in st['soft'].items(): setattr(self.cfg, k, v)
         self.env.max_ticks = self.cfg.max_ticks
         done = st['generation']
@@ -159,18 +195,34 @@ class EvolutionRun:
 
 # %% ../nbs/83_llm_evolution.ipynb #fc58a1d5
 @patch_to(EvolutionRun)
-def evaluate_program(self, code:str, games:int|None=None)->dict: # {'ok', 'failure', 'message', 'metrics', 'seconds'}
-    "Play `code` in the sandbox on the training seeds; failures come back with their reason."
-    self._check_wall()
+def eval_settings(self, games:int|None=None)->dict: # what an evaluation is a function of, beside the program
+    "The settings of an evaluation on the training seeds: the cache's key holds them."
     n = games or self.cfg.games_per_eval
-    seeds = [self.cfg.train_seed0 + i for i in range(n)]
+    return dict(env=self.env.name, arena_version=f"genome_lab {__version__}, pufferlib {PUFFERLIB_VERSION}",
+                seeds=[self.cfg.train_seed0 + i for i in range(n)], max_ticks=self.env.max_ticks,
+                cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s)
+
+@patch_to(EvolutionRun)
+def evaluate_program(self, code:str, games:int|None=None)->dict: # {'ok', 'failure', 'message', 'metrics', 'seconds', 'cached'}
+    "Play `code` in the sandbox on the training seeds (or answer from the run's cache); failures come back with their reason."
+    self._check_wall()
+    st = self.eval_settings(games)
+    if (hit := self.cache.get(code, st)) is not None: self.cache_counts['hits'] += 1; return hit | dict(cached=True)
+    self.cache_counts['misses'] += 1
     game = self.env.new_game()
-    try: r = play_games(code, game, seeds, SandboxLimits(cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s))
+    try: r = play_games(code, game, st['seeds'], SandboxLimits(cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s))
     finally:
         if hasattr(game, 'close'): game.close()
     out = dict(ok=r.ok, failure=r.reason, message=r.message, seconds=round(r.seconds, 3), steps=r.steps,
                metrics=self.env.metrics(r.games) if r.ok and r.games else {})
-    return out
+    self.cache.put(code, st, out)
+    return out | dict(cached=False)
+
+@patch_to(EvolutionRun)
+def cache_hit_rate(self)->float: # hits / lookups of the run (resumes included); nan before the first
+    "The share of the run's evaluations answered by the cache."
+    n = self.cache_counts['hits'] + self.cache_counts['misses']
+    return self.cache_counts['hits']/n if n else float('nan')
 
 @patch_to(EvolutionRun)
 def _child_messages(self, prompt, parents, strategy, focus):
@@ -219,7 +271,8 @@ def _update_summary(self):
     ms.clear()
     ms.update(programs=len(self.db), failed=sum(not p.ok for p in self.db.values()),
               best_id=best[0].id if best else None, best_score=best[0].score if best else None,
-              generation=self.gen, tokens=self.tokens, cost=round(self.cost, 6), elapsed_s=round(self.elapsed(), 1))
+              generation=self.gen, tokens=self.tokens, cost=round(self.cost, 6), elapsed_s=round(self.elapsed(), 1),
+              cache_hit_rate=self.cache_hit_rate() if hasattr(self, 'cache') else float('nan'))
     return ms
 
 @patch_to(EvolutionRun)
@@ -414,7 +467,8 @@ def finish(self)->dict:
                 failures={k: sum(p.failure == k for p in self.db.values()) for k in FAILURE_KINDS if any(p.failure == k for p in self.db.values())},
                 best_id=best[0].id if best else None, best_metrics=best[0].metrics if best else {},
                 seed_score=next(iter(self.db.values())).score if self.db else None,
-                tokens=self.tokens, cost=self.cost, elapsed_s=round(self.elapsed(), 2))
+                tokens=self.tokens, cost=self.cost, elapsed_s=round(self.elapsed(), 2),
+                cache=dict(self.cache_counts, hit_rate=self.cache_hit_rate()))
     if best: (self.dir/'best_program.py').write_text(best[0].code)
     atomic_write_json(self.dir/'summary.json', summ)
     try: plot_run(self)

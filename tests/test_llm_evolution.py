@@ -44,6 +44,8 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
     resumed = EvolutionRun(tmp_path/'b', resume=True)
     assert resumed.gen == 2 and len(resumed.db) == 3
     resumed.run()
+    # the generation-2 child played before the kill is asked for again and answered from the run's evaluation cache
+    assert resumed.cache_counts == dict(hits=1, misses=4) and ref.cache_counts == dict(hits=0, misses=5)
     assert [(p.id, p.code, p.parents, p.metrics) for p in resumed.db.values()] == [(p.id, p.code, p.parents, p.metrics) for p in ref.db.values()]
     ids = [json.loads(l)['id'] for l in (tmp_path/'b/evolution_log.jsonl').read_text().splitlines() if json.loads(l)['event'] == 'program']
     assert len(ids) == len(set(ids)) == 5
