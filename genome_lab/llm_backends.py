@@ -80,12 +80,17 @@ OFFLINE_ROOT_STRATEGY = '''analysis = get_performance_analysis()
 parents = [p['id'] for p in analysis['top']] or [p['id'] for p in analysis['recent']]
 areas = analysis['focus_areas']
 budget = analysis['children_per_generation']
+children = []
 for i in range(budget):
     focus = areas[(current_generation + i) % len(areas)]
     if i % 3 == 2 and len(parents) > 1:
-        spawn_rllm(f"Combine the strengths of two good players (focus: {focus}).", parents=[parents[0], parents[1 + i % (len(parents) - 1)]], strategy='crossover', focus=focus)
+        pair = [parents[0], parents[1 + i % (len(parents) - 1)]]
+        children.append(dict(prompt=f"Combine the strengths of two good players (focus: {focus}).", parents=pair,
+                             strategy='crossover', focus=focus))
     else:
-        spawn_rllm(f"Improve this player (focus: {focus}).", parents=[parents[i % len(parents)]], strategy='mutate', focus=focus)
+        children.append(dict(prompt=f"Improve this player (focus: {focus}).", parents=[parents[i % len(parents)]],
+                             strategy='mutate', focus=focus))
+spawn_rllms(children)  # asked one after another, played in parallel
 advance_generation()
 '''
 

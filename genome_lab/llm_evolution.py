@@ -7,6 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/llm_evolution.html.md"""
 # %% ../nbs/83_llm_evolution.ipynb #e36b37d5
 from __future__ import annotations
 import ast, contextlib, copy, difflib, hashlib, io, json, os, re, shutil, sqlite3, time, traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
@@ -24,9 +25,9 @@ from . import __version__
 __all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY',
            'programs_producer', 'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError',
            'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig',
-           'normalised_code', 'EvalCache', 'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity',
-           'plot_run', 'pufferlib_games', 'compare_heldout', 'register_programs', 'ProgramSettings', 'produce_programs',
-           'check_evolution_config', 'evolve_cli']
+           'normalised_code', 'EvalCache', 'play_program', 'EvolutionRun', 'code_diversity', 'tunable_vector',
+           'weight_diversity', 'plot_run', 'pufferlib_games', 'compare_heldout', 'register_programs', 'ProgramSettings',
+           'produce_programs', 'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -91,6 +92,7 @@ class EvolutionConfig:
     llm_max_retries: int = 3 # openai: the client's retries (timeouts, connection errors, 408/409/429/5xx)
     cpu_s: int = 120 # sandbox CPU seconds per evaluation
     wall_s: float = 300.0 # sandbox wall seconds per evaluation
+    workers: int = 2 # sandboxed evaluations at once (1: one after another; results are the same)
 
 HARD_LIMITS = ('max_generations', 'max_child_calls_per_generation', 'max_wall_s', 'max_tokens', 'max_cost')
 SOFT_PARAMETERS = ('children_per_generation', 'games_per_eval', 'max_ticks', 'mutation_sigma')
@@ -109,22 +111,37 @@ class EvalCache:
     of this process (the run keeps its totals in its checkpoints)."""
     def __init__(self, path:str|Path):
         self.path, self.hits, self.misses = Path(path), 0, 0
-        with self._db() as db: db.execute('CREATE TABLE IF NOT EXISTS evals (key TEXT PRIMARY KEY, result TEXT NOT NULL)')
+        with self._db() as db:
+            db.execute('CREATE TABLE IF NOT EXISTS evals (key TEXT PRIMARY KEY, result TEXT NOT NULL)')
     def _db(self): return contextlib.closing(sqlite3.connect(self.path, timeout=60, isolation_level=None))
     @staticmethod
     def key(code:str, settings:dict)->str: # sha256 hex
-        return hashlib.sha256((json.dumps(settings, sort_keys=True) + "\0" + normalised_code(code)).encode()).hexdigest()
+        text = json.dumps(settings, sort_keys=True) + "\0" + normalised_code(code)
+        return hashlib.sha256(text.encode()).hexdigest()
     def get(self, code:str, settings:dict)->dict|None: # the cached evaluation, or None (a miss)
-        with self._db() as db: row = db.execute('SELECT result FROM evals WHERE key=?', (self.key(code, settings),)).fetchone()
+        with self._db() as db:
+            row = db.execute('SELECT result FROM evals WHERE key=?', (self.key(code, settings),)).fetchone()
         if row is None: self.misses += 1; return None
         self.hits += 1; return json.loads(row[0])
     def put(self, code:str, settings:dict, result:dict)->bool: # stored? (not for a failure in `UNCACHED_FAILURES`)
         if result.get('failure') in UNCACHED_FAILURES: return False
         with self._db() as db:
-            db.execute('INSERT OR REPLACE INTO evals VALUES (?, ?)', (self.key(code, settings), json.dumps(result, default=float)))
+            row = (self.key(code, settings), json.dumps(result, default=float))
+            db.execute('INSERT OR REPLACE INTO evals VALUES (?, ?)', row)
         return True
     def __len__(self):
         with self._db() as db: return db.execute('SELECT COUNT(*) FROM evals').fetchone()[0]
+
+# %% ../nbs/83_llm_evolution.ipynb #1feee659
+def play_program(code:str, env, # a `ProgramEnv` (its `max_ticks` is the cap)
+                 seeds:list, limits:SandboxLimits)->dict: # `evaluate_program`'s keys, and 'games' (one dict per seed)
+    "Play `code` in a sandboxed child on one game per seed, on a game of its own (so that several may run at once)."
+    game = env.new_game()
+    try: r = play_games(code, game, seeds, limits)
+    finally:
+        if hasattr(game, 'close'): game.close()
+    return dict(ok=r.ok, failure=r.reason, message=r.message, seconds=round(r.seconds, 3), steps=r.steps,
+                metrics=env.metrics(r.games) if r.ok and r.games else {}, games=r.games)
 
 # %% ../nbs/83_llm_evolution.ipynb #793cf823
 class EvolutionRun:
@@ -203,20 +220,28 @@ def eval_settings(self, games:int|None=None)->dict: # what an evaluation is a fu
                 cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s)
 
 @patch_to(EvolutionRun)
-def evaluate_program(self, code:str, games:int|None=None)->dict: # {'ok', 'failure', 'message', 'metrics', 'seconds', 'cached'}
-    "Play `code` in the sandbox on the training seeds (or answer from the run's cache); failures come back with their reason."
+def evaluate_programs(self, codes:list, games:int|None=None)->list: # one `evaluate_program` dict per code, in order
+    """Evaluate `codes` on the training seeds: the cache answers what it holds, the distinct rest is played by
+    `cfg.workers` sandboxed evaluations at once (`play_program`); a program met twice in `codes` is played once."""
     self._check_wall()
-    st = self.eval_settings(games)
-    if (hit := self.cache.get(code, st)) is not None: self.cache_counts['hits'] += 1; return hit | dict(cached=True)
-    self.cache_counts['misses'] += 1
-    game = self.env.new_game()
-    try: r = play_games(code, game, st['seeds'], SandboxLimits(cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s))
-    finally:
-        if hasattr(game, 'close'): game.close()
-    out = dict(ok=r.ok, failure=r.reason, message=r.message, seconds=round(r.seconds, 3), steps=r.steps,
-               metrics=self.env.metrics(r.games) if r.ok and r.games else {})
-    self.cache.put(code, st, out)
-    return out | dict(cached=False)
+    st, out, todo = self.eval_settings(games), [None]*len(codes), {}
+    for i, code in enumerate(codes):
+        if (hit := self.cache.get(code, st)) is not None: out[i] = hit | dict(cached=True)
+        else: todo.setdefault(EvalCache.key(code, st), []).append(i)
+    lim = SandboxLimits(cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s)
+    firsts = [ix[0] for ix in todo.values()]
+    play = lambda i: play_program(codes[i], self.env, st['seeds'], lim)
+    with ThreadPoolExecutor(max(1, min(self.cfg.workers, len(firsts)))) as ex: played = list(ex.map(play, firsts))
+    for ix, ev in zip(todo.values(), played):
+        self.cache.put(codes[ix[0]], st, ev)
+        for k, i in enumerate(ix): out[i] = ev | dict(cached=k > 0)
+    self.cache_counts['misses'] += len(firsts); self.cache_counts['hits'] += len(codes) - len(firsts)
+    return out
+
+@patch_to(EvolutionRun)
+def evaluate_program(self, code:str, games:int|None=None)->dict: # {'ok', 'failure', 'message', 'metrics', 'cached', ..}
+    "Play `code` in the sandbox on the training seeds (or answer from the run's cache); a failure says its reason."
+    return self.evaluate_programs([code], games)[0]
 
 @patch_to(EvolutionRun)
 def cache_hit_rate(self)->float: # hits / lookups of the run (resumes included); nan before the first
@@ -233,8 +258,8 @@ def _child_messages(self, prompt, parents, strategy, focus):
             dict(role='user', content=f"{prompt}\nStrategy: {strategy}. Focus area: {focus}.\n\n{body}")]
 
 @patch_to(EvolutionRun)
-def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='')->str: # the new program's id
-    "Ask a child for a program derived from `parents` (ids), evaluate it, add it to the database; raises the hard-limit errors."
+def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='')->tuple:
+    "A child's program `pid` (not played yet), its request, the reply and its code (None: no code block); hard limits raise."
     self._check_wall()
     if self.child_calls >= self.cfg.max_child_calls_per_generation:
         raise ChildCallLimitExceeded(f"more than max_child_calls_per_generation={self.cfg.max_child_calls_per_generation} in generation {self.gen}")
@@ -245,15 +270,38 @@ def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', 
                    strategy=strategy, focus=focus)
     reply = self.backend.child(request, self.rng)
     self._charge(reply)
-    pid = self.db.next_id()
     code = extract_code(reply['text'])
     p = Program(pid, code or '', self.gen, [q.id for q in ps], strategy if self.backend.name == 'offline' else f'llm:{strategy}',
                 focus, notes=prompt[:500], created=round(self.elapsed(), 3))
     if code is None: p.ok, p.failure, p.notes = False, 'syntax', 'the child answered without a code block'
-    else:
-        ev = self.evaluate_program(code)
+    return p, request, reply, code
+
+@patch_to(EvolutionRun)
+def spawn_rllms(self, children:list)->list: # the new programs' ids, in order
+    """Ask a child for each of `children` (dicts of `spawn_rllm`'s arguments), one after another, then play their
+    programs together (`evaluate_programs`) and add them to the database: the same programs, ids and scores as
+    `spawn_rllm` called for each in turn. A hard limit met half-way keeps the children asked before it, then raises."""
+    made, stop = [], None
+    try:
+        for c in children: made.append(self._ask_child(f"prog_{len(self.db) + len(made):05d}", **c))
+    except EvolutionLimitError as e: stop = e
+    played = [p for p, _, _, code in made if code is not None]
+    for p, ev in zip(played, self.evaluate_programs([p.code for p in played]) if played else []):
         p.ok, p.failure, p.metrics = ev['ok'], ev['failure'], ev['metrics']
         if not ev['ok']: p.notes += f"\nfailure: {ev['message'][:500]}"
+    for p, request, reply, _ in made: self._record_child(p, request, reply)
+    if stop is not None: raise stop
+    return [p.id for p, *_ in made]
+
+@patch_to(EvolutionRun)
+def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='')->str: # the new program's id
+    "Ask a child for a program derived from `parents` (ids), evaluate it, add it to the database; raises the hard-limit errors."
+    return self.spawn_rllms([dict(prompt=prompt, parents=parents, strategy=strategy, focus=focus)])[0]
+
+@patch_to(EvolutionRun)
+def _record_child(self, p:Program, request:dict, reply:dict):
+    "Add the played child `p` to the database and its logs."
+    pid, focus = p.id, p.focus
     self.db.add(p)
     atomic_write_json(self.dir/'rllm_logs'/f"gen_{self.gen:03d}_{pid}.json",
            dict(generation=self.gen, program=pid, request=request['messages'], answer=reply['text'],
@@ -262,7 +310,6 @@ def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', 
                                   focus=focus, ok=p.ok, failure=p.failure, metrics=p.metrics,
                                   prompt_tokens=reply['prompt_tokens'], completion_tokens=reply['completion_tokens']))
     self._update_summary()
-    return pid
 
 @patch_to(EvolutionRun)
 def _update_summary(self):
@@ -392,16 +439,18 @@ def _make_repl(self)->dict:
     safe = {k: v for k, v in vars(builtins).items() if k not in ('open', 'input', 'breakpoint', 'exit', 'quit', 'help')}
     safe['__import__'] = root_import
     ns = dict(__builtins__=safe, program_database=self.db, current_generation=self.gen, metrics_summary={}, np=np, json=json)
-    for f in ('spawn_rllm', 'evaluate_program', 'get_performance_analysis', 'get_historical_trends',
-              'advance_generation', 'terminate_evolution', 'modify_parameters'): ns[f] = getattr(self, f)
+    for f in ('spawn_rllm', 'spawn_rllms', 'evaluate_program', 'evaluate_programs', 'get_performance_analysis',
+              'get_historical_trends', 'advance_generation', 'terminate_evolution', 'modify_parameters'): ns[f] = getattr(self, f)
     return ns
 
 REPL_IMPORTS = ('math', 'random', 'json', 'statistics', 'collections', 'itertools', 'functools', 'numpy', 're')
 
 ROOT_SYSTEM_PROMPT = """You are the root LLM of an evolution of game-playing programs. Your Python code runs in a persistent REPL.
 Injected functions: spawn_rllm(prompt, parents=[ids], strategy='mutate'|'crossover'|..., focus=str) -> new program id (a child LLM
-writes it, the system plays and scores it); evaluate_program(code) -> metrics dict; get_performance_analysis() -> dict;
-get_historical_trends() -> list; advance_generation() -> int; terminate_evolution(reason); modify_parameters(**soft).
+writes it, the system plays and scores it); spawn_rllms([dict(prompt=..., parents=..., strategy=..., focus=...)])
+-> ids (the same, the programs played in parallel); evaluate_program(code) -> metrics dict; evaluate_programs(codes) -> list;
+get_performance_analysis() -> dict; get_historical_trends() -> list; advance_generation() -> int;
+terminate_evolution(reason); modify_parameters(**soft).
 Shared variables: program_database (id -> Program with .code .metrics .score .parents), current_generation, metrics_summary.
 Hard limits (generations, child calls per generation, wall time, tokens) are enforced by the system: exceeding one ends the run.
 Answer with one ```python block that spawns this generation's children and then calls advance_generation()."""

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from genome_lab.sandbox import program_env
-from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator,
+from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, OFFLINE_ROOT_STRATEGY,
                                       ChildCallLimitExceeded, evolve_cli)
 
 def cfg(**kw):
@@ -44,12 +44,23 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
     resumed = EvolutionRun(tmp_path/'b', resume=True)
     assert resumed.gen == 2 and len(resumed.db) == 3
     resumed.run()
-    # the generation-2 child played before the kill is asked for again and answered from the run's evaluation cache
-    assert resumed.cache_counts == dict(hits=1, misses=4) and ref.cache_counts == dict(hits=0, misses=5)
+    assert resumed.cache_counts == ref.cache_counts == dict(hits=0, misses=5)   # counts kept in the checkpoint
     assert [(p.id, p.code, p.parents, p.metrics) for p in resumed.db.values()] == [(p.id, p.code, p.parents, p.metrics) for p in ref.db.values()]
     ids = [json.loads(l)['id'] for l in (tmp_path/'b/evolution_log.jsonl').read_text().splitlines() if json.loads(l)['event'] == 'program']
     assert len(ids) == len(set(ids)) == 5
     assert len(list((tmp_path/'b/rllm_logs').glob('*.json'))) == 4
+
+def test_parallel_and_batched_evaluation_equal_serial(tmp_path):
+    "The pool (workers=2), the batch (`spawn_rllms`) and one `spawn_rllm` after another: the same programs and scores."
+    c = dict(env='tetris', max_generations=1, children_per_generation=3, games_per_eval=1, max_ticks=120, seed=5)
+    runs = [EvolutionRun(tmp_path/str(w), cfg(workers=w, **c)) for w in (1, 2)]
+    serial = EvolutionRun(tmp_path/'serial', cfg(workers=1, **c))
+    one_by_one = OFFLINE_ROOT_STRATEGY.replace('spawn_rllms(children)', 'for c in children: spawn_rllm(**c)')
+    assert one_by_one != OFFLINE_ROOT_STRATEGY
+    serial.backend.root = lambda m, rng: dict(text=f"```python\n{one_by_one}```", prompt_tokens=0, completion_tokens=0)
+    rows = lambda r: [(p.id, p.code, p.parents, p.ok, p.metrics) for p in r.db.values()]
+    for r in runs + [serial]: r.run()
+    assert len(rows(serial)) == 4 and rows(runs[0]) == rows(runs[1]) == rows(serial)
 
 def test_hard_limits_end_the_run_cleanly(tmp_path):
     run = EvolutionRun(tmp_path/'a', cfg(max_child_calls_per_generation=1))
@@ -151,6 +162,23 @@ def test_bench_runs_with_tiny_settings(tmp_path):
     assert all(getattr(EvolutionConfig(), k) != v for k, v in bench.PRESET.items())   # the bench's preset, said in --help
     assert bench.PRESET_WHY in ' '.join(bench.parser().format_help().split())
     with pytest.raises(SystemExit): bench.main(['--env', 'cartpole'])
+
+def test_program_search_bench_runs_with_tiny_settings(tmp_path):
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location('bench_ps', Path(__file__).parents[1]/'bench'/'program_search.py')
+    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench   # registered, so `inspect` finds its source
+    spec.loader.exec_module(bench)
+    res = bench.main(['--seeds', '3', '--batch', '2', '--max-generations', '1', '--children-per-generation', '2',
+                      '--max-ticks', '100', '--heldout-games', '2', '--heldout-ticks', '150',
+                      '--out', str(tmp_path/'ps.json')])
+    saved = json.loads((tmp_path/'ps.json').read_text())
+    assert saved['parallel_speedup'] == res['parallel']['speedup'] > 0 and 0 <= saved['cache_hit_rate'] <= 1
+    row, = saved['seeds']
+    assert (row['seed'], row['cap'], row['heldout_games'], row['programs']) == (3, 150, 2, 3)
+    assert row['eltetris_lines'] > 0 and 0 <= row['censored']['evolved'] <= 1
+    assert row['censored']['eltetris'] == 1.0   # El-Tetris outlives 150 ticks
+    assert all(getattr(EvolutionConfig(), k) != v for k, v in bench.PRESET.items())   # the bench's preset, said in --help
+    assert bench.PRESET_WHY in ' '.join(bench.parser().format_help().split())
 
 def test_llm_timeout_is_retried(tmp_path, server, monkeypatch):
     monkeypatch.setenv('OPENAI_API_KEY', 'test-key')
