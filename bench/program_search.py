@@ -15,7 +15,7 @@ import argparse, json, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Annotated   # a script's dataclass documents its fields here (docments reads no comments in `__main__`)
+from typing import Annotated   # a script's dataclass documents its fields here (docments reads no `__main__` comments)
 import numpy as np
 from genome_lab.core import config_parser, config_from_args, atomic_write_json
 from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun, play_program
@@ -69,8 +69,8 @@ def search(seed:int, cfg:EvolutionConfig, o:BenchOptions)->dict: # one row of `s
     assert evo['ok'] and elt['ok'], (evo['message'], elt['message'])
     e, r = lines_row(evo), lines_row(elt)
     return dict(seed=seed, evolved_lines=e['mean'], evolved_sem=e['sem'], eltetris_lines=r['mean'],
-                eltetris_sem=r['sem'], cap=o.heldout_ticks, censored=dict(evolved=e['censored'], eltetris=r['censored']),
-                heldout_games=len(held),
+                eltetris_sem=r['sem'], cap=o.heldout_ticks, heldout_games=len(held),
+                censored=dict(evolved=e['censored'], eltetris=r['censored']),
                 search_seconds=secs, programs=s['programs'], failed=s['failed'], best_id=s['best_id'],
                 best_train=s['best_metrics'], cache=s['cache'], seed_score=s['seed_score'])
 

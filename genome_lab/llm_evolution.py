@@ -25,9 +25,10 @@ from . import __version__
 __all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY',
            'programs_producer', 'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError',
            'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig',
-           'normalised_code', 'EvalCache', 'play_program', 'EvolutionRun', 'code_diversity', 'tunable_vector',
-           'weight_diversity', 'plot_run', 'pufferlib_games', 'compare_heldout', 'register_programs', 'ProgramSettings',
-           'produce_programs', 'check_evolution_config', 'evolve_cli']
+           'normalised_code', 'EvalCache', 'play_program', 'migrate', 'behaviour', 'MapElites', 'near_duplicate',
+           'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity', 'plot_run', 'pufferlib_games',
+           'compare_heldout', 'register_programs', 'ProgramSettings', 'produce_programs', 'check_evolution_config',
+           'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -41,9 +42,10 @@ class Program:
     focus: str = ''
     metrics: dict = field(default_factory=dict) # avg_score, avg_lines, std_lines, avg_survival, games ...
     ok: bool = True # played without failing?
-    failure: str = '' # reason (one of sandbox.FAILURE_KINDS) when not ok
+    failure: str = '' # reason (one of sandbox.FAILURE_KINDS, or 'duplicate': not played, `near_duplicate`) when not ok
     notes: str = ''
     created: float = 0.0
+    island: int = 0 # the island it was bred on (`migrate`)
     @property
     def score(self)->float: return self.metrics.get('avg_score', float('-inf')) if self.ok else float('-inf')
 
@@ -93,6 +95,10 @@ class EvolutionConfig:
     cpu_s: int = 120 # sandbox CPU seconds per evaluation
     wall_s: float = 300.0 # sandbox wall seconds per evaluation
     workers: int = 2 # sandboxed evaluations at once (1: one after another; results are the same)
+    islands: int = 1 # islands of the population (`migrate`)
+    migration_interval: int = 2 # generations between migrations (ring: island k's best joins island k+1)
+    archive_bins: int = 4 # MAP-Elites cells per behaviour descriptor (`MapElites`); parents are drawn from it
+    novelty_rtol: float = 1e-3 # a child whose constants all lie this close to a program's is a near-duplicate
 
 HARD_LIMITS = ('max_generations', 'max_child_calls_per_generation', 'max_wall_s', 'max_tokens', 'max_cost')
 SOFT_PARAMETERS = ('children_per_generation', 'games_per_eval', 'max_ticks', 'mutation_sigma')
@@ -143,6 +149,59 @@ def play_program(code:str, env, # a `ProgramEnv` (its `max_ticks` is the cap)
     return dict(ok=r.ok, failure=r.reason, message=r.message, seconds=round(r.seconds, 3), steps=r.steps,
                 metrics=env.metrics(r.games) if r.ok and r.games else {}, games=r.games)
 
+# %% ../nbs/83_llm_evolution.ipynb #89cf58dd
+def migrate(islands:list, # island k -> its member ids (a list each), changed in place
+            score:dict, # id -> score
+            generation:int, # the generation that just closed
+            interval:int)->list: # the moves made: [(from island, to island, id)]
+    """Ring migration (FunSearch, OpenEvolve): after each generation g > 0 with g % `interval` == 0, the best member
+    of island k (highest score, then lowest id) joins island (k+1) mod n, unless it is a member already."""
+    n = len(islands)
+    if n < 2 or interval <= 0 or generation <= 0 or generation % interval: return []
+    best = [min(m, key=lambda i: (-score[i], i)) if m else None for m in islands]
+    moves = [(k, (k + 1) % n, b) for k, b in enumerate(best) if b is not None and b not in islands[(k + 1) % n]]
+    for _, to, b in moves: islands[to].append(b)
+    return moves
+
+# %% ../nbs/83_llm_evolution.ipynb #729ab29f
+def behaviour(metrics:dict, max_ticks:int)->tuple: # (survival share, clearing rate), each in [0, 1]
+    """Behaviour descriptors of a program from its training games' metrics: the share of `max_ticks` it survives, and
+    lines per 10 ticks (`avg_lines`; `avg_score` where the env has no lines), both clipped to [0, 1]."""
+    t = max(metrics.get('avg_survival', 0.0), 1e-9)
+    rate = metrics.get('avg_lines', metrics.get('avg_score', 0.0))/t*10
+    return (float(np.clip(t/max_ticks, 0, 1)) if max_ticks else 1.0, float(np.clip(rate, 0, 1)))
+
+class MapElites:
+    "A MAP-Elites archive: cell ('i,j') -> [id, score] of the best program whose descriptors fall in it."
+    def __init__(self, bins:int=4, dims:int=2, cells:dict|None=None):
+        self.bins, self.dims, self.cells = bins, dims, dict(cells or {})
+    def cell(self, desc:tuple)->str: return ','.join(str(min(self.bins - 1, max(0, int(d*self.bins)))) for d in desc)
+    def add(self, pid:str, desc:tuple, score:float)->bool: # did `pid` become its cell's elite?
+        c = self.cell(desc); cur = self.cells.get(c)
+        if self.bins <= 0 or (cur is not None and score <= cur[1]): return False
+        self.cells[c] = [pid, score]; return True
+    def coverage(self)->float: return len(self.cells)/self.bins**self.dims if self.bins > 0 else 0.0
+    def elites(self)->list: return [i for i, _ in sorted(self.cells.values(), key=lambda e: (-e[1], e[0]))] # best first
+
+# %% ../nbs/83_llm_evolution.ipynb #03c54b77
+def _numbers(code:str)->tuple: # (AST dump, numeric literals masked; their values in order); (code, ()) if unparsable
+    try: tree = ast.parse(code)
+    except SyntaxError: return code, ()
+    vals = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) and not isinstance(n.value, bool):
+            vals.append(float(n.value)); n.value = 0
+    return ast.dump(tree), tuple(vals)
+
+def near_duplicate(code:str, others:dict, # id -> code
+                   rtol:float=1e-3)->str|None: # the id of the first program `code` nearly repeats, or None
+    "A program of `others` with `code`'s structure and every number within `rtol` (relative to the larger, at least 1)."
+    shape, x = _numbers(code)
+    for pid, other in others.items():
+        s, y = _numbers(other)
+        if s == shape and all(abs(a - b) <= rtol*max(1.0, abs(a), abs(b)) for a, b in zip(x, y)): return pid
+    return None
+
 # %% ../nbs/83_llm_evolution.ipynb #793cf823
 class EvolutionRun:
     "One evolution run in `run_dir` (resumed from its last checkpoint when `resume`)."
@@ -164,6 +223,7 @@ class EvolutionRun:
         self.rng = np.random.default_rng(self.cfg.seed)
         self.elapsed0, self.stop_reason, self.terminated = 0.0, '', False
         self.cache, self.cache_counts = EvalCache(self.dir/'eval_cache.sqlite'), dict(hits=0, misses=0)
+        self.islands, self.archive = [[] for _ in range(max(1, self.cfg.islands))], MapElites(self.cfg.archive_bins)
         if ck: self._restore(json.loads(ck[-1].read_text()))
         else:
             for sub in ('generations', 'rllm_logs', 'checkpoints', 'visualizations'):
@@ -182,12 +242,14 @@ class EvolutionRun:
     def _state(self)->dict:
         return dict(generation=self.gen, programs=self.db.to_list(), tokens=self.tokens, cost=self.cost, history=self.history,
                     rng=self.rng.bit_generator.state, elapsed=self.elapsed(), cfg=asdict(self.cfg),
-                    soft={k: getattr(self.cfg, k) for k in SOFT_PARAMETERS}, cache=self.cache_counts)
+                    soft={k: getattr(self.cfg, k) for k in SOFT_PARAMETERS}, cache=self.cache_counts,
+                    islands=self.islands, archive=self.archive.cells)
     def _restore(self, st:dict):
         self.db, self.gen = ProgramDatabase.from_list(st['programs']), st['generation'] + 1
         self.tokens, self.cost, self.history = st['tokens'], st['cost'], st['history']
         self.rng.bit_generator.state = st['rng']; self.elapsed0 = st['elapsed']
         self.cache_counts = dict(st.get('cache', self.cache_counts))
+        self.islands, self.archive.cells = st.get('islands', self.islands), dict(st.get('archive', {}))
         for k, v in st['soft'].items(): setattr(self.cfg, k, v)
         self.env.max_ticks = self.cfg.max_ticks
         done = st['generation']
@@ -258,9 +320,12 @@ def _child_messages(self, prompt, parents, strategy, focus):
             dict(role='user', content=f"{prompt}\nStrategy: {strategy}. Focus area: {focus}.\n\n{body}")]
 
 @patch_to(EvolutionRun)
-def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='')->tuple:
-    "A child's program `pid` (not played yet), its request, the reply and its code (None: no code block); hard limits raise."
+def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='',
+               island:int=0)->tuple:
+    "Child program `pid` (not played yet), its request, the reply and its code (None: no code block); hard limits raise."
     self._check_wall()
+    if not 0 <= island < len(self.islands):
+        raise ValueError(f"island must be in 0..{len(self.islands) - 1} (EvolutionConfig.islands), not {island}")
     if self.child_calls >= self.cfg.max_child_calls_per_generation:
         raise ChildCallLimitExceeded(f"more than max_child_calls_per_generation={self.cfg.max_child_calls_per_generation} in generation {self.gen}")
     self.child_calls += 1
@@ -272,7 +337,7 @@ def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='
     self._charge(reply)
     code = extract_code(reply['text'])
     p = Program(pid, code or '', self.gen, [q.id for q in ps], strategy if self.backend.name == 'offline' else f'llm:{strategy}',
-                focus, notes=prompt[:500], created=round(self.elapsed(), 3))
+                focus, notes=prompt[:500], created=round(self.elapsed(), 3), island=island)
     if code is None: p.ok, p.failure, p.notes = False, 'syntax', 'the child answered without a code block'
     return p, request, reply, code
 
@@ -285,7 +350,12 @@ def spawn_rllms(self, children:list)->list: # the new programs' ids, in order
     try:
         for c in children: made.append(self._ask_child(f"prog_{len(self.db) + len(made):05d}", **c))
     except EvolutionLimitError as e: stop = e
-    played = [p for p, _, _, code in made if code is not None]
+    played = []
+    for p, _, _, code in made:
+        if code is None: continue
+        known = {q.id: q.code for q in self.db.values() if q.ok} | {q.id: q.code for q in played}
+        if (twin := near_duplicate(code, known, self.cfg.novelty_rtol)) is None: played.append(p)
+        else: p.ok, p.failure, p.notes = False, 'duplicate', p.notes + f"\nnot played: a near-duplicate of {twin}"
     for p, ev in zip(played, self.evaluate_programs([p.code for p in played]) if played else []):
         p.ok, p.failure, p.metrics = ev['ok'], ev['failure'], ev['metrics']
         if not ev['ok']: p.notes += f"\nfailure: {ev['message'][:500]}"
@@ -294,15 +364,24 @@ def spawn_rllms(self, children:list)->list: # the new programs' ids, in order
     return [p.id for p, *_ in made]
 
 @patch_to(EvolutionRun)
-def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='')->str: # the new program's id
+def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='',
+               island:int=0)->str: # the new program's id
     "Ask a child for a program derived from `parents` (ids), evaluate it, add it to the database; raises the hard-limit errors."
-    return self.spawn_rllms([dict(prompt=prompt, parents=parents, strategy=strategy, focus=focus)])[0]
+    return self.spawn_rllms([dict(prompt=prompt, parents=parents, strategy=strategy, focus=focus, island=island)])[0]
+
+@patch_to(EvolutionRun)
+def _admit(self, p:Program, islands:list|None=None):
+    "A program that played joins its island (or `islands`) and competes for its MAP-Elites cell."
+    if not p.ok: return
+    for k in (islands if islands is not None else [p.island]): self.islands[k].append(p.id)
+    self.archive.add(p.id, behaviour(p.metrics, self.env.max_ticks), p.score)
 
 @patch_to(EvolutionRun)
 def _record_child(self, p:Program, request:dict, reply:dict):
     "Add the played child `p` to the database and its logs."
     pid, focus = p.id, p.focus
     self.db.add(p)
+    self._admit(p)
     atomic_write_json(self.dir/'rllm_logs'/f"gen_{self.gen:03d}_{pid}.json",
            dict(generation=self.gen, program=pid, request=request['messages'], answer=reply['text'],
                 prompt_tokens=reply['prompt_tokens'], completion_tokens=reply['completion_tokens'], cached=reply.get('cached', False)))
@@ -330,7 +409,9 @@ def get_performance_analysis(self, k:int=4)->dict:
     fails = {}
     for p in self.db.values():
         if not p.ok: fails[p.failure] = fails.get(p.failure, 0) + 1
+    island_best = [[i for i in sorted(m, key=lambda i: (-self.db[i].score, i))][:k] for m in self.islands]
     return dict(top=[row(p) for p in self.db.best(k)], recent=[row(p) for p in self.db.of_generation(self.gen)],
+                islands=island_best, elites=self.archive.elites(),
                 failures=fails, generation=self.gen, generations_left=self.cfg.max_generations - self.gen,
                 child_calls_left=self.cfg.max_child_calls_per_generation - self.child_calls,
                 children_per_generation=min(self.cfg.children_per_generation, self.cfg.max_child_calls_per_generation),
@@ -392,12 +473,15 @@ def _close_generation(self):
     progs = self.db.of_generation(g)
     scores = [p.score for p in progs if p.ok]
     best_all = self.db.best(1)
+    member_score = {i: self.db[i].score for m in self.islands for i in m}
+    moves = migrate(self.islands, member_score, g, self.cfg.migration_interval)
     summ = dict(generation=g, programs=[p.id for p in progs], n=len(progs), failed=sum(not p.ok for p in progs),
                 best_score=max(scores) if scores else None, mean_score=float(np.mean(scores)) if scores else None,
                 best_so_far=best_all[0].score if best_all else None, best_id=best_all[0].id if best_all else None,
                 diversity=code_diversity([p.code for p in progs]),
                 weight_diversity=weight_diversity([p.code for p in progs], self.env.tunable_names), tokens=self.tokens, cost=self.cost,
-                elapsed_s=round(self.elapsed(), 2), child_calls=self.child_calls)
+                elapsed_s=round(self.elapsed(), 2), child_calls=self.child_calls, migrations=moves,
+                archive_coverage=self.archive.coverage(), island_sizes=[len(m) for m in self.islands])
     final = self.dir/'generations'/f"gen_{g:03d}"; tmp = self.dir/'generations'/f"gen_{g:03d}.tmp"
     if tmp.exists(): shutil.rmtree(tmp)
     for p in progs:
@@ -440,17 +524,18 @@ def _make_repl(self)->dict:
     safe['__import__'] = root_import
     ns = dict(__builtins__=safe, program_database=self.db, current_generation=self.gen, metrics_summary={}, np=np, json=json)
     for f in ('spawn_rllm', 'spawn_rllms', 'evaluate_program', 'evaluate_programs', 'get_performance_analysis',
-              'get_historical_trends', 'advance_generation', 'terminate_evolution', 'modify_parameters'): ns[f] = getattr(self, f)
+              'get_historical_trends', 'advance_generation', 'terminate_evolution', 'modify_parameters'):
+        ns[f] = getattr(self, f)
     return ns
 
 REPL_IMPORTS = ('math', 'random', 'json', 'statistics', 'collections', 'itertools', 'functools', 'numpy', 're')
 
 ROOT_SYSTEM_PROMPT = """You are the root LLM of an evolution of game-playing programs. Your Python code runs in a persistent REPL.
 Injected functions: spawn_rllm(prompt, parents=[ids], strategy='mutate'|'crossover'|..., focus=str) -> new program id (a child LLM
-writes it, the system plays and scores it); spawn_rllms([dict(prompt=..., parents=..., strategy=..., focus=...)])
--> ids (the same, the programs played in parallel); evaluate_program(code) -> metrics dict; evaluate_programs(codes) -> list;
-get_performance_analysis() -> dict; get_historical_trends() -> list; advance_generation() -> int;
-terminate_evolution(reason); modify_parameters(**soft).
+writes it, the system plays and scores it; island=k breeds it on island k); spawn_rllms([dict(prompt=..., parents=...,
+strategy=..., focus=..., island=...)]) -> ids (the same, played in parallel); evaluate_program(code) -> metrics dict;
+evaluate_programs(codes) -> list; get_performance_analysis() -> dict (top, recent, islands' best, MAP-Elites elites, ...);
+get_historical_trends() -> list; advance_generation() -> int; terminate_evolution(reason); modify_parameters(**soft).
 Shared variables: program_database (id -> Program with .code .metrics .score .parents), current_generation, metrics_summary.
 Hard limits (generations, child calls per generation, wall time, tokens) are enforced by the system: exceeding one ends the run.
 Answer with one ```python block that spawns this generation's children and then calls advance_generation()."""
@@ -487,6 +572,7 @@ def _seed_generation(self):
     ev = self.evaluate_program(code)
     p = Program(self.db.next_id(), code, 0, [], 'seed', '', ev['metrics'], ev['ok'], ev['failure'], 'the env template')
     self.db.add(p)
+    self._admit(p, islands=range(len(self.islands)))   # every island starts from the seed
     self._pending_log.append(dict(event='program', generation=0, id=p.id, parents=[], strategy='seed', focus='', ok=p.ok,
                                   failure=p.failure, metrics=p.metrics, prompt_tokens=0, completion_tokens=0))
     self.advance_generation()

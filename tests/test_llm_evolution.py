@@ -62,6 +62,31 @@ def test_parallel_and_batched_evaluation_equal_serial(tmp_path):
     for r in runs + [serial]: r.run()
     assert len(rows(serial)) == 4 and rows(runs[0]) == rows(runs[1]) == rows(serial)
 
+def test_islands_migrate_on_schedule_and_resume(tmp_path):
+    c = dict(env='tetris', islands=3, migration_interval=2, max_generations=2, children_per_generation=3,
+             games_per_eval=1, max_ticks=120, seed=4)
+    a = EvolutionRun(tmp_path/'a', cfg(**c)); a.run()
+    h = {x['generation']: x for x in a.history}
+    assert h[0]['migrations'] == h[1]['migrations'] == [] and h[2]['migrations']
+    for frm, to, pid in h[2]['migrations']:   # the best of island `frm` (by score, then id) joined island `to`
+        arrived = {(t, q) for _, t, q in h[2]['migrations']}
+        bred = [i for i in a.islands[frm] if (frm, i) not in arrived]   # its members before the moves
+        assert pid == min(bred, key=lambda i: (-a.db[i].score, i)) and pid in a.islands[to]
+    assert {p.island for p in a.db.values() if p.generation > 0} == {0, 1, 2}
+    b = EvolutionRun(tmp_path/'b', cfg(**c)); b.run()   # seeded: the same moves
+    assert b.history[2]['migrations'] == h[2]['migrations'] and b.islands == a.islands
+    again = EvolutionRun(tmp_path/'a', resume=True)
+    assert again.islands == a.islands and again.archive.cells == a.archive.cells
+
+def test_near_duplicate_children_are_not_played(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=1, children_per_generation=2))
+    run.backend.child = lambda req, rng: dict(text=f"```python\n# a copy\n{req['parents_code'][0]}```", prompt_tokens=0,
+                                              completion_tokens=0)
+    run.run()
+    kids = [p for p in run.db.values() if p.generation == 1]
+    assert len(kids) == 2 and all(p.failure == 'duplicate' and not p.ok and 'prog_00000' in p.notes for p in kids)
+    assert run.cache_counts['misses'] == 1   # only the seed was played
+
 def test_hard_limits_end_the_run_cleanly(tmp_path):
     run = EvolutionRun(tmp_path/'a', cfg(max_child_calls_per_generation=1))
     run.backend.root = lambda messages, rng: dict(text="```python\nfor i in range(3): spawn_rllm('more')\n```", prompt_tokens=0, completion_tokens=0)
