@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
+import cma
 from fastcore.basics import patch_to
 from .sandbox import play_games, SandboxLimits, PlayResult, FAILURE_KINDS, program_env, program_genome
 from .registry import Registry
@@ -26,9 +27,9 @@ __all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'REPL_IMPORTS'
            'programs_producer', 'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError',
            'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig',
            'normalised_code', 'EvalCache', 'play_program', 'migrate', 'behaviour', 'MapElites', 'near_duplicate',
-           'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity', 'plot_run', 'pufferlib_games',
-           'compare_heldout', 'register_programs', 'ProgramSettings', 'produce_programs', 'check_evolution_config',
-           'evolve_cli']
+           'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity', 'with_tunables', 'plot_run',
+           'pufferlib_games', 'compare_heldout', 'register_programs', 'ProgramSettings', 'produce_programs',
+           'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -322,7 +323,7 @@ def _child_messages(self, prompt, parents, strategy, focus):
 @patch_to(EvolutionRun)
 def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='',
                island:int=0)->tuple:
-    "Child program `pid` (not played yet), its request, the reply and its code (None: no code block); hard limits raise."
+    "Child program `pid` (not played yet), its request, the reply, its code (None: no code block); hard limits raise."
     self._check_wall()
     if not 0 <= island < len(self.islands):
         raise ValueError(f"island must be in 0..{len(self.islands) - 1} (EvolutionConfig.islands), not {island}")
@@ -524,7 +525,8 @@ def _make_repl(self)->dict:
     safe['__import__'] = root_import
     ns = dict(__builtins__=safe, program_database=self.db, current_generation=self.gen, metrics_summary={}, np=np, json=json)
     for f in ('spawn_rllm', 'spawn_rllms', 'evaluate_program', 'evaluate_programs', 'get_performance_analysis',
-              'get_historical_trends', 'advance_generation', 'terminate_evolution', 'modify_parameters'):
+              'get_historical_trends', 'advance_generation', 'terminate_evolution', 'modify_parameters',
+              'tune_constants'):
         ns[f] = getattr(self, f)
     return ns
 
@@ -534,8 +536,9 @@ ROOT_SYSTEM_PROMPT = """You are the root LLM of an evolution of game-playing pro
 Injected functions: spawn_rllm(prompt, parents=[ids], strategy='mutate'|'crossover'|..., focus=str) -> new program id (a child LLM
 writes it, the system plays and scores it; island=k breeds it on island k); spawn_rllms([dict(prompt=..., parents=...,
 strategy=..., focus=..., island=...)]) -> ids (the same, played in parallel); evaluate_program(code) -> metrics dict;
-evaluate_programs(codes) -> list; get_performance_analysis() -> dict (top, recent, islands' best, MAP-Elites elites, ...);
-get_historical_trends() -> list; advance_generation() -> int; terminate_evolution(reason); modify_parameters(**soft).
+evaluate_programs(codes) -> list; get_performance_analysis() -> dict (top, recent, islands' best, MAP-Elites elites..);
+get_historical_trends() -> list; advance_generation() -> int; terminate_evolution(reason); modify_parameters(**soft);
+tune_constants(id, generations=3, popsize=6) -> id (CMA-ES over the program's numeric constants, no LLM call).
 Shared variables: program_database (id -> Program with .code .metrics .score .parents), current_generation, metrics_summary.
 Hard limits (generations, child calls per generation, wall time, tokens) are enforced by the system: exceeding one ends the run.
 Answer with one ```python block that spawns this generation's children and then calls advance_generation()."""
@@ -609,6 +612,50 @@ def finish(self)->dict:
     try: plot_run(self)
     except Exception as e: summ['plot_error'] = repr(e)
     return summ
+
+# %% ../nbs/83_llm_evolution.ipynb #7f2caa24
+def with_tunables(code:str, names:tuple, values:dict)->str: # values: {'NAME[key]': float}, `tunable_vector`'s names
+    "`code` with the numeric literals of its top-level constants `names` set from `values` (the others kept)."
+    tree = ast.parse(code)
+    put = lambda key, v: ast.Constant(float(values[key])) if key in values and _num(v) is not None else v
+    for name, node in _tunables(tree, names).items():
+        if isinstance(node, ast.Dict):
+            node.values = [put(f"{name}[{k.value if isinstance(k, ast.Constant) else i}]", v)
+                           for i, (k, v) in enumerate(zip(node.keys, node.values))]
+        elif isinstance(node, ast.List): node.elts = [put(f"{name}[{i}]", v) for i, v in enumerate(node.elts)]
+        else:
+            for a in tree.body:
+                if isinstance(a, ast.Assign) and a.value is node: a.value = put(f"{name}[]", node)
+    return ast.unparse(tree) + "\n"
+
+# %% ../nbs/83_llm_evolution.ipynb #def12b84
+@patch_to(EvolutionRun)
+def tune_constants(self, program_id:str, generations:int=3, popsize:int=6,
+                   sigma:float=0.3)->str: # the tuned program's id, or `program_id` when nothing beat it
+    """CMA-ES over the tunable constants of program `program_id` (c -> c + y max(1, |c|), y ~ CMA-ES with step `sigma`),
+    `generations` x `popsize` evaluations on the training seeds; the best becomes a new program (strategy 'cma')."""
+    p = self.db[program_id]
+    x0 = tunable_vector(p.code, self.env.tunable_names)
+    if not x0: raise ValueError(f"{program_id} has no tunable constants ({self.env.tunable_names}) to tune")
+    keys = sorted(x0); scale = np.array([max(1.0, abs(x0[k])) for k in keys])
+    opts = dict(popsize=popsize, seed=int(self.rng.integers(1, 2**31)), verbose=-9)
+    es = cma.CMAEvolutionStrategy(np.zeros(len(keys)), sigma, opts)
+    best, best_score, best_metrics = p.code, p.score, p.metrics
+    for _ in range(generations):
+        ys = es.ask()
+        codes = [with_tunables(p.code, self.env.tunable_names,
+                               {k: round(x0[k] + d*s, 4) for k, d, s in zip(keys, y, scale)}) for y in ys]
+        evs = self.evaluate_programs(codes)
+        scores = [ev['metrics'].get('avg_score', -1e9) if ev['ok'] else -1e9 for ev in evs]
+        es.tell(ys, [-s for s in scores])
+        for c, s, ev in zip(codes, scores, evs):
+            if s > best_score: best, best_score, best_metrics = c, s, ev['metrics']
+    if best == p.code: return program_id
+    q = Program(self.db.next_id(), best, self.gen, [program_id], 'cma', p.focus, best_metrics, island=p.island,
+                notes=f"CMA-ES over {len(keys)} constants: {generations} x {popsize} evaluations, sigma {sigma}",
+                created=round(self.elapsed(), 3))
+    self._record_child(q, dict(messages=[]), dict(text=q.notes, prompt_tokens=0, completion_tokens=0))
+    return q.id
 
 # %% ../nbs/83_llm_evolution.ipynb #56eb9fbb
 def plot_run(run:EvolutionRun)->list: # paths of the written PNGs

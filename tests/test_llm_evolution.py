@@ -87,6 +87,15 @@ def test_near_duplicate_children_are_not_played(tmp_path):
     assert len(kids) == 2 and all(p.failure == 'duplicate' and not p.ok and 'prog_00000' in p.notes for p in kids)
     assert run.cache_counts['misses'] == 1   # only the seed was played
 
+def test_tune_constants_is_seeded_and_never_worse(tmp_path):
+    out = []
+    for d in ('a', 'b'):
+        run = EvolutionRun(tmp_path/d, cfg(max_generations=0)); run.run()
+        tuned = run.db[run.tune_constants('prog_00000', generations=2, popsize=4)]
+        assert tuned.score >= run.db['prog_00000'].score
+        out.append((tuned.id, tuned.code, tuned.metrics))
+    assert out[0] == out[1] and out[0][0] == 'prog_00001'   # the zero-weight template is beaten, the same way twice
+
 def test_hard_limits_end_the_run_cleanly(tmp_path):
     run = EvolutionRun(tmp_path/'a', cfg(max_child_calls_per_generation=1))
     run.backend.root = lambda messages, rng: dict(text="```python\nfor i in range(3): spawn_rllm('more')\n```", prompt_tokens=0, completion_tokens=0)
