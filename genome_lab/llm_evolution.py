@@ -23,12 +23,12 @@ from .arenas import PUFFERLIB_VERSION
 from . import __version__
 
 # %% auto #0
-__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY',
-           'programs_producer', 'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError',
+__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'DIFF_BLOCK', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT',
+           'RELATION_OF_STRATEGY', 'programs_producer', 'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError',
            'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig',
            'normalised_code', 'EvalCache', 'play_program', 'migrate', 'behaviour', 'MapElites', 'near_duplicate',
-           'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity', 'with_tunables', 'plot_run',
-           'pufferlib_games', 'compare_heldout', 'register_programs', 'ProgramSettings', 'produce_programs',
+           'apply_diff', 'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity', 'with_tunables',
+           'plot_run', 'pufferlib_games', 'compare_heldout', 'register_programs', 'ProgramSettings', 'produce_programs',
            'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
@@ -203,6 +203,17 @@ def near_duplicate(code:str, others:dict, # id -> code
         if s == shape and all(abs(a - b) <= rtol*max(1.0, abs(a), abs(b)) for a, b in zip(x, y)): return pid
     return None
 
+# %% ../nbs/83_llm_evolution.ipynb #190c8d90
+DIFF_BLOCK = re.compile(r"<<<<<<< SEARCH\n(.*?)\n=======\n(.*?)\n?>>>>>>> REPLACE", re.S)
+
+def apply_diff(code:str, answer:str)->str: # the edited program
+    """Apply the SEARCH/REPLACE blocks of `answer` (OpenEvolve's diff format) to `code` in order, each at its first
+    occurrence; `ValueError` names a block whose SEARCH text is not in the program."""
+    for n, (search, replace) in enumerate(DIFF_BLOCK.findall(answer)):
+        if search not in code: raise ValueError(f"SEARCH block {n + 1} is not in the parent program: {search[:200]!r}")
+        code = code.replace(search, replace, 1)
+    return code
+
 # %% ../nbs/83_llm_evolution.ipynb #793cf823
 class EvolutionRun:
     "One evolution run in `run_dir` (resumed from its last checkpoint when `resume`)."
@@ -336,10 +347,12 @@ def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='
                    strategy=strategy, focus=focus)
     reply = self.backend.child(request, self.rng)
     self._charge(reply)
-    code = extract_code(reply['text'])
+    why = ''   # a SEARCH/REPLACE answer edits the first parent; any other is a whole program
+    try: code = apply_diff(ps[0].code, reply['text']) if DIFF_BLOCK.search(reply['text']) else extract_code(reply['text'])
+    except ValueError as e: code, why = None, str(e)
     p = Program(pid, code or '', self.gen, [q.id for q in ps], strategy if self.backend.name == 'offline' else f'llm:{strategy}',
                 focus, notes=prompt[:500], created=round(self.elapsed(), 3), island=island)
-    if code is None: p.ok, p.failure, p.notes = False, 'syntax', 'the child answered without a code block'
+    if code is None: p.ok, p.failure, p.notes = False, 'syntax', why or 'the child answered without a code block'
     return p, request, reply, code
 
 @patch_to(EvolutionRun)
@@ -788,7 +801,8 @@ def produce_programs(ctx:ProducerContext)->list: # genome ids, best first
 programs_producer = Producer(produce_programs, ProgramSettings)
 
 # %% ../nbs/83_llm_evolution.ipynb #c31d8769
-POSITIVE = ('max_child_calls_per_generation', 'children_per_generation', 'games_per_eval', 'cpu_s', 'wall_s', 'max_wall_s', 'llm_timeout_s')
+POSITIVE = ('max_child_calls_per_generation', 'children_per_generation', 'games_per_eval', 'cpu_s', 'wall_s', 'max_wall_s',
+            'llm_timeout_s', 'workers', 'islands')
 
 def check_evolution_config(cfg:EvolutionConfig)->EvolutionConfig:
     "Raise `ValueError`, saying what to fix, for an unknown arena or backend or a negative (or zero, where that means nothing) setting."

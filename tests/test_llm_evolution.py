@@ -96,6 +96,16 @@ def test_tune_constants_is_seeded_and_never_worse(tmp_path):
         out.append((tuned.id, tuned.code, tuned.metrics))
     assert out[0] == out[1] and out[0][0] == 'prog_00001'   # the zero-weight template is beaten, the same way twice
 
+def test_diff_answers_edit_the_parent(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=1, children_per_generation=2))
+    diffs = iter(["<<<<<<< SEARCH\nBIAS = 0.0\n=======\nBIAS = 1.0\n>>>>>>> REPLACE",
+                  "<<<<<<< SEARCH\nBIAS = 7.0\n=======\nBIAS = 1.0\n>>>>>>> REPLACE"])
+    run.backend.child = lambda req, rng: dict(text=next(diffs), prompt_tokens=0, completion_tokens=0)
+    run.run()
+    good, bad = run.db['prog_00001'], run.db['prog_00002']
+    assert good.ok and good.code == run.db['prog_00000'].code.replace('BIAS = 0.0', 'BIAS = 1.0')
+    assert (bad.ok, bad.failure) == (False, 'syntax') and 'SEARCH block 1' in bad.notes
+
 def test_hard_limits_end_the_run_cleanly(tmp_path):
     run = EvolutionRun(tmp_path/'a', cfg(max_child_calls_per_generation=1))
     run.backend.root = lambda messages, rng: dict(text="```python\nfor i in range(3): spawn_rllm('more')\n```", prompt_tokens=0, completion_tokens=0)
@@ -248,7 +258,8 @@ def test_cli_refuses_to_overwrite_or_invent_a_run(tmp_path, capsys):
     assert [p['metrics']['games'] for p in last['programs'] if p['generation'] == 1] == [3]
 
 @pytest.mark.parametrize('args,why', [(['--env', 'nosuch'], 'unknown arena'), (['--backend', 'nosuch'], 'backend'),
-                                      (['--max-ticks', '-5'], 'max_ticks'), (['--games-per-eval', '0'], 'games_per_eval')])
+                                      (['--max-ticks', '-5'], 'max_ticks'), (['--games-per-eval', '0'], 'games_per_eval'),
+                                      (['--workers', '0'], 'workers'), (['--islands', '0'], 'islands')])
 def test_cli_bad_settings_are_one_line_errors(tmp_path, capsys, args, why):
     assert evolve_cli([str(tmp_path/'r'), *args]) == 2
     err = capsys.readouterr().err
