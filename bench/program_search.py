@@ -4,12 +4,13 @@ and the evolved program against El-Tetris on held-out games.
 1. Parallel speedup: one batch of distinct Tetris programs (offline mutations of the El-Tetris player) evaluated by
    `EvolutionRun.evaluate_programs` with `workers=1` and with `--workers`, each on an empty cache; the results must be
    equal; the figure is serial seconds / parallel seconds (this machine: 2 cores, shared with other jobs meanwhile).
-2. Search seeds: one offline search per seed (`EvolutionConfig`'s flags, the bench's PRESET), its cache hit rate, and
-   its best program against El-Tetris on the same held-out games at the same tick cap (mean lines, sem, share of games
-   cut off by the cap: `censored`).
+2. Search seeds: one offline search per seed (`EvolutionConfig`'s flags, the bench's PRESET), then CMA-ES over its
+   best program's constants (`tune_constants`), the search's cache hit rate, and the tuned program (and the one before
+   tuning) against El-Tetris on the same held-out games at the same tick cap (mean lines, sem, share of games cut off
+   by the cap: `censored`).
 With `--out FILE` the figures are written as JSON (`nbs/measured/program_search.json` is the file the chapter shows).
 Usage: OMP_NUM_THREADS=1 python bench/program_search.py [--seeds 0,1,2] [--batch 6] [--heldout-games 8]
-       [--heldout-ticks 2000] [--out FILE]
+       [--heldout-ticks 10000] [--out FILE]
 """
 import argparse, json, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,8 +24,9 @@ from genome_lab.llm_backends import OfflineMutator
 from genome_lab.sandbox import program_env, SandboxLimits
 from genome_lab.tetris_players import player_source, EL_TETRIS_WEIGHTS
 
-PRESET = dict(max_generations=3, children_per_generation=6)   # where the bench's runs differ from the defaults, and why
-PRESET_WHY = "the run of bench/llm_evolution.py and 83_llm_evolution's default parameters (generations 3, children 6)"
+PRESET = dict(max_generations=3, children_per_generation=6, max_ticks=800)   # where the bench's runs differ, and why
+PRESET_WHY = ("the run of bench/llm_evolution.py and 83_llm_evolution's defaults (generations 3, children 6), "
+              "with training games of 800 ticks: good players all survive 400, so 400 ticks hardly tell them apart")
 
 @dataclass
 class BenchOptions:
@@ -32,8 +34,10 @@ class BenchOptions:
     seeds: Annotated[str, 'search seeds, comma-separated, one search each'] = '0,1,2'
     batch: Annotated[int, 'distinct programs in the timed batch'] = 6
     heldout_games: Annotated[int, 'held-out games per player and search seed'] = 8
-    heldout_ticks: Annotated[int, 'tick cap of a held-out game'] = 2000
+    heldout_ticks: Annotated[int, 'tick cap of a held-out game (10,000: the env limit)'] = 10_000
     heldout_seed0: Annotated[int, 'first held-out game seed (disjoint from the training seeds)'] = 100_000
+    cma_generations: Annotated[int, "CMA-ES generations over the search's best program (0: no tuning)"] = 5
+    cma_popsize: Annotated[int, 'constant vectors per CMA-ES generation'] = 8
     out: Annotated[str, 'JSON file for the figures, e.g. nbs/measured/program_search.json'] = ''
 
 def speedup(cfg:EvolutionConfig, o:BenchOptions)->dict: # serial and parallel seconds of one batch, and their ratio
@@ -61,18 +65,23 @@ def lines_row(res:dict)->dict: # mean, sem, censored share of one player's held-
 
 def search(seed:int, cfg:EvolutionConfig, o:BenchOptions)->dict: # one row of `seeds`
     run_dir = Path(tempfile.mkdtemp(prefix=f'bench_ps_seed{seed}_'))
-    t = time.perf_counter(); s = EvolutionRun(run_dir, replace(cfg, seed=seed)).run(); secs = time.perf_counter() - t
+    t = time.perf_counter(); run = EvolutionRun(run_dir, replace(cfg, seed=seed)); s = run.run()
+    searched = run.db[s['best_id']]
+    tuned = run.db[run.tune_constants(searched.id, o.cma_generations, o.cma_popsize)] if o.cma_generations else searched
+    secs = time.perf_counter() - t
     held = list(range(o.heldout_seed0, o.heldout_seed0 + o.heldout_games))
     env, lim = program_env('tetris', o.heldout_ticks), SandboxLimits(cpu_s=36_000, wall_s=36_000, step_timeout_s=60)
-    players = [(run_dir/'best_program.py').read_text(), player_source(EL_TETRIS_WEIGHTS, 'el-tetris')]
-    with ThreadPoolExecutor(2) as ex: evo, elt = ex.map(lambda c: play_program(c, env, held, lim), players)
-    assert evo['ok'] and elt['ok'], (evo['message'], elt['message'])
-    e, r = lines_row(evo), lines_row(elt)
+    players = [tuned.code, player_source(EL_TETRIS_WEIGHTS, 'el-tetris'), searched.code]
+    with ThreadPoolExecutor(2) as ex: evo, elt, pre = ex.map(lambda c: play_program(c, env, held, lim), players)
+    assert evo['ok'] and elt['ok'] and pre['ok'], (evo['message'], elt['message'], pre['message'])
+    e, r, b = lines_row(evo), lines_row(elt), lines_row(pre)
     return dict(seed=seed, evolved_lines=e['mean'], evolved_sem=e['sem'], eltetris_lines=r['mean'],
                 eltetris_sem=r['sem'], cap=o.heldout_ticks, heldout_games=len(held),
-                censored=dict(evolved=e['censored'], eltetris=r['censored']),
-                search_seconds=secs, programs=s['programs'], failed=s['failed'], best_id=s['best_id'],
-                best_train=s['best_metrics'], cache=s['cache'], seed_score=s['seed_score'])
+                censored=dict(evolved=e['censored'], eltetris=r['censored'], searched=b['censored']),
+                searched_lines=b['mean'], searched_sem=b['sem'], evolved_id=tuned.id, evolved_code=tuned.code,
+                evolved_train=tuned.metrics, cma=dict(generations=o.cma_generations, popsize=o.cma_popsize),
+                search_seconds=secs, programs=s['programs'], failed=s['failed'], searched_id=searched.id,
+                searched_train=searched.metrics, cache=dict(run.cache_counts), seed_score=s['seed_score'])
 
 def parser()->argparse.ArgumentParser:
     return config_parser(EvolutionConfig, BenchOptions, description=__doc__.splitlines()[0],

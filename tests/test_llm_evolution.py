@@ -213,13 +213,14 @@ def test_program_search_bench_runs_with_tiny_settings(tmp_path):
     bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench   # registered, so `inspect` finds its source
     spec.loader.exec_module(bench)
     res = bench.main(['--seeds', '3', '--batch', '2', '--max-generations', '1', '--children-per-generation', '2',
-                      '--max-ticks', '100', '--heldout-games', '2', '--heldout-ticks', '150',
-                      '--out', str(tmp_path/'ps.json')])
+                      '--max-ticks', '100', '--heldout-games', '2', '--heldout-ticks', '150', '--cma-generations', '1',
+                      '--cma-popsize', '2', '--out', str(tmp_path/'ps.json')])
     saved = json.loads((tmp_path/'ps.json').read_text())
     assert saved['parallel_speedup'] == res['parallel']['speedup'] > 0 and 0 <= saved['cache_hit_rate'] <= 1
     row, = saved['seeds']
     assert (row['seed'], row['cap'], row['heldout_games'], row['programs']) == (3, 150, 2, 3)
-    assert row['eltetris_lines'] > 0 and 0 <= row['censored']['evolved'] <= 1
+    assert row['eltetris_lines'] > 0 and 0 <= row['censored']['evolved'] <= 1 and row['cma'] == dict(generations=1, popsize=2)
+    assert row['evolved_train']['avg_score'] >= row['searched_train']['avg_score']   # tuning never keeps a worse program
     assert row['censored']['eltetris'] == 1.0   # El-Tetris outlives 150 ticks
     assert all(getattr(EvolutionConfig(), k) != v for k, v in bench.PRESET.items())   # the bench's preset, said in --help
     assert bench.PRESET_WHY in ' '.join(bench.parser().format_help().split())
