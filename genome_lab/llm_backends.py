@@ -77,15 +77,27 @@ class OfflineMutator:
         return dict(text=f"```python\n{OFFLINE_ROOT_STRATEGY}```", prompt_tokens=0, completion_tokens=0, cached=False)
 
 OFFLINE_ROOT_STRATEGY = '''analysis = get_performance_analysis()
-parents = [p['id'] for p in analysis['top']] or [p['id'] for p in analysis['recent']]
+top = [p['id'] for p in analysis['top']] or [p['id'] for p in analysis['recent']]
+islands, elites = analysis.get('islands') or [top], analysis.get('elites') or []
 areas = analysis['focus_areas']
 budget = analysis['children_per_generation']
+children = []
 for i in range(budget):
     focus = areas[(current_generation + i) % len(areas)]
-    if i % 3 == 2 and len(parents) > 1:
-        spawn_rllm(f"Combine the strengths of two good players (focus: {focus}).", parents=[parents[0], parents[1 + i % (len(parents) - 1)]], strategy='crossover', focus=focus)
+    k = i % len(islands)  # children go round the islands; parents come from the child's island
+    parents = islands[k] or top
+    if i % 3 == 1 and len(elites) > 1:  # an elite of the MAP-Elites archive, a different cell each time
+        elite = elites[(current_generation + i) % len(elites)]
+        children.append(dict(prompt=f"Improve this player (focus: {focus}).", parents=[elite], strategy='mutate',
+                             focus=focus, island=k))
+    elif i % 3 == 2 and len(parents) > 1:
+        pair = [parents[0], parents[1 + i % (len(parents) - 1)]]
+        children.append(dict(prompt=f"Combine the strengths of two good players (focus: {focus}).", parents=pair,
+                             strategy='crossover', focus=focus, island=k))
     else:
-        spawn_rllm(f"Improve this player (focus: {focus}).", parents=[parents[i % len(parents)]], strategy='mutate', focus=focus)
+        children.append(dict(prompt=f"Improve this player (focus: {focus}).", parents=[parents[i % len(parents)]],
+                             strategy='mutate', focus=focus, island=k))
+spawn_rllms(children)  # asked one after another, played in parallel
 advance_generation()
 '''
 

@@ -6,10 +6,12 @@ Docs: https://genome-lab.github.io/genome_lab/llm_evolution.html.md"""
 
 # %% ../nbs/83_llm_evolution.ipynb #e36b37d5
 from __future__ import annotations
-import ast, contextlib, copy, difflib, hashlib, io, json, os, re, shutil, time, traceback
+import ast, contextlib, copy, difflib, hashlib, io, json, os, re, shutil, sqlite3, time, traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
+import cma
 from fastcore.basics import patch_to
 from .sandbox import play_games, SandboxLimits, PlayResult, FAILURE_KINDS, program_env, program_genome
 from .registry import Registry
@@ -17,13 +19,17 @@ from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHER
                                        EL_TETRIS_WEIGHTS, MAX_TICKS)
 from .llm_backends import OfflineMutator, OpenAIBackend, LLMCache, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
 from .core import atomic_write_json, Producer, ProducerContext
+from .arenas import PUFFERLIB_VERSION
+from . import __version__
 
 # %% auto #0
-__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY', 'programs_producer',
-           'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError', 'GenerationLimitExceeded',
-           'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun',
-           'code_diversity', 'tunable_vector', 'weight_diversity', 'plot_run', 'pufferlib_games', 'compare_heldout',
-           'register_programs', 'ProgramSettings', 'produce_programs', 'check_evolution_config', 'evolve_cli']
+__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'DIFF_BLOCK', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT',
+           'RELATION_OF_STRATEGY', 'programs_producer', 'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError',
+           'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig',
+           'normalised_code', 'EvalCache', 'play_program', 'migrate', 'behaviour', 'MapElites', 'near_duplicate',
+           'apply_diff', 'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity', 'with_tunables',
+           'plot_run', 'pufferlib_games', 'compare_heldout', 'register_programs', 'ProgramSettings', 'produce_programs',
+           'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -37,9 +43,10 @@ class Program:
     focus: str = ''
     metrics: dict = field(default_factory=dict) # avg_score, avg_lines, std_lines, avg_survival, games ...
     ok: bool = True # played without failing?
-    failure: str = '' # reason (one of sandbox.FAILURE_KINDS) when not ok
+    failure: str = '' # reason (one of sandbox.FAILURE_KINDS, or 'duplicate': not played, `near_duplicate`) when not ok
     notes: str = ''
     created: float = 0.0
+    island: int = 0 # the island it was bred on (`migrate`)
     @property
     def score(self)->float: return self.metrics.get('avg_score', float('-inf')) if self.ok else float('-inf')
 
@@ -88,9 +95,124 @@ class EvolutionConfig:
     llm_max_retries: int = 3 # openai: the client's retries (timeouts, connection errors, 408/409/429/5xx)
     cpu_s: int = 120 # sandbox CPU seconds per evaluation
     wall_s: float = 300.0 # sandbox wall seconds per evaluation
+    workers: int = 2 # sandboxed evaluations at once (1: one after another; results are the same)
+    islands: int = 1 # islands of the population (`migrate`)
+    migration_interval: int = 2 # generations between migrations (ring: island k's best joins island k+1)
+    archive_bins: int = 4 # MAP-Elites cells per behaviour descriptor (`MapElites`); parents are drawn from it
+    novelty_rtol: float = 1e-3 # a child whose constants all lie this close to a program's is a near-duplicate
 
 HARD_LIMITS = ('max_generations', 'max_child_calls_per_generation', 'max_wall_s', 'max_tokens', 'max_cost')
 SOFT_PARAMETERS = ('children_per_generation', 'games_per_eval', 'max_ticks', 'mutation_sigma')
+
+# %% ../nbs/83_llm_evolution.ipynb #7b0b648c
+def normalised_code(code:str)->str: # the AST dump; the source itself when it does not parse
+    "`code` without what does not change its meaning: comments, blank lines, spacing and line breaks."
+    try: return ast.dump(ast.parse(code))
+    except SyntaxError: return code
+
+# %% ../nbs/83_llm_evolution.ipynb #09d1d1fb
+UNCACHED_FAILURES = ('timeout', 'cpu', 'memory', 'crash') # failures that depend on the machine's load, never cached
+
+class EvalCache:
+    """Evaluations by (normalised code, settings) in a SQLite table at `path`; `hits` and `misses` count the lookups
+    of this process (the run keeps its totals in its checkpoints)."""
+    def __init__(self, path:str|Path):
+        self.path, self.hits, self.misses = Path(path), 0, 0
+        with self._db() as db:
+            db.execute('CREATE TABLE IF NOT EXISTS evals (key TEXT PRIMARY KEY, result TEXT NOT NULL)')
+    def _db(self): return contextlib.closing(sqlite3.connect(self.path, timeout=60, isolation_level=None))
+    @staticmethod
+    def key(code:str, settings:dict)->str: # sha256 hex
+        text = json.dumps(settings, sort_keys=True) + "\0" + normalised_code(code)
+        return hashlib.sha256(text.encode()).hexdigest()
+    def get(self, code:str, settings:dict)->dict|None: # the cached evaluation, or None (a miss)
+        with self._db() as db:
+            row = db.execute('SELECT result FROM evals WHERE key=?', (self.key(code, settings),)).fetchone()
+        if row is None: self.misses += 1; return None
+        self.hits += 1; return json.loads(row[0])
+    def put(self, code:str, settings:dict, result:dict)->bool: # stored? (not for a failure in `UNCACHED_FAILURES`)
+        if result.get('failure') in UNCACHED_FAILURES: return False
+        with self._db() as db:
+            row = (self.key(code, settings), json.dumps(result, default=float))
+            db.execute('INSERT OR REPLACE INTO evals VALUES (?, ?)', row)
+        return True
+    def __len__(self):
+        with self._db() as db: return db.execute('SELECT COUNT(*) FROM evals').fetchone()[0]
+
+# %% ../nbs/83_llm_evolution.ipynb #1feee659
+def play_program(code:str, env, # a `ProgramEnv` (its `max_ticks` is the cap)
+                 seeds:list, limits:SandboxLimits)->dict: # `evaluate_program`'s keys, and 'games' (one dict per seed)
+    "Play `code` in a sandboxed child on one game per seed, on a game of its own (so that several may run at once)."
+    game = env.new_game()
+    try: r = play_games(code, game, seeds, limits)
+    finally:
+        if hasattr(game, 'close'): game.close()
+    return dict(ok=r.ok, failure=r.reason, message=r.message, seconds=round(r.seconds, 3), steps=r.steps,
+                metrics=env.metrics(r.games) if r.ok and r.games else {}, games=r.games)
+
+# %% ../nbs/83_llm_evolution.ipynb #89cf58dd
+def migrate(islands:list, # island k -> its member ids (a list each), changed in place
+            score:dict, # id -> score
+            generation:int, # the generation that just closed
+            interval:int)->list: # the moves made: [(from island, to island, id)]
+    """Ring migration (FunSearch, OpenEvolve): after each generation g > 0 with g % `interval` == 0, the best member
+    of island k (highest score, then lowest id) joins island (k+1) mod n, unless it is a member already."""
+    n = len(islands)
+    if n < 2 or interval <= 0 or generation <= 0 or generation % interval: return []
+    best = [min(m, key=lambda i: (-score[i], i)) if m else None for m in islands]
+    moves = [(k, (k + 1) % n, b) for k, b in enumerate(best) if b is not None and b not in islands[(k + 1) % n]]
+    for _, to, b in moves: islands[to].append(b)
+    return moves
+
+# %% ../nbs/83_llm_evolution.ipynb #729ab29f
+def behaviour(metrics:dict, max_ticks:int)->tuple: # (survival share, clearing rate), each in [0, 1]
+    """Behaviour descriptors of a program from its training games' metrics: the share of `max_ticks` it survives, and
+    lines per 10 ticks (`avg_lines`; `avg_score` where the env has no lines), both clipped to [0, 1]."""
+    t = max(metrics.get('avg_survival', 0.0), 1e-9)
+    rate = metrics.get('avg_lines', metrics.get('avg_score', 0.0))/t*10
+    return (float(np.clip(t/max_ticks, 0, 1)) if max_ticks else 1.0, float(np.clip(rate, 0, 1)))
+
+class MapElites:
+    "A MAP-Elites archive: cell ('i,j') -> [id, score] of the best program whose descriptors fall in it."
+    def __init__(self, bins:int=4, dims:int=2, cells:dict|None=None):
+        self.bins, self.dims, self.cells = bins, dims, dict(cells or {})
+    def cell(self, desc:tuple)->str: return ','.join(str(min(self.bins - 1, max(0, int(d*self.bins)))) for d in desc)
+    def add(self, pid:str, desc:tuple, score:float)->bool: # did `pid` become its cell's elite?
+        c = self.cell(desc); cur = self.cells.get(c)
+        if self.bins <= 0 or (cur is not None and score <= cur[1]): return False
+        self.cells[c] = [pid, score]; return True
+    def coverage(self)->float: return len(self.cells)/self.bins**self.dims if self.bins > 0 else 0.0
+    def elites(self)->list: return [i for i, _ in sorted(self.cells.values(), key=lambda e: (-e[1], e[0]))] # best first
+
+# %% ../nbs/83_llm_evolution.ipynb #03c54b77
+def _numbers(code:str)->tuple: # (AST dump, numeric literals masked; their values in order); (code, ()) if unparsable
+    try: tree = ast.parse(code)
+    except SyntaxError: return code, ()
+    vals = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) and not isinstance(n.value, bool):
+            vals.append(float(n.value)); n.value = 0
+    return ast.dump(tree), tuple(vals)
+
+def near_duplicate(code:str, others:dict, # id -> code
+                   rtol:float=1e-3)->str|None: # the id of the first program `code` nearly repeats, or None
+    "A program of `others` with `code`'s structure and every number within `rtol` (relative to the larger, at least 1)."
+    shape, x = _numbers(code)
+    for pid, other in others.items():
+        s, y = _numbers(other)
+        if s == shape and all(abs(a - b) <= rtol*max(1.0, abs(a), abs(b)) for a, b in zip(x, y)): return pid
+    return None
+
+# %% ../nbs/83_llm_evolution.ipynb #190c8d90
+DIFF_BLOCK = re.compile(r"<<<<<<< SEARCH\n(.*?)\n=======\n(.*?)\n?>>>>>>> REPLACE", re.S)
+
+def apply_diff(code:str, answer:str)->str: # the edited program
+    """Apply the SEARCH/REPLACE blocks of `answer` (OpenEvolve's diff format) to `code` in order, each at its first
+    occurrence; `ValueError` names a block whose SEARCH text is not in the program."""
+    for n, (search, replace) in enumerate(DIFF_BLOCK.findall(answer)):
+        if search not in code: raise ValueError(f"SEARCH block {n + 1} is not in the parent program: {search[:200]!r}")
+        code = code.replace(search, replace, 1)
+    return code
 
 # %% ../nbs/83_llm_evolution.ipynb #793cf823
 class EvolutionRun:
@@ -112,6 +234,8 @@ class EvolutionRun:
         self.db, self.gen, self.tokens, self.cost, self.history = ProgramDatabase(), 0, 0, 0.0, []
         self.rng = np.random.default_rng(self.cfg.seed)
         self.elapsed0, self.stop_reason, self.terminated = 0.0, '', False
+        self.cache, self.cache_counts = EvalCache(self.dir/'eval_cache.sqlite'), dict(hits=0, misses=0)
+        self.islands, self.archive = [[] for _ in range(max(1, self.cfg.islands))], MapElites(self.cfg.archive_bins)
         if ck: self._restore(json.loads(ck[-1].read_text()))
         else:
             for sub in ('generations', 'rllm_logs', 'checkpoints', 'visualizations'):
@@ -130,11 +254,14 @@ class EvolutionRun:
     def _state(self)->dict:
         return dict(generation=self.gen, programs=self.db.to_list(), tokens=self.tokens, cost=self.cost, history=self.history,
                     rng=self.rng.bit_generator.state, elapsed=self.elapsed(), cfg=asdict(self.cfg),
-                    soft={k: getattr(self.cfg, k) for k in SOFT_PARAMETERS})
+                    soft={k: getattr(self.cfg, k) for k in SOFT_PARAMETERS}, cache=self.cache_counts,
+                    islands=self.islands, archive=self.archive.cells)
     def _restore(self, st:dict):
         self.db, self.gen = ProgramDatabase.from_list(st['programs']), st['generation'] + 1
         self.tokens, self.cost, self.history = st['tokens'], st['cost'], st['history']
         self.rng.bit_generator.state = st['rng']; self.elapsed0 = st['elapsed']
+        self.cache_counts = dict(st.get('cache', self.cache_counts))
+        self.islands, self.archive.cells = st.get('islands', self.islands), dict(st.get('archive', {}))
         for k, v in st['soft'].items(): setattr(self.cfg, k, v)
         self.env.max_ticks = self.cfg.max_ticks
         done = st['generation']
@@ -159,18 +286,42 @@ class EvolutionRun:
 
 # %% ../nbs/83_llm_evolution.ipynb #fc58a1d5
 @patch_to(EvolutionRun)
-def evaluate_program(self, code:str, games:int|None=None)->dict: # {'ok', 'failure', 'message', 'metrics', 'seconds'}
-    "Play `code` in the sandbox on the training seeds; failures come back with their reason."
-    self._check_wall()
+def eval_settings(self, games:int|None=None)->dict: # what an evaluation is a function of, beside the program
+    "The settings of an evaluation on the training seeds: the cache's key holds them."
     n = games or self.cfg.games_per_eval
-    seeds = [self.cfg.train_seed0 + i for i in range(n)]
-    game = self.env.new_game()
-    try: r = play_games(code, game, seeds, SandboxLimits(cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s))
-    finally:
-        if hasattr(game, 'close'): game.close()
-    out = dict(ok=r.ok, failure=r.reason, message=r.message, seconds=round(r.seconds, 3), steps=r.steps,
-               metrics=self.env.metrics(r.games) if r.ok and r.games else {})
+    return dict(env=self.env.name, arena_version=f"genome_lab {__version__}, pufferlib {PUFFERLIB_VERSION}",
+                seeds=[self.cfg.train_seed0 + i for i in range(n)], max_ticks=self.env.max_ticks,
+                cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s)
+
+@patch_to(EvolutionRun)
+def evaluate_programs(self, codes:list, games:int|None=None)->list: # one `evaluate_program` dict per code, in order
+    """Evaluate `codes` on the training seeds: the cache answers what it holds, the distinct rest is played by
+    `cfg.workers` sandboxed evaluations at once (`play_program`); a program met twice in `codes` is played once."""
+    self._check_wall()
+    st, out, todo = self.eval_settings(games), [None]*len(codes), {}
+    for i, code in enumerate(codes):
+        if (hit := self.cache.get(code, st)) is not None: out[i] = hit | dict(cached=True)
+        else: todo.setdefault(EvalCache.key(code, st), []).append(i)
+    lim = SandboxLimits(cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s)
+    firsts = [ix[0] for ix in todo.values()]
+    play = lambda i: play_program(codes[i], self.env, st['seeds'], lim)
+    with ThreadPoolExecutor(max(1, min(self.cfg.workers, len(firsts)))) as ex: played = list(ex.map(play, firsts))
+    for ix, ev in zip(todo.values(), played):
+        self.cache.put(codes[ix[0]], st, ev)
+        for k, i in enumerate(ix): out[i] = ev | dict(cached=k > 0)
+    self.cache_counts['misses'] += len(firsts); self.cache_counts['hits'] += len(codes) - len(firsts)
     return out
+
+@patch_to(EvolutionRun)
+def evaluate_program(self, code:str, games:int|None=None)->dict: # {'ok', 'failure', 'message', 'metrics', 'cached', ..}
+    "Play `code` in the sandbox on the training seeds (or answer from the run's cache); a failure says its reason."
+    return self.evaluate_programs([code], games)[0]
+
+@patch_to(EvolutionRun)
+def cache_hit_rate(self)->float: # hits / lookups of the run (resumes included); nan before the first
+    "The share of the run's evaluations answered by the cache."
+    n = self.cache_counts['hits'] + self.cache_counts['misses']
+    return self.cache_counts['hits']/n if n else float('nan')
 
 @patch_to(EvolutionRun)
 def _child_messages(self, prompt, parents, strategy, focus):
@@ -181,9 +332,12 @@ def _child_messages(self, prompt, parents, strategy, focus):
             dict(role='user', content=f"{prompt}\nStrategy: {strategy}. Focus area: {focus}.\n\n{body}")]
 
 @patch_to(EvolutionRun)
-def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='')->str: # the new program's id
-    "Ask a child for a program derived from `parents` (ids), evaluate it, add it to the database; raises the hard-limit errors."
+def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='',
+               island:int=0)->tuple:
+    "Child program `pid` (not played yet), its request, the reply, its code (None: no code block); hard limits raise."
     self._check_wall()
+    if not 0 <= island < len(self.islands):
+        raise ValueError(f"island must be in 0..{len(self.islands) - 1} (EvolutionConfig.islands), not {island}")
     if self.child_calls >= self.cfg.max_child_calls_per_generation:
         raise ChildCallLimitExceeded(f"more than max_child_calls_per_generation={self.cfg.max_child_calls_per_generation} in generation {self.gen}")
     self.child_calls += 1
@@ -193,16 +347,55 @@ def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', 
                    strategy=strategy, focus=focus)
     reply = self.backend.child(request, self.rng)
     self._charge(reply)
-    pid = self.db.next_id()
-    code = extract_code(reply['text'])
+    why = ''   # a SEARCH/REPLACE answer edits the first parent; any other is a whole program
+    try: code = apply_diff(ps[0].code, reply['text']) if DIFF_BLOCK.search(reply['text']) else extract_code(reply['text'])
+    except ValueError as e: code, why = None, str(e)
     p = Program(pid, code or '', self.gen, [q.id for q in ps], strategy if self.backend.name == 'offline' else f'llm:{strategy}',
-                focus, notes=prompt[:500], created=round(self.elapsed(), 3))
-    if code is None: p.ok, p.failure, p.notes = False, 'syntax', 'the child answered without a code block'
-    else:
-        ev = self.evaluate_program(code)
+                focus, notes=prompt[:500], created=round(self.elapsed(), 3), island=island)
+    if code is None: p.ok, p.failure, p.notes = False, 'syntax', why or 'the child answered without a code block'
+    return p, request, reply, code
+
+@patch_to(EvolutionRun)
+def spawn_rllms(self, children:list)->list: # the new programs' ids, in order
+    """Ask a child for each of `children` (dicts of `spawn_rllm`'s arguments), one after another, then play their
+    programs together (`evaluate_programs`) and add them to the database: the same programs, ids and scores as
+    `spawn_rllm` called for each in turn. A hard limit met half-way keeps the children asked before it, then raises."""
+    made, stop = [], None
+    try:
+        for c in children: made.append(self._ask_child(f"prog_{len(self.db) + len(made):05d}", **c))
+    except EvolutionLimitError as e: stop = e
+    played = []
+    for p, _, _, code in made:
+        if code is None: continue
+        known = {q.id: q.code for q in self.db.values() if q.ok} | {q.id: q.code for q in played}
+        if (twin := near_duplicate(code, known, self.cfg.novelty_rtol)) is None: played.append(p)
+        else: p.ok, p.failure, p.notes = False, 'duplicate', p.notes + f"\nnot played: a near-duplicate of {twin}"
+    for p, ev in zip(played, self.evaluate_programs([p.code for p in played]) if played else []):
         p.ok, p.failure, p.metrics = ev['ok'], ev['failure'], ev['metrics']
         if not ev['ok']: p.notes += f"\nfailure: {ev['message'][:500]}"
+    for p, request, reply, _ in made: self._record_child(p, request, reply)
+    if stop is not None: raise stop
+    return [p.id for p, *_ in made]
+
+@patch_to(EvolutionRun)
+def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='',
+               island:int=0)->str: # the new program's id
+    "Ask a child for a program derived from `parents` (ids), evaluate it, add it to the database; raises the hard-limit errors."
+    return self.spawn_rllms([dict(prompt=prompt, parents=parents, strategy=strategy, focus=focus, island=island)])[0]
+
+@patch_to(EvolutionRun)
+def _admit(self, p:Program, islands:list|None=None):
+    "A program that played joins its island (or `islands`) and competes for its MAP-Elites cell."
+    if not p.ok: return
+    for k in (islands if islands is not None else [p.island]): self.islands[k].append(p.id)
+    self.archive.add(p.id, behaviour(p.metrics, self.env.max_ticks), p.score)
+
+@patch_to(EvolutionRun)
+def _record_child(self, p:Program, request:dict, reply:dict):
+    "Add the played child `p` to the database and its logs."
+    pid, focus = p.id, p.focus
     self.db.add(p)
+    self._admit(p)
     atomic_write_json(self.dir/'rllm_logs'/f"gen_{self.gen:03d}_{pid}.json",
            dict(generation=self.gen, program=pid, request=request['messages'], answer=reply['text'],
                 prompt_tokens=reply['prompt_tokens'], completion_tokens=reply['completion_tokens'], cached=reply.get('cached', False)))
@@ -210,7 +403,6 @@ def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', 
                                   focus=focus, ok=p.ok, failure=p.failure, metrics=p.metrics,
                                   prompt_tokens=reply['prompt_tokens'], completion_tokens=reply['completion_tokens']))
     self._update_summary()
-    return pid
 
 @patch_to(EvolutionRun)
 def _update_summary(self):
@@ -219,7 +411,8 @@ def _update_summary(self):
     ms.clear()
     ms.update(programs=len(self.db), failed=sum(not p.ok for p in self.db.values()),
               best_id=best[0].id if best else None, best_score=best[0].score if best else None,
-              generation=self.gen, tokens=self.tokens, cost=round(self.cost, 6), elapsed_s=round(self.elapsed(), 1))
+              generation=self.gen, tokens=self.tokens, cost=round(self.cost, 6), elapsed_s=round(self.elapsed(), 1),
+              cache_hit_rate=self.cache_hit_rate() if hasattr(self, 'cache') else float('nan'))
     return ms
 
 @patch_to(EvolutionRun)
@@ -230,7 +423,9 @@ def get_performance_analysis(self, k:int=4)->dict:
     fails = {}
     for p in self.db.values():
         if not p.ok: fails[p.failure] = fails.get(p.failure, 0) + 1
+    island_best = [[i for i in sorted(m, key=lambda i: (-self.db[i].score, i))][:k] for m in self.islands]
     return dict(top=[row(p) for p in self.db.best(k)], recent=[row(p) for p in self.db.of_generation(self.gen)],
+                islands=island_best, elites=self.archive.elites(),
                 failures=fails, generation=self.gen, generations_left=self.cfg.max_generations - self.gen,
                 child_calls_left=self.cfg.max_child_calls_per_generation - self.child_calls,
                 children_per_generation=min(self.cfg.children_per_generation, self.cfg.max_child_calls_per_generation),
@@ -292,12 +487,15 @@ def _close_generation(self):
     progs = self.db.of_generation(g)
     scores = [p.score for p in progs if p.ok]
     best_all = self.db.best(1)
+    member_score = {i: self.db[i].score for m in self.islands for i in m}
+    moves = migrate(self.islands, member_score, g, self.cfg.migration_interval)
     summ = dict(generation=g, programs=[p.id for p in progs], n=len(progs), failed=sum(not p.ok for p in progs),
                 best_score=max(scores) if scores else None, mean_score=float(np.mean(scores)) if scores else None,
                 best_so_far=best_all[0].score if best_all else None, best_id=best_all[0].id if best_all else None,
                 diversity=code_diversity([p.code for p in progs]),
                 weight_diversity=weight_diversity([p.code for p in progs], self.env.tunable_names), tokens=self.tokens, cost=self.cost,
-                elapsed_s=round(self.elapsed(), 2), child_calls=self.child_calls)
+                elapsed_s=round(self.elapsed(), 2), child_calls=self.child_calls, migrations=moves,
+                archive_coverage=self.archive.coverage(), island_sizes=[len(m) for m in self.islands])
     final = self.dir/'generations'/f"gen_{g:03d}"; tmp = self.dir/'generations'/f"gen_{g:03d}.tmp"
     if tmp.exists(): shutil.rmtree(tmp)
     for p in progs:
@@ -339,16 +537,21 @@ def _make_repl(self)->dict:
     safe = {k: v for k, v in vars(builtins).items() if k not in ('open', 'input', 'breakpoint', 'exit', 'quit', 'help')}
     safe['__import__'] = root_import
     ns = dict(__builtins__=safe, program_database=self.db, current_generation=self.gen, metrics_summary={}, np=np, json=json)
-    for f in ('spawn_rllm', 'evaluate_program', 'get_performance_analysis', 'get_historical_trends',
-              'advance_generation', 'terminate_evolution', 'modify_parameters'): ns[f] = getattr(self, f)
+    for f in ('spawn_rllm', 'spawn_rllms', 'evaluate_program', 'evaluate_programs', 'get_performance_analysis',
+              'get_historical_trends', 'advance_generation', 'terminate_evolution', 'modify_parameters',
+              'tune_constants'):
+        ns[f] = getattr(self, f)
     return ns
 
 REPL_IMPORTS = ('math', 'random', 'json', 'statistics', 'collections', 'itertools', 'functools', 'numpy', 're')
 
 ROOT_SYSTEM_PROMPT = """You are the root LLM of an evolution of game-playing programs. Your Python code runs in a persistent REPL.
 Injected functions: spawn_rllm(prompt, parents=[ids], strategy='mutate'|'crossover'|..., focus=str) -> new program id (a child LLM
-writes it, the system plays and scores it); evaluate_program(code) -> metrics dict; get_performance_analysis() -> dict;
-get_historical_trends() -> list; advance_generation() -> int; terminate_evolution(reason); modify_parameters(**soft).
+writes it, the system plays and scores it; island=k breeds it on island k); spawn_rllms([dict(prompt=..., parents=...,
+strategy=..., focus=..., island=...)]) -> ids (the same, played in parallel); evaluate_program(code) -> metrics dict;
+evaluate_programs(codes) -> list; get_performance_analysis() -> dict (top, recent, islands' best, MAP-Elites elites..);
+get_historical_trends() -> list; advance_generation() -> int; terminate_evolution(reason); modify_parameters(**soft);
+tune_constants(id, generations=3, popsize=6) -> id (CMA-ES over the program's numeric constants, no LLM call).
 Shared variables: program_database (id -> Program with .code .metrics .score .parents), current_generation, metrics_summary.
 Hard limits (generations, child calls per generation, wall time, tokens) are enforced by the system: exceeding one ends the run.
 Answer with one ```python block that spawns this generation's children and then calls advance_generation()."""
@@ -385,6 +588,7 @@ def _seed_generation(self):
     ev = self.evaluate_program(code)
     p = Program(self.db.next_id(), code, 0, [], 'seed', '', ev['metrics'], ev['ok'], ev['failure'], 'the env template')
     self.db.add(p)
+    self._admit(p, islands=range(len(self.islands)))   # every island starts from the seed
     self._pending_log.append(dict(event='program', generation=0, id=p.id, parents=[], strategy='seed', focus='', ok=p.ok,
                                   failure=p.failure, metrics=p.metrics, prompt_tokens=0, completion_tokens=0))
     self.advance_generation()
@@ -414,12 +618,57 @@ def finish(self)->dict:
                 failures={k: sum(p.failure == k for p in self.db.values()) for k in FAILURE_KINDS if any(p.failure == k for p in self.db.values())},
                 best_id=best[0].id if best else None, best_metrics=best[0].metrics if best else {},
                 seed_score=next(iter(self.db.values())).score if self.db else None,
-                tokens=self.tokens, cost=self.cost, elapsed_s=round(self.elapsed(), 2))
+                tokens=self.tokens, cost=self.cost, elapsed_s=round(self.elapsed(), 2),
+                cache=dict(self.cache_counts, hit_rate=self.cache_hit_rate()))
     if best: (self.dir/'best_program.py').write_text(best[0].code)
     atomic_write_json(self.dir/'summary.json', summ)
     try: plot_run(self)
     except Exception as e: summ['plot_error'] = repr(e)
     return summ
+
+# %% ../nbs/83_llm_evolution.ipynb #7f2caa24
+def with_tunables(code:str, names:tuple, values:dict)->str: # values: {'NAME[key]': float}, `tunable_vector`'s names
+    "`code` with the numeric literals of its top-level constants `names` set from `values` (the others kept)."
+    tree = ast.parse(code)
+    put = lambda key, v: ast.Constant(float(values[key])) if key in values and _num(v) is not None else v
+    for name, node in _tunables(tree, names).items():
+        if isinstance(node, ast.Dict):
+            node.values = [put(f"{name}[{k.value if isinstance(k, ast.Constant) else i}]", v)
+                           for i, (k, v) in enumerate(zip(node.keys, node.values))]
+        elif isinstance(node, ast.List): node.elts = [put(f"{name}[{i}]", v) for i, v in enumerate(node.elts)]
+        else:
+            for a in tree.body:
+                if isinstance(a, ast.Assign) and a.value is node: a.value = put(f"{name}[]", node)
+    return ast.unparse(tree) + "\n"
+
+# %% ../nbs/83_llm_evolution.ipynb #def12b84
+@patch_to(EvolutionRun)
+def tune_constants(self, program_id:str, generations:int=3, popsize:int=6,
+                   sigma:float=0.3)->str: # the tuned program's id, or `program_id` when nothing beat it
+    """CMA-ES over the tunable constants of program `program_id` (c -> c + y max(1, |c|), y ~ CMA-ES with step `sigma`),
+    `generations` x `popsize` evaluations on the training seeds; the best becomes a new program (strategy 'cma')."""
+    p = self.db[program_id]
+    x0 = tunable_vector(p.code, self.env.tunable_names)
+    if not x0: raise ValueError(f"{program_id} has no tunable constants ({self.env.tunable_names}) to tune")
+    keys = sorted(x0); scale = np.array([max(1.0, abs(x0[k])) for k in keys])
+    opts = dict(popsize=popsize, seed=int(self.rng.integers(1, 2**31)), verbose=-9)
+    es = cma.CMAEvolutionStrategy(np.zeros(len(keys)), sigma, opts)
+    best, best_score, best_metrics = p.code, p.score, p.metrics
+    for _ in range(generations):
+        ys = es.ask()
+        codes = [with_tunables(p.code, self.env.tunable_names,
+                               {k: round(x0[k] + d*s, 4) for k, d, s in zip(keys, y, scale)}) for y in ys]
+        evs = self.evaluate_programs(codes)
+        scores = [ev['metrics'].get('avg_score', -1e9) if ev['ok'] else -1e9 for ev in evs]
+        es.tell(ys, [-s for s in scores])
+        for c, s, ev in zip(codes, scores, evs):
+            if s > best_score: best, best_score, best_metrics = c, s, ev['metrics']
+    if best == p.code: return program_id
+    q = Program(self.db.next_id(), best, self.gen, [program_id], 'cma', p.focus, best_metrics, island=p.island,
+                notes=f"CMA-ES over {len(keys)} constants: {generations} x {popsize} evaluations, sigma {sigma}",
+                created=round(self.elapsed(), 3))
+    self._record_child(q, dict(messages=[]), dict(text=q.notes, prompt_tokens=0, completion_tokens=0))
+    return q.id
 
 # %% ../nbs/83_llm_evolution.ipynb #56eb9fbb
 def plot_run(run:EvolutionRun)->list: # paths of the written PNGs
@@ -551,7 +800,8 @@ def produce_programs(ctx:ProducerContext)->list: # genome ids, best first
 programs_producer = Producer(produce_programs, ProgramSettings)
 
 # %% ../nbs/83_llm_evolution.ipynb #c31d8769
-POSITIVE = ('max_child_calls_per_generation', 'children_per_generation', 'games_per_eval', 'cpu_s', 'wall_s', 'max_wall_s', 'llm_timeout_s')
+POSITIVE = ('max_child_calls_per_generation', 'children_per_generation', 'games_per_eval', 'cpu_s', 'wall_s', 'max_wall_s',
+            'llm_timeout_s', 'workers', 'islands')
 
 def check_evolution_config(cfg:EvolutionConfig)->EvolutionConfig:
     "Raise `ValueError`, saying what to fix, for an unknown arena or backend or a negative (or zero, where that means nothing) setting."

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from genome_lab.sandbox import program_env
-from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator,
+from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, OFFLINE_ROOT_STRATEGY,
                                       ChildCallLimitExceeded, evolve_cli)
 
 def cfg(**kw):
@@ -44,10 +44,67 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
     resumed = EvolutionRun(tmp_path/'b', resume=True)
     assert resumed.gen == 2 and len(resumed.db) == 3
     resumed.run()
+    assert resumed.cache_counts == ref.cache_counts == dict(hits=0, misses=5)   # counts kept in the checkpoint
     assert [(p.id, p.code, p.parents, p.metrics) for p in resumed.db.values()] == [(p.id, p.code, p.parents, p.metrics) for p in ref.db.values()]
     ids = [json.loads(l)['id'] for l in (tmp_path/'b/evolution_log.jsonl').read_text().splitlines() if json.loads(l)['event'] == 'program']
     assert len(ids) == len(set(ids)) == 5
     assert len(list((tmp_path/'b/rllm_logs').glob('*.json'))) == 4
+
+def test_parallel_and_batched_evaluation_equal_serial(tmp_path):
+    "The pool (workers=2), the batch (`spawn_rllms`) and one `spawn_rllm` after another: the same programs and scores."
+    c = dict(env='tetris', max_generations=1, children_per_generation=3, games_per_eval=1, max_ticks=120, seed=5)
+    runs = [EvolutionRun(tmp_path/str(w), cfg(workers=w, **c)) for w in (1, 2)]
+    serial = EvolutionRun(tmp_path/'serial', cfg(workers=1, **c))
+    one_by_one = OFFLINE_ROOT_STRATEGY.replace('spawn_rllms(children)', 'for c in children: spawn_rllm(**c)')
+    assert one_by_one != OFFLINE_ROOT_STRATEGY
+    serial.backend.root = lambda m, rng: dict(text=f"```python\n{one_by_one}```", prompt_tokens=0, completion_tokens=0)
+    rows = lambda r: [(p.id, p.code, p.parents, p.ok, p.metrics) for p in r.db.values()]
+    for r in runs + [serial]: r.run()
+    assert len(rows(serial)) == 4 and rows(runs[0]) == rows(runs[1]) == rows(serial)
+
+def test_islands_migrate_on_schedule_and_resume(tmp_path):
+    c = dict(env='tetris', islands=3, migration_interval=2, max_generations=2, children_per_generation=3,
+             games_per_eval=1, max_ticks=120, seed=4)
+    a = EvolutionRun(tmp_path/'a', cfg(**c)); a.run()
+    h = {x['generation']: x for x in a.history}
+    assert h[0]['migrations'] == h[1]['migrations'] == [] and h[2]['migrations']
+    for frm, to, pid in h[2]['migrations']:   # the best of island `frm` (by score, then id) joined island `to`
+        arrived = {(t, q) for _, t, q in h[2]['migrations']}
+        bred = [i for i in a.islands[frm] if (frm, i) not in arrived]   # its members before the moves
+        assert pid == min(bred, key=lambda i: (-a.db[i].score, i)) and pid in a.islands[to]
+    assert {p.island for p in a.db.values() if p.generation > 0} == {0, 1, 2}
+    b = EvolutionRun(tmp_path/'b', cfg(**c)); b.run()   # seeded: the same moves
+    assert b.history[2]['migrations'] == h[2]['migrations'] and b.islands == a.islands
+    again = EvolutionRun(tmp_path/'a', resume=True)
+    assert again.islands == a.islands and again.archive.cells == a.archive.cells
+
+def test_near_duplicate_children_are_not_played(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=1, children_per_generation=2))
+    run.backend.child = lambda req, rng: dict(text=f"```python\n# a copy\n{req['parents_code'][0]}```", prompt_tokens=0,
+                                              completion_tokens=0)
+    run.run()
+    kids = [p for p in run.db.values() if p.generation == 1]
+    assert len(kids) == 2 and all(p.failure == 'duplicate' and not p.ok and 'prog_00000' in p.notes for p in kids)
+    assert run.cache_counts['misses'] == 1   # only the seed was played
+
+def test_tune_constants_is_seeded_and_never_worse(tmp_path):
+    out = []
+    for d in ('a', 'b'):
+        run = EvolutionRun(tmp_path/d, cfg(max_generations=0)); run.run()
+        tuned = run.db[run.tune_constants('prog_00000', generations=2, popsize=4)]
+        assert tuned.score >= run.db['prog_00000'].score
+        out.append((tuned.id, tuned.code, tuned.metrics))
+    assert out[0] == out[1] and out[0][0] == 'prog_00001'   # the zero-weight template is beaten, the same way twice
+
+def test_diff_answers_edit_the_parent(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=1, children_per_generation=2))
+    diffs = iter(["<<<<<<< SEARCH\nBIAS = 0.0\n=======\nBIAS = 1.0\n>>>>>>> REPLACE",
+                  "<<<<<<< SEARCH\nBIAS = 7.0\n=======\nBIAS = 1.0\n>>>>>>> REPLACE"])
+    run.backend.child = lambda req, rng: dict(text=next(diffs), prompt_tokens=0, completion_tokens=0)
+    run.run()
+    good, bad = run.db['prog_00001'], run.db['prog_00002']
+    assert good.ok and good.code == run.db['prog_00000'].code.replace('BIAS = 0.0', 'BIAS = 1.0')
+    assert (bad.ok, bad.failure) == (False, 'syntax') and 'SEARCH block 1' in bad.notes
 
 def test_hard_limits_end_the_run_cleanly(tmp_path):
     run = EvolutionRun(tmp_path/'a', cfg(max_child_calls_per_generation=1))
@@ -150,6 +207,24 @@ def test_bench_runs_with_tiny_settings(tmp_path):
     assert bench.PRESET_WHY in ' '.join(bench.parser().format_help().split())
     with pytest.raises(SystemExit): bench.main(['--env', 'cartpole'])
 
+def test_program_search_bench_runs_with_tiny_settings(tmp_path):
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location('bench_ps', Path(__file__).parents[1]/'bench'/'program_search.py')
+    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench   # registered, so `inspect` finds its source
+    spec.loader.exec_module(bench)
+    res = bench.main(['--seeds', '3', '--batch', '2', '--max-generations', '1', '--children-per-generation', '2',
+                      '--max-ticks', '100', '--heldout-games', '2', '--heldout-ticks', '150', '--cma-generations', '1',
+                      '--cma-popsize', '2', '--out', str(tmp_path/'ps.json')])
+    saved = json.loads((tmp_path/'ps.json').read_text())
+    assert saved['parallel_speedup'] == res['parallel']['speedup'] > 0 and 0 <= saved['cache_hit_rate'] <= 1
+    row, = saved['seeds']
+    assert (row['seed'], row['cap'], row['heldout_games'], row['programs']) == (3, 150, 2, 3)
+    assert row['eltetris_lines'] > 0 and 0 <= row['censored']['evolved'] <= 1 and row['cma'] == dict(generations=1, popsize=2)
+    assert row['evolved_train']['avg_score'] >= row['searched_train']['avg_score']   # tuning never keeps a worse program
+    assert row['censored']['eltetris'] == 1.0   # El-Tetris outlives 150 ticks
+    assert all(getattr(EvolutionConfig(), k) != v for k, v in bench.PRESET.items())   # the bench's preset, said in --help
+    assert bench.PRESET_WHY in ' '.join(bench.parser().format_help().split())
+
 def test_llm_timeout_is_retried(tmp_path, server, monkeypatch):
     monkeypatch.setenv('OPENAI_API_KEY', 'test-key')
     FakeLLM.fail_first = 'slow'
@@ -184,7 +259,8 @@ def test_cli_refuses_to_overwrite_or_invent_a_run(tmp_path, capsys):
     assert [p['metrics']['games'] for p in last['programs'] if p['generation'] == 1] == [3]
 
 @pytest.mark.parametrize('args,why', [(['--env', 'nosuch'], 'unknown arena'), (['--backend', 'nosuch'], 'backend'),
-                                      (['--max-ticks', '-5'], 'max_ticks'), (['--games-per-eval', '0'], 'games_per_eval')])
+                                      (['--max-ticks', '-5'], 'max_ticks'), (['--games-per-eval', '0'], 'games_per_eval'),
+                                      (['--workers', '0'], 'workers'), (['--islands', '0'], 'islands')])
 def test_cli_bad_settings_are_one_line_errors(tmp_path, capsys, args, why):
     assert evolve_cli([str(tmp_path/'r'), *args]) == 2
     err = capsys.readouterr().err

@@ -1,0 +1,109 @@
+"""Bench for 83_llm_evolution's program search at the frontier (issue 34): parallel evaluation, the evaluation cache,
+and the evolved program against El-Tetris on held-out games.
+
+1. Parallel speedup: one batch of distinct Tetris programs (offline mutations of the El-Tetris player) evaluated by
+   `EvolutionRun.evaluate_programs` with `workers=1` and with `--workers`, each on an empty cache; the results must be
+   equal; the figure is serial seconds / parallel seconds (this machine: 2 cores, shared with other jobs meanwhile).
+2. Search seeds: one offline search per seed (`EvolutionConfig`'s flags, the bench's PRESET), then CMA-ES over its
+   best program's constants (`tune_constants`), the search's cache hit rate, and the tuned program (and the one before
+   tuning) against El-Tetris on the same held-out games at the same tick cap (mean lines, sem, share of games cut off
+   by the cap: `censored`).
+With `--out FILE` the figures are written as JSON (`nbs/measured/program_search.json` is the file the chapter shows).
+Usage: OMP_NUM_THREADS=1 python bench/program_search.py [--seeds 0,1,2] [--batch 6] [--heldout-games 8]
+       [--heldout-ticks 10000] [--out FILE]
+"""
+import argparse, json, sys, tempfile, time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Annotated   # a script's dataclass documents its fields here (docments reads no `__main__` comments)
+import numpy as np
+from genome_lab.core import config_parser, config_from_args, atomic_write_json
+from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun, play_program
+from genome_lab.llm_backends import OfflineMutator
+from genome_lab.sandbox import program_env, SandboxLimits
+from genome_lab.tetris_players import player_source, EL_TETRIS_WEIGHTS
+
+PRESET = dict(max_generations=3, children_per_generation=6, max_ticks=800)   # where the bench's runs differ, and why
+PRESET_WHY = ("the run of bench/llm_evolution.py and 83_llm_evolution's defaults (generations 3, children 6), "
+              "with training games of 800 ticks: good players all survive 400, so 400 ticks hardly tell them apart")
+
+@dataclass
+class BenchOptions:
+    "The bench's own options (the search runs' are `EvolutionConfig`'s)."
+    seeds: Annotated[str, 'search seeds, comma-separated, one search each'] = '0,1,2'
+    batch: Annotated[int, 'distinct programs in the timed batch'] = 6
+    heldout_games: Annotated[int, 'held-out games per player and search seed'] = 8
+    heldout_ticks: Annotated[int, 'tick cap of a held-out game (10,000: the env limit)'] = 10_000
+    heldout_seed0: Annotated[int, 'first held-out game seed (disjoint from the training seeds)'] = 100_000
+    cma_generations: Annotated[int, "CMA-ES generations over the search's best program (0: no tuning)"] = 5
+    cma_popsize: Annotated[int, 'constant vectors per CMA-ES generation'] = 8
+    out: Annotated[str, 'JSON file for the figures, e.g. nbs/measured/program_search.json'] = ''
+
+def speedup(cfg:EvolutionConfig, o:BenchOptions)->dict: # serial and parallel seconds of one batch, and their ratio
+    env, rng = program_env('tetris', cfg.max_ticks), np.random.default_rng(0)
+    base = player_source(EL_TETRIS_WEIGHTS, 'el-tetris')
+    codes = [OfflineMutator(env, cfg.mutation_sigma).mutate(base, rng) for _ in range(o.batch)]
+    assert len(set(codes)) == len(codes), 'the batch must hold distinct programs'
+    out, results = dict(programs=o.batch, games_per_eval=cfg.games_per_eval, ticks=cfg.max_ticks), {}
+    for w in (1, cfg.workers):
+        run = EvolutionRun(tempfile.mkdtemp(prefix=f'bench_ps_w{w}_'), replace(cfg, workers=w))
+        t = time.perf_counter(); results[w] = run.evaluate_programs(codes)
+        out[f'seconds_workers_{w}'] = time.perf_counter() - t
+        assert all(r['ok'] and not r['cached'] for r in results[w]), results[w]
+    same = [r['metrics'] for r in results[1]] == [r['metrics'] for r in results[cfg.workers]]
+    assert same, 'parallel differs from serial'
+    out['workers'] = cfg.workers
+    out['speedup'] = out['seconds_workers_1']/out[f'seconds_workers_{cfg.workers}']
+    return out
+
+def lines_row(res:dict)->dict: # mean, sem, censored share of one player's held-out games
+    l = np.array([g['lines'] for g in res['games']], float)
+    sem = float(l.std(ddof=1)/np.sqrt(len(l))) if len(l) > 1 else float('nan')
+    return dict(mean=float(l.mean()), sem=sem, n=len(l),
+                censored=float(np.mean([g['truncated'] for g in res['games']])), seconds=res['seconds'])
+
+def search(seed:int, cfg:EvolutionConfig, o:BenchOptions)->dict: # one row of `seeds`
+    run_dir = Path(tempfile.mkdtemp(prefix=f'bench_ps_seed{seed}_'))
+    t = time.perf_counter(); run = EvolutionRun(run_dir, replace(cfg, seed=seed)); s = run.run()
+    searched = run.db[s['best_id']]
+    tuned = run.db[run.tune_constants(searched.id, o.cma_generations, o.cma_popsize)] if o.cma_generations else searched
+    secs = time.perf_counter() - t
+    held = list(range(o.heldout_seed0, o.heldout_seed0 + o.heldout_games))
+    env, lim = program_env('tetris', o.heldout_ticks), SandboxLimits(cpu_s=36_000, wall_s=36_000, step_timeout_s=60)
+    players = [tuned.code, player_source(EL_TETRIS_WEIGHTS, 'el-tetris'), searched.code]
+    with ThreadPoolExecutor(2) as ex: evo, elt, pre = ex.map(lambda c: play_program(c, env, held, lim), players)
+    assert evo['ok'] and elt['ok'] and pre['ok'], (evo['message'], elt['message'], pre['message'])
+    e, r, b = lines_row(evo), lines_row(elt), lines_row(pre)
+    return dict(seed=seed, evolved_lines=e['mean'], evolved_sem=e['sem'], eltetris_lines=r['mean'],
+                eltetris_sem=r['sem'], cap=o.heldout_ticks, heldout_games=len(held),
+                censored=dict(evolved=e['censored'], eltetris=r['censored'], searched=b['censored']),
+                searched_lines=b['mean'], searched_sem=b['sem'], evolved_id=tuned.id, evolved_code=tuned.code,
+                evolved_train=tuned.metrics, cma=dict(generations=o.cma_generations, popsize=o.cma_popsize),
+                search_seconds=secs, programs=s['programs'], failed=s['failed'], searched_id=searched.id,
+                searched_train=searched.metrics, cache=dict(run.cache_counts), seed_score=s['seed_score'])
+
+def parser()->argparse.ArgumentParser:
+    return config_parser(EvolutionConfig, BenchOptions, description=__doc__.splitlines()[0],
+                         epilog=f"Run flags default to EvolutionConfig's fields except the bench's PRESET {PRESET}: "
+                                f"{PRESET_WHY}")
+
+def main(argv=None):
+    ap = parser()
+    a = ap.parse_args(argv)
+    cfg, o = config_from_args(EvolutionConfig, a, EvolutionConfig(**PRESET)), config_from_args(BenchOptions, a)
+    if cfg.env != 'tetris': ap.error(f"the held-out comparison plays Tetris: --env must be tetris, not {cfg.env!r}")
+    res = dict(command='python bench/program_search.py ' + ' '.join(sys.argv[1:] if argv is None else argv),
+               config=asdict(cfg), machine='2 CPU cores, shared with other jobs while measured')
+    res['parallel'] = sp = speedup(cfg, o); res['parallel_speedup'] = sp['speedup']
+    print(json.dumps(sp), flush=True)
+    res['seeds'] = []
+    for seed in o.seeds.split(','):
+        res['seeds'].append(row := search(int(seed), cfg, o)); print(json.dumps(row, default=float), flush=True)
+    hits, misses = (sum(r['cache'][k] for r in res['seeds']) for k in ('hits', 'misses'))
+    res['cache_hit_rate'] = hits/(hits + misses) if hits + misses else float('nan')
+    print(json.dumps({k: res[k] for k in ('parallel_speedup', 'cache_hit_rate')}))
+    if o.out: atomic_write_json(o.out, res); print(f"figures written to {o.out}")
+    return res
+
+if __name__ == '__main__': main()
