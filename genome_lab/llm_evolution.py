@@ -645,8 +645,9 @@ def with_tunables(code:str, names:tuple, values:dict)->str: # values: {'NAME[key
 @patch_to(EvolutionRun)
 def tune_constants(self, program_id:str, generations:int=3, popsize:int=6,
                    sigma:float=0.3)->str: # the tuned program's id, or `program_id` when nothing beat it
-    """CMA-ES over the tunable constants of program `program_id` (c -> c + y max(1, |c|), y ~ CMA-ES with step `sigma`),
-    `generations` x `popsize` evaluations on the training seeds; the best becomes a new program (strategy 'cma')."""
+    """CMA-ES over the tunable constants of program `program_id` (`c + y * max(1, abs(c))`, `y` from CMA-ES with
+    step `sigma`), `generations` x `popsize` evaluations on the training seeds; the best becomes a new program
+    (strategy 'cma')."""
     p = self.db[program_id]
     x0 = tunable_vector(p.code, self.env.tunable_names)
     if not x0: raise ValueError(f"{program_id} has no tunable constants ({self.env.tunable_names}) to tune")
