@@ -9,10 +9,9 @@ file back into a `LinearLSTM` genome with the run's metadata; `summarize` keeps 
 per run, about 400 KB each) the settings, rates and totals, and every k-th log row (at most 100 per run).
 """
 import json, sys
-from genome_lab.core import atomic_write_json
+from genome_lab.core import atomic_write_json, checkpoint_header
 from pathlib import Path
 import torch
-from safetensors import safe_open
 from safetensors.torch import save_file, load_file
 from genome_lab.policies import LinearLSTM
 from genome_lab.registry import founding_genomes
@@ -27,10 +26,9 @@ def export_puffersnake(path:str|Path)->Path:
 
 def read_trained(path:str|Path)->tuple: # (LinearLSTM, the run's metadata dict)
     "The `LinearLSTM` genome of a bench/gpu_snake.py weight file and its metadata (settings, agent-steps, seconds)."
-    with safe_open(str(path), 'pt') as f: meta = json.loads((f.metadata() or {}).get('gpu_snake') or 'null')
-    if meta is None: raise ValueError(f"{path} is not a bench/gpu_snake.py weight file (no 'gpu_snake' metadata)")
+    meta = checkpoint_header(path, 'gpu_snake')   # ValueError for another kind of file
     model, got = snake_model(), load_file(str(path))
-    own = dict(model.named_parameters())
+    own = dict(model.named_parameters())   # the LSTM cell's tensors shared with the LSTM once, as `export` writes them
     if set(got) != set(own):
         raise ValueError(f"{path} holds {sorted(got)}, not PufferLib's snake model's {sorted(own)}")
     with torch.no_grad():

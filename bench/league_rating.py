@@ -30,7 +30,7 @@ from genome_lab.core import atomic_write_json, config_parser, config_from_args, 
 from genome_lab.registry import Genome, Registry, seed_founders
 from genome_lab.seasons import SeasonConfig, arena_plan
 from genome_lab.tournament import run_tournament
-from genome_lab.hypernetwork import machine
+from genome_lab.core import machine
 from gpu_weights import read_trained
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Annotated
 import torch
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.training import PPOConfig, PPOHyper
-from genome_lab.hypernetwork import machine
+from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
 from ppo_curve import rates
 

@@ -21,7 +21,7 @@ import torch
 from genome_lab.arenas import SnakeArena, TetrisArena
 from genome_lab.policies import load_pufferlib_policy, quantise
 from genome_lab.evaluation import evaluate
-from genome_lab.hypernetwork import machine
+from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
 from arena_throughput import rate
 

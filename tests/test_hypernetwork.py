@@ -194,7 +194,7 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     tiny = json.loads((tmp_path/'runs.json').read_text())['tiny']
     assert tiny['generations'] == 3 and [b['generation'] for b in tiny['blocks']] == [0, 2] and len(tiny['curve']) == 3
     assert tiny['config']['hypernet']['zero_init'] is False and all(c['n'] + c['censored'] == 4 for c in tiny['curve'])   # every snake counted: died, or censored at the cap
-    from genome_lab.hypernetwork import machine
+    from genome_lab.core import machine
     assert tiny['machine'] == machine()                                    # the kind of CPU the run was on
     r = subprocess.run(curves + [str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 2 and 'LABEL=RUN_DIR' in r.stderr, r.stderr
