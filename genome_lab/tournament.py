@@ -490,9 +490,12 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
     if registry is not None and evaluation is None: evaluation = _open_tournament(registry, record)
     done, results = _stored_games(registry, evaluation, ids, games, find_arena(arena).rank_by) if evaluation is not None else (0, [])
     spent = 0.0 if evaluation is None else registry.db.execute('SELECT seconds FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0]
-    stop = lambda: rule is not None and len(results) >= first and (
-        rule.stable(split_half(ids, games[:len(results)], results, rule.top, rule.splits, seed))
-        or 0 < rule.max_seconds <= spent + time.perf_counter() - t0)
+    def stop()->bool: # the wall budget spent, or the top stable (the lead needs one fit: checked before the halvings)
+        if rule is None or len(results) < first: return False
+        if 0 < rule.max_seconds <= spent + time.perf_counter() - t0: return True
+        played = games[:len(results)]
+        return (split_half(ids, played, results, rule.top, 0, seed)['lead'] >= rule.lead
+                and rule.stable(split_half(ids, played, results, rule.top, rule.splits, seed)))
     ratings = load_ratings(registry) if registry is not None else {}
     history, it = [], iter_games(policies, games[done:], seed, arena, agents_per_genome, steps, settings, backend, ray_address, batch, done)
     batches = itertools.islice(it, 0 if stop() else max_batches)
