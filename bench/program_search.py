@@ -102,8 +102,8 @@ def search(seed:int, cfg:EvolutionConfig, o:BenchOptions, elt:dict)->dict: # one
                 eltetris_sem=elt['sem'], cap=o.heldout_ticks, heldout_games=e['n'],
                 censored=dict(evolved=e['censored'], eltetris=elt['censored'], searched=b['censored']),
                 searched_lines=b['mean'], searched_sem=b['sem'], evolved_id=tuned.id, evolved_code=tuned.code,
-                evolved_train=tuned.metrics, evolved_seconds=e['seconds'], evolved_games=e['games'], eltetris_train=next(
-                    (p.metrics for p in run.db.values() if p.notes == 'reference player ElTetris'), None),
+                evolved_train=tuned.metrics, evolved_seconds=e['seconds'], evolved_games=e['games'],
+                eltetris_train=next((p.metrics for p in run.db.values() if p.notes.endswith('ElTetris')), None),
                 descends_from=sorted(r['notes'] for r in lin if r['strategy'] == 'seed'),
                 steps=[r['strategy'] for r in lin], run_name=f'program_search_seed{seed}', lineage=lin,
                 cma=dict(generations=o.cma_generations, popsize=o.cma_popsize, sigma=o.cma_sigma),

@@ -235,9 +235,10 @@ def test_program_search_bench_runs_with_tiny_settings(tmp_path):
     saved = json.loads((tmp_path/'ps.json').read_text())
     assert saved['parallel_speedup'] == res['parallel']['speedup'] > 0 and 0 <= saved['cache_hit_rate'] <= 1
     row, = saved['seeds']
-    assert (row['seed'], row['cap'], row['heldout_games'], row['programs']) == (3, 150, 2, 5)   # 3 seed programs, 2 kids
+    assert (row['seed'], row['cap'], row['heldout_games'], row['programs']) == (3, 150, 2, 5)   # 3 seeds, 2 kids
     assert row['eltetris_lines'] > 0 and 0 <= row['censored']['evolved'] <= 1
-    assert row['cma'] == dict(generations=1, popsize=2, sigma=0.1) and [h['generation'] for h in row['history']] == [0, 1]
+    assert row['cma'] == dict(generations=1, popsize=2, sigma=0.1)
+    assert [h['generation'] for h in row['history']] == [0, 1]
     assert row['history'][-1]['cache_misses'] == 5 and row['cache']['misses'] == 5 + 2   # then 2 CMA-ES evaluations
     assert row['lineage'][0]['id'] == row['evolved_id'] and 'seed' in row['steps'] and row['descends_from']
     reg = Registry(tmp_path/'reg')   # the tuned program as a genome, its lineage back to a seed program
