@@ -123,6 +123,17 @@ def test_diff_answers_edit_the_parent(tmp_path):
     assert good.ok and good.code == run.db['prog_00000'].code.replace('BIAS = 0.0', 'BIAS = 1.0')
     assert (bad.ok, bad.failure) == (False, 'syntax') and 'SEARCH block 1' in bad.notes
 
+def test_offline_diff_children_edit_their_parent(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=1, children_per_generation=2))
+    diff_root = OFFLINE_ROOT_STRATEGY.replace("strategy='mutate'", "strategy='diff'")
+    assert diff_root != OFFLINE_ROOT_STRATEGY
+    run.backend.root = lambda m, rng: dict(text=f"```python\n{diff_root}```", prompt_tokens=0, completion_tokens=0)
+    run.run()
+    kids = run.db.of_generation(1)
+    assert len(kids) == 2 and all(p.ok and p.strategy == 'diff' and p.code != run.db[p.parents[0]].code for p in kids)
+    log = json.loads(next((tmp_path/'rllm_logs').glob('gen_001_*.json')).read_text())
+    assert log['answer'].startswith('<<<<<<< SEARCH')   # the answer was a diff, not a program
+
 def test_hard_limits_end_the_run_cleanly(tmp_path):
     run = EvolutionRun(tmp_path/'a', cfg(max_child_calls_per_generation=1))
     run.backend.root = lambda messages, rng: dict(text="```python\nfor i in range(3): spawn_rllm('more')\n```", prompt_tokens=0, completion_tokens=0)
