@@ -67,12 +67,22 @@ class OfflineMutator:
             elif isinstance(node, ast.List) and isinstance(other, ast.List) and len(node.elts) == len(other.elts):
                 node.elts = [y if rng.random() < 0.5 else x for x, y in zip(node.elts, other.elts)]
         return ast.unparse(ta) + "\n"
+    def diff(self, code:str, rng:np.random.Generator, focus:str='')->str: # SEARCH/REPLACE blocks
+        """`mutate`'s edit as SEARCH/REPLACE blocks (OpenEvolve's diff format): each changed constant's statement as the
+        parent wrote it, then as mutated; the rest of the parent stays as written. Unchanged: the parent in a code block."""
+        old, new = ast.parse(code).body, ast.parse(self.mutate(code, rng, focus)).body
+        blocks = [f"<<<<<<< SEARCH\n{ast.get_source_segment(code, a)}\n=======\n{ast.unparse(b)}\n>>>>>>> REPLACE"
+                  for a, b in zip(old, new) if ast.dump(a) != ast.dump(b)]
+        return "\n".join(blocks) or f"```python\n{code}```"
     def child(self, request:dict, rng:np.random.Generator)->dict: # {'text', 'prompt_tokens', 'completion_tokens', 'cached'}
-        "Answer a child request (`strategy`, `parents_code`, `focus`) with a program in a python code block."
-        pc = request['parents_code']
-        code = (self.crossover(pc[0], pc[1], rng) if request.get('strategy') == 'crossover' and len(pc) > 1
-                else self.mutate(pc[0], rng, request.get('focus', '')))
-        return dict(text=f"```python\n{code}```", prompt_tokens=0, completion_tokens=0, cached=False)
+        """Answer a child request (`strategy`, `parents_code`, `focus`) with a program in a python code block, or with
+        SEARCH/REPLACE blocks for strategy 'diff'."""
+        pc, strategy, focus = request['parents_code'], request.get('strategy'), request.get('focus', '')
+        if strategy == 'diff': text = self.diff(pc[0], rng, focus)
+        else:
+            cross = strategy == 'crossover' and len(pc) > 1
+            text = f"```python\n{self.crossover(pc[0], pc[1], rng) if cross else self.mutate(pc[0], rng, focus)}```"
+        return dict(text=text, prompt_tokens=0, completion_tokens=0, cached=False)
     def root(self, messages:list, rng)->dict:
         return dict(text=f"```python\n{OFFLINE_ROOT_STRATEGY}```", prompt_tokens=0, completion_tokens=0, cached=False)
 

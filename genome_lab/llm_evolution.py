@@ -27,9 +27,9 @@ __all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'DIFF_BLOCK', 
            'RELATION_OF_STRATEGY', 'programs_producer', 'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError',
            'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig',
            'normalised_code', 'EvalCache', 'play_program', 'migrate', 'behaviour', 'MapElites', 'near_duplicate',
-           'apply_diff', 'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity', 'with_tunables',
-           'plot_run', 'pufferlib_games', 'compare_heldout', 'register_programs', 'ProgramSettings', 'produce_programs',
-           'check_evolution_config', 'evolve_cli']
+           'pareto_front', 'apply_diff', 'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity',
+           'with_tunables', 'plot_run', 'pufferlib_games', 'compare_heldout', 'register_program', 'register_programs',
+           'ProgramSettings', 'produce_programs', 'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -100,6 +100,7 @@ class EvolutionConfig:
     migration_interval: int = 2 # generations between migrations (ring: island k's best joins island k+1)
     archive_bins: int = 4 # MAP-Elites cells per behaviour descriptor (`MapElites`); parents are drawn from it
     novelty_rtol: float = 1e-3 # a child whose constants all lie this close to a program's is a near-duplicate
+    seed_references: bool = False # start generation 0 from the env's reference players too (`reference_programs`)?
 
 HARD_LIMITS = ('max_generations', 'max_child_calls_per_generation', 'max_wall_s', 'max_tokens', 'max_cost')
 SOFT_PARAMETERS = ('children_per_generation', 'games_per_eval', 'max_ticks', 'mutation_sigma')
@@ -202,6 +203,14 @@ def near_duplicate(code:str, others:dict, # id -> code
         s, y = _numbers(other)
         if s == shape and all(abs(a - b) <= rtol*max(1.0, abs(a), abs(b)) for a, b in zip(x, y)): return pid
     return None
+
+# %% ../nbs/83_llm_evolution.ipynb #4c356ed1
+def pareto_front(objectives, # (n, k) array-like, every objective maximised (negate one to minimise it)
+                )->np.ndarray: # (m,) indices of the non-dominated rows, ascending
+    "Rows that no other row dominates (at least as good in every objective and better in one): the Pareto front."
+    o = np.asarray(objectives, float)
+    dom = (o[None] >= o[:, None]).all(-1) & (o[None] > o[:, None]).any(-1)   # dom[i, j]: row j dominates row i
+    return np.flatnonzero(~dom.any(1))
 
 # %% ../nbs/83_llm_evolution.ipynb #190c8d90
 DIFF_BLOCK = re.compile(r"<<<<<<< SEARCH\n(.*?)\n=======\n(.*?)\n?>>>>>>> REPLACE", re.S)
@@ -495,7 +504,8 @@ def _close_generation(self):
                 diversity=code_diversity([p.code for p in progs]),
                 weight_diversity=weight_diversity([p.code for p in progs], self.env.tunable_names), tokens=self.tokens, cost=self.cost,
                 elapsed_s=round(self.elapsed(), 2), child_calls=self.child_calls, migrations=moves,
-                archive_coverage=self.archive.coverage(), island_sizes=[len(m) for m in self.islands])
+                archive_coverage=self.archive.coverage(), island_sizes=[len(m) for m in self.islands],
+                cache=dict(self.cache_counts))   # the run's cache hits and misses so far
     final = self.dir/'generations'/f"gen_{g:03d}"; tmp = self.dir/'generations'/f"gen_{g:03d}.tmp"
     if tmp.exists(): shutil.rmtree(tmp)
     for p in progs:
@@ -583,14 +593,17 @@ def _root_turn(self):
 
 @patch_to(EvolutionRun)
 def _seed_generation(self):
-    "Generation 0: the env's player template, evaluated."
-    code = self.env.player_template()
-    ev = self.evaluate_program(code)
-    p = Program(self.db.next_id(), code, 0, [], 'seed', '', ev['metrics'], ev['ok'], ev['failure'], 'the env template')
-    self.db.add(p)
-    self._admit(p, islands=range(len(self.islands)))   # every island starts from the seed
-    self._pending_log.append(dict(event='program', generation=0, id=p.id, parents=[], strategy='seed', focus='', ok=p.ok,
-                                  failure=p.failure, metrics=p.metrics, prompt_tokens=0, completion_tokens=0))
+    """Generation 0: the env's player template and, with `cfg.seed_references`, its reference players, played as one
+    batch; every island starts from all of them."""
+    seeds = {'the env template': self.env.player_template()}
+    if self.cfg.seed_references: seeds |= {f"reference player {n}": c for n, c in self.env.reference_programs().items()}
+    for (note, code), ev in zip(seeds.items(), self.evaluate_programs(list(seeds.values()))):
+        p = Program(self.db.next_id(), code, 0, [], 'seed', '', ev['metrics'], ev['ok'], ev['failure'], note)
+        self.db.add(p)
+        self._admit(p, islands=range(len(self.islands)))
+        self._pending_log.append(dict(event='program', generation=0, id=p.id, parents=[], strategy='seed', focus='',
+                                      ok=p.ok, failure=p.failure, metrics=p.metrics, prompt_tokens=0,
+                                      completion_tokens=0))
     self.advance_generation()
 
 @patch_to(EvolutionRun)
@@ -751,30 +764,40 @@ def compare_heldout(programs:dict, # name -> player program source
     return rows
 
 # %% ../nbs/83_llm_evolution.ipynb #947bc8b5
-RELATION_OF_STRATEGY = {'crossover': 'crossover'} # other strategies (mutate, llm variants) are mutations
+RELATION_OF_STRATEGY = {'crossover': 'crossover'} # other strategies (mutate, cma, llm variants) are mutations
 
-def _program_genome_id(registry:Registry, run:EvolutionRun, p:Program, status:str)->str:
+def _program_genome_id(registry:Registry, db:ProgramDatabase, run:dict, p:Program, status:str)->str:
     "The genome of program `p` (its ancestors first), registered unless a genome of its name and source exists."
-    name, sha = f"{run.dir.name}/{p.id}", hashlib.sha256(p.code.encode()).hexdigest()
+    name, sha = f"{run['name']}/{p.id}", hashlib.sha256(p.code.encode()).hexdigest()
     for gid, _ in registry.named(name):
         if registry.genome(gid)['config'].get('sha256') == sha: return gid
-    parents = [dict(id=_program_genome_id(registry, run, run.db[q], 'retired'),
-                    relation=RELATION_OF_STRATEGY.get(p.strategy.split(':')[-1], 'mutation')) for q in p.parents if q in run.db]
-    text = (f"program {p.id} of evolution run {run.dir.name} ({run.env.name}, generation {p.generation}, strategy {p.strategy}"
-            f"{', focus ' + p.focus if p.focus else ''}, {run.backend.name} backend); training games: {json.dumps(p.metrics, default=float)}")
-    g = program_genome(name, run.env.name, p.code, origin='llm_evolution', parents=parents, description=text)
+    relation = RELATION_OF_STRATEGY.get(p.strategy.split(':')[-1], 'mutation')
+    parents = [dict(id=_program_genome_id(registry, db, run, db[q], 'retired'), relation=relation)
+               for q in p.parents if q in db]
+    text = (f"program {p.id} of evolution run {run['name']} ({run['env']}, generation {p.generation}, strategy "
+            f"{p.strategy}{', focus ' + p.focus if p.focus else ''}{', ' + p.notes if p.strategy == 'seed' else ''}, "
+            f"{run['backend']} backend); training games: {json.dumps(p.metrics, default=float)}")
+    g = program_genome(name, run['env'], p.code, origin='llm_evolution', parents=parents, description=text)
     return registry.add(g, {}, status=status).id
+
+def register_program(registry:Registry, db:ProgramDatabase, # a search's programs: a run's `db`, or stored rows
+                     pid:str, # the program to register
+                     run_name:str, # the search run, part of each genome's name
+                     env:str, # the arena
+                     backend:str='offline', status:str='candidate')->str: # the program's genome id
+    """Register program `pid` of `db` as a `program` genome, with its lineage: the programs it came from (in `db`)
+    as retired genomes, back to the run's seed programs."""
+    gid = _program_genome_id(registry, db, dict(name=run_name, env=env, backend=backend), db[pid], status)
+    if registry.genome(gid)['status'] == 'retired' and registry.games(gid) == 0:   # an ancestor now among the best
+        registry.set_status(gid, status)
+    return gid
 
 def register_programs(run:EvolutionRun, registry:Registry,
                       top:int=3, # the run's best programs that played without failing
                       status:str='candidate')->list: # their genome ids, best first
-    "Register the `top` best programs of `run` as `program` genomes with their lineage; ancestors are added as retired genomes."
-    out = []
-    for p in run.db.best(top):
-        gid = _program_genome_id(registry, run, p, status)
-        if registry.genome(gid)['status'] == 'retired' and registry.games(gid) == 0: registry.set_status(gid, status)   # an ancestor now among the best
-        out.append(gid)
-    return out
+    "Register the `top` best programs of `run` as `program` genomes with their lineage (`register_program`)."
+    return [register_program(registry, run.db, p.id, run.dir.name, run.env.name, run.backend.name, status)
+            for p in run.db.best(top)]
 
 # %% ../nbs/83_llm_evolution.ipynb #bd7859db
 @dataclass

@@ -436,6 +436,9 @@ class ProgramEnv:
         self.name, self.cls, self.max_ticks = arena, find_arena(arena), max_ticks
     def new_game(self): return ArenaGame(self.name, self.max_ticks)
     def view(self, obs): return None # what a program sees beside one agent's observation (the generic env: nothing)
+    def reference_programs(self)->dict: # name -> source; the generic env knows none
+        "Hand-written players a search may start from beside `player_template` (`EvolutionConfig.seed_references`)."
+        return {}
     def player_template(self)->str:
         "A working starting program: one linear score per action over the flattened observation (all weights 0)."
         game = self.new_game()

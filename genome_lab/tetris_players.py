@@ -219,7 +219,9 @@ class TetrisGame:
         obs, rew, done = self.arena.step(np.array([action], np.int32)); self.ticks += 1
         if done[0]:
             ep = self.arena.pop_episodes()
-            self.result = dict(lines=float(ep.lines[0]), score=float(ep.score[0]), ticks=float(ep.length[0]), truncated=False)
+            # the env ends a game itself when a piece locks at MAX_TICKS or later: cut off by the cap, not lost
+            self.result = dict(lines=float(ep.lines[0]), score=float(ep.score[0]), ticks=float(ep.length[0]),
+                               truncated=bool(ep.length[0] >= MAX_TICKS))
             self.done = True
             return obs[0], None, True
         view = parse_tetris_obs(obs[0])
@@ -245,6 +247,9 @@ class TetrisProgramEnv(ProgramEnv):
                   'line clears': ('rows_cleared', 'eroded_cells', 'ticks')}
     def __init__(self, max_ticks:int=0): super().__init__('tetris', max_ticks)
     def player_template(self)->str: return player_source(NAIVE_WEIGHTS, 'template')
+    def reference_programs(self)->dict: # name -> source
+        "`TETRIS_BASELINES` as programs with all the template's features (those a baseline lacks weighted 0)."
+        return {n: player_source(dict.fromkeys(NAIVE_WEIGHTS, 0.0) | w, n) for n, (w, _) in TETRIS_BASELINES.items()}
     def new_game(self): return TetrisGame(self.max_ticks or MAX_TICKS)
     def view(self, obs)->dict: return parse_tetris_obs(obs)
     def metrics(self, games:list)->dict:

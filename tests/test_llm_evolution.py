@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from genome_lab.sandbox import program_env
 from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, OFFLINE_ROOT_STRATEGY,
-                                      ChildCallLimitExceeded, evolve_cli)
+                                      ChildCallLimitExceeded, evolve_cli, register_program, ProgramDatabase)
+from genome_lab.registry import Registry
 
 def cfg(**kw):
     d = dict(env='cartpole', max_generations=2, children_per_generation=2, games_per_eval=2, max_ticks=200, seed=1)
@@ -62,6 +63,22 @@ def test_parallel_and_batched_evaluation_equal_serial(tmp_path):
     for r in runs + [serial]: r.run()
     assert len(rows(serial)) == 4 and rows(runs[0]) == rows(runs[1]) == rows(serial)
 
+def test_eval_cache_answers_reformatted_code_keeps_settings_apart_and_persists(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=0)); run.run()
+    seed = run.db['prog_00000']
+    again = run.evaluate_program("# reformatted\n" + seed.code.replace('\n\n', '\n\n\n'))
+    assert again['cached'] and again['metrics'] == seed.metrics and run.cache_counts == dict(hits=1, misses=1)
+    assert not run.evaluate_program(seed.code, games=1)['cached'] and run.cache_counts['misses'] == 2   # other seeds
+    assert EvolutionRun(tmp_path, resume=True).evaluate_program(seed.code)['cached']   # kept in the run's folder
+
+def test_reference_programs_seed_every_island(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(env='tetris', max_generations=0, islands=2, games_per_eval=1, max_ticks=60,
+                                     seed_references=True))
+    run.run()
+    notes = [p.notes for p in run.db.values()]
+    assert notes == ['the env template', 'reference player Dellacherie', 'reference player ElTetris']
+    assert run.islands == [list(run.db)]*2 and all(p.ok for p in run.db.values())
+
 def test_islands_migrate_on_schedule_and_resume(tmp_path):
     c = dict(env='tetris', islands=3, migration_interval=2, max_generations=2, children_per_generation=3,
              games_per_eval=1, max_ticks=120, seed=4)
@@ -105,6 +122,17 @@ def test_diff_answers_edit_the_parent(tmp_path):
     good, bad = run.db['prog_00001'], run.db['prog_00002']
     assert good.ok and good.code == run.db['prog_00000'].code.replace('BIAS = 0.0', 'BIAS = 1.0')
     assert (bad.ok, bad.failure) == (False, 'syntax') and 'SEARCH block 1' in bad.notes
+
+def test_offline_diff_children_edit_their_parent(tmp_path):
+    run = EvolutionRun(tmp_path, cfg(max_generations=1, children_per_generation=2))
+    diff_root = OFFLINE_ROOT_STRATEGY.replace("strategy='mutate'", "strategy='diff'")
+    assert diff_root != OFFLINE_ROOT_STRATEGY
+    run.backend.root = lambda m, rng: dict(text=f"```python\n{diff_root}```", prompt_tokens=0, completion_tokens=0)
+    run.run()
+    kids = run.db.of_generation(1)
+    assert len(kids) == 2 and all(p.ok and p.strategy == 'diff' and p.code != run.db[p.parents[0]].code for p in kids)
+    log = json.loads(next((tmp_path/'rllm_logs').glob('gen_001_*.json')).read_text())
+    assert log['answer'].startswith('<<<<<<< SEARCH')   # the answer was a diff, not a program
 
 def test_hard_limits_end_the_run_cleanly(tmp_path):
     run = EvolutionRun(tmp_path/'a', cfg(max_child_calls_per_generation=1))
@@ -218,8 +246,19 @@ def test_program_search_bench_runs_with_tiny_settings(tmp_path):
     saved = json.loads((tmp_path/'ps.json').read_text())
     assert saved['parallel_speedup'] == res['parallel']['speedup'] > 0 and 0 <= saved['cache_hit_rate'] <= 1
     row, = saved['seeds']
-    assert (row['seed'], row['cap'], row['heldout_games'], row['programs']) == (3, 150, 2, 3)
-    assert row['eltetris_lines'] > 0 and 0 <= row['censored']['evolved'] <= 1 and row['cma'] == dict(generations=1, popsize=2)
+    assert (row['seed'], row['cap'], row['heldout_games'], row['programs']) == (3, 150, 2, 5)   # 3 seeds, 2 kids
+    assert row['eltetris_lines'] > 0 and 0 <= row['censored']['evolved'] <= 1
+    assert row['cma'] == dict(generations=1, popsize=2, sigma=0.1)
+    assert [h['generation'] for h in row['history']] == [0, 1]
+    assert row['history'][-1]['cache_misses'] == 5 and row['cache']['misses'] == 5 + 2   # then 2 CMA-ES evaluations
+    assert row['lineage'][0]['id'] == row['evolved_id'] and 'seed' in row['steps'] and row['descends_from']
+    reg = Registry(tmp_path/'reg')   # the tuned program as a genome, its lineage back to a seed program
+    gid = register_program(reg, ProgramDatabase.from_list(row['lineage']), row['evolved_id'], row['run_name'], 'tetris')
+    chain = [reg.genome(gid)]
+    while chain[-1]['parents']: chain.append(reg.genome(chain[-1]['parents'][0]['id']))
+    assert chain[0]['config']['source'] == row['evolved_code'] and chain[0]['status'] == 'candidate'
+    assert len(chain) == len(row['lineage']) or any(len(r['parents']) > 1 for r in row['lineage'])
+    assert 'strategy seed' in chain[-1]['description'] and all(g['status'] == 'retired' for g in chain[1:])
     assert row['evolved_train']['avg_score'] >= row['searched_train']['avg_score']   # tuning never keeps a worse program
     assert row['censored']['eltetris'] == 1.0   # El-Tetris outlives 150 ticks
     assert all(getattr(EvolutionConfig(), k) != v for k, v in bench.PRESET.items())   # the bench's preset, said in --help
