@@ -87,7 +87,8 @@ def main(argv=None):
                     except ConnectionClosed: break   # the person died: the server closed the game
                     if total + t1 - t0 >= a.seconds: break
             spans.append((frames - 1, t1 - t0)); total += t1 - t0
-        out['socket_fps'], out['socket_frames'] = sum(n for n, _ in spans) / total, sum(n for n, _ in spans) + len(spans)
+        shown = sum(n for n, _ in spans)   # frames after each game's first
+        out['socket_fps'], out['socket_frames'] = shown / total, shown + len(spans)
         out['socket_games'] = len(spans)
     pols = [client.policies[by_name[name]] for name in ('PufferSnake', 'HeuristicSnake', 'RandomSnake')]
     n_each = (a.enemies + 1) // 3
@@ -103,7 +104,8 @@ def main(argv=None):
           f"{out['engine_games']} games)  goal 30")
     print(f"socket (frames received, unthrottled): {out['socket_fps']:8.1f} frames/s  ({out['socket_frames']} frames, "
           f"{out['socket_games']} games)  goal 30")
-    print(f"baseline SnakeGame, {out['baseline_snakes']} snakes:      {out['baseline_steps_per_s']:8.1f} steps/s   ({out['baseline_steps']} steps)")
+    print(f"baseline SnakeGame, {out['baseline_snakes']} snakes:      {out['baseline_steps_per_s']:8.1f} steps/s   "
+          f"({out['baseline_steps']} steps)")
     print(f"load at end: {out['load']}")
     if a.json: Path(a.json).write_text(json.dumps(out, indent=1) + '\n')
     return out

@@ -57,13 +57,13 @@ def test_play_a_scripted_game(root, tmp_path):
             time.sleep(0.03)
         p.wait('window.play.closed')
         death, closed, uploads = p.js('window.play.death'), p.js('window.play.closed'), p.js('window.play.uploads')
-        shown = (p.js("document.getElementById('killer').innerText"), p.js("document.getElementById('record').innerText"))
+        shown = p.js("['killer', 'record'].map(id => document.getElementById(id).innerText)")
         p.screenshot(tmp_path/'death.png')
         with Registry(root) as reg:   # a season's producer: the clone of ivy's sessions
             made = produce(reg, 'clones', CloneSettings(clone_hidden=8, clone_epochs=1))
             clone = reg.genome(made[0])
         p.goto(f'{url}/play')
-        p.page.fill('#player', 'ivy'); p.page.dispatch_event('#player', 'change')
+        p.page.fill('#player', 'ivy'); p.page.dispatch_event('#player', 'change')   # the panel asks the server again
         p.wait("document.querySelectorAll('#contrib li').length > 0")
         panel = p.js("[...document.querySelectorAll('#contrib li')].map(li => [li.dataset.genome, li.innerText])")
         p.screenshot(tmp_path/'contribution.png')
@@ -72,10 +72,14 @@ def test_play_a_scripted_game(root, tmp_path):
     assert len(pressed) > 0 and death['type'] == 'death', (pressed, death)
     assert death['killer'] in names, death   # the scripted player runs into enemy snakes
     rec = names[death['killer']]['performance']
-    assert (death['games'], death['win_rate']) == (rec['games_played'], rec['win_rate']) and death['games'] > 0, (death, rec)
-    assert shown[0] == f"Killed by {death['killer']}" and shown[1] == f"{round(100*rec['win_rate'])}% win rate, {rec['games_played']} games", shown
+    assert (death['games'], death['win_rate']) == (rec['games_played'], rec['win_rate']), (death, rec)
+    assert death['games'] > 0, death
+    record = f"{round(100*rec['win_rate'])}% win rate, {rec['games_played']} games"
+    assert shown == [f"Killed by {death['killer']}", record], shown
     assert [u['chunk'] for u in uploads] == list(range(closed['chunks'])) and closed['chunks'] >= 2, (uploads, closed)
     s = read_session(uploaded_sessions(root)/closed['session'])
-    assert (s.meta['player'], s.meta['kind'], s.meta['closed'], len(s)) == ('ivy', 'human', True, closed['steps']) and closed['steps'] == death['t']
+    assert (s.meta['player'], s.meta['kind'], s.meta['closed'], len(s)) == ('ivy', 'human', True, closed['steps'])
+    assert closed['steps'] == death['t']
     assert clone['name'] == 'IvyCloneV1' and {'id': 'ivy', 'relation': 'player'} in clone['parents']
-    assert len(panel) == 1 and panel[0][0] == clone['id'] and 'IvyCloneV1 learned from 1 of your sessions' in panel[0][1] and 'lineage names you' in panel[0][1], panel
+    assert len(panel) == 1 and panel[0][0] == clone['id'], panel
+    assert 'IvyCloneV1 learned from 1 of your sessions (its lineage names you)' in panel[0][1], panel
