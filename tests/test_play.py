@@ -11,6 +11,7 @@ from genome_lab.play import PlayConfig
 from genome_lab.seasons import produce
 from genome_lab.clustering import CloneSettings
 from genome_lab.sessions import uploaded_sessions, read_session
+from genome_lab.selection import is_protected
 from loopback import Page
 
 # the scripted player, one arrow key per frame: for 12 steps it heads for food through free cells, then for the nearest
@@ -81,5 +82,6 @@ def test_play_a_scripted_game(root, tmp_path):
     assert (s.meta['player'], s.meta['kind'], s.meta['closed'], len(s)) == ('ivy', 'human', True, closed['steps'])
     assert closed['steps'] == death['t']
     assert clone['name'] == 'IvyCloneV1' and {'id': 'ivy', 'relation': 'player'} in clone['parents']
+    assert is_protected(clone)   # selection keeps it, as seed 000 keeps IvyBot
     assert len(panel) == 1 and panel[0][0] == clone['id'], panel
     assert 'IvyCloneV1 learned from 1 of your sessions (its lineage names you)' in panel[0][1], panel
