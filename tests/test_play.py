@@ -1,15 +1,15 @@
 """The browser game (`/play`, genome_lab.play) played by a script with the keyboard in headless Chromium (Debian's
 chromium under Playwright, tests/loopback.py): enemies carry genome names, a death shows the killer's name and
-registry record, the session goes up chunk by chunk under the player's name, and after a season's clones producer
-the clone of that player's sessions shows on the contribution panel. Screenshots are kept in the test's folder."""
+registry record, the session goes up chunk by chunk under the player's name, and after a season (its clones
+producer, its tournaments, its selection) the clone of that player's sessions is rated, protected, and shows on the
+contribution panel. Screenshots of the game, the death screen and the panel are kept in the test's folder."""
 import time
 import pytest
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.server import create_app, serve_in_thread
 from genome_lab.tournament import run_tournament
 from genome_lab.play import PlayConfig
-from genome_lab.seasons import produce
-from genome_lab.clustering import CloneSettings
+from genome_lab.seasons import run_season, SeasonConfig
 from genome_lab.sessions import uploaded_sessions, read_session
 from genome_lab.selection import is_protected
 from loopback import Page
@@ -32,6 +32,10 @@ STEER = """(() => {
   return moves.reduce((a, b) => score(b) < score(a) ? b : a)[0];
 })()"""
 
+SEASON = SeasonConfig(producers='clones', producer_settings={'clones': dict(clone_hidden=8, clone_epochs=1)},
+                      snake_steps=60, snake_agents=2, snake_width=30, snake_height=20, snake_food=20, tetris_steps=30,
+                      tetris_agents=1, max_meetings=1)
+
 @pytest.fixture
 def root(tmp_path):
     with Registry(tmp_path/'reg') as reg:
@@ -42,7 +46,7 @@ def root(tmp_path):
 
 def test_play_a_scripted_game(root, tmp_path):
     app = create_app(root, token='play-test-token')
-    app.state.play_config = PlayConfig(enemies=24, fps=15, chunk_rows=4, map=dict(width=32, height=20, num_food=20))
+    app.state.play_config = PlayConfig(enemies=24, fps=15, chunk_rows=2, map=dict(width=32, height=20, num_food=20))
     with Registry(root) as reg:
         names = {g['name']: g for g in reg.manifest()['genomes'] if g['arena'] == 'snake'}
     with serve_in_thread(app) as url, Page(tmp_path/'chromium', 1280, 800) as p:
@@ -60,9 +64,9 @@ def test_play_a_scripted_game(root, tmp_path):
         death, closed, uploads = p.js('window.play.death'), p.js('window.play.closed'), p.js('window.play.uploads')
         shown = p.js("['killer', 'record'].map(id => document.getElementById(id).innerText)")
         p.screenshot(tmp_path/'death.png')
-        with Registry(root) as reg:   # a season's producer: the clone of ivy's sessions
-            made = produce(reg, 'clones', CloneSettings(clone_hidden=8, clone_epochs=1))
-            clone = reg.genome(made[0])
+        with Registry(root) as reg:   # a season (small games): its clones producer clones ivy's sessions
+            season = run_season(reg, SEASON)
+            clone = reg.genome(reg.by_name('IvyCloneV1'))
         p.goto(f'{url}/play')
         p.page.fill('#player', 'ivy'); p.page.dispatch_event('#player', 'change')   # the panel asks the server again
         p.wait("document.querySelectorAll('#contrib li').length > 0")
@@ -84,4 +88,5 @@ def test_play_a_scripted_game(root, tmp_path):
     assert clone['name'] == 'IvyCloneV1' and {'id': 'ivy', 'relation': 'player'} in clone['parents']
     assert is_protected(clone)   # selection keeps it, as seed 000 keeps IvyBot
     assert len(panel) == 1 and panel[0][0] == clone['id'], panel
-    assert 'IvyCloneV1 learned from 1 of your sessions (its lineage names you)' in panel[0][1], panel
+    assert f"IvyCloneV1 learned from 1 of your sessions (its lineage names you)" in panel[0][1], panel
+    assert f"season {season['id']}: rating" in panel[0][1], (panel, season)   # rated in the season's tournament
