@@ -52,16 +52,22 @@ def test_play_a_scripted_game(root, tmp_path):
     with serve_in_thread(app) as url, Page(tmp_path/'chromium', 1280, 800) as p:
         p.goto(f'{url}/play?seed=5')
         p.page.fill('#player', 'ivy'); p.page.check('#consent'); p.page.click('#start')
-        p.wait('window.play.frames >= 1')
-        labels = p.js('window.play.labels')
-        legend = p.js("[...document.querySelectorAll('#legend li')].map(li => li.innerText)")
-        p.screenshot(tmp_path/'game.png')
-        pressed, t0 = [], time.monotonic()
-        while not p.js('window.play.death') and time.monotonic() - t0 < 30:
-            key = p.js(STEER); p.page.keyboard.press(key); pressed.append(key)
-            time.sleep(0.03)
-        p.wait('window.play.closed')
-        death, closed, uploads = p.js('window.play.death'), p.js('window.play.closed'), p.js('window.play.uploads')
+        deaths = []
+        for game in range(3):   # a stale key can make the script run into itself: then it plays again
+            if game: p.page.click('#again')
+            p.wait('window.play.frames >= 1')
+            if game == 0:
+                labels = p.js('window.play.labels')
+                legend = p.js("[...document.querySelectorAll('#legend li')].map(li => li.innerText)")
+                p.screenshot(tmp_path/'game.png')
+            pressed, t0 = [], time.monotonic()
+            while not p.js('window.play.death') and time.monotonic() - t0 < 30:
+                key = p.js(STEER); p.page.keyboard.press(key); pressed.append(key)
+                time.sleep(0.03)
+            p.wait('window.play.closed')
+            death, closed, uploads = p.js('window.play.death'), p.js('window.play.closed'), p.js('window.play.uploads')
+            deaths.append(death)
+            if death['killer'] in names: break
         shown = p.js("['killer', 'record'].map(id => document.getElementById(id).innerText)")
         p.screenshot(tmp_path/'death.png')
         with Registry(root) as reg:   # a season (small games): its clones producer clones ivy's sessions
@@ -88,5 +94,5 @@ def test_play_a_scripted_game(root, tmp_path):
     assert clone['name'] == 'IvyCloneV1' and {'id': 'ivy', 'relation': 'player'} in clone['parents']
     assert is_protected(clone)   # selection keeps it, as seed 000 keeps IvyBot
     assert len(panel) == 1 and panel[0][0] == clone['id'], panel
-    assert f"IvyCloneV1 learned from 1 of your sessions (its lineage names you)" in panel[0][1], panel
+    assert f"IvyCloneV1 learned from {len(deaths)} of your sessions (its lineage names you)" in panel[0][1], (panel, deaths)
     assert f"season {season['id']}: rating" in panel[0][1], (panel, season)   # rated in the season's tournament
