@@ -62,6 +62,7 @@ PRESETS = {
         '83_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
                                  max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
         '85_seasons': dict(bot_games=20, snake_steps=1000, tetris_steps=2000, creature_seconds=10.0, max_meetings=16),
+        '86_play': dict(enemies=50, steps=300),
         '90_streaming': dict(game_steps=300, clip_seconds=10.0),
         '91_broadcast': dict(fps=30, seconds=5.0),
         '92_highlights': dict(clip_width=1280, clip_height=720, max_clips=50, max_games=0),

@@ -1,0 +1,113 @@
+"""The browser game's frame rate (genome_lab.play) with 50 enemy snakes on the tournament map (80x48), next to a
+baseline measured in the same run. Goal: 30 frames per second.
+
+1. Engine: `PlayGame.step` + `PlayGame.frame` + the frame's JSON, back to back, one torch thread: the frames per
+   second the server can make for one player. Enemies are the founding genomes, spawned in seed 000's shares.
+2. Socket: frames per second a WebSocket client receives from `/play/socket` when the game is not throttled
+   (`fps` set far above what it can make): the engine, the event loop and the transport together, the client in
+   another thread of this process (it shares the cores).
+3. Baseline: the tournament's `SnakeGame` (70_tournament) on the same map with the same 51 snakes (3 founders of 17
+   snakes), steps per second: what the arena and the genomes cost without the game around them.
+
+The machine is shared: `uptime`'s load is printed at the start and the end.
+
+    OMP_NUM_THREADS=1 .venv/bin/python bench/play.py [--enemies 50] [--seconds 5] [--json nbs/measured/play.json]
+"""
+import argparse, base64, json, tempfile, time
+from pathlib import Path
+import numpy as np
+import torch
+
+def load()->list: return open('/proc/loadavg').read().split()[:3]
+
+def rate(fn, seconds:float)->tuple: # (calls per second, calls)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds: fn(); n += 1
+    return n / (time.perf_counter() - t0), n
+
+def heuristic_key(m:dict, W:int, H:int)->int:
+    "The person's key in the socket measurement: the founders' `SnakeHeuristic` on the 11x11 view around the head."
+    from genome_lab.policies import SnakeHeuristic
+    from genome_lab.arenas import SNAKE_VISION, SNAKE_WALL
+    from genome_lab.play import PLAYER_CELL
+    cells = np.frombuffer(base64.b64decode(m['cells']), np.uint8).reshape(H, W)
+    codes = np.pad(np.where(cells >= PLAYER_CELL, 4, cells).astype(np.int8), SNAKE_VISION, constant_values=SNAKE_WALL)
+    (r, c), w = m['you'], 2*SNAKE_VISION + 1
+    return int(SnakeHeuristic().act(codes[None, r:r + w, c:c + w])[0][0])
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--enemies', type=int, default=50)
+    ap.add_argument('--seconds', type=float, default=5.0, help='seconds per measurement')
+    ap.add_argument('--json', default=None, help='write the figures to this file (e.g. nbs/measured/play.json)')
+    a = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    from websockets.sync.client import connect
+    from websockets.exceptions import ConnectionClosed
+    from genome_lab.registry import Registry, seed_founders
+    from genome_lab.server import create_app, serve_in_thread
+    from genome_lab.play import PlayConfig, PlayGame, enemy_client, router
+    from genome_lab.arenas import SnakeArena
+    from genome_lab.tournament import SnakeGame
+    print(f"load at start: {load()}")
+    root = Path(tempfile.mkdtemp(prefix='bench_play_'))/'reg'
+    with Registry(root) as reg: seed_founders(reg)
+    cfg = PlayConfig(enemies=a.enemies, max_steps=10**9)
+    app = create_app(root, token='bench-play-token', routers=[router])
+    app.state.play_config = PlayConfig(enemies=a.enemies, fps=10_000.0, max_steps=10**9)
+    out = dict(enemies=a.enemies, map=SnakeArena.game_settings, seconds=a.seconds)
+    with serve_in_thread(app) as url:
+        client = enemy_client(url, wait=True)
+        by_name = {g['name']: i for i, g in client.genomes.items()}
+        person = client.policies[by_name['PufferSnake']]   # the person's keys: PufferSnake's, so that games last
+        games = [PlayGame(client, cfg, seed=0)]
+        box = dict(state=person.initial_state(1), slots={})
+        def engine():
+            game = games[-1]
+            if game.over:   # "play again": a new game, its set-up counted
+                game.close(); game = PlayGame(client, cfg, seed=len(games)); games.append(game)
+                box.update(state=person.initial_state(1), slots={})
+            key, box['state'] = person.act(game.obs[:1], box['state'])
+            game.press(int(key[0])); game.step(); json.dumps(game.frame(box['slots']))
+        for _ in range(30): engine()   # past the first steps, as in a game under way
+        out['engine_fps'], out['engine_frames'] = rate(engine, a.seconds)
+        out['engine_games'] = len(games)
+        out['spawned'] = sorted({client.genomes[g]['name'] for g in games[-1].genome[1:]})
+        games[-1].close()
+        spans, total = [], 0.0   # (frames - 1, seconds from the first frame to the last) of each game
+        while total < a.seconds:
+            with connect(url.replace('http', 'ws', 1) + f'/play/socket?seed={len(spans)}', max_size=None) as ws:
+                frames, t0 = 0, None
+                for m in ws:
+                    m = json.loads(m)
+                    if m['type'] == 'start': W, H = m['width'], m['height']
+                    if m['type'] != 'frame': continue
+                    t1 = time.perf_counter(); t0 = t0 or t1; frames += 1
+                    try: ws.send(json.dumps(dict(key=heuristic_key(m, W, H))))   # the first key starts the game
+                    except ConnectionClosed: break   # the person died: the server closed the game
+                    if total + t1 - t0 >= a.seconds: break
+            spans.append((frames - 1, t1 - t0)); total += t1 - t0
+        shown = sum(n for n, _ in spans)   # frames after each game's first
+        out['socket_fps'], out['socket_frames'] = shown / total, shown + len(spans)
+        out['socket_games'] = len(spans)
+    pols = [client.policies[by_name[name]] for name in ('PufferSnake', 'HeuristicSnake', 'RandomSnake')]
+    n_each = (a.enemies + 1) // 3
+    arena = SnakeArena(**{**SnakeArena.game_settings, 'num_snakes': 3*n_each})
+    base = SnakeGame(pols, arena, 0, n_each)
+    out['baseline_steps_per_s'], out['baseline_steps'] = rate(base.step, a.seconds)
+    out['baseline_snakes'] = 3*n_each
+    base.close(); arena.close()
+    out['load'] = load()
+    print(f"enemies {a.enemies} on {SnakeArena.game_settings['width']}x{SnakeArena.game_settings['height']} "
+          f"(spawned: {', '.join(out['spawned'])})")
+    print(f"engine (step + frame + JSON):         {out['engine_fps']:8.1f} frames/s  ({out['engine_frames']} frames, "
+          f"{out['engine_games']} games)  goal 30")
+    print(f"socket (frames received, unthrottled): {out['socket_fps']:8.1f} frames/s  ({out['socket_frames']} frames, "
+          f"{out['socket_games']} games)  goal 30")
+    print(f"baseline SnakeGame, {out['baseline_snakes']} snakes:      {out['baseline_steps_per_s']:8.1f} steps/s   "
+          f"({out['baseline_steps']} steps)")
+    print(f"load at end: {out['load']}")
+    if a.json: Path(a.json).write_text(json.dumps(out, indent=1) + '\n')
+    return out
+
+if __name__ == '__main__': main()
