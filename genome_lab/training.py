@@ -20,18 +20,20 @@ from fastcore.basics import patch_to
 from .arenas import SnakeArena, Episodes, SNAKE_CODES, SNAKE_VISION, import_pufferlib_module
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .evaluation import evaluate, torch_threads, summarize
+from .tournament import MODEL
 from .registry import Genome, Registry, RegistryError, seed_founders, founding_genomes, utcnow
 from .core import (Producer, ProducerContext, optimizer_tensors, load_optimizer, save_checkpoint,
                              checkpoint_header, load_checkpoint, settings_diff, keep_after_save, run_lock, RunLocked,
                              config_parser, config_from_args)
 
 # %% auto #0
-__all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'CHECKPOINT_FORMAT', 'ppo_producer',
-           'PBT_HYPER', 'POLICY_OPS_SCHEMA', 'import_pufferl', 'snake_spaces', 'SnakeVecEnv', 'snake_model',
-           'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'PPOConfig', 'config_from_dict',
-           'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome', 'PPORun', 'League',
-           'train_ppo_cli', 'PPOSettings', 'produce_ppo', 'pbt_member_class', 'PBTResult', 'run_pbt', 'record_pbt',
-           'policy_ops', 'evaluation_ladder', 'reward_hacking_guard']
+__all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 'LOG_KEYS', 'CHECKPOINT_FILE',
+           'CHECKPOINT_FORMAT', 'ppo_producer', 'PBT_HYPER', 'POLICY_OPS_SCHEMA', 'import_pufferl', 'snake_spaces',
+           'SnakeVecEnv', 'snake_model', 'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper',
+           'PPOConfig', 'config_from_dict', 'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config',
+           'resolve_genome', 'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings', 'produce_ppo',
+           'pbt_member_class', 'PBTResult', 'run_pbt', 'record_pbt', 'policy_ops', 'evaluation_ladder',
+           'reward_hacking_guard']
 
 # %% ../nbs/75_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -202,6 +204,7 @@ class PPOHyper:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
 
 MODES = ('self-play', 'league')
+PFSP_WEIGHTINGS = ('hard', 'variance')   # AlphaStar's f_hard and f_var (`League`)
 
 @dataclass
 class PPOConfig:
@@ -217,6 +220,7 @@ class PPOConfig:
     learner_share: float = 0.5  # league play, the learner's share of each map's snakes
     opponents: str = ''  # league play, comma-separated registry ids or names; empty means every active or candidate snake genome
     pfsp_power: float = 1.0  # league play, PFSP's exponent (0 draws uniformly)
+    pfsp_weighting: str = 'hard'  # league play, PFSP's weighting: hard (the opponents that beat the learner) or variance (even)
     swap_every: int = 2048  # league play, arena steps between opponent draws
     keep_every: int = 1_000_000  # agent-steps between kept checkpoints (evaluated and registered)
     checkpoint_every: int = 250_000  # agent-steps between resumable checkpoints
@@ -228,6 +232,8 @@ class PPOConfig:
 
     def __post_init__(self):
         if self.mode not in MODES: raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
+        if self.pfsp_weighting not in PFSP_WEIGHTINGS:
+            raise ValueError(f"pfsp_weighting must be one of {PFSP_WEIGHTINGS}, not {self.pfsp_weighting!r}")
         if not 0 < self.learner_share <= 1: raise ValueError(f"learner_share must be in (0, 1], got {self.learner_share}")
         if self.mode == 'league' and self.learners() == self.num_snakes:
             raise ValueError(f"league play needs opponent snakes: learner_share {self.learner_share} of {self.num_snakes} snakes leaves none")
@@ -364,7 +370,8 @@ class PPORun:
         elif cfg.opponents: ids = [resolve_genome(reg, r.strip()) for r in cfg.opponents.split(',') if r.strip()]
         else: ids = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == 'snake']
         if not ids: raise ValueError(f"league play needs opponents: {reg.root} has no active or candidate snake genome (pass opponents)")
-        league = League(ids, [reg.policy(i) for i in ids], cfg.pfsp_power, cfg.seed)
+        league = League(ids, [reg.policy(i) for i in ids], cfg.pfsp_power, cfg.seed, cfg.pfsp_weighting,
+                        rating_prior(reg, self.start_id, ids))
         if state: league.load_state(state)
         return league
 
@@ -477,24 +484,42 @@ class PPORun:
 
 # %% ../nbs/75_training.ipynb #05251378
 class League:
-    """Frozen opponents drawn by prioritised fictitious self-play (PFSP; Vinyals et al. 2019, AlphaStar's league):
-    opponent `i` with probability proportional to `p_i ** power`, `p_i` its share of games won against the learner
-    with one win and one loss added (Laplace), so an opponent that beats the learner is met more often."""
+    """Frozen opponents drawn by prioritised fictitious self-play (PFSP; Vinyals et al. 2019, AlphaStar's league,
+    Methods "Prioritized fictitious self-play"). `p_i` is opponent `i`'s share of games won against the learner with two
+    prior games at `prior_i` (default 1/2: one win and one loss, Laplace's rule). Weighting 'hard' (f_hard) draws `i`
+    with probability proportional to `p_i ** power`, so an opponent that beats the learner is met more often; 'variance'
+    (f_var) to `(p_i (1 - p_i)) ** power`, the opponents nearest an even match. Only open opponents are drawn (`restrict`:
+    a role's opponents change as the league grows); `ValueError` when none is open."""
     def __init__(self, ids:list, policies:list, # opponents: registry ids and their policies
-                 power:float=1.0, seed:int=0): # PFSP's exponent (0: uniform); seeds the draws
+                 power:float=1.0, seed:int=0, # PFSP's exponent (0: uniform); seeds the draws
+                 weighting:str='hard', # one of `PFSP_WEIGHTINGS`
+                 prior:list|None=None): # (len(ids),) each opponent's prior chance of beating the learner; None: 1/2
         if len(ids) != len(policies) or not ids: raise ValueError("a league needs at least one opponent: ids and policies of equal length")
-        self.ids, self.policies, self.power = list(ids), list(policies), power
+        if weighting not in PFSP_WEIGHTINGS: raise ValueError(f"weighting must be one of {PFSP_WEIGHTINGS}, not {weighting!r}")
+        self.ids, self.policies, self.power, self.weighting = list(ids), list(policies), power, weighting
         self.wins, self.games = np.zeros(len(ids)), np.zeros(len(ids))
+        self.prior = np.full(len(ids), 0.5) if prior is None else np.asarray(prior, float)
+        if self.prior.shape != (len(ids),) or not ((self.prior >= 0) & (self.prior <= 1)).all():
+            raise ValueError(f"prior must hold one probability per opponent ({len(ids)}), got {prior}")
+        self.open = np.ones(len(ids), bool)
         self.rng, self.draws = np.random.default_rng(seed), []
 
-    def add(self, gid:str, policy):
-        "A new opponent (the learner's kept checkpoints join the league)."
+    def add(self, gid:str, policy, prior:float=0.5):
+        "A new opponent, open (the learner's kept checkpoints join the league)."
         self.ids.append(gid); self.policies.append(policy)
         self.wins, self.games = np.append(self.wins, 0.0), np.append(self.games, 0.0)
+        self.prior, self.open = np.append(self.prior, prior), np.append(self.open, True)
 
-    def win_rates(self)->np.ndarray: return (self.wins + 1) / (self.games + 2)
+    def restrict(self, ids):
+        "Draw only the opponents in `ids` from now on (the others keep their record); `ValueError` for an unknown id."
+        if unknown := set(ids) - set(self.ids): raise ValueError(f"{sorted(unknown)} are not in the league")
+        self.open = np.isin(self.ids, list(ids))
+
+    def win_rates(self)->np.ndarray: return (self.wins + 2*self.prior) / (self.games + 2)
     def probs(self)->np.ndarray:
-        w = self.win_rates() ** self.power
+        p = self.win_rates()
+        w = np.where(self.open, p if self.weighting == 'hard' else p * (1 - p), 0.0) ** self.power * self.open
+        if not w.sum() > 0: raise ValueError(f"no open opponent to draw ({int(self.open.sum())} open of {len(self.ids)})")
         return w / w.sum()
 
     def draw(self, k:int, step:int=0)->np.ndarray: # (k,) opponent indices
@@ -509,14 +534,16 @@ class League:
         self.wins[i] += 1.0 if opponent_score > learner_score else 0.5 if opponent_score == learner_score else 0.0
 
     def table(self)->pd.DataFrame: # one row per opponent
-        return pd.DataFrame(dict(id=self.ids, games=self.games, wins=self.wins, win_rate=self.win_rates(), p=self.probs()))
+        return pd.DataFrame(dict(id=self.ids, games=self.games, wins=self.wins, win_rate=self.win_rates(), open=self.open, p=self.probs()))
 
     def state(self)->dict: return dict(ids=self.ids, wins=self.wins.tolist(), games=self.games.tolist(), draws=self.draws,
-                                       rng=self.rng.bit_generator.state)
+                                       rng=self.rng.bit_generator.state, prior=self.prior.tolist(), open=self.open.tolist())
     def load_state(self, s:dict):
         if s['ids'][:len(self.ids)] != self.ids: raise ValueError("the league's opponents differ from the checkpoint's")
         self.ids = list(s['ids'])
         self.wins, self.games, self.draws = np.array(s['wins']), np.array(s['games']), [tuple(d) for d in s['draws']]
+        self.prior = np.array(s.get('prior', [0.5] * len(self.ids)))   # checkpoints before priors and roles: 1/2, all open
+        self.open = np.array(s.get('open', [True] * len(self.ids)), bool)
         self.rng.bit_generator.state = s['rng']
 
 @patch_to(SnakeVecEnv)
@@ -536,6 +563,16 @@ def _settle(self):
     for e, i in enumerate(self.opp):
         on = env == e
         self.league.record(i, length[on & ~mine].mean(), length[on & mine].mean())
+
+# %% ../nbs/75_training.ipynb #954b66c4
+def rating_prior(registry:Registry, learner:str|None, ids:list)->np.ndarray: # (len(ids),) probabilities
+    """Each opponent's chance of beating `learner` in a two-genome game, predicted from the registry's stored OpenSkill
+    ratings (`MODEL.predict_win`); 1/2 where the learner or the opponent has no rating."""
+    r = registry.ratings()
+    rating = lambda i: MODEL.rating(mu=r[i]['mu'], sigma=r[i]['sigma'])
+    if learner not in r: return np.full(len(ids), 0.5)
+    return np.array([MODEL.predict_win([[rating(i)], [rating(learner)]])[0] if i in r else 0.5 for i in ids])
+
 
 # %% ../nbs/75_training.ipynb #1b04bfde
 def train_ppo_cli(argv:list|None=None)->int: # exit status
