@@ -33,7 +33,7 @@ class CurveOptions:
     seed: Annotated[int, "the league's seed"] = 0
     rating_seed: Annotated[int, "the tournament's seed"] = 0
     meetings: Annotated[int, 'meetings of every pair of members in the tournament'] = 2
-    run_dir: Annotated[str, 'folder of the league and its registry (resumed when it holds them; default: temporary)'] = ''
+    run_dir: Annotated[str, 'folder of the league and its registry (resumed when there; default: temporary)'] = ''
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'league_curves.json')
 
 def main():
@@ -43,8 +43,8 @@ def main():
     root = Path(o.run_dir or tempfile.mkdtemp(prefix='league-curves-'))
     reg = Registry(root/'registry')
     seed_founders(reg)
-    cfg = LeagueConfig(snapshot_every=o.snapshot_every, num_snakes=o.snakes, width=o.width, height=o.height, num_food=o.food,
-                       seed=o.seed)
+    cfg = LeagueConfig(snapshot_every=o.snapshot_every, num_snakes=o.snakes, width=o.width, height=o.height,
+                       num_food=o.food, seed=o.seed)
     lg = AlphaStarLeague(cfg, root/'league', reg, resume=(root/'league'/'league.json').exists())
     try:
         while min(r.agent_steps for _, r in lg.learners.values()) < o.rounds * o.snapshot_every:
@@ -57,7 +57,8 @@ def main():
     t0 = time.perf_counter()
     rated = rate_league(reg, lg.entries, seed=o.rating_seed, **kw)
     rating_seconds = time.perf_counter() - t0
-    print(rated[['name', 'role', 'agent_steps', 'seconds', 'mu', 'sigma', 'ordinal', 'games']].round(2).to_string(index=False))
+    cols = ['name', 'role', 'agent_steps', 'seconds', 'mu', 'sigma', 'ordinal', 'games']
+    print(rated[cols].round(2).to_string(index=False))
     record = dict(members=rated.to_dict('records'), league=asdict(cfg), options=asdict(o), tournament=kw,
                   training_seconds=lg.seconds, rating_seconds=rating_seconds, agent_steps_per_s=rates,
                   machine=machine(), date=str(datetime.date.today()))

@@ -44,7 +44,7 @@ def role_opponents(role:str, # one of `ROLES`
 class LeagueConfig:
     "An AlphaStar-style league of PuffeRL learners, one snake map each: roles, snapshot schedule, map, PPO settings."
     start: str = 'PufferSnake'  # genome every learner starts from (registry id or name)
-    opponents: str = ''  # first members, comma-separated ids or names; empty: PufferSnake, then the active snake genomes
+    opponents: str = ''  # first members, comma-separated ids or names; empty: PufferSnake, then active snake genomes
     mains: int = 1  # main agents
     main_exploiters: int = 1  # main exploiters
     league_exploiters: int = 1  # league exploiters
@@ -71,20 +71,23 @@ class LeagueConfig:
         for role, k in self.plan(): self.learner_config(role, k, 'x')   # checks every learner's settings now
 
     def plan(self)->list: # [(role, index)] of every learner, mains first
-        return [(r, k) for r, n in zip(ROLES, (self.mains, self.main_exploiters, self.league_exploiters)) for k in range(n)]
+        counts = (self.mains, self.main_exploiters, self.league_exploiters)
+        return [(r, k) for r, n in zip(ROLES, counts) for k in range(n)]
 
     def learner_config(self, role:str, k:int, opponents:str)->PPOConfig:
-        "The `PPOConfig` of learner `k` of `role` (league play, its share, its PFSP weighting), first opponents `opponents`."
+        "The `PPOConfig` of learner `k` of `role` (league play, its share, its PFSP weighting), opponents `opponents`."
         share = self.main_share if role == 'main' else self.exploiter_share
         learners = min(self.num_snakes, max(1, round(share * self.num_snakes)))
-        if learners % self.minibatches: raise ValueError(f"a {role}'s {learners} snakes do not split into {self.minibatches} minibatches")
+        if learners % self.minibatches:
+            raise ValueError(f"a {role}'s {learners} snakes do not split into {self.minibatches} minibatches")
         hyper = PPOHyper(learning_rate=self.learning_rate, clip_coef=self.clip_coef, bptt_horizon=self.bptt_horizon,
                          minibatch_size=learners // self.minibatches * self.bptt_horizon, anneal_lr=False)
         index = self.plan().index((role, k))
-        return PPOConfig(total_timesteps=2**62, start=self.start, mode='league', num_snakes=self.num_snakes, width=self.width,
-                         height=self.height, num_food=self.num_food, learner_share=share, opponents=opponents,
-                         pfsp_power=self.pfsp_power, pfsp_weighting=ROLE_WEIGHTING[role], swap_every=self.swap_every,
-                         keep_every=self.snapshot_every, checkpoint_every=self.snapshot_every, eval_snakes=self.eval_snakes,
+        return PPOConfig(total_timesteps=2**62, start=self.start, mode='league', num_snakes=self.num_snakes,
+                         width=self.width, height=self.height, num_food=self.num_food, learner_share=share,
+                         opponents=opponents, pfsp_power=self.pfsp_power, pfsp_weighting=ROLE_WEIGHTING[role],
+                         swap_every=self.swap_every, keep_every=self.snapshot_every,
+                         checkpoint_every=self.snapshot_every, eval_snakes=self.eval_snakes,
                          eval_max_steps=self.eval_max_steps, seed=self.seed*100 + index, hyper=hyper)
 
 # %% ../nbs/76_league.ipynb #155f712d
@@ -102,10 +105,11 @@ class AlphaStarLeague:
                    else FileNotFoundError(f"nothing to resume: no {self.path}"))
         state = json.loads(self.path.read_text()) if resume else None
         if state and state['config'] != asdict(cfg):
-            raise ValueError(f"{self.path} was made with other settings ({settings_diff(state['config'], asdict(cfg))})")
+            diff = settings_diff(state['config'], asdict(cfg))
+            raise ValueError(f"{self.path} was made with other settings ({diff}): resume with them or use another")
         self.start = resolve_genome(registry, cfg.start)
-        self.entries = state['entries'] if state else [dict(id=i, role='registry', learner='', agent_steps=0, seconds=0.0)
-                                                        for i in self._first_members()]
+        self.entries = state['entries'] if state else [
+            dict(id=i, role='registry', learner='', agent_steps=0, seconds=0.0) for i in self._first_members()]
         self.seconds = state['seconds'] if state else 0.0
         self.root.mkdir(parents=True, exist_ok=True)
         self.mains = [f'main-{k}' for k in range(cfg.mains)]
@@ -114,8 +118,8 @@ class AlphaStarLeague:
         for role, k in cfg.plan():
             name, d = f"{role.replace('_', '-')}-{k}", self.root/f"{role.replace('_', '-')}-{k}"
             opp = ','.join(role_opponents(role, name, first, self.start, self.mains))
-            self.learners[name] = (role, PPORun(cfg.learner_config(role, k, opp), d, registry, resume=(d/CHECKPOINT_FILE).exists(),
-                                                display=None))
+            run = PPORun(cfg.learner_config(role, k, opp), d, registry, (d/CHECKPOINT_FILE).exists(), display=None)
+            self.learners[name] = (role, run)
         self._join_kept()
         self.sync()
         self._t = time.perf_counter()
@@ -123,35 +127,38 @@ class AlphaStarLeague:
 
     def _first_members(self)->list: # ids
         reg, c = self.registry, self.cfg
-        if c.opponents: return list(dict.fromkeys(resolve_genome(reg, r.strip()) for r in c.opponents.split(',') if r.strip()))
+        if c.opponents:
+            return list(dict.fromkeys(resolve_genome(reg, r.strip()) for r in c.opponents.split(',') if r.strip()))
         puffer = resolve_genome(reg, 'PufferSnake')
         return list(dict.fromkeys([puffer] + [i for i in reg.ids('active') if reg.genome(i)['arena'] == 'snake']))
 
     def _join_kept(self): # snapshots kept after the last league.json (a kill between a round's keeps and its write)
         known = {e['id'] for e in self.entries}
         for name, (role, run) in self.learners.items():
-            self.entries += [dict(id=c['genome'], role=role, learner=name, agent_steps=c['agent_steps'], seconds=self.seconds)
-                             for c in run.curve if c['genome'] not in known]
+            self.entries += [dict(id=c['genome'], role=role, learner=name, agent_steps=c['agent_steps'],
+                                  seconds=self.seconds) for c in run.curve if c['genome'] not in known]
 
     def opponents(self, name:str)->list: # ids
         "The members learner `name` trains against now (`role_opponents` of its role)."
         return role_opponents(self.learners[name][0], name, self.entries, self.start, self.mains)
 
     def sync(self):
-        "Give every learner's `League` the opponents its role allows: new members join (with their rating prior), the rest close."
+        "Give every learner's `League` the opponents its role allows: new ones join (rating prior), the others close."
         for name, (role, run) in self.learners.items():
             want = self.opponents(name)
             for i in want:
-                if i not in run.league.ids: run.league.add(i, self.registry.policy(i), float(rating_prior(self.registry, run.start_id, [i])[0]))
+                if i not in run.league.ids:
+                    run.league.add(i, self.registry.policy(i), float(rating_prior(self.registry, run.start_id, [i])[0]))
             run.league.restrict(want)
 
     def _write(self):
-        atomic_write_json(self.path, dict(config=asdict(self.cfg), start=self.start, entries=self.entries, seconds=self.seconds))
+        atomic_write_json(self.path, dict(config=asdict(self.cfg), start=self.start, entries=self.entries,
+                                          seconds=self.seconds))
 
 # %% ../nbs/76_league.ipynb #6b7ef612
 @patch
 def step(self:AlphaStarLeague)->list: # the round's new members
-    "One round: every learner trains to its next snapshot and keeps it; the snapshots join; the learners re-sync and checkpoint."
+    "One round: each learner trains to its next snapshot and keeps it; snapshots join; learners re-sync, checkpoint."
     every, new = self.cfg.snapshot_every, []
     for name, (role, run) in self.learners.items():
         run.train_for((run.agent_steps // every + 1) * every - run.agent_steps)
@@ -172,13 +179,13 @@ def close(self:AlphaStarLeague):
 # %% ../nbs/76_league.ipynb #5bc44d88
 def rate_league(registry:Registry, entries:list, # the league's members (`AlphaStarLeague.entries`)
                 seed:int=0, steps:int=400, meetings:int=1, # the tournament's seed, steps per game, meetings per pair
-                **kw)->pd.DataFrame: # `run_tournament`'s other arguments -> one row per member, with name, mu, sigma, ordinal, games
-    "Rate every member of the league in one snake tournament (`run_tournament` into `registry`): the league's rating curves."
-    t = run_tournament(registry, ids=[e['id'] for e in entries], arena='snake', seed=seed, steps=steps, meetings=meetings,
-                       progress=False, **kw)
-    board = t.leaderboard.set_index('id')
-    return pd.DataFrame([{**e, 'name': board.name[e['id']], **{k: float(board[k][e['id']]) for k in ('mu', 'sigma', 'ordinal')},
-                          'games': int(board.games[e['id']])} for e in entries])
+                **kw)->pd.DataFrame: # `run_tournament`'s other arguments -> one row per member (name, mu, sigma, ...)
+    "Rate every member of the league in one snake tournament (`run_tournament` into `registry`): the league's curves."
+    t = run_tournament(registry, ids=[e['id'] for e in entries], arena='snake', seed=seed, steps=steps,
+                       meetings=meetings, progress=False, **kw)
+    b = t.leaderboard.set_index('id')
+    return pd.DataFrame([{**e, 'name': b.name[e['id']], **{k: float(b[k][e['id']]) for k in ('mu', 'sigma', 'ordinal')},
+                          'games': int(b.games[e['id']])} for e in entries])
 
 # %% ../nbs/76_league.ipynb #2f2d7621
 @dataclass
@@ -193,11 +200,12 @@ class LeagueSettings:
 def produce_league(ctx:ProducerContext)->list: # genome ids: each main agent's newest snapshot
     "The league's main agents after season x `league_rounds` rounds (resumed from the producer's folder)."
     s, root = ctx.settings, ctx.work_dir/'season-league'
-    cfg = LeagueConfig(start=s.league_start, snapshot_every=s.league_snapshot_every, main_exploiters=s.league_exploiters,
-                       league_exploiters=s.league_exploiters, eval_max_steps=300, seed=ctx.seed)
+    cfg = LeagueConfig(start=s.league_start, snapshot_every=s.league_snapshot_every, eval_max_steps=300, seed=ctx.seed,
+                       main_exploiters=s.league_exploiters, league_exploiters=s.league_exploiters)
     lg = AlphaStarLeague(cfg, root, ctx.registry, resume=(root/LEAGUE_FILE).exists())
     try:
-        while min(r.agent_steps for _, r in lg.learners.values()) < ctx.season * s.league_rounds * cfg.snapshot_every: lg.step()
+        goal = ctx.season * s.league_rounds * cfg.snapshot_every
+        while min(r.agent_steps for _, r in lg.learners.values()) < goal: lg.step()
     finally: lg.close()
     return [next(e['id'] for e in reversed(lg.entries) if e['learner'] == m) for m in lg.mains]
 
