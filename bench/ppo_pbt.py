@@ -33,12 +33,14 @@ class BenchOptions:
     members: Annotated[int, 'population size'] = 4
     iterations: Annotated[int, 'training iterations of every member'] = 6
     steps: Annotated[int, 'agent-steps per member iteration'] = 262_144
+    rank_by: Annotated[str, "PBT's ranking: 'score' (fixed-seed solo score) or 'rating' (games against the founders)"] = 'score'
     out: Annotated[str, 'JSON to write (default nbs/measured/ppo_pbt_DATE.json)'] = ''
 
 def main():
     a, b, out = start(BenchOptions, __doc__, 'ppo_pbt')
     base = config_from_args(PPOConfig, a)
-    res = run_pbt(base, b.members, b.iterations, b.steps, storage=b.storage, resume=b.resume, seed=base.seed)
+    res = run_pbt(base, b.members, b.iterations, b.steps, storage=b.storage, resume=b.resume, seed=base.seed,
+                  rank_by=b.rank_by)
     print(f"PBT: {b.members} members x {b.iterations} iterations x {b.steps:,} agent-steps in {res.seconds:.0f} s; "
           f"{len(res.events)} exploit/explore events ({len(res.pbt_log)} lines in Ray Tune's pbt_global.txt)", flush=True)
     cols = ['member', 'version', 'agent_steps', 'score', 'score_std', 'n', 'train_score', 'train_return', *PBT_HYPER, 'event', 'parent_member', 'parent_version']

@@ -20,18 +20,20 @@ from fastcore.basics import patch_to
 from .arenas import SnakeArena, Episodes, SNAKE_CODES, SNAKE_VISION, import_pufferlib_module
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .evaluation import evaluate, torch_threads, summarize
+from .tournament import MODEL, run_tournament
 from .registry import Genome, Registry, RegistryError, seed_founders, founding_genomes, utcnow
 from .core import (Producer, ProducerContext, optimizer_tensors, load_optimizer, save_checkpoint,
                              checkpoint_header, load_checkpoint, settings_diff, keep_after_save, run_lock, RunLocked,
                              config_parser, config_from_args)
 
 # %% auto #0
-__all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'CHECKPOINT_FORMAT', 'ppo_producer',
-           'PBT_HYPER', 'POLICY_OPS_SCHEMA', 'import_pufferl', 'snake_spaces', 'SnakeVecEnv', 'snake_model',
-           'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'PPOConfig', 'config_from_dict',
-           'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome', 'PPORun', 'League',
-           'train_ppo_cli', 'PPOSettings', 'produce_ppo', 'pbt_member_class', 'PBTResult', 'run_pbt', 'record_pbt',
-           'policy_ops', 'evaluation_ladder', 'reward_hacking_guard']
+__all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 'LOG_KEYS', 'CHECKPOINT_FILE',
+           'CHECKPOINT_FORMAT', 'ppo_producer', 'PBT_HYPER', 'POLICY_OPS_SCHEMA', 'import_pufferl', 'snake_spaces',
+           'SnakeVecEnv', 'snake_model', 'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper',
+           'PPOConfig', 'config_from_dict', 'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config',
+           'resolve_genome', 'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings', 'produce_ppo',
+           'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt', 'policy_ops', 'evaluation_ladder',
+           'reward_hacking_guard']
 
 # %% ../nbs/75_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -202,6 +204,7 @@ class PPOHyper:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
 
 MODES = ('self-play', 'league')
+PFSP_WEIGHTINGS = ('hard', 'variance')   # AlphaStar's f_hard and f_var (`League`)
 
 @dataclass
 class PPOConfig:
@@ -217,6 +220,7 @@ class PPOConfig:
     learner_share: float = 0.5  # league play, the learner's share of each map's snakes
     opponents: str = ''  # league play, comma-separated registry ids or names; empty means every active or candidate snake genome
     pfsp_power: float = 1.0  # league play, PFSP's exponent (0 draws uniformly)
+    pfsp_weighting: str = 'hard'  # league play, PFSP's weighting: hard (opponents that beat the learner) or variance
     swap_every: int = 2048  # league play, arena steps between opponent draws
     keep_every: int = 1_000_000  # agent-steps between kept checkpoints (evaluated and registered)
     checkpoint_every: int = 250_000  # agent-steps between resumable checkpoints
@@ -228,6 +232,8 @@ class PPOConfig:
 
     def __post_init__(self):
         if self.mode not in MODES: raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
+        if self.pfsp_weighting not in PFSP_WEIGHTINGS:
+            raise ValueError(f"pfsp_weighting must be one of {PFSP_WEIGHTINGS}, not {self.pfsp_weighting!r}")
         if not 0 < self.learner_share <= 1: raise ValueError(f"learner_share must be in (0, 1], got {self.learner_share}")
         if self.mode == 'league' and self.learners() == self.num_snakes:
             raise ValueError(f"league play needs opponent snakes: learner_share {self.learner_share} of {self.num_snakes} snakes leaves none")
@@ -364,7 +370,8 @@ class PPORun:
         elif cfg.opponents: ids = [resolve_genome(reg, r.strip()) for r in cfg.opponents.split(',') if r.strip()]
         else: ids = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == 'snake']
         if not ids: raise ValueError(f"league play needs opponents: {reg.root} has no active or candidate snake genome (pass opponents)")
-        league = League(ids, [reg.policy(i) for i in ids], cfg.pfsp_power, cfg.seed)
+        league = League(ids, [reg.policy(i) for i in ids], cfg.pfsp_power, cfg.seed, cfg.pfsp_weighting,
+                        rating_prior(reg, self.start_id, ids))
         if state: league.load_state(state)
         return league
 
@@ -477,24 +484,44 @@ class PPORun:
 
 # %% ../nbs/75_training.ipynb #05251378
 class League:
-    """Frozen opponents drawn by prioritised fictitious self-play (PFSP; Vinyals et al. 2019, AlphaStar's league):
-    opponent `i` with probability proportional to `p_i ** power`, `p_i` its share of games won against the learner
-    with one win and one loss added (Laplace), so an opponent that beats the learner is met more often."""
+    """Frozen opponents drawn by prioritised fictitious self-play (PFSP; Vinyals et al. 2019, AlphaStar's league,
+    Methods "Prioritized fictitious self-play"). `p_i` is opponent `i`'s share of games won against the learner with two
+    prior games at `prior_i` (default 1/2: one win and one loss, Laplace's rule). Weighting 'hard' (f_hard) draws `i`
+    with probability proportional to `p_i ** power`, so an opponent that beats the learner is met more often; 'variance'
+    (f_var) to `(p_i (1 - p_i)) ** power`, the opponents nearest an even match. Only open opponents are drawn
+    (`restrict`: a role's opponents change as the league grows); `ValueError` when none is open."""
     def __init__(self, ids:list, policies:list, # opponents: registry ids and their policies
-                 power:float=1.0, seed:int=0): # PFSP's exponent (0: uniform); seeds the draws
+                 power:float=1.0, seed:int=0, # PFSP's exponent (0: uniform); seeds the draws
+                 weighting:str='hard', # one of `PFSP_WEIGHTINGS`
+                 prior:list|None=None): # (len(ids),) each opponent's prior chance of beating the learner; None: 1/2
         if len(ids) != len(policies) or not ids: raise ValueError("a league needs at least one opponent: ids and policies of equal length")
-        self.ids, self.policies, self.power = list(ids), list(policies), power
+        if weighting not in PFSP_WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {PFSP_WEIGHTINGS}, not {weighting!r}")
+        self.ids, self.policies, self.power, self.weighting = list(ids), list(policies), power, weighting
         self.wins, self.games = np.zeros(len(ids)), np.zeros(len(ids))
+        self.prior = np.full(len(ids), 0.5) if prior is None else np.asarray(prior, float)
+        if self.prior.shape != (len(ids),) or not ((self.prior >= 0) & (self.prior <= 1)).all():
+            raise ValueError(f"prior must hold one probability per opponent ({len(ids)}), got {prior}")
+        self.open = np.ones(len(ids), bool)
         self.rng, self.draws = np.random.default_rng(seed), []
 
-    def add(self, gid:str, policy):
-        "A new opponent (the learner's kept checkpoints join the league)."
+    def add(self, gid:str, policy, prior:float=0.5):
+        "A new opponent, open (the learner's kept checkpoints join the league)."
         self.ids.append(gid); self.policies.append(policy)
         self.wins, self.games = np.append(self.wins, 0.0), np.append(self.games, 0.0)
+        self.prior, self.open = np.append(self.prior, prior), np.append(self.open, True)
 
-    def win_rates(self)->np.ndarray: return (self.wins + 1) / (self.games + 2)
+    def restrict(self, ids):
+        "Draw only the opponents in `ids` from now on (the others keep their record); `ValueError` for an unknown id."
+        if unknown := set(ids) - set(self.ids): raise ValueError(f"{sorted(unknown)} are not in the league")
+        self.open = np.isin(self.ids, list(ids))
+
+    def win_rates(self)->np.ndarray: return (self.wins + 2*self.prior) / (self.games + 2)
     def probs(self)->np.ndarray:
-        w = self.win_rates() ** self.power
+        p = self.win_rates()
+        w = np.where(self.open, p if self.weighting == 'hard' else p * (1 - p), 0.0) ** self.power * self.open
+        if not w.sum() > 0:
+            raise ValueError(f"no open opponent to draw ({int(self.open.sum())} open of {len(self.ids)}): restrict to some")
         return w / w.sum()
 
     def draw(self, k:int, step:int=0)->np.ndarray: # (k,) opponent indices
@@ -509,14 +536,18 @@ class League:
         self.wins[i] += 1.0 if opponent_score > learner_score else 0.5 if opponent_score == learner_score else 0.0
 
     def table(self)->pd.DataFrame: # one row per opponent
-        return pd.DataFrame(dict(id=self.ids, games=self.games, wins=self.wins, win_rate=self.win_rates(), p=self.probs()))
+        return pd.DataFrame(dict(id=self.ids, games=self.games, wins=self.wins, win_rate=self.win_rates(), open=self.open,
+                                 p=self.probs()))
 
     def state(self)->dict: return dict(ids=self.ids, wins=self.wins.tolist(), games=self.games.tolist(), draws=self.draws,
-                                       rng=self.rng.bit_generator.state)
+                                       rng=self.rng.bit_generator.state, prior=self.prior.tolist(),
+                                       open=self.open.tolist())
     def load_state(self, s:dict):
         if s['ids'][:len(self.ids)] != self.ids: raise ValueError("the league's opponents differ from the checkpoint's")
         self.ids = list(s['ids'])
         self.wins, self.games, self.draws = np.array(s['wins']), np.array(s['games']), [tuple(d) for d in s['draws']]
+        self.prior = np.array(s.get('prior', [0.5] * len(self.ids)))   # older checkpoints: priors 1/2, all open
+        self.open = np.array(s.get('open', [True] * len(self.ids)), bool)
         self.rng.bit_generator.state = s['rng']
 
 @patch_to(SnakeVecEnv)
@@ -536,6 +567,16 @@ def _settle(self):
     for e, i in enumerate(self.opp):
         on = env == e
         self.league.record(i, length[on & ~mine].mean(), length[on & mine].mean())
+
+# %% ../nbs/75_training.ipynb #954b66c4
+def rating_prior(registry:Registry, learner:str|None, ids:list)->np.ndarray: # (len(ids),) probabilities
+    """Each opponent's chance of beating `learner` in a two-genome game, predicted from the registry's stored OpenSkill
+    ratings (`MODEL.predict_win`); 1/2 where the learner or the opponent has no rating."""
+    r = registry.ratings()
+    rating = lambda i: MODEL.rating(mu=r[i]['mu'], sigma=r[i]['sigma'])
+    if learner not in r: return np.full(len(ids), 0.5)
+    return np.array([MODEL.predict_win([[rating(i)], [rating(learner)]])[0] if i in r else 0.5 for i in ids])
+
 
 # %% ../nbs/75_training.ipynb #1b04bfde
 def train_ppo_cli(argv:list|None=None)->int: # exit status
@@ -604,6 +645,7 @@ def pbt_member_class()->type:
         "One PBT member: a `PPORun` trained `steps` agent-steps per iteration, then scored on the ladder seed."
         def setup(self, config:dict):
             self.cfg, self.steps, self.ladder_seed, self.log = _pbt_member(config)
+            self.rated = config.get('rated')   # anchor_rating's settings when PBT ranks by rated games
             self.run = PPORun(self.cfg, Path(tempfile.mkdtemp(prefix='pbt-member-')), display=None)
             self.event = dict(event='start', parent_member=None, parent_version=None, mutated=time.time())
         def step(self)->dict:
@@ -614,6 +656,7 @@ def pbt_member_class()->type:
             res = dict(member=self.trial_id, version=self.iteration + 1, agent_steps=self.run.agent_steps, score=ev['score'],
                        score_std=ev['std'], n=ev['n'], train_score=mean('score'), c_score=mean('c_score'), train_return=mean('episode_return'),
                        **{k: getattr(self.run.cfg.hyper, k) for k in PBT_HYPER}, **self.event)
+            if self.rated is not None: res.update(anchor_rating(self.run.policy(), self.ladder_seed, **self.rated))
             with open(self.log, 'a') as f: f.write(json.dumps(res) + '\n')   # the members' own log: Tune rewrites a trial's results when it exploits
             self.event = dict(event='train', parent_member=self.trial_id, parent_version=self.iteration + 1, mutated=self.event['mutated'])
             return res
@@ -643,15 +686,19 @@ def run_pbt(base:PPOConfig, # every member's settings but the mutated ones (anne
             resume:bool=False, # finish the interrupted run in `storage` (Ray Tune restores its members from their checkpoints)
             seed:int=0, ladder_seed:int=1, # seeds the initial hyperparameters and PBT's choices; the fixed evaluation seed
             learning_rate:tuple=(3e-4, 1e-2), ent_coef:tuple=(1e-3, 5e-2), clip_coef:tuple=(0.1, 0.8), # ranges (log, log, uniform)
-            quantile_fraction:float=0.25, resample_probability:float=0.25)->PBTResult:
+            quantile_fraction:float=0.25, resample_probability:float=0.25,
+            rank_by:str='score', # 'score': the fixed-seed solo score; 'rating': `anchor_rating`'s ordinal (rated games)
+            rating:dict|None=None)->PBTResult: # `anchor_rating`'s settings (steps, meetings, agents_per_genome, ...)
     """Population-based training (Jaderberg et al. 2017) of PuffeRL runs with Ray Tune's synchronous
     `PopulationBasedTraining` on one CPU: after every iteration the bottom `quantile_fraction` of members by the
-    fixed-seed score load a top member's checkpoint and perturb its hyperparameters (x0.8, x1.2, or resampled)."""
+    fixed-seed score, or by their rating in games against the founders (`rank_by='rating'`), load a top member's
+    checkpoint and perturb its hyperparameters (x0.8, x1.2, or resampled)."""
     import random, ray
     from ray import tune
     from ray.tune.schedulers import PopulationBasedTraining
     from ray.tune.search.basic_variant import BasicVariantGenerator
     if members < 2: raise ValueError(f"PBT needs at least 2 members, got {members}")
+    if rank_by not in ('score', 'rating'): raise ValueError(f"rank_by must be 'score' or 'rating', not {rank_by!r}")
     random.seed(seed)   # PBT's explore draws from `random`, its resampling from `rng` (Ray's `Domain.sample(None)` would use numpy's global generator)
     rng = np.random.default_rng(seed)
     domains = dict(learning_rate=tune.loguniform(*learning_rate), ent_coef=tune.loguniform(*ent_coef), clip_coef=tune.uniform(*clip_coef))
@@ -668,8 +715,11 @@ def run_pbt(base:PPOConfig, # every member's settings but the mutated ones (anne
         tuner = tune.Tuner.restore(str(storage/'pbt'), trainable, resume_unfinished=True)
     else:
         if (storage/'members.jsonl').exists(): raise FileExistsError(f"{storage} holds a PBT run: resume it or choose another folder")
-        tuner = tune.Tuner(trainable, param_space=dict(base=asdict(base), steps=steps, ladder_seed=ladder_seed, log=str(storage/'members.jsonl'), **domains),
-                           tune_config=tune.TuneConfig(metric='score', mode='max', scheduler=pbt, num_samples=members, reuse_actors=True,
+        space = dict(base=asdict(base), steps=steps, ladder_seed=ladder_seed, log=str(storage/'members.jsonl'),
+                     rated=(rating or {}) if rank_by == 'rating' else None, **domains)
+        tuner = tune.Tuner(trainable, param_space=space,
+                           tune_config=tune.TuneConfig(metric=rank_by, mode='max', scheduler=pbt, num_samples=members,
+                                                       reuse_actors=True,
                                                        search_alg=BasicVariantGenerator(random_state=seed)),
                            run_config=tune.RunConfig(name='pbt', storage_path=str(storage), stop={'training_iteration': iterations}, verbose=0,
                                                      checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True, num_to_keep=3)))
@@ -681,6 +731,19 @@ def run_pbt(base:PPOConfig, # every member's settings but the mutated ones (anne
     lines = [json.loads(l) for l in log.read_text().splitlines()] if log.exists() else []
     checkpoints = {r.metrics['member']: Path(r.checkpoint.path)/CHECKPOINT_FILE for r in grid}
     return PBTResult(rows, rows[rows.event == 'exploit'].reset_index(drop=True), lines, checkpoints, time.perf_counter() - t0)
+
+# %% ../nbs/75_training.ipynb #86d573ce
+def anchor_rating(policy, seed:int, # a snake policy; the tournament's seed
+                  steps:int=400, meetings:int=2, agents_per_genome:int=6, # steps a game, meetings a pair, snakes each
+                  settings:dict|None=None)->dict: # the map (default the arena's) -> {'rating', 'rating_mu', ...}
+    """`policy`'s OpenSkill ordinal (`rating`), mu and sigma in a snake tournament (`run_tournament`, ratings from fresh
+    priors) against the founding snake genomes (`founding_genomes`: PufferSnake, HeuristicSnake, RandomSnake)."""
+    anchors = [(g.name, p) for g, p in founding_genomes() if g.arena == 'snake']
+    t = run_tournament(None, ids=['member'] + [n for n, _ in anchors], policies=[policy] + [p for _, p in anchors],
+                       arena='snake', seed=seed, steps=steps, meetings=meetings, agents_per_genome=agents_per_genome,
+                       settings=settings, progress=False)
+    r = t.leaderboard.set_index('id').loc['member']
+    return dict(rating=float(r.ordinal), rating_mu=float(r.mu), rating_sigma=float(r.sigma))
 
 # %% ../nbs/75_training.ipynb #2d949c42
 POLICY_OPS_SCHEMA = """
