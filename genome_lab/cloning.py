@@ -18,7 +18,7 @@ from .arenas import SnakeArena, SNAKE_CELLS
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
 from .registry import Registry, Genome, RegistryError, seed_founders, NAME_MAX
 from .evaluation import evaluate, evaluate_continuous, between_map_sem
-from .core import Producer, ProducerContext
+from .core import Producer, ProducerContext, log_scalars
 from .sessions import player_sessions, Session, DataRecorder, MixedDriver, load_sessions, record_bot_sessions
 
 # %% auto #0
@@ -355,8 +355,10 @@ def produce_hybrids(ctx:ProducerContext)->list: # genome ids
     newest = max(ss, key=lambda s: s.meta['started']).player
     name = reg.child_name(base, f"{newest.split(':')[-1].title()[:6]}{ctx.season}")
     cfg = CloneConfig(epochs=ctx.settings.hybrid_epochs, lr_final=1.0, seed=ctx.season_seed)
-    gid = reg.by_name(name) or finetune(reg, base, [s for s in ss if s.player == newest], cfg, name=name,
-                                        progress=False)[0].id
+    if (gid := reg.by_name(name)) is None:
+        g, _, hist = finetune(reg, base, [s for s in ss if s.player == newest], cfg, name=name, progress=False)
+        log_scalars(reg.root, 'hybrids', f'season-{ctx.season}', hist.to_dict('records'), 'epoch')   # the dashboard's
+        gid = g.id
     out.append(gid)
     mates = [i for i in reg.ids() if (g := reg.genome(i))['type'] == 'hybrid' and g['source'] == 'cloning' and i != gid
              and base in base_ancestors(reg, i)]
