@@ -24,6 +24,8 @@ html_title = 'genome_lab'
 html_theme_options = {'navigation_with_keys': False, 'show_toc_level': 2,
                       'icon_links': [], 'footer_start': ['copyright'], 'footer_end': []}
 html_show_sourcelink = False
+html_static_path = ['_static']
+html_css_files = ['styles.css']   # nbs/styles.css, copied by tools/docs.py: the site's one stylesheet of its own
 html_copy_source = False
 
 CODE = re.compile(r'(?<!`)`([^`]+)`(?!`)')

@@ -16,9 +16,9 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from .arenas import SnakeArena, SNAKE_CELLS
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
-from .registry import Registry, Genome, RegistryError, seed_founders
+from .registry import Registry, Genome, RegistryError, seed_founders, NAME_MAX
 from .evaluation import evaluate, evaluate_continuous, between_map_sem
-from .core import Producer, ProducerContext
+from .core import Producer, ProducerContext, log_scalars
 from .sessions import player_sessions, Session, DataRecorder, MixedDriver, load_sessions, record_bot_sessions
 
 # %% auto #0
@@ -254,7 +254,7 @@ def finetune(reg:Registry, base_id:str, sessions:list, cfg:CloneConfig, name:str
     tr, va = split_by_session(sessions, cfg.val_frac, cfg.seed)
     hist = train_clone(pol, session_sequences(tr), session_sequences(va), cfg, progress=progress)
     players = '+'.join(dict.fromkeys(s.player.split(':')[-1] for s in sessions))
-    g = register_clone(reg, pol, sessions, name or f"{base['name']}x{players.title()}", 'hybrid',
+    g = register_clone(reg, pol, sessions, name or reg.child_name(base_id, players.title()[:NAME_MAX - 4]), 'hybrid',
                        parents=[dict(id=base_id, relation='finetune')],
                        text=f"{base['name']} fine-tuned on sessions of {players}", base=base_id, epochs=cfg.epochs)
     return g, pol, hist
@@ -326,7 +326,8 @@ def merge_genomes(reg:Registry, ids:list, # genomes to merge (at least two)
             sessions.setdefault(player, []).extend(s for s in sids if s not in sessions.get(player, []))
     rec = dict(sessions=sessions, method=method, base=base_id, weights=weights) | (dict(density=density, lam=lam) if method == 'ties' else {})
     g0 = loaded[0][0]
-    g = Genome(name=name or f"{'+'.join(names)}:{method}", type='hybrid', arena=g0.arena, arch=g0.arch, config=g0.config,
+    g = Genome(name=name or reg.child_name(ids[0], method), type='hybrid', arena=g0.arena, arch=g0.arch,
+               config=g0.config,
                source='merge', parents=[dict(id=i, relation='merge') for i in ids],
                description=f"{method} merge of {', '.join(names)} (base {base_id})\ntraining: {json.dumps(rec, sort_keys=True)}")
     return reg.add(g, merged, status=status)
@@ -352,15 +353,17 @@ def produce_hybrids(ctx:ProducerContext)->list: # genome ids
     base = _best_snake_network(reg)
     if base is None or not ss: return out
     newest = max(ss, key=lambda s: s.meta['started']).player
-    name = f"{reg.genome(base)['name']}x{newest.split(':')[-1].title()}S{ctx.season}"
+    name = reg.child_name(base, f"{newest.split(':')[-1].title()[:6]}{ctx.season}")
     cfg = CloneConfig(epochs=ctx.settings.hybrid_epochs, lr_final=1.0, seed=ctx.season_seed)
-    gid = reg.by_name(name) or finetune(reg, base, [s for s in ss if s.player == newest], cfg, name=name,
-                                        progress=False)[0].id
+    if (gid := reg.by_name(name)) is None:
+        g, _, hist = finetune(reg, base, [s for s in ss if s.player == newest], cfg, name=name, progress=False)
+        log_scalars(reg.root, 'hybrids', f'season-{ctx.season}', hist.to_dict('records'), 'epoch')   # the dashboard's
+        gid = g.id
     out.append(gid)
     mates = [i for i in reg.ids() if (g := reg.genome(i))['type'] == 'hybrid' and g['source'] == 'cloning' and i != gid
              and base in base_ancestors(reg, i)]
     if mates:
-        mname = f"{name}+{reg.genome(mates[-1])['name']}:ties"
+        mname = reg.child_name(gid, f"ties{ctx.season}")
         out.append(reg.by_name(mname) or merge_genomes(reg, [gid, mates[-1]], name=mname).id)
     return out
 

@@ -14,10 +14,11 @@ from safetensors import safe_open
 import genome_lab
 
 # %% auto #0
-__all__ = ['PRODUCERS', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args', 'check_config',
-           'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint',
+__all__ = ['PRODUCERS', 'SCALARS_DIR', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args',
+           'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint',
            'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save', 'ProducerContext', 'Producer',
-           'register_producer', 'find_producer', 'producer_names', 'notebooks_dir', 'measured_dir', 'first_sentence']
+           'register_producer', 'find_producer', 'producer_names', 'log_scalars', 'notebooks_dir', 'measured_dir',
+           'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -271,6 +272,24 @@ def find_producer(name:str)->Producer:
 def producer_names()->list: # sorted
     "Names of every producer: registered ones and those of installed entry points."
     return sorted(set(PRODUCERS) | set(_producer_entry_points()))
+
+# %% ../nbs/03_core.ipynb #73d7a0cf
+SCALARS_DIR = 'scalars' # under a registry folder: `<registry>/scalars/<producer>/<run>/events.out.tfevents.*`
+
+def log_scalars(root:str|Path, # a registry folder
+                producer:str, # the producer's name ('hybrids', 'ppo', ...)
+                run:str, # the run's name within the producer ('season-3', ...)
+                rows:list, # dicts, one per step: namespaced scalars (keys with a '/') and the step
+                step:str)->Path: # the key of `rows` holding the step (an epoch, agent steps); returns the run's folder
+    """Append `rows` to the run's TensorBoard event files (tensorboardX's `SummaryWriter`): the one home of every
+    producer's scalars. Keys with a '/' are the scalars; missing and non-finite values are left out."""
+    from tensorboardX import SummaryWriter
+    path = Path(root)/SCALARS_DIR/producer/run
+    with SummaryWriter(logdir=str(path)) as w:
+        for r in rows:
+            for k, v in r.items():
+                if '/' in k and v is not None and math.isfinite(float(v)): w.add_scalar(k, float(v), int(r[step]))
+    return path
 
 # %% ../nbs/03_core.ipynb #876d80de
 def notebooks_dir()->Path:

@@ -6,7 +6,8 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 
 # %% ../nbs/99_pipeline.ipynb #dc2279ef
 from __future__ import annotations
-import argparse, ast, importlib, importlib.util, json, os, platform, re, shutil, subprocess, sys, time, uuid
+import argparse, ast, contextlib, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
+import time, uuid
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -14,9 +15,10 @@ import genome_lab
 from .core import notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence
 
 # %% auto #0
-__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'list_notebooks', 'notebook_parameters', 'parse_override', 'resolve_parameters',
-           'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'kernel_config', 'run_pipeline',
-           'snapshot_registry', 'restore_registry', 'run_cli', 'commands', 'command_summary', 'usage', 'main']
+__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'HELP_CACHE', 'list_notebooks', 'notebook_parameters', 'parse_override',
+           'resolve_parameters', 'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'kernel_config',
+           'run_pipeline', 'snapshot_registry', 'restore_registry', 'run_cli', 'commands', 'command_summary', 'usage',
+           'source_digest', 'command_help', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -273,14 +275,39 @@ def usage()->str: # the listing `genome-lab --help` prints
     lines += [f"  {n:<{w}}  {command_summary(t)}" for n, t in sorted(cmds.items())]
     return '\n'.join(lines + ["", "`genome-lab COMMAND --help` lists a command's options."])
 
+# %% ../nbs/99_pipeline.ipynb #b96101bc
+HELP_CACHE = Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'genome_lab'/'help' # a folder per source_digest
+
+def source_digest()->str: # 16 hex digits
+    "The sha256 of this package's modules (names, bytes) and its commands: what each command's `--help` depends on."
+    h = hashlib.sha256(json.dumps(commands(), sort_keys=True).encode())
+    for p in sorted(Path(genome_lab.__file__).parent.glob('*.py')): h.update(p.name.encode() + b'\0' + p.read_bytes())
+    return h.hexdigest()[:16]
+
+def command_help(name:str, # a command of `commands()`
+                 cache:Path|None=None)->str: # its `--help` text (argparse's)
+    """The `--help` text of command `name`: read from `cache` (default `HELP_CACHE`) when this package's sources are
+    the ones it was written from, else made by running the command with `--help` (its module imported) and kept."""
+    mod, fn = commands()[name].split(':')
+    path = Path(cache or HELP_CACHE)/source_digest()/f'{name}.txt'
+    if mod.split('.')[0] == 'genome_lab' and path.exists(): return path.read_text()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        getattr(importlib.import_module(mod), fn)(['--help'])
+    if mod.split('.')[0] == 'genome_lab':
+        with contextlib.suppress(OSError): atomic_write(path, out.getvalue())   # a read-only home still gets its help
+    return out.getvalue()
+
 # %% ../nbs/99_pipeline.ipynb #23327bba
 def main(argv:list|None=None)->int: # exit status
-    "Entry point of the `genome-lab` command: `genome-lab COMMAND [ARGS]`; no arguments or `--help`: `usage()`."
+    """Entry point of the `genome-lab` command: `genome-lab COMMAND [ARGS]`; no arguments or `--help`: `usage()`;
+    `COMMAND --help`: `command_help`."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ('-h', '--help'): print(usage()); return 0
     if argv[0] == '--version': print(f"genome-lab {genome_lab.__version__}"); return 0
     cmds = commands()
     if argv[0] not in cmds:
         print(f"{usage()}\n\ngenome-lab: error: unknown command {argv[0]!r}", file=sys.stderr); return 2
+    if argv[1:] in (['-h'], ['--help']): print(command_help(argv[0]), end=''); return 0
     mod, fn = cmds[argv[0]].split(':')
     return getattr(importlib.import_module(mod), fn)(argv[1:])

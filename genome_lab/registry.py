@@ -6,8 +6,8 @@ Docs: https://genome-lab.github.io/genome_lab/registry.html.md"""
 
 # %% ../nbs/10_registry.ipynb #ef3a5946
 from __future__ import annotations
-import json, os, sqlite3, hashlib, tempfile, uuid, contextlib
-from dataclasses import dataclass, field, asdict
+import json, os, itertools, sqlite3, hashlib, tempfile, uuid, contextlib
+from dataclasses import dataclass, field, asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 import numpy as np
@@ -19,9 +19,10 @@ from .core import atomic_write
 from .arenas import arena_version
 
 # %% auto #0
-__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'STATUSES', 'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z',
-           'QUEUE_SCHEMA', 'SEASONS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'check_params', 'genome_to_bytes',
-           'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
+__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'NAME_MAX', 'STATUSES', 'NEUTRAL_ENGAGEMENT',
+           'ORDINAL_Z', 'QUEUE_SCHEMA', 'SEASONS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'check_params',
+           'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes',
+           'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -202,6 +203,19 @@ def _migrate_versions(self:Registry):
             db.execute('UPDATE version SET n = n + 1')   # what the manifest shows changed
         self.db.executescript(SCHEMA)   # the dropped table's version triggers, on the new one
 
+# %% ../nbs/10_registry.ipynb #08a73c31
+NAME_MAX = 16 # characters of a child's name (`child_name`), as many as the stream's panel shows
+
+@patch
+def unique_name(self:Registry, name:str)->str:
+    """`name` if no genome has it, else `name` with `-2`, `-3`, ... (a name within `NAME_MAX` is cut to keep the
+    suffix within it); raises `RegistryError` for an empty name."""
+    if not name.strip(): raise RegistryError("a genome needs a name: give `Genome(name=...)` a few letters")
+    for k in itertools.count(1):
+        sfx = f'-{k}' if k > 1 else ''
+        n = (name[:NAME_MAX - len(sfx)] if len(name) <= NAME_MAX else name) + sfx
+        if self.db.execute('SELECT 1 FROM genomes WHERE name=?', (n,)).fetchone() is None: return n
+
 # %% ../nbs/10_registry.ipynb #0178c9ad
 STATUSES = ('candidate', 'active', 'retired')
 
@@ -214,13 +228,15 @@ def _genome_path(self:Registry, gid:str)->Path:
 def add(self:Registry,
          genome:Genome, params:dict, # metadata and parameters (name -> tensor)
          status:str='candidate')->Genome: # 'candidate' (the tournament decides) or 'active'
-    "Store a new genome; raises `RegistryError` (nothing stored) if its id exists, or `GenomeFormatError`."
+    """Store a new genome under a name no other genome has (`unique_name`: the returned genome carries it); raises
+    `RegistryError` (nothing stored) if its id exists, or `GenomeFormatError`."""
     if status not in STATUSES: raise RegistryError(f"status must be one of {STATUSES}")
-    data = genome_to_bytes(genome, params)
     final = self._genome_path(genome.id)
     with self.transaction() as db:   # the file is written last: a failed write rolls the rows back
         if db.execute('SELECT 1 FROM genomes WHERE id=?', (genome.id,)).fetchone() or final.exists():
             raise RegistryError(f"genome {genome.id} is already in the registry")
+        genome = replace(genome, name=self.unique_name(genome.name))
+        data = genome_to_bytes(genome, params)
         db.execute('INSERT INTO genomes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)',
                    (genome.id, genome.name, genome.type, genome.arena, genome.arch, json.dumps(genome.config),
                     genome.source, genome.created, genome.description, status,
@@ -438,6 +454,20 @@ def manifest(self:Registry)->dict: # {'genomes': [...], 'max_active': int, 'last
         for k, g in enumerate(rated, 1): g['rank'] = k
     gs.sort(key=lambda g: (g['arena'], g['rank'] is None, g['rank'] or 0))
     return dict(genomes=gs, max_active=meta['max_active'], last_tournament=meta['last_tournament'])
+
+# %% ../nbs/10_registry.ipynb #e4148c5b
+@patch
+def lineage_root(self:Registry, gid:str)->str: # genome id
+    "The first ancestor of `gid` through first parents that are genomes here (players are not followed); `gid` if none."
+    while ps := [p['id'] for p in self.genome(gid)['parents'] if self.has(p['id'])]: gid = ps[0]
+    return gid
+
+@patch
+def child_name(self:Registry, parent:str, # the genome id the child descends from (its first parent)
+               tag:str)->str: # e.g. 'Farm3', 'ties3': what made the child, at most `NAME_MAX - 4` characters
+    "A short name for a child of `parent`: its lineage root's name cut to fit, '-', `tag` (`PufferSnak-ties3`)."
+    if not 0 < len(tag) <= NAME_MAX - 4: raise ValueError(f"tag {tag!r} must have 1 to {NAME_MAX - 4} characters")
+    return f"{self.genome(self.lineage_root(parent))['name'][:NAME_MAX - len(tag) - 1]}-{tag}"
 
 # %% ../nbs/10_registry.ipynb #59f34dd8
 QUEUE_SCHEMA = """

@@ -16,6 +16,7 @@ import av
 from PIL import Image, ImageDraw, ImageFont
 from .arenas import SNAKE_EMPTY, SNAKE_FOOD, SNAKE_CORPSE, SNAKE_WALL, SNAKE_VIEW, SNAKE_VISION
 from .tournament import SnakeGame, KILL_WALL, KILL_UNKNOWN, _body_cells
+from .registry import NAME_MAX
 
 # %% auto #0
 __all__ = ['STAMP_COLS', 'STAMP_ROWS', 'STAMP_CELL', 'GENOME_COLOURS', 'MAP_COLOURS', 'INK', 'DIM', 'PANEL', 'BACK', 'MOVE_NAMES',
@@ -329,7 +330,7 @@ def _draw_board(canvas, frame, scene, top:int=10)->int: # y below the board
     for r in leaderboard_rows(frame, scene)[:top]:
         c = scene.colours[r['genome']]
         canvas.fill(x0 + 12, y + 4, 10, 10, c)
-        canvas.text(x0 + 28, y, r['name'][:15], 14, INK)
+        canvas.text(x0 + 28, y, r['name'][:NAME_MAX], 14, INK)
         for k, v in enumerate((f"{r['score']:.1f}", r['best'], r['kills'], '' if r['rating'] is None else f"{r['rating']:.1f}")):
             canvas.text(right[k], y, str(v), 14, INK, 'right')
         y += 20

@@ -457,7 +457,8 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    until_stable:StopRule|dict|None=None, # after `meetings`, play until the top is stable or the budget ends
                    evaluation:int|None=None, # resume this stored tournament: its record replaces the arguments above
                    max_batches:int|None=None, # stop after this many batches, as if killed (to show a resume)
-                   on_batch:Callable|None=None)->TournamentResult: # on_batch(games played, games) after each batch
+                   on_batch:Callable|None=None, # on_batch(games played, games) after each batch
+                  )->TournamentResult: # leaderboard, games, results, rating history, evaluation id, seconds, stability
     "Play a tournament among `ids` in `arena`, rate it with OpenSkill, compute fitness; persists into `registry` batch by batch if given."
     t0 = time.perf_counter()
     if evaluation is not None:

@@ -79,6 +79,8 @@ def test_site_in_headless_chromium(site, tmp_path):
         assert n >= 3, n   # the curves and the two replays (animated PNGs) have loaded
         assert page.js("document.querySelectorAll('.cell_output table').length") >= 1
         assert 'not executed' not in page.js("document.body.innerText")
+        column = page.js("document.querySelector('.bd-article-container').getBoundingClientRect().width")
+        assert column >= 760, column   # the content column at 1280 px (nbs/styles.css; the theme alone gives about 600)
         replay = "document.querySelectorAll('.cell_output img')[1]"
         page.js(f"{replay}.scrollIntoView({{block: 'center'}})")
         assert plays(page, replay)
@@ -93,6 +95,10 @@ def test_site_in_headless_chromium(site, tmp_path):
         body = page.js("document.getElementById('genome_lab.evaluation.evaluate').parentElement.innerText")
         assert 'first episodes of each agent that count on each map (n = maps x agents x this)' in body, body   # its docment
         page.screenshot(tmp_path/'api.png')
+        page.goto(f'{url}/api/tournament.html')
+        body = page.js("document.getElementById('genome_lab.tournament.run_tournament').parentElement.innerText")
+        ret = body[body.index('Returns'):]   # each docment by its own parameter, the return's under Returns
+        assert 'rating history' in ret and 'after each batch' not in ret and 'as if killed' not in ret, body
 
         page.goto(f'{url}/search.html?q=evaluate')
         links = page.wait("[...document.querySelectorAll('#search-results a')].map(a => a.getAttribute('href'))", 60)

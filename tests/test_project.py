@@ -1,5 +1,5 @@
 """Checks of the project around the notebooks: the pipeline CLI, parameter cells, README, benchmark, install script."""
-import json, os, subprocess, sys
+import json, os, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
 from genome_lab.pipeline import list_notebooks, notebooks_dir, notebook_parameters
@@ -150,3 +150,25 @@ def test_cli_help_lists_every_command_without_torch():
     assert r.returncode == 0 and r.stdout.strip() == f"genome-lab {metadata.version('genome_lab')}", r.stdout
     r = subprocess.run([BIN/'genome-lab', 'frobnicate'], capture_output=True, text=True)
     assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr and 'commands:' in r.stderr
+
+def test_every_command_help_answers_in_under_a_second():
+    """`genome-lab COMMAND --help` for every command answers in under 1 s without importing torch, PufferLib or FastAPI,
+    with the text the command's own parser prints (`command_help`'s cache, which tools/setup.sh fills; a command whose
+    help is not cached for this code is filled here first, in one process)."""
+    from genome_lab.pipeline import commands, command_help, source_digest, HELP_CACHE
+    names = sorted(commands())
+    if missing := [n for n in names if not (HELP_CACHE/source_digest()/f'{n}.txt').exists()]:
+        fill = f'from genome_lab.pipeline import command_help; [command_help(n) for n in {missing}]'
+        subprocess.run([sys.executable, '-c', fill], check=True, capture_output=True, env={**os.environ, 'OMP_NUM_THREADS': '1'},
+                       timeout=600)
+    code = ("import sys; from genome_lab.pipeline import main; rc = main(sys.argv[1:]); "
+            "heavy = [m for m in ('torch', 'pufferlib', 'fastapi') if m in sys.modules]; "
+            "assert not heavy, heavy; sys.exit(rc)")
+    took = {}
+    for n in names:
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, '-c', code, n, '--help'], capture_output=True, text=True)
+        took[n] = time.perf_counter() - t0
+        assert r.returncode == 0 and r.stdout == command_help(n), (n, r.stderr[-2000:])
+        assert r.stdout.startswith(f'usage: genome-lab {n} ') and '--help' in r.stdout, r.stdout
+    assert max(took.values()) < 1.0, took

@@ -122,6 +122,7 @@ def build(run:Path, out:Path, work:Path)->Path:
     src = work/'src'
     if src.exists(): shutil.rmtree(src)
     shutil.copytree(ROOT/'docs', src)
+    (src/'_static').mkdir(exist_ok=True); shutil.copy(ROOT/'nbs'/'styles.css', src/'_static'/'styles.css')
     write_home(src)
     write_api(src, write_chapters(src, list_notebooks(), run))
     html = work/'html'   # myst-nb writes its files beside the output folder: keep them in `work`
