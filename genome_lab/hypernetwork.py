@@ -107,7 +107,7 @@ class DenoiserBlock(nn.Module):
         self.cross = nn.MultiheadAttention(width, heads, batch_first=True)
         self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
 
-    def forward(self, h:torch.Tensor, ctx:torch.Tensor)->torch.Tensor: # h (P, L, W), genome tokens ctx (P, M, W) -> (P, L, W)
+    def forward(self, h:torch.Tensor, ctx:torch.Tensor)->torch.Tensor: # h (P, L, W), genome tokens (P, M, W) -> (P, L, W)
         a = self.n1(h); h = h + self.attn(a, a, a, need_weights=False)[0]
         h = h + self.cross(self.n2(h), ctx, ctx, need_weights=False)[0]
         return h + self.mlp(self.n3(h))
@@ -129,7 +129,8 @@ class DiffusionHypernetwork(nn.Module):
                 self.genome = nn.Sequential(nn.Linear(cfg.genome_dim, W), nn.GELU(), nn.Linear(W, W))
                 self.mlp = nn.Sequential(nn.GELU(), nn.Linear(W, W), nn.GELU(), nn.Linear(W, W), nn.GELU())
             else:
-                self.genome = nn.Sequential(nn.Linear(cfg.genome_dim, W), nn.GELU(), nn.Linear(W, cfg.genome_tokens * W))
+                M = cfg.genome_tokens
+                self.genome = nn.Sequential(nn.Linear(cfg.genome_dim, W), nn.GELU(), nn.Linear(W, M * W))
                 self.layer = nn.Embedding(len(self.layout), W)
                 self.blocks = nn.ModuleList(DenoiserBlock(W, cfg.heads) for _ in range(cfg.depth))
                 self.skips = nn.ModuleList(nn.Linear(2 * W, W) for _ in range(cfg.depth // 2))   # U-ViT's long skips
@@ -147,7 +148,7 @@ class DiffusionHypernetwork(nn.Module):
         for k, v in cosine_schedule(cfg.T).items(): self.register_buffer(k, v, persistent=False)
 
     def to_tokens(self, params:dict)->torch.Tensor: # one policy's {name: tensor} -> tokens (L, C), in units of `scale`
-        "Encode one policy's parameters (names as in `LinearLSTM.state_dict`; the value head is not generated) as tokens."
+        "One policy's parameters (`LinearLSTM.state_dict` names; the value head is not generated) as tokens."
         C = self.cfg.chunk
         x = torch.zeros(sum(n for *_, n in self.layout) * C)
         for name, shape, scale, tok, n in self.layout: x[tok*C: tok*C + math.prod(shape)] = params[name].reshape(-1) / scale
@@ -172,8 +173,8 @@ class DiffusionHypernetwork(nn.Module):
             h = blk(h, ctx)
         return self.norm(h)
 
-    def denoise(self, x:torch.Tensor, t:int|torch.Tensor, genomes:torch.Tensor)->torch.Tensor: # x_t (P, L, C) -> x0 (P, L, C)
-        "The denoiser: predicted clean tokens from noisy tokens `x` at step `t` (an int, or one per member) for `genomes` (P, genome_dim)."
+    def denoise(self, x:torch.Tensor, t:int|torch.Tensor, genomes:torch.Tensor)->torch.Tensor: # x_t (P, L, C) -> x0
+        "Predicted clean tokens (P, L, C) from noisy `x` at step `t` (an int, or one per member) for `genomes` (P, genome_dim)."
         te = self.time(torch.as_tensor(t).expand(len(x)))[:, None]   # (P, 1, W)
         h = self._backbone(self.inp(x) + self.token + te, te, genomes)
         b = self.cfg.x0_bound
@@ -232,9 +233,10 @@ def log_prob(self:DiffusionHypernetwork, genomes:torch.Tensor, traj:torch.Tensor
 
 # %% ../nbs/50_hypernetwork.ipynb #39b4bb33
 @patch
-def denoising_loss(self:DiffusionHypernetwork, x0:torch.Tensor, genomes:torch.Tensor, # clean tokens (B, L, C); (B, genome_dim)
+def denoising_loss(self:DiffusionHypernetwork, x0:torch.Tensor, # clean tokens (B, L, C)
+                   genomes:torch.Tensor, # (B, genome_dim)
                    generator:torch.Generator|None=None)->torch.Tensor: # scalar, mean squared error per generated number
-    "DDPM's simple loss in the x0 parameterisation: `x0` noised to a uniform random step t in 1..T, predicted back (Ho et al. 2020)."
+    "DDPM's simple loss, x0 parameterisation: `x0` noised to a uniform step t in 1..T, predicted back (Ho et al. 2020)."
     t = torch.randint(1, self.cfg.T + 1, (len(x0),), generator=generator)
     ab = self.abar[t].view(-1, 1, 1)
     xt = ab.sqrt() * x0 + (1 - ab).sqrt() * torch.randn(x0.shape, generator=generator)
@@ -389,7 +391,8 @@ class ReplicatorConfig:
         if self.trust_window < 0: raise ValueError(f"trust_window must be >= 0 (0: a plain step of dt), got {self.trust_window}")
         if self.eval_max_steps < 1: raise ValueError(f"eval_max_steps must be >= 1, got {self.eval_max_steps}")
         if self.fitness not in FITNESS: raise ValueError(f"fitness must be one of {FITNESS}, not {self.fitness!r}")
-        if self.distribution not in DISTRIBUTIONS: raise ValueError(f"distribution must be one of {sorted(DISTRIBUTIONS)}, not {self.distribution!r}")
+        if self.distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution must be one of {sorted(DISTRIBUTIONS)}, not {self.distribution!r}")
 
     def arena(self)->SnakeArena: # the training map with room for every developed policy's snakes
         return SnakeArena(width=self.map_width, height=self.map_height, num_snakes=2 * self.population * self.agents_each, num_food=self.num_food,
@@ -399,7 +402,8 @@ class ReplicatorConfig:
 class PopulationManager:
     "Genomes sampled from a `LatentDistribution` and developed by the hypernetwork's trainer."
     def __init__(self, cfg:ReplicatorConfig):
-        kw = dict(mixture=dict(components=cfg.components), particles=dict(particles=cfg.particles), flow={})[cfg.distribution]
+        kw = dict(mixture=dict(components=cfg.components), particles=dict(particles=cfg.particles),
+                  flow={})[cfg.distribution]
         self.dist = make_distribution(cfg.distribution, cfg.hypernet.genome_dim, diffusion=cfg.diffusion, seed=cfg.seed, **kw)
         self.hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
         self.trainer = HypernetworkTrainer(self.hn, cfg.trainer)
@@ -426,7 +430,7 @@ def _write_checkpoint(path:Path, tensors:dict, cfg:ReplicatorConfig, **meta):
 
 # %% ../nbs/50_hypernetwork.ipynb #64a8cea7
 ADDED_SETTINGS = dict(trust_window=0, eval_max_steps=5000, fitness='first')   # added since format 2, at the values runs before them had
-ADDED_NESTED = {('hypernet', 'backbone'): 'mlp'}   # added inside a group since format 2, at the value runs before it had
+ADDED_NESTED = {('hypernet', 'backbone'): 'mlp'}   # added inside a group since format 2, at the runs' value before it
 REMOVED_SETTINGS = {('trainer', 'base_decay'): 0.0, ('hypernet', 'tied_codes'): False}   # removed: the value that ran as today's code runs
 REMOVED_VALUES = {'fitness': ('episode',)}   # values a setting no longer takes
 
@@ -703,14 +707,16 @@ def seed001_bar(runs:dict, # {run name: curve}; a curve is [{'agent_steps', 'sco
                 bar:float=0.5, # seed 001's bar: this fraction of PPO's score
                 seeds_needed:int=3)->dict: # {'per_run', 'mean', 'ci95', 'n', 'verdict'}
     """Seed 001's Phase 5 bar: per run, its last reading A whose A / `factor` lies on PPO's curve, and the ratio of its
-    score to PPO's there (linear interpolation); the mean ratio over runs with a Student-t 95% interval, and one verdict."""
+    score to PPO's there (linear interpolation); the mean ratio over runs with a Student-t 95% interval, one verdict."""
     xs, ys = np.array([c['agent_steps'] for c in ppo], float), np.array([c['score'] for c in ppo], float)
     per = {}
     for name, curve in runs.items():
         ok = [c for c in curve if xs[0] <= c['agent_steps'] / factor <= xs[-1]]
-        if not ok: raise ValueError(f"run {name!r} has no reading whose agent-steps / {factor} lie on PPO's curve ({xs[0]:,.0f}-{xs[-1]:,.0f})")
+        if not ok: raise ValueError(f"run {name!r} has no reading whose agent-steps / {factor} lie on PPO's curve "
+                                    f"({xs[0]:,.0f}-{xs[-1]:,.0f})")
         c = ok[-1]; p = float(np.interp(c['agent_steps'] / factor, xs, ys))
-        per[name] = dict(agent_steps=c['agent_steps'], score=c['score'], ppo_agent_steps=c['agent_steps'] / factor, ppo_score=p, ratio=c['score'] / p)
+        per[name] = dict(agent_steps=c['agent_steps'], score=c['score'], ppo_agent_steps=c['agent_steps'] / factor,
+                         ppo_score=p, ratio=c['score'] / p)
     r = np.array([v['ratio'] for v in per.values()]); n = len(r)
     half = float(stats.t.ppf(0.975, n - 1) * r.std(ddof=1) / math.sqrt(n)) if n > 1 else float('nan')
     lo, hi = float(r.mean()) - half, float(r.mean()) + half

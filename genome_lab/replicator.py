@@ -271,9 +271,9 @@ class FlowDistribution(LatentDistribution):
                  init_std:float=1.0, # genomes are `init_std` times the flow's variable
                  diffusion:float=0.01, # mutation coefficient D: variance 2 D dt per step and coordinate
                  seed:int=0, # seed of the flow's initial parameters and of the distribution's generator
-                 lr:float=0.1, # step size of each update's gradient steps (plain SGD: noise-sized gradients take small steps)
+                 lr:float=0.1, # step size of each update's plain SGD steps (small gradients take small steps)
                  fit_steps:int=5, # gradient steps per update
-                 entropy_samples:int=512): # Monte-Carlo points of `entropy` and `mean` (each draw inverts the flow, dim passes)
+                 entropy_samples:int=512): # Monte-Carlo points of `entropy` and `mean` (a draw inverts `dim` passes)
         super().__init__(dim, init_std, diffusion, seed)
         if int(transforms) < 1 or int(hidden) < 1 or int(fit_steps) < 1:
             raise ValueError(f"transforms, hidden and fit_steps must be >= 1, got {transforms}, {hidden}, {fit_steps}")
@@ -283,11 +283,12 @@ class FlowDistribution(LatentDistribution):
         with torch.random.fork_rng():
             torch.manual_seed(self.seed)
             self.flow = zuko.flows.NSF(self.dim, transforms=self.transforms, hidden_features=(self.hidden, self.hidden))
-            for t in self.flow.transform.transforms:   # splines' parameters at zero: each transform starts as the identity
+            for t in self.flow.transform.transforms:   # spline parameters at zero: each transform starts as the identity
                 nn.init.zeros_(t.hyper[-1].weight); nn.init.zeros_(t.hyper[-1].bias)
         self.last_ess = torch.tensor(1.0)
 
-    def _tensors(self)->dict: return {'last_ess': self.last_ess} | {f'flow.{k}': v.detach() for k, v in self.flow.state_dict().items()}
+    def _tensors(self)->dict:
+        return {'last_ess': self.last_ess} | {f'flow.{k}': v.detach() for k, v in self.flow.state_dict().items()}
     def _set(self, name:str, value:torch.Tensor):
         if name == 'last_ess': self.last_ess = value
         else: self.flow.load_state_dict({name[5:]: value}, strict=False)
@@ -305,7 +306,7 @@ class FlowDistribution(LatentDistribution):
         return self.sample(self.entropy_samples, torch.Generator().manual_seed(ENTROPY_SEED)).mean(0)
 
     def update(self, genomes:torch.Tensor, fitness:torch.Tensor, dt:float)->dict: # entropy, mean_fitness, ..., ess, nll
-        "One replicator-mutator step: `fit_steps` SGD steps on the selection-weighted log-likelihood of the mutated `genomes`."
+        "One replicator-mutator step: `fit_steps` SGD steps on the selection-weighted log-likelihood of mutated `genomes`."
         g, f = check_evaluations(genomes, fitness, self.dim); dt = _check_dt(dt)
         w = torch.softmax(dt * standardise_fitness(f).double(), 0).float()
         self.last_ess = 1 / (w.double() ** 2).sum()
@@ -322,7 +323,7 @@ DISTRIBUTIONS = {'mixture': GaussianMixture, 'particles': ParticleDistribution, 
 def make_distribution(kind:str, # 'mixture', 'particles' or 'flow'
                       dim:int, # latent genome dimension
                       **kw)->LatentDistribution: # keyword arguments of the class (components= or particles=, init_std=, diffusion=, seed=)
-    "A `GaussianMixture`, `ParticleDistribution` or `FlowDistribution` by name; `ValueError` for an unknown kind or argument."
+    "A `GaussianMixture`, `ParticleDistribution` or `FlowDistribution` by name; `ValueError` for unknown kinds or arguments."
     if kind not in DISTRIBUTIONS: raise ValueError(f"unknown distribution kind {kind!r}; use one of {sorted(DISTRIBUTIONS)}")
     cls = DISTRIBUTIONS[kind]
     bad = set(kw) - set(cls.config_keys)
@@ -331,8 +332,10 @@ def make_distribution(kind:str, # 'mixture', 'particles' or 'flow'
 
 def distribution_from_state_dict(sd:dict)->LatentDistribution:
     "Rebuild a distribution (kind from its tensors, configuration from `config.*`) and load `sd` into it."
-    kind = 'mixture' if 'means' in sd else 'particles' if 'x' in sd else 'flow' if any(k.startswith('flow.') for k in sd) else None
-    if kind is None: raise ValueError("not a distribution state_dict: it has no 'means' (mixture), 'x' (particles) or 'flow.*' (flow)")
+    flow = any(k.startswith('flow.') for k in sd)
+    kind = 'mixture' if 'means' in sd else 'particles' if 'x' in sd else 'flow' if flow else None
+    if kind is None:
+        raise ValueError("not a distribution state_dict: it has no 'means' (mixture), 'x' (particles) or 'flow.*' (flow)")
     cls = DISTRIBUTIONS[kind]
     cfg = {k: float(sd[f'config.{k}']) for k in cls.config_keys}
     for k in ('dim', 'components', 'particles', 'seed', 'entropy_samples', 'transforms', 'hidden', 'fit_steps'):
