@@ -26,7 +26,8 @@ def main():
     torch.set_num_threads(1)
     setups = {'particles (512)': ('particles', dict(particles=512)),
               'mixture (12, share_rate 0.1)': ('mixture', dict(components=12)),
-              'mixture (12, share_rate 1)': ('mixture', dict(components=12, share_rate=1.0))}
+              'mixture (12, share_rate 1)': ('mixture', dict(components=12, share_rate=1.0)),
+              'flow (NSF, 3 transforms)': ('flow', {})}
     t0 = time.time()
     for name, (kind, kw) in setups.items():
         dist, low, kept, exact = [], [], 0, []

@@ -10,6 +10,7 @@ import json, math, sys, time, warnings
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
+from scipy import stats
 import pandas as pd
 import torch
 import torch.nn as nn
@@ -20,18 +21,19 @@ from .arenas import SnakeArena, SNAKE_INPUT
 from .policies import LinearLSTM, StackedLinearLSTM
 from .evaluation import evaluate, torch_threads
 from .registry import Genome, Registry
-from .replicator import make_distribution, FitnessEstimator
+from .replicator import make_distribution, FitnessEstimator, DISTRIBUTIONS
 from .core import (Producer, ProducerContext, machine, optimizer_tensors, load_optimizer, save_checkpoint,
                              checkpoint_header,
                              settings_diff, atomic_write, config_parser, config_from_args, run_lock, RunLocked)
 
 # %% auto #0
-__all__ = ['FITNESS', 'CHECKPOINT_FORMAT', 'ADDED_SETTINGS', 'REMOVED_SETTINGS', 'REMOVED_VALUES', 'CONTROL_FILE',
-           'replicator_producer', 'policy_config', 'init_policy', 'target_layout', 'cosine_schedule', 'HypernetConfig',
-           'DiffusionHypernetwork', 'evaluate_population', 'centred_ranks', 'TrainerConfig', 'drop_learning_rates',
-           'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'current_config', 'checkpoint_meta',
-           'stored_config', 'ReplicatorTrainingLoop', 'register_best', 'ReplicatorSettings', 'produce_replicator',
-           'PolicyES', 'run_policy_es', 'train_replicator_cli']
+__all__ = ['BACKBONES', 'FITNESS', 'CHECKPOINT_FORMAT', 'ADDED_SETTINGS', 'ADDED_NESTED', 'REMOVED_SETTINGS', 'REMOVED_VALUES',
+           'CONTROL_FILE', 'replicator_producer', 'policy_config', 'init_policy', 'target_layout', 'cosine_schedule',
+           'HypernetConfig', 'DenoiserBlock', 'DiffusionHypernetwork', 'evaluate_population', 'centred_ranks',
+           'TrainerConfig', 'drop_learning_rates', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager',
+           'current_config', 'checkpoint_meta', 'stored_config', 'ReplicatorTrainingLoop', 'register_best',
+           'ReplicatorSettings', 'produce_replicator', 'PolicyES', 'run_policy_es', 'train_replicator_cli',
+           'seed001_bar']
 
 # %% ../nbs/50_hypernetwork.ipynb #7b73bb24
 def policy_config(hidden:int=16)->dict: # `LinearLSTM` config of a developed snake genome
@@ -72,11 +74,13 @@ def cosine_schedule(T:int, s:float=0.008)->dict: # tensors of length T+1 indexed
     return {k: v.float() for k, v in dict(beta=beta, abar=abar, c_x0=c_x0, c_xt=c_xt, var=var).items()}
 
 # %% ../nbs/50_hypernetwork.ipynb #61ed6891
+BACKBONES = ('transformer', 'mlp')   # the denoisers `DiffusionHypernetwork` has
+
 @dataclass
 class HypernetConfig:
     "Settings of `DiffusionHypernetwork` (seed 001's `HypernetworkConfig`)."
     genome_dim: int = 16        # latent genome size
-    hidden: int = 16            # width of the developed `LinearLSTM`
+    hidden: int = 16            # width of the developed `LinearLSTM` (PufferLib's snake: 128)
     chunk: int = 256            # numbers per token
     width: int = 128            # denoiser width
     T: int = 10                 # denoising steps
@@ -84,6 +88,30 @@ class HypernetConfig:
     x0_bound: float = 5.0       # predicted x0 is kept in (-bound, bound) by a tanh, in units of `scale`
     scale: float = 0.1          # the generated numbers' unit
     zero_init: bool = True      # start the denoiser's output layer at zero (every genome develops `base` plus noise)?
+    backbone: str = 'transformer'  # 'transformer' (self- and cross-attention, seed 001) or 'mlp' (per token)
+    depth: int = 2              # transformer blocks
+    heads: int = 4              # attention heads (divide `width`)
+    genome_tokens: int = 4      # tokens the genome's embedding is split into: the keys and values of cross-attention
+    def __post_init__(self):
+        if self.backbone not in BACKBONES: raise ValueError(f"backbone must be one of {BACKBONES}, not {self.backbone!r}")
+        if self.width % self.heads: raise ValueError(f"heads ({self.heads}) must divide width ({self.width})")
+
+
+# %% ../nbs/50_hypernetwork.ipynb #394c87c1
+class DenoiserBlock(nn.Module):
+    "Pre-norm transformer block: self-attention over the policy's tokens, cross-attention to the genome's, an MLP."
+    def __init__(self, width:int, heads:int):
+        super().__init__()
+        self.n1, self.n2, self.n3 = nn.LayerNorm(width), nn.LayerNorm(width), nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.cross = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, h:torch.Tensor, ctx:torch.Tensor)->torch.Tensor: # h (P, L, W), genome tokens (P, M, W) -> (P, L, W)
+        a = self.n1(h); h = h + self.attn(a, a, a, need_weights=False)[0]
+        h = h + self.cross(self.n2(h), ctx, ctx, need_weights=False)[0]
+        return h + self.mlp(self.n3(h))
+
 
 # %% ../nbs/50_hypernetwork.ipynb #ac73c9da
 class DiffusionHypernetwork(nn.Module):
@@ -97,19 +125,30 @@ class DiffusionHypernetwork(nn.Module):
             torch.manual_seed(seed)
             self.token = nn.Parameter(0.02 * torch.randn(L, W))
             self.inp, self.out = nn.Linear(C, W), nn.Linear(W, C)
-            self.genome = nn.Sequential(nn.Linear(cfg.genome_dim, W), nn.GELU(), nn.Linear(W, W))
-            self.mlp = nn.Sequential(nn.GELU(), nn.Linear(W, W), nn.GELU(), nn.Linear(W, W), nn.GELU())
+            if cfg.backbone == 'mlp':
+                self.genome = nn.Sequential(nn.Linear(cfg.genome_dim, W), nn.GELU(), nn.Linear(W, W))
+                self.mlp = nn.Sequential(nn.GELU(), nn.Linear(W, W), nn.GELU(), nn.Linear(W, W), nn.GELU())
+            else:
+                M = cfg.genome_tokens
+                self.genome = nn.Sequential(nn.Linear(cfg.genome_dim, W), nn.GELU(), nn.Linear(W, M * W))
+                self.layer = nn.Embedding(len(self.layout), W)
+                self.blocks = nn.ModuleList(DenoiserBlock(W, cfg.heads) for _ in range(cfg.depth))
+                self.skips = nn.ModuleList(nn.Linear(2 * W, W) for _ in range(cfg.depth // 2))   # U-ViT's long skips
+                self.norm = nn.LayerNorm(W)
             self.time = nn.Embedding(cfg.T + 1, W)
         init = {k: v.detach() for k, v in init_policy(self.policy_config, seed).named_parameters()}
         if cfg.zero_init: nn.init.zeros_(self.out.weight); nn.init.zeros_(self.out.bias)
         b = cfg.x0_bound   # base = b atanh(init / b): the bounded output starts at `init_policy`
-        self.base = nn.Parameter(b * torch.atanh((self._normalise(init) / b).clamp(-0.999, 0.999)))
-        mask = torch.zeros(L, C, dtype=torch.bool)
-        for name, shape, _, tok, n in self.layout: mask.view(-1)[tok*C: tok*C + math.prod(shape)] = True
+        self.base = nn.Parameter(b * torch.atanh((self.to_tokens(init) / b).clamp(-0.999, 0.999)))
+        mask, layer = torch.zeros(L, C, dtype=torch.bool), torch.zeros(L, dtype=torch.long)
+        for k, (name, shape, _, tok, n) in enumerate(self.layout):
+            mask.view(-1)[tok*C: tok*C + math.prod(shape)] = True; layer[tok:tok + n] = k
         self.register_buffer('mask', mask, persistent=False)
+        self.register_buffer('layer_id', layer, persistent=False)
         for k, v in cosine_schedule(cfg.T).items(): self.register_buffer(k, v, persistent=False)
 
-    def _normalise(self, params:dict)->torch.Tensor: # one policy's parameters -> tokens (L, C)
+    def to_tokens(self, params:dict)->torch.Tensor: # one policy's {name: tensor} -> tokens (L, C), in units of `scale`
+        "One policy's parameters (`LinearLSTM.state_dict` names; the value head is not generated) as tokens."
         C = self.cfg.chunk
         x = torch.zeros(sum(n for *_, n in self.layout) * C)
         for name, shape, scale, tok, n in self.layout: x[tok*C: tok*C + math.prod(shape)] = params[name].reshape(-1) / scale
@@ -123,17 +162,30 @@ class DiffusionHypernetwork(nn.Module):
         out['value.weight'], out['value.bias'] = torch.zeros(P, 1, self.cfg.hidden), torch.zeros(P, 1)
         return out
 
-    def denoise(self, x:torch.Tensor, t:int, genomes:torch.Tensor)->torch.Tensor: # x_t (P, L, C) -> predicted x0 (P, L, C)
-        "The denoiser: predicted clean tokens from noisy tokens `x` at step `t` for `genomes` (P, genome_dim)."
-        h = self.inp(x) + self.token + self.time.weight[t] + self.genome(genomes)[:, None]
+    def _backbone(self, h:torch.Tensor, te:torch.Tensor, genomes:torch.Tensor)->torch.Tensor: # (P, L, W) -> (P, L, W)
+        cfg = self.cfg
+        if cfg.backbone == 'mlp': return self.mlp(h + self.genome(genomes)[:, None])
+        ctx = self.genome(genomes).view(len(genomes), cfg.genome_tokens, cfg.width) + te   # the genome's tokens
+        h, n, kept = h + self.layer(self.layer_id), len(self.skips), []
+        for i, blk in enumerate(self.blocks):
+            if i < n: kept.append(h)
+            if i >= cfg.depth - n: h = self.skips[i - cfg.depth + n](torch.cat([h, kept.pop()], -1))
+            h = blk(h, ctx)
+        return self.norm(h)
+
+    def denoise(self, x:torch.Tensor, t:int|torch.Tensor, genomes:torch.Tensor)->torch.Tensor: # x_t (P, L, C) -> x0
+        "Predicted clean tokens (P, L, C) from noisy `x` at step `t` (an int, or one per member) for `genomes` (P, genome_dim)."
+        te = self.time(torch.as_tensor(t).expand(len(x)))[:, None]   # (P, 1, W)
+        h = self._backbone(self.inp(x) + self.token + te, te, genomes)
         b = self.cfg.x0_bound
-        return b * torch.tanh((self.base + self.out(self.mlp(h))) / b)
+        return b * torch.tanh((self.base + self.out(h)) / b)
 
     def sigma(self, t:int)->float: return self.cfg.exploration if t == 1 else float(self.var[t].sqrt())
 
     def policy(self, params:dict, i:int)->LinearLSTM: # member `i` of stacked parameters as a `LinearLSTM`
         pol = LinearLSTM(**self.policy_config)
         pol.load_state_dict({k: v[i] for k, v in params.items()}); return pol
+
 
 # %% ../nbs/50_hypernetwork.ipynb #692c59f3
 @patch
@@ -178,6 +230,18 @@ def log_prob(self:DiffusionHypernetwork, genomes:torch.Tensor, traj:torch.Tensor
         z = ((traj[k + 1] - mu) / self.sigma(t))[:, self.mask]
         lp = lp - 0.5 * (z**2).sum(1) - z.shape[1] * math.log(self.sigma(t))
     return lp
+
+# %% ../nbs/50_hypernetwork.ipynb #39b4bb33
+@patch
+def denoising_loss(self:DiffusionHypernetwork, x0:torch.Tensor, # clean tokens (B, L, C)
+                   genomes:torch.Tensor, # (B, genome_dim)
+                   generator:torch.Generator|None=None)->torch.Tensor: # scalar, mean squared error per generated number
+    "DDPM's simple loss, x0 parameterisation: `x0` noised to a uniform step t in 1..T, predicted back (Ho et al. 2020)."
+    t = torch.randint(1, self.cfg.T + 1, (len(x0),), generator=generator)
+    ab = self.abar[t].view(-1, 1, 1)
+    xt = ab.sqrt() * x0 + (1 - ab).sqrt() * torch.randn(x0.shape, generator=generator)
+    return ((self.denoise(xt, t, genomes) - x0) ** 2)[:, self.mask].mean()
+
 
 # %% ../nbs/50_hypernetwork.ipynb #b590b8f0
 FITNESS = ('window', 'first')   # what a policy's fitness counts (see above)
@@ -295,7 +359,7 @@ class ReplicatorConfig:
     "All settings of a replicator training run (seed 001's `ReplicatorConfig`, `PopulationConfig`, `EvalConfig`)."
     generations: int = 600      # generations to train (a resumed run continues to this many)
     population: int = 32        # genomes per generation; each is developed into two policies (antithetic noise)
-    distribution: str = 'mixture'  # 'mixture' or 'particles' (`40_replicator`)
+    distribution: str = 'mixture'  # 'mixture', 'particles' or 'flow' (`40_replicator`)
     components: int = 4         # mixture components
     particles: int = 256        # particles
     dt: float = 0.5             # replicator step
@@ -327,7 +391,8 @@ class ReplicatorConfig:
         if self.trust_window < 0: raise ValueError(f"trust_window must be >= 0 (0: a plain step of dt), got {self.trust_window}")
         if self.eval_max_steps < 1: raise ValueError(f"eval_max_steps must be >= 1, got {self.eval_max_steps}")
         if self.fitness not in FITNESS: raise ValueError(f"fitness must be one of {FITNESS}, not {self.fitness!r}")
-        if self.distribution not in ('mixture', 'particles'): raise ValueError(f"distribution must be 'mixture' or 'particles', not {self.distribution!r}")
+        if self.distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution must be one of {sorted(DISTRIBUTIONS)}, not {self.distribution!r}")
 
     def arena(self)->SnakeArena: # the training map with room for every developed policy's snakes
         return SnakeArena(width=self.map_width, height=self.map_height, num_snakes=2 * self.population * self.agents_each, num_food=self.num_food,
@@ -337,7 +402,8 @@ class ReplicatorConfig:
 class PopulationManager:
     "Genomes sampled from a `LatentDistribution` and developed by the hypernetwork's trainer."
     def __init__(self, cfg:ReplicatorConfig):
-        kw = dict(components=cfg.components) if cfg.distribution == 'mixture' else dict(particles=cfg.particles)
+        kw = dict(mixture=dict(components=cfg.components), particles=dict(particles=cfg.particles),
+                  flow={})[cfg.distribution]
         self.dist = make_distribution(cfg.distribution, cfg.hypernet.genome_dim, diffusion=cfg.diffusion, seed=cfg.seed, **kw)
         self.hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
         self.trainer = HypernetworkTrainer(self.hn, cfg.trainer)
@@ -364,12 +430,14 @@ def _write_checkpoint(path:Path, tensors:dict, cfg:ReplicatorConfig, **meta):
 
 # %% ../nbs/50_hypernetwork.ipynb #64a8cea7
 ADDED_SETTINGS = dict(trust_window=0, eval_max_steps=5000, fitness='first')   # added since format 2, at the values runs before them had
+ADDED_NESTED = {('hypernet', 'backbone'): 'mlp'}   # added inside a group since format 2, at the runs' value before it
 REMOVED_SETTINGS = {('trainer', 'base_decay'): 0.0, ('hypernet', 'tied_codes'): False}   # removed: the value that ran as today's code runs
 REMOVED_VALUES = {'fitness': ('episode',)}   # values a setting no longer takes
 
 def current_config(config:dict, source:str='the checkpoint')->dict: # a stored config with today's fields
     "A stored config (JSON of `ReplicatorConfig`) in today's fields: added settings filled in, removed ones dropped; `ValueError` for a removed setting or value the run used."
     c = {**ADDED_SETTINGS, **config, 'hypernet': dict(config.get('hypernet') or {}), 'trainer': dict(config.get('trainer') or {})}
+    for (group, name), then in ADDED_NESTED.items(): c[group].setdefault(name, then)
     for (group, name), today in REMOVED_SETTINGS.items():
         if (v := c[group].pop(name, today)) != today:
             raise ValueError(f"{source} was made with {name}={v!r}, a setting genome_lab no longer has (it measured worse than "
@@ -631,3 +699,30 @@ def train_replicator_cli(argv:list|None=None)->int: # exit status
         top = loop.top_genomes(a.register, seed=cfg.seed)
         print('registered', register_best(loop, Registry(a.registry), top, run=Path(a.run_dir).name))
     return 0
+
+# %% ../nbs/50_hypernetwork.ipynb #f5f93826
+def seed001_bar(runs:dict, # {run name: curve}; a curve is [{'agent_steps', 'score'}, ...], one replicator run (seed)
+                ppo:list, # the same-machine PPO curve, [{'agent_steps', 'score'}, ...]
+                factor:float=10, # the replicator may spend `factor` times PPO's agent-steps
+                bar:float=0.5, # seed 001's bar: this fraction of PPO's score
+                seeds_needed:int=3)->dict: # {'per_run', 'mean', 'ci95', 'n', 'verdict'}
+    """Seed 001's Phase 5 bar: per run, its last reading A whose A / `factor` lies on PPO's curve, and the ratio of its
+    score to PPO's there (linear interpolation); the mean ratio over runs with a Student-t 95% interval, one verdict."""
+    xs, ys = np.array([c['agent_steps'] for c in ppo], float), np.array([c['score'] for c in ppo], float)
+    per = {}
+    for name, curve in runs.items():
+        ok = [c for c in curve if xs[0] <= c['agent_steps'] / factor <= xs[-1]]
+        if not ok: raise ValueError(f"run {name!r} has no reading whose agent-steps / {factor} lie on PPO's curve "
+                                    f"({xs[0]:,.0f}-{xs[-1]:,.0f})")
+        c = ok[-1]; p = float(np.interp(c['agent_steps'] / factor, xs, ys))
+        per[name] = dict(agent_steps=c['agent_steps'], score=c['score'], ppo_agent_steps=c['agent_steps'] / factor,
+                         ppo_score=p, ratio=c['score'] / p)
+    r = np.array([v['ratio'] for v in per.values()]); n = len(r)
+    half = float(stats.t.ppf(0.975, n - 1) * r.std(ddof=1) / math.sqrt(n)) if n > 1 else float('nan')
+    lo, hi = float(r.mean()) - half, float(r.mean()) + half
+    if n < seeds_needed: verdict = f"not decided: {n} run(s), the bar asks for {seeds_needed} seeds"
+    elif lo > bar: verdict = f"met: the 95% interval lies above {bar}"
+    elif hi < bar: verdict = f"not met: the 95% interval lies below {bar}"
+    else: verdict = f"undecided: the 95% interval contains {bar}"
+    return dict(per_run=per, mean=float(r.mean()), ci95=(lo, hi), n=n, factor=factor, bar=bar, verdict=verdict)
+

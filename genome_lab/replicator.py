@@ -10,13 +10,15 @@ import math
 from dataclasses import dataclass
 import pandas as pd
 import torch
+import torch.nn as nn
 import torch.nn.functional as Fn
+import zuko
 from tqdm.auto import tqdm
 
 # %% auto #0
 __all__ = ['LOG2PI', 'ENTROPY_SEED', 'DISTRIBUTIONS', 'check_evaluations', 'standardise_fitness', 'replicate',
-           'LatentDistribution', 'systematic_resample', 'ParticleDistribution', 'GaussianMixture', 'make_distribution',
-           'distribution_from_state_dict', 'Evolution', 'evolve', 'FitnessEstimator']
+           'LatentDistribution', 'systematic_resample', 'ParticleDistribution', 'GaussianMixture', 'FlowDistribution',
+           'make_distribution', 'distribution_from_state_dict', 'Evolution', 'evolve', 'FitnessEstimator']
 
 # %% ../nbs/40_replicator.ipynb #9c97be97
 LOG2PI = math.log(2 * math.pi)
@@ -103,12 +105,13 @@ class LatentDistribution:
         "Differential entropy of `p`, Monte-Carlo `-mean log p(x_i)` over `samples` points drawn with a fixed seed (standard error about `std(log p) / sqrt(samples)`)."
         g = torch.Generator().manual_seed(ENTROPY_SEED)
         x = self._entropy_points(samples or self.entropy_samples, g)
-        return float(-self.log_density(x).double().mean())
+        with torch.no_grad(): return float(-self.log_density(x).double().mean())
 
     def _stats(self, f:torch.Tensor, **kw)->dict:
         return dict(entropy=self.entropy(), mean_fitness=float(f.mean()), max_fitness=float(f.max()),
                     fitness_std=float(f.std(unbiased=False)), **{k: float(v) for k, v in kw.items()})
     def _config_tensors(self)->dict: return {f'config.{k}': torch.tensor(float(v), dtype=torch.float64) for k, v in self.config.items()}
+    def _set(self, name:str, value:torch.Tensor): setattr(self, name, value)
     def state_dict(self)->dict: # {name: tensor}
         "State as tensors only (for safetensors): the parameters, the generator's state and `config.*` scalars."
         return self._config_tensors() | {k: v.clone() for k, v in self._tensors().items()} | {'generator': self.generator.get_state()}
@@ -121,7 +124,7 @@ class LatentDistribution:
         cur = self._tensors()
         for k, v in cur.items():
             if tuple(sd[k].shape) != tuple(v.shape): raise ValueError(f"{k} has shape {tuple(sd[k].shape)}, expected {tuple(v.shape)}")
-            setattr(self, k, sd[k].to(v.dtype).clone())
+            self._set(k, sd[k].to(v.dtype).clone())
         self.generator.set_state(sd['generator'].clone())
 
 # %% ../nbs/40_replicator.ipynb #4ab0cb99
@@ -256,13 +259,71 @@ class GaussianMixture(LatentDistribution):
         self.w = replicate(self.w, Fk, informed, self.share_rate * dt)
         return self._stats(f, ess=self.ess(), informed=informed.float().mean())
 
-# %% ../nbs/40_replicator.ipynb #7986521f
-DISTRIBUTIONS = {'mixture': GaussianMixture, 'particles': ParticleDistribution}
+# %% ../nbs/40_replicator.ipynb #57f2d3b0
+class FlowDistribution(LatentDistribution):
+    "A neural spline flow (zuko's `NSF`) over genomes, moved by a weighted maximum-likelihood replicator-mutator step."
+    kind = 'flow'
+    config_keys = ('dim', 'transforms', 'hidden', 'init_std', 'diffusion', 'seed', 'lr', 'fit_steps', 'entropy_samples')
 
-def make_distribution(kind:str, # 'mixture' or 'particles'
+    def __init__(self, dim:int=16, # latent genome dimension
+                 transforms:int=3, # autoregressive spline transforms
+                 hidden:int=32, # width of each transform's two hidden layers
+                 init_std:float=1.0, # genomes are `init_std` times the flow's variable
+                 diffusion:float=0.01, # mutation coefficient D: variance 2 D dt per step and coordinate
+                 seed:int=0, # seed of the flow's initial parameters and of the distribution's generator
+                 lr:float=0.1, # step size of each update's plain SGD steps (small gradients take small steps)
+                 fit_steps:int=5, # gradient steps per update
+                 entropy_samples:int=512): # Monte-Carlo points of `entropy` and `mean` (a draw inverts `dim` passes)
+        super().__init__(dim, init_std, diffusion, seed)
+        if int(transforms) < 1 or int(hidden) < 1 or int(fit_steps) < 1:
+            raise ValueError(f"transforms, hidden and fit_steps must be >= 1, got {transforms}, {hidden}, {fit_steps}")
+        if not lr > 0: raise ValueError(f"lr must be > 0, got {lr}")
+        self.transforms, self.hidden, self.lr = int(transforms), int(hidden), float(lr)
+        self.fit_steps, self.entropy_samples = int(fit_steps), int(entropy_samples)
+        with torch.random.fork_rng():
+            torch.manual_seed(self.seed)
+            self.flow = zuko.flows.NSF(self.dim, transforms=self.transforms, hidden_features=(self.hidden, self.hidden))
+            for t in self.flow.transform.transforms:   # spline parameters at zero: each transform starts as the identity
+                nn.init.zeros_(t.hyper[-1].weight); nn.init.zeros_(t.hyper[-1].bias)
+        self.last_ess = torch.tensor(1.0)
+
+    def _tensors(self)->dict:
+        return {'last_ess': self.last_ess} | {f'flow.{k}': v.detach() for k, v in self.flow.state_dict().items()}
+    def _set(self, name:str, value:torch.Tensor):
+        if name == 'last_ess': self.last_ess = value
+        else: self.flow.load_state_dict({name[5:]: value}, strict=False)
+    def ess(self)->float: return float(self.last_ess)   # of the last update's selection weights, in [1, n]
+
+    def log_density(self, x:torch.Tensor)->torch.Tensor: # (m,) nats
+        return self.flow().log_prob(_as_tensor(x, 'x') / self.init_std) - self.dim * math.log(self.init_std)
+
+    def sample(self, n:int, generator:torch.Generator|None=None)->torch.Tensor: # (n, dim)
+        "Draw `n` genomes: Gaussian noise from `generator` (else the distribution's own) through the flow's inverse."
+        z = torch.randn(int(n), self.dim, generator=generator or self.generator)
+        with torch.no_grad(): return self.flow().transform.inv(z) * self.init_std
+
+    def mean(self)->torch.Tensor: # (dim,) Monte-Carlo mean over `entropy_samples` draws with a fixed seed
+        return self.sample(self.entropy_samples, torch.Generator().manual_seed(ENTROPY_SEED)).mean(0)
+
+    def update(self, genomes:torch.Tensor, fitness:torch.Tensor, dt:float)->dict: # entropy, mean_fitness, ..., ess, nll
+        "One replicator-mutator step: `fit_steps` SGD steps on the selection-weighted log-likelihood of mutated `genomes`."
+        g, f = check_evaluations(genomes, fitness, self.dim); dt = _check_dt(dt)
+        w = torch.softmax(dt * standardise_fitness(f).double(), 0).float()
+        self.last_ess = 1 / (w.double() ** 2).sum()
+        x = g + math.sqrt(2 * self.diffusion * dt) * torch.randn(g.shape, generator=self.generator)
+        opt = torch.optim.SGD(self.flow.parameters(), lr=self.lr)
+        for _ in range(self.fit_steps):
+            opt.zero_grad(); nll = -(w * self.log_density(x)).sum(); nll.backward(); opt.step()
+        return self._stats(f, ess=self.ess(), nll=float(nll.detach()))
+
+
+# %% ../nbs/40_replicator.ipynb #7986521f
+DISTRIBUTIONS = {'mixture': GaussianMixture, 'particles': ParticleDistribution, 'flow': FlowDistribution}
+
+def make_distribution(kind:str, # 'mixture', 'particles' or 'flow'
                       dim:int, # latent genome dimension
                       **kw)->LatentDistribution: # keyword arguments of the class (components= or particles=, init_std=, diffusion=, seed=)
-    "A `GaussianMixture` or `ParticleDistribution` by name; `ValueError` for an unknown kind or argument."
+    "A `GaussianMixture`, `ParticleDistribution` or `FlowDistribution` by name; `ValueError` for unknown kinds or arguments."
     if kind not in DISTRIBUTIONS: raise ValueError(f"unknown distribution kind {kind!r}; use one of {sorted(DISTRIBUTIONS)}")
     cls = DISTRIBUTIONS[kind]
     bad = set(kw) - set(cls.config_keys)
@@ -271,11 +332,13 @@ def make_distribution(kind:str, # 'mixture' or 'particles'
 
 def distribution_from_state_dict(sd:dict)->LatentDistribution:
     "Rebuild a distribution (kind from its tensors, configuration from `config.*`) and load `sd` into it."
-    kind = 'mixture' if 'means' in sd else 'particles' if 'x' in sd else None
-    if kind is None: raise ValueError("not a distribution state_dict: it has neither 'means' (mixture) nor 'x' (particles)")
+    flow = any(k.startswith('flow.') for k in sd)
+    kind = 'mixture' if 'means' in sd else 'particles' if 'x' in sd else 'flow' if flow else None
+    if kind is None:
+        raise ValueError("not a distribution state_dict: it has no 'means' (mixture), 'x' (particles) or 'flow.*' (flow)")
     cls = DISTRIBUTIONS[kind]
     cfg = {k: float(sd[f'config.{k}']) for k in cls.config_keys}
-    for k in ('dim', 'components', 'particles', 'seed', 'entropy_samples'):
+    for k in ('dim', 'components', 'particles', 'seed', 'entropy_samples', 'transforms', 'hidden', 'fit_steps'):
         if k in cfg: cfg[k] = int(cfg[k])
     d = cls(**cfg); d.load_state_dict(sd)
     return d

@@ -97,7 +97,7 @@ def test_load_refuses_another_configuration():
     sd = GaussianMixture(dim=4, components=3).state_dict()
     with pytest.raises(ValueError, match='config.components'): GaussianMixture(dim=4, components=5).load_state_dict(sd)
     with pytest.raises(ValueError, match='differ'): ParticleDistribution(dim=4).load_state_dict(sd)
-    with pytest.raises(ValueError, match='neither'): distribution_from_state_dict({'w': torch.ones(3)})
+    with pytest.raises(ValueError, match='not a distribution state_dict'): distribution_from_state_dict({'w': torch.ones(3)})
 
 
 @pytest.mark.parametrize('kind', KINDS)
@@ -185,4 +185,18 @@ def test_bench_runs_with_tiny_settings():
     out = subprocess.run([sys.executable, str(ROOT/'bench'/'replicator.py'), '--seeds', '1', '--generations', '3'],
                          capture_output=True, text=True, timeout=120, env=os.environ | {'OMP_NUM_THREADS': '1'})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count('quadratic distance') == 3 and 'n = 1 seeds' in out.stdout
+    assert out.stdout.count('quadratic distance') == 4 and 'flow (NSF' in out.stdout and 'n = 1 seeds' in out.stdout
+
+
+def test_flow_round_trips_and_selection_moves_it_yet_keeps_two_peaks():
+    d = make_distribution('flow', 3, seed=2, diffusion=0.01)
+    x = d.sample(32, torch.Generator().manual_seed(0)); d.update(x, x[:, 0], 0.5)
+    d2 = distribution_from_state_dict({k: v.clone() for k, v in d.state_dict().items()})
+    assert type(d2) is type(d) and d2.config == d.config
+    assert torch.equal(d2.sample(8, torch.Generator().manual_seed(1)), d.sample(8, torch.Generator().manual_seed(1)))
+    with pytest.raises(ValueError, match='config.hidden'): make_distribution('flow', 3, seed=2, hidden=8).load_state_dict(d.state_dict())
+    d = make_distribution('flow', 2, init_std=1.5, diffusion=0.002, seed=0)
+    r = evolve(d, bimodal, 60, 128, 0.5, seed=0)
+    x = d.sample(4000, torch.Generator().manual_seed(7))
+    for c in (A, B): assert float(((x - c).norm(dim=1) < 1.2).float().mean()) > 0.15
+    assert r.history.mean_fitness.iloc[-1] > r.history.mean_fitness.iloc[0]

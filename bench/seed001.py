@@ -1,0 +1,223 @@
+"""Seed 001 as written, on the snake arena: the transformer denoiser against the per-token MLP on full-size policies,
+100 genomes decoded, and a fitness protocol whose test-retest reliability is measured, with the surrogate chosen by
+measurement (issue 38).
+
+1. Data: `--data` full-size snake policies (`LinearLSTM` hidden 128, PufferLib's size), each a point on the line from
+   an untrained policy (`init_policy`, PufferLib's `layer_init`, its own seed) to a trained teacher (PufferLib's snake,
+   or the GPU fine-tune of bench/gpu_snake.py), with a genome z ~ N(0, I): the share of the teacher is Phi(z_0), the
+   teacher is chosen by the sign of z_1, the other 14 coordinates are the untrained policy's seed's own (noise).
+   Both backbones (`HypernetConfig.backbone`) train by `denoising_loss` on the same data, batches and steps;
+   the held-out denoising loss (on `--held-out` policies never trained on) is printed for both.
+2. `--genomes` new genomes (N(0, I), never in the data) are decoded by each backbone (no exploration noise) and played
+   greedily on PufferLib's training map (`evaluate`: length at death of each snake's first episode, the same map
+   seed for every policy); next to them as many untrained PufferLib initialisations, uniform random moves and the
+   teachers.
+3. Fitness reliability: the same decoded genomes' training fitness (`evaluate_population`) measured twice per protocol:
+   'as trained' (each genome developed anew with the last step's exploration noise, one game on the generation's map,
+   as `ReplicatorTrainingLoop` does) and 'crn' (the genome's noise-free development, `--games` games on map seeds
+   shared by every genome, common random numbers); the test-retest correlation r of each. The surrogates (the
+   replicator's `FitnessEstimator` ensemble; scikit-learn's `GaussianProcessRegressor` with an ARD RBF kernel plus a
+   `WhiteKernel` noise model) are scored by 5-fold held-out R^2 against the measured fitness, next to 0.7 and 0.7 r.
+4. Modes: a Gaussian mixture (scikit-learn, components chosen by BIC) fitted to the genomes of the decoded policies
+   that scored in the top third; each component's mean genome is decoded and played (`play` of bench/hypernetwork.py:
+   adjacent food taken, what deaths ran into) and its nearest teacher in weights is named: the strategy it stands for.
+Writes --out (nbs/measured/seed001.json). Usage: python bench/seed001.py [--train-steps 200] [--genomes 100]
+"""
+import datetime, json, math, os, sys, time
+from dataclasses import dataclass, asdict
+from pathlib import Path
+from typing import Annotated
+import numpy as np
+import torch
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel, ConstantKernel
+from sklearn.model_selection import KFold
+from sklearn.mixture import GaussianMixture as SkMixture
+from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine
+from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, init_policy, policy_config, evaluate_population,
+                                     HypernetworkTrainer, TrainerConfig)
+from genome_lab.policies import load_pufferlib_policy, RandomPolicy
+from genome_lab.evaluation import evaluate
+from genome_lab.arenas import SnakeArena
+from genome_lab.replicator import FitnessEstimator
+sys.path.insert(0, str(Path(__file__).parent))
+from gpu_weights import read_trained
+from hypernetwork import play
+
+@dataclass
+class Options:
+    "The bench's settings."
+    data: Annotated[int, 'policies the hypernetworks learn from'] = 64
+    held_out: Annotated[int, 'policies of the held-out denoising loss'] = 16
+    train_steps: Annotated[int, 'Adam steps of each backbone'] = 200
+    batch: Annotated[int, 'policies per step'] = 8
+    lr: Annotated[float, "Adam's learning rate"] = 1e-3
+    width: Annotated[int, 'denoiser width'] = 128
+    chunk: Annotated[int, 'numbers per token'] = 1024
+    scale: Annotated[float, "the generated numbers' unit"] = 0.1
+    genomes: Annotated[int, 'new genomes decoded by each backbone'] = 100
+    snakes: Annotated[int, 'snakes per policy in the score games'] = 16
+    max_steps: Annotated[int, 'step cap of the score games'] = 3000
+    games: Annotated[int, "games per genome of the 'crn' fitness protocol"] = 4
+    fitness_steps: Annotated[int, 'steps of a fitness game'] = 1024
+    seed: Annotated[int, 'seeds data, training and genomes'] = 0
+    baseline_only: Annotated[bool, "add only the untrained initialisations' window fitness to --out (written by a full run)?"] = False
+    out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001.json')
+
+def teachers()->list: # [(name, state_dict)] of trained full-size snake policies
+    g, _ = read_trained(measured_dir()/'gpu_snake_finetune.safetensors')
+    return [('PufferLib snake', load_pufferlib_policy('snake').state_dict()), ('GPU fine-tune', g.state_dict())]
+
+def dataset(hn:DiffusionHypernetwork, n:int, seed:int, tch:list)->tuple: # (tokens (n, L, C), genomes (n, 16), alpha (n,), teacher (n,))
+    "Policies on the lines from untrained initialisations to the teachers, with their genomes (see the docstring)."
+    z = torch.randn(n, hn.cfg.genome_dim, generator=torch.Generator().manual_seed(seed))
+    alpha, which = torch.special.ndtr(z[:, 0]), (z[:, 1] > 0).long()
+    toks = []
+    for i in range(n):
+        init = init_policy(hn.policy_config, seed=100_000 * (seed + 1) + i).state_dict()
+        t = tch[int(which[i])][1]
+        toks.append(hn.to_tokens({k: alpha[i] * t.get(k, torch.zeros_like(v)) + (1 - alpha[i]) * v for k, v in init.items()}))
+    return torch.stack(toks), z, alpha, which
+
+def train(cfg:HypernetConfig, data:torch.Tensor, z:torch.Tensor, o:Options)->tuple: # (hn, losses)
+    hn = DiffusionHypernetwork(cfg, seed=o.seed)
+    opt, g, losses = torch.optim.Adam(hn.parameters(), lr=o.lr), torch.Generator().manual_seed(o.seed + 1), []
+    for s in range(o.train_steps):
+        i = torch.randint(len(data), (o.batch,), generator=g)
+        opt.zero_grad(); loss = hn.denoising_loss(data[i], z[i], g); loss.backward()
+        torch.nn.utils.clip_grad_norm_(hn.parameters(), 1.0); opt.step(); losses.append(float(loss.detach()))
+    return hn, losses
+
+def held_out_loss(hn, data, z, repeats:int=8)->float: # mean over fixed noise draws
+    g = torch.Generator().manual_seed(999)
+    with torch.no_grad(): return float(np.mean([float(hn.denoising_loss(data, z, g)) for _ in range(repeats)]))
+
+def scores(policies:list, o:Options, seed:int=202)->list: # mean length at death per policy, same map seed for all
+    return [evaluate(p, 'snake', seed=seed, max_steps=o.max_steps, progress=False, num_snakes=o.snakes).stats()['score']['mean']
+            for p in policies]
+
+def spread(x)->dict:
+    x = np.asarray(x, float)
+    return dict(mean=float(np.mean(x)), std=float(np.std(x)), min=float(np.min(x)), median=float(np.median(x)),
+                max=float(np.max(x)), scores=[round(float(v), 3) for v in x])
+
+def fitness(hn:DiffusionHypernetwork, params:dict, seed:int, steps:int, per_map:int=64, each:int=4)->torch.Tensor: # (P,)
+    "Training fitness ('window', as `ReplicatorConfig`'s default) of stacked policies, `per_map` policies x `each` snakes per map."
+    P, out = len(params['h0']), []
+    arena = SnakeArena(width=640, height=360, num_snakes=per_map * each, num_food=4096, reward_food=0.1, reward_corpse=0.1,
+                       reward_death=-1.0)
+    for a in range(0, P, per_map):
+        part = {k: v[a:a + per_map] for k, v in params.items()}
+        n = len(part['h0'])
+        if n < per_map: part = {k: torch.cat([v, v[:per_map - n]]) for k, v in part.items()}   # fill the map
+        out.append(evaluate_population(hn.policy_config, part, arena, steps, seed=seed, fitness='window')['fitness'][:n])
+    arena.close()
+    return torch.cat(out)
+
+def protocols(hn:DiffusionHypernetwork, genomes:torch.Tensor, o:Options)->dict: # {protocol: (test (P,), retest (P,))}
+    g = torch.Generator().manual_seed(o.seed + 7)
+    tr = HypernetworkTrainer(hn, TrainerConfig())
+    trained = lambda s: fitness(hn, tr.develop(genomes, g)['params'], s, o.fitness_steps).view(2, -1).mean(0)   # mirrored pair
+    mean = hn.generate_weights(genomes, torch.Generator().manual_seed(0), final_noise=False)
+    crn = lambda seeds: torch.stack([fitness(hn, mean, s, o.fitness_steps) for s in seeds]).mean(0)
+    return {'as trained': (trained(11), trained(12)),
+            'crn': (crn([1000 + k for k in range(o.games)]), crn([2000 + k for k in range(o.games)]))}
+
+def init_window(o:Options)->dict: # the untrained initialisations' training fitness under the 'crn' protocol's test seeds
+    "Most untrained policies circle without dying (their length at death is censored), so they are compared by fitness."
+    hn = DiffusionHypernetwork(HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone='mlp'))
+    sds = [init_policy(policy_config(128), seed=7 + i).state_dict() for i in range(o.genomes)]
+    params = {k: torch.stack([sd[k] for sd in sds]) for k in sds[0]}
+    f = torch.stack([fitness(hn, params, s, o.fitness_steps) for s in [1000 + k for k in range(o.games)]]).mean(0)
+    return spread(f.numpy())
+
+def r2(y, p)->float: return float(1 - ((y - p) ** 2).sum() / ((y - y.mean()) ** 2).sum())
+
+def surrogates(X:np.ndarray, y:np.ndarray, seed:int)->dict: # {name: 5-fold held-out R^2}
+    pred = {k: np.zeros_like(y) for k in ('ensemble (FitnessEstimator)', 'GP (RBF ARD + WhiteKernel)')}
+    for tr, te in KFold(5, shuffle=True, random_state=seed).split(X):
+        est = FitnessEstimator(X.shape[1], seed=seed)
+        est.add(torch.tensor(X[tr]), torch.tensor(y[tr])); est.fit(epochs=100, holdout=0)
+        pred['ensemble (FitnessEstimator)'][te] = est.predict(torch.tensor(X[te]))[0].numpy()
+        k = ConstantKernel(1.0) * RBF(np.ones(X.shape[1]), (1e-2, 1e3)) + WhiteKernel(0.1, (1e-5, 10))
+        gp = GaussianProcessRegressor(k, normalize_y=True, n_restarts_optimizer=2, random_state=seed).fit(X[tr], y[tr])
+        pred['GP (RBF ARD + WhiteKernel)'][te] = gp.predict(X[te])
+    return {k: r2(y, p) for k, p in pred.items()}
+
+def modes(hn:DiffusionHypernetwork, genomes:torch.Tensor, sc:list, tch:list, o:Options)->list: # one row per mode
+    "The top third's genomes as a mixture (BIC over 1-4 components); each mode's mean genome decoded, scored and played."
+    top = genomes[np.argsort(sc)[-len(sc) // 3:]].numpy().astype(np.float64)
+    fits = [SkMixture(k, covariance_type='diag', random_state=o.seed).fit(top) for k in range(1, 5)]
+    gm = min(fits, key=lambda m: m.bic(top))
+    means = torch.tensor(gm.means_, dtype=torch.float32)
+    params = hn.generate_weights(means, torch.Generator().manual_seed(0), final_noise=False)
+    rows = []
+    for i in range(len(means)):
+        pol = hn.policy(params, i)
+        dist = {n: float(sum(((pol.state_dict()[k] - t[k]) ** 2).sum() for k in t if not k.startswith('value.')).sqrt()) for n, t in tch}
+        rows.append(dict(weight=float(gm.weights_[i]), genome=[round(float(v), 3) for v in means[i]], score=scores([pol], o)[0],
+                         nearest_teacher=min(dist, key=dist.get), distance=dist, play=play(pol, snakes=64, steps=1000)))
+    return rows
+
+def main():
+    o = config_from_args(Options, config_parser(Options, description=__doc__.splitlines()[0]).parse_args())
+    torch.set_num_threads(1); t0 = time.perf_counter()
+    if o.baseline_only:
+        res = json.loads(Path(o.out).read_text())
+        res['untrained_init_window'] = w = init_window(o)
+        crn = np.array(res['protocols']['crn']['test'])
+        print(f"window fitness ('crn' test seeds): untrained initialisations mean {w['mean']:.3f}, max {w['max']:.3f}; "
+              f"decoded genomes mean {crn.mean():.3f}, max {crn.max():.3f}; {time.perf_counter() - t0:.0f} s")
+        atomic_write_json(o.out, res); return
+    print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
+    tch = teachers()
+    cfgs = {b: HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone=b) for b in ('transformer', 'mlp')}
+    probe = DiffusionHypernetwork(cfgs['mlp'])
+    data, z, alpha, which = dataset(probe, o.data + o.held_out, o.seed, tch)
+    clipped = float((data[:, probe.mask].abs() > probe.cfg.x0_bound).float().mean())
+    print(f"data: {o.data} + {o.held_out} held-out policies of {int(probe.mask.sum()):,} numbers in {probe.mask.shape[0]} tokens; "
+          f"share beyond x0_bound {clipped:.2e}", flush=True)
+    res = dict(options=asdict(o), machine=machine(), date=str(datetime.date.today()), tokens=int(probe.mask.shape[0]),
+               generated_numbers=int(probe.mask.sum()), beyond_bound=clipped, backbones={})
+    genomes = torch.randn(o.genomes, 16, generator=torch.Generator().manual_seed(o.seed + 12345))
+    nets = {}
+    for b, cfg in cfgs.items():
+        t1 = time.perf_counter()
+        hn, losses = train(cfg, data[:o.data], z[:o.data], o)
+        nets[b] = hn
+        ho = held_out_loss(hn, data[o.data:], z[o.data:])
+        params = hn.generate_weights(genomes, torch.Generator().manual_seed(0), final_noise=False)
+        sc = scores([hn.policy(params, i) for i in range(o.genomes)], o)
+        res['backbones'][b] = dict(parameters=sum(p.numel() for p in hn.parameters()), train_loss_first=float(np.mean(losses[:20])),
+                                   train_loss_last=float(np.mean(losses[-20:])), held_out_loss=ho, train_seconds=0.0,
+                                   decoded=spread(sc), seconds=time.perf_counter() - t1)
+        print(f"{b:11s}: {res['backbones'][b]['parameters']:,} parameters; denoising loss {np.mean(losses[:20]):.4f} -> "
+              f"{np.mean(losses[-20:]):.4f} (train), held-out {ho:.4f}; {o.genomes} decoded genomes' length at death: mean "
+              f"{np.mean(sc):.2f}, std {np.std(sc):.2f}, min {np.min(sc):.2f}, max {np.max(sc):.2f}; {time.perf_counter() - t1:.0f} s", flush=True)
+    base = scores([init_policy(policy_config(128), seed=7 + i) for i in range(o.genomes)], o)
+    rnd = scores([RandomPolicy(4)], o)
+    res['untrained_init'], res['random'] = spread(base), spread(rnd)
+    res['teachers'] = {n: scores([load_pufferlib_policy('snake')] if n.startswith('PufferLib') else [read_trained(measured_dir()/'gpu_snake_finetune.safetensors')[0]], o)[0]
+                       for n, _ in tch}
+    print(f"untrained PufferLib initialisations ({o.genomes}): mean {np.mean(base):.2f}, max {np.max(base):.2f}; random moves {rnd[0]:.2f}; "
+          f"teachers {res['teachers']}", flush=True)
+    hn = nets['transformer']
+    res['modes'] = modes(hn, genomes, res['backbones']['transformer']['decoded']['scores'], tch, o)
+    for m in res['modes']:
+        print(f"mode (weight {m['weight']:.2f}, z0 {m['genome'][0]:.2f}, z1 {m['genome'][1]:.2f}): length at death {m['score']:.2f}; nearest "
+              f"teacher {m['nearest_teacher']}; adjacent food {m['play']['adjacent_food']:.3f}; deaths " +
+              ', '.join(f"{k} {v:.2f}" for k, v in m['play']['causes'].items()), flush=True)
+    prot = protocols(hn, genomes, o)
+    res['protocols'] = {}
+    for name, (f1, f2) in prot.items():
+        r = float(np.corrcoef(f1.numpy(), f2.numpy())[0, 1])
+        sur = surrogates(genomes.numpy().astype(np.float64), f1.numpy().astype(np.float64), o.seed)
+        res['protocols'][name] = dict(reliability=r, surrogate_r2=sur, target=0.7, target_reliability=0.7 * r,
+                                      fitness_std=float(f1.std()), test=f1.tolist(), retest=f2.tolist())
+        print(f"protocol {name!r}: test-retest r {r:.3f}; held-out R2 " + ', '.join(f"{k} {v:.3f}" for k, v in sur.items())
+              + f" (targets 0.7 and 0.7 r = {0.7 * r:.3f})", flush=True)
+    res['seconds'] = time.perf_counter() - t0
+    atomic_write_json(o.out, res)
+    print(f"wrote {o.out}; {res['seconds']:.0f} s")
+
+if __name__ == '__main__': main()
