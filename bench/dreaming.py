@@ -21,10 +21,11 @@ import datetime, json, tempfile, time
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
 from typing import Annotated
+import numpy as np
 import torch
 from safetensors.torch import save_file, load_file
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
-from genome_lab.dreaming import (WorldConfig, WorldModel, DreamPlanner, record_trajectories, train_world_model,
+from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, record_trajectories, train_world_model,
                                  open_loop_accuracy, planner_roi, register_planner)
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.registry import Registry
@@ -40,12 +41,12 @@ class DreamingOptions:
     steps: Annotated[int, 'recorded steps per snake'] = 1000
     train_seeds: Annotated[str, 'seeds of the training games, comma-separated'] = '1,2'
     heldout_seed: Annotated[int, 'seed of the held-out games'] = 3
-    world: WorldConfig = field(default_factory=lambda: WorldConfig(updates=1500))
-    plan_beam: Annotated[int, "the tournament planner's beam"] = 4
-    plan_horizon: Annotated[int, "the tournament planner's horizon"] = 8
-    roi_beams: Annotated[str, 'beams of the return-against-compute grid'] = '1,2,4'
-    roi_horizons: Annotated[str, 'horizons of the return-against-compute grid'] = '2,4,8'
-    roi_steps: Annotated[int, 'steps per point of the grid (18 snakes)'] = 300
+    world: WorldConfig = field(default_factory=WorldConfig)
+    plan_beam: Annotated[int, "the tournament planner's beam"] = 2
+    plan_horizon: Annotated[int, "the tournament planner's horizon"] = 6
+    roi_beams: Annotated[str, 'beams of the return-against-compute grid'] = '1,4'
+    roi_horizons: Annotated[str, 'horizons of the return-against-compute grid'] = '2,8'
+    roi_steps: Annotated[int, 'steps per point of the grid (18 snakes)'] = 150
     tournament_seed: Annotated[int, 'seed of the tournament'] = 0
     snake_steps: Annotated[int, "steps per tournament game (0: the season's)"] = 0
     max_meetings: Annotated[int, "games until the top is stable or every pair met this often (0: the season's)"] = 0
@@ -96,8 +97,7 @@ def main():
         work = Path(o.work or tmp); work.mkdir(parents=True, exist_ok=True)
         rec = lambda s: record_trajectories(Path(tmp)/f'sessions-{s}', styles, o.per_style, o.steps, s, **ARENA)
         parts = [rec(s) for s in ints(o.train_seeds)]
-        train = type(parts[0])(*(torch.cat([torch.as_tensor(getattr(p, f)) for p in parts]).numpy()
-                                 for f in ('obs', 'action', 'reward', 'done')))
+        train = Trajectories(*(np.concatenate([getattr(p, f) for p in parts]) for f in ('obs', 'action', 'reward', 'done')))
         held = rec(o.heldout_seed)
         print(f"recorded {len(train)} training and {len(held)} held-out trajectories of {o.steps} steps "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)
