@@ -6,7 +6,8 @@ food), are recorded as sessions for every seed of `--train-seeds` and for `--hel
 A `WorldModel` is trained on the training games (WorldConfig's flags) and scored by `open_loop_accuracy` at k = 1, 5,
 15 on the held-out games against copying the last frame. The planner (`DreamPlanner`, PufferSnake as its prior) and
 PufferSnake alone drive every snake of one map for `--roi-steps` steps at each beam of `--roi-beams` and horizon of
-`--roi-horizons` (`planner_roi`). Then a fresh registry holds the founders (PufferSnake, HeuristicSnake, RandomSnake)
+`--roi-horizons` (`planner_roi`), and gated at each of `--roi-gates` (search only where the model gives the prior's
+move a death probability above the gate). Then a fresh registry holds the founders (PufferSnake, HeuristicSnake, RandomSnake)
 and the planner genome (`--plan-beam`, `--plan-horizon`), and `run_tournament` plays them at the season's settings
 (`arena_plan(SeasonConfig(), 'snake')`; `--snake-steps`, `--max-meetings` change them), OpenSkill from scratch.
 The trained model is kept in `--work` (default: a temporary folder) and read back from there when present (resume).
@@ -46,6 +47,7 @@ class DreamingOptions:
     plan_horizon: Annotated[int, "the tournament planner's horizon"] = 6
     roi_beams: Annotated[str, 'beams of the return-against-compute grid'] = '1,4'
     roi_horizons: Annotated[str, 'horizons of the return-against-compute grid'] = '2,8'
+    roi_gates: Annotated[str, "gates (death probabilities) of gated planners at the tournament planner's beam and horizon"] = '0.1'
     roi_steps: Annotated[int, 'steps per point of the grid (18 snakes)'] = 150
     tournament_seed: Annotated[int, 'seed of the tournament'] = 0
     snake_steps: Annotated[int, "steps per tournament game (0: the season's)"] = 0
@@ -106,12 +108,12 @@ def main():
         for k, v in acc.items(): print(f"k={k}: model {v['model']:.4f}, copy-last-frame {v['baseline']:.4f} (n={v['n']})")
         prior = load_pufferlib_policy('snake')
         roi_map = dict(ARENA, num_snakes=18)
-        roi = [dict(beam=0, horizon=0, **planner_roi(prior, o.tournament_seed, o.roi_steps, **roi_map))]
-        for b in ints(o.roi_beams):
-            for h in ints(o.roi_horizons):
-                p = DreamPlanner.from_parts(model, prior, beam=b, horizon=h)
-                roi.append(dict(beam=b, horizon=h, model_steps=b*4*h, **planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)))
-                print(roi[-1], flush=True)
+        roi = [dict(beam=0, horizon=0, gate=0.0, **planner_roi(prior, o.tournament_seed, o.roi_steps, **roi_map))]
+        grid = [(b, h, 0.0) for b in ints(o.roi_beams) for h in ints(o.roi_horizons)]
+        for b, h, g in grid + [(o.plan_beam, o.plan_horizon, float(g)) for g in o.roi_gates.split(',') if g]:
+            p = DreamPlanner.from_parts(model, prior, beam=b, horizon=h, gate=g)
+            roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)))
+            print(roi[-1], flush=True)
         planner = DreamPlanner.from_parts(model, prior, beam=o.plan_beam, horizon=o.plan_horizon)
         rating = tournament(o, work/f'registry-{o.tournament_seed}-{time.time_ns()}', planner, acc)
     record = dict(world_model=acc, planner=rating, roi=roi, roi_settings=dict(roi_map, steps=o.roi_steps),

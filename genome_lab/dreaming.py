@@ -231,7 +231,8 @@ class DreamPlanner(Policy):
     `horizon` steps deep; a path scores its discounted predicted rewards while it survives (death probabilities from
     the done head) plus `prior_weight` times the prior's log-probability of its moves. The logits are the prior's with
     the best path's first move raised by `MARGIN`, so greedy play takes the plan (seed 002, 2.2: a latent planner with
-    a budget and a horizon)."""
+    a budget and a horizon). With a `gate`, only snakes whose prior move the model thinks deadly search (test-time
+    compute where the stakes are high); the others play the prior's move."""
     arch = 'dream_planner'
     MARGIN = 100.0
     def __init__(self, world:dict, # `WorldModel` config
@@ -239,12 +240,16 @@ class DreamPlanner(Policy):
                  beam:int=4, # paths kept per snake at each depth (the budget: beam * 4 * horizon model steps)
                  horizon:int=8, # imagined steps
                  gamma:float=0.9, # discount of imagined rewards
-                 prior_weight:float=0.05): # weight of the prior's log-probabilities
+                 prior_weight:float=0.05, # weight of the prior's log-probabilities
+                 gate:float=0.0): # search only where the model's death probability of the prior's move exceeds this
         super().__init__()
         if beam < 1 or horizon < 1: raise ValueError(f"beam and horizon must be at least 1, got {beam} and {horizon}")
+        if not 0 <= gate < 1: raise ValueError(f"gate is a death probability in [0, 1), got {gate}")
         self.config = dict(world=dict(world), prior=dict(prior), beam=beam, horizon=horizon, gamma=gamma,
                            prior_weight=prior_weight)
+        if gate: self.config['gate'] = gate   # absent when 0: planners registered before gating keep their config
         self.world, self.prior = WorldModel(**world), LinearLSTM(**prior)
+        self.searched = (0, 0) # (agent-steps searched, agent-steps played): what the gate let through
 
     @classmethod
     def from_parts(cls, world:WorldModel, prior:LinearLSTM, **settings):
@@ -259,8 +264,10 @@ class DreamPlanner(Policy):
     def forward(self, obs, state=None): # obs (n, 11, 11) codes -> logits (n, 4), (prior h, prior c, world h)
         ph, pc, wh = state if state is not None else self.initial_state(len(obs))
         logits, (ph, pc) = self.prior(obs, (ph, pc))
-        frame = onehot_view(obs)
-        a = self.plan(frame, wh, logits.log_softmax(-1), (ph, pc))
+        frame, a = onehot_view(obs), logits.argmax(-1)
+        hot = self.world.imagine(frame, a, wh)[4] > self.config.get('gate', 0.0)   # danger near: search (all if no gate)
+        if hot.any(): a[hot] = self.plan(frame[hot], wh[hot], logits[hot].log_softmax(-1), (ph[hot], pc[hot]))
+        self.searched = (self.searched[0] + int(hot.sum()), self.searched[1] + len(hot))
         wh = self.world.step(frame, a, wh)[0]
         return logits + self.MARGIN * F.one_hot(a, logits.shape[-1]), (ph, pc, wh)
 
@@ -292,8 +299,10 @@ class DreamPlanner(Policy):
 @torch.inference_mode()
 def planner_roi(policy:Policy, seed:int=0, steps:int=300, **arena_kwargs)->dict:
     """Return against compute: `policy` drives every snake of one `SnakeArena` map for `steps` steps (greedy);
-    reward per agent-step, deaths per 1000 agent-steps and milliseconds per agent-step."""
+    reward per agent-step, deaths per 1000 agent-steps, milliseconds per agent-step, and the fraction of agent-steps
+    a `DreamPlanner` searched (0 for other policies)."""
     arena = SnakeArena(**arena_kwargs)
+    if hasattr(policy, 'searched'): policy.searched = (0, 0)
     try:
         obs, state, ret, deaths = arena.reset(seed), policy.initial_state(arena.num_agents), 0.0, 0
         t0 = time.perf_counter()
@@ -301,8 +310,9 @@ def planner_roi(policy:Policy, seed:int=0, steps:int=300, **arena_kwargs)->dict:
             a, state = policy.act(obs, state)
             obs, r, died = arena.step(a)
             ret, deaths = ret + float(r.sum()), deaths + int(died.sum())
-        n = steps * arena.num_agents
-        return dict(return_per_step=ret / n, deaths_per_1k=1000 * deaths / n, ms_per_step=1000 * (time.perf_counter() - t0) / n)
+        n, searched = steps * arena.num_agents, getattr(policy, 'searched', (0, 0))
+        return dict(return_per_step=ret / n, deaths_per_1k=1000 * deaths / n, ms_per_step=1000 * (time.perf_counter() - t0) / n,
+                    searched=searched[0] / max(searched[1], 1))
     finally: arena.close()
 
 # %% ../nbs/23_dreaming.ipynb #3dfe95dd
@@ -311,7 +321,7 @@ def register_planner(reg:Registry, planner:DreamPlanner, name:str, status:str='c
     (relation 'merge': its weights are the prior, joined with a world model), its description holds the search settings
     and `extra` (e.g. the world model's accuracy)."""
     puffer = seed_founders(reg)['PufferSnake']
-    rec = {k: planner.config[k] for k in ('beam', 'horizon', 'gamma', 'prior_weight')} | extra
+    rec = {k: v for k, v in planner.config.items() if k not in ('world', 'prior')} | extra
     g = Genome(name=name, type='hybrid', arena='snake', arch=planner.arch, config=planner.config, source='planner',
                parents=[dict(id=puffer, relation='merge')], description=json.dumps(rec))
     return reg.add(g, planner.state_dict(), status=status)
