@@ -7,9 +7,9 @@ A `WorldModel` is trained on the training games (WorldConfig's flags) and scored
 15 on the held-out games against copying the last frame. The planner (`DreamPlanner`, PufferSnake as its prior) and
 PufferSnake alone drive every snake of one map for `--roi-steps` steps at each beam of `--roi-beams` and horizon of
 `--roi-horizons` (`planner_roi`), and gated at each of `--roi-gates` (search only where the model gives the prior's
-move a death probability above the gate). Then a fresh registry holds the founders (PufferSnake, HeuristicSnake, RandomSnake)
-and the planner genome (`--plan-beam`, `--plan-horizon`), and `run_tournament` plays them at the season's settings
-(`arena_plan(SeasonConfig(), 'snake')`; `--snake-steps`, `--max-meetings` change them), OpenSkill from scratch.
+move a death probability above the gate). Then a fresh registry holds the founders (PufferSnake, HeuristicSnake,
+RandomSnake) and the planner genome (`--plan-beam`, `--plan-horizon`), and `run_tournament` plays them at the season's
+settings (`arena_plan(SeasonConfig(), 'snake')`; `--snake-steps`, `--max-meetings` change them), OpenSkill from scratch.
 The trained model is kept in `--work` (default: a temporary folder) and read back from there when present (resume).
 Writes exactly --out (default nbs/measured/dreaming.json): `world_model` ({"1": {model, baseline, n}, "5", "15"}),
 `planner` ({ordinal, mu, sigma, games, puffersnake_ordinal, puffersnake_mu, puffersnake_sigma, beam, horizon,
@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from safetensors.torch import save_file, load_file
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
-from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, record_trajectories, train_world_model,
-                                 open_loop_accuracy, planner_roi, register_planner)
+from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, record_trajectories,
+                                 train_world_model, open_loop_accuracy, planner_roi, register_planner)
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.registry import Registry
 from genome_lab.seasons import SeasonConfig, arena_plan
@@ -47,7 +47,7 @@ class DreamingOptions:
     plan_horizon: Annotated[int, "the tournament planner's horizon"] = 6
     roi_beams: Annotated[str, 'beams of the return-against-compute grid'] = '1,4'
     roi_horizons: Annotated[str, 'horizons of the return-against-compute grid'] = '2,8'
-    roi_gates: Annotated[str, "gates (death probabilities) of gated planners at the tournament planner's beam and horizon"] = '0.1'
+    roi_gates: Annotated[str, "gated planners' gates (death probabilities), at the tournament planner's size"] = '0.1'
     roi_steps: Annotated[int, 'steps per point of the grid (18 snakes)'] = 150
     tournament_seed: Annotated[int, 'seed of the tournament'] = 0
     snake_steps: Annotated[int, "steps per tournament game (0: the season's)"] = 0
@@ -81,8 +81,8 @@ def tournament(o:DreamingOptions, root:Path, planner:DreamPlanner, accuracy:dict
     t = run_tournament(reg, arena='snake', seed=o.tournament_seed, progress=False, **kw)
     row = t.leaderboard.set_index('id')
     board = t.leaderboard[['name', 'mu', 'sigma', 'ordinal', 'score', 'games']]
-    print(f"tournament: {len(t.games)} games in {time.perf_counter() - t0:.0f} s\n" + board.round(3).to_string(index=False),
-          flush=True)
+    print(f"tournament: {len(t.games)} games in {time.perf_counter() - t0:.0f} s",
+          board.round(3).to_string(index=False), sep='\n', flush=True)
     return dict(ordinal=float(row.ordinal[g.id]), mu=float(row.mu[g.id]), sigma=float(row.sigma[g.id]),
                 games=int(row.games[g.id]), puffersnake_ordinal=float(row.ordinal[puffer]),
                 puffersnake_mu=float(row.mu[puffer]), puffersnake_sigma=float(row.sigma[puffer]),
@@ -91,7 +91,8 @@ def tournament(o:DreamingOptions, root:Path, planner:DreamPlanner, accuracy:dict
                 seed=o.tournament_seed)
 
 def main():
-    o = config_from_args(DreamingOptions, config_parser(DreamingOptions, description=__doc__.splitlines()[0]).parse_args())
+    ap = config_parser(DreamingOptions, description=__doc__.splitlines()[0])
+    o = config_from_args(DreamingOptions, ap.parse_args())
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}", flush=True)
     styles, t0 = o.styles.split(','), time.perf_counter()
@@ -99,20 +100,23 @@ def main():
         work = Path(o.work or tmp); work.mkdir(parents=True, exist_ok=True)
         rec = lambda s: record_trajectories(Path(tmp)/f'sessions-{s}', styles, o.per_style, o.steps, s, **ARENA)
         parts = [rec(s) for s in ints(o.train_seeds)]
-        train = Trajectories(*(np.concatenate([getattr(p, f) for p in parts]) for f in ('obs', 'action', 'reward', 'done')))
+        train = Trajectories(*(np.concatenate([getattr(p, f) for p in parts])
+                               for f in ('obs', 'action', 'reward', 'done')))
         held = rec(o.heldout_seed)
         print(f"recorded {len(train)} training and {len(held)} held-out trajectories of {o.steps} steps "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)
         model, training = world_model(o, work, train)
         acc = open_loop_accuracy(model, held, context=o.world.context)
-        for k, v in acc.items(): print(f"k={k}: model {v['model']:.4f}, copy-last-frame {v['baseline']:.4f} (n={v['n']})")
+        for k, v in acc.items():
+            print(f"k={k}: model {v['model']:.4f}, copy-last-frame {v['baseline']:.4f} (n={v['n']})")
         prior = load_pufferlib_policy('snake')
         roi_map = dict(ARENA, num_snakes=18)
         roi = [dict(beam=0, horizon=0, gate=0.0, **planner_roi(prior, o.tournament_seed, o.roi_steps, **roi_map))]
         grid = [(b, h, 0.0) for b in ints(o.roi_beams) for h in ints(o.roi_horizons)]
         for b, h, g in grid + [(o.plan_beam, o.plan_horizon, float(g)) for g in o.roi_gates.split(',') if g]:
             p = DreamPlanner.from_parts(model, prior, beam=b, horizon=h, gate=g)
-            roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)))
+            got = planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)
+            roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **got))
             print(roi[-1], flush=True)
         planner = DreamPlanner.from_parts(model, prior, beam=o.plan_beam, horizon=o.plan_horizon)
         rating = tournament(o, work/f'registry-{o.tournament_seed}-{time.time_ns()}', planner, acc)
@@ -120,7 +124,8 @@ def main():
                   data=dict(styles=styles, per_style=o.per_style, steps=o.steps, train_seeds=ints(o.train_seeds),
                             heldout_seed=o.heldout_seed, arena=ARENA, train_trajectories=len(train),
                             heldout_trajectories=len(held)),
-                  training=training, seconds=time.perf_counter() - t0, machine=machine(), date=str(datetime.date.today()))
+                  training=training, seconds=time.perf_counter() - t0, machine=machine(),
+                  date=str(datetime.date.today()))
     atomic_write_json(o.out, record)
     print(f"planner ordinal {rating['ordinal']:.2f} (mu {rating['mu']:.2f}, sigma {rating['sigma']:.2f}, "
           f"{rating['games']} games); PufferSnake {rating['puffersnake_ordinal']:.2f}; "

@@ -1,4 +1,4 @@
-"""A world model of the snake arena learned from recorded games, dreams stepped as a gymnasium vector env (DreamBridgeEnv), and a beam-search planner over the model with PufferSnake as its prior, playing as a genome.
+"""A snake world model learned from recorded games, dreams as a gymnasium vector env, and a beam-search planner over it with PufferSnake as prior, played as a genome.
 
 Docs: https://genome-lab.github.io/genome_lab/dreaming.html.md"""
 
@@ -72,14 +72,15 @@ class WorldModel(nn.Module):
 
     def initial_state(self, n:int)->torch.Tensor: return torch.zeros(n, self.config['hidden'])
 
-    def step(self, frame, action, h): # frame (n, cells, codes) probabilities, action (n,) -> h', frame logits, reward, done logit
+    def step(self, frame, action, h): # frame (n, cells, codes) probabilities, action (n,) -> h', logits, reward, death
         "One model step: the next latent and its predictions of the next frame (logits), the reward and death (logit)."
-        x = torch.cat([F.gelu(self.enc(frame.flatten(1))), F.one_hot(action.long(), self.config['num_actions']).float()], -1)
+        a = F.one_hot(action.long(), self.config['num_actions']).float()
+        x = torch.cat([F.gelu(self.enc(frame.flatten(1))), a], -1)
         h = self.gru(x, h)
         r, d = self.heads(h).unbind(-1)
         return h, self.dec(h).view(len(h), self.config['cells'], self.config['codes']), r, d
 
-    def imagine(self, frame, action, h): # -> h', frame probabilities, codes (n, 11, 11) int8, reward (n,), done prob (n,)
+    def imagine(self, frame, action, h): # -> h', frame probabilities, codes (n, 11, 11) int8, reward, done probability
         "One dreamed step: the next latent, the predicted frame (probabilities to feed back, argmax codes to show)."
         h, logits, r, d = self.step(frame, action, h)
         codes = logits.argmax(-1).view(len(h), SNAKE_VIEW, SNAKE_VIEW).to(torch.int8)
@@ -127,15 +128,18 @@ def world_loss(model:WorldModel, batch:tuple, cfg:WorldConfig)->dict: # {'loss',
     return dict(loss=frame + cfg.reward_weight*rl + cfg.done_weight*dl, frame=frame, reward=rl, done=dl)
 
 # %% ../nbs/23_dreaming.ipynb #4ed8e809
-def train_world_model(data:Trajectories, cfg:WorldConfig=WorldConfig(), progress:bool=False)->tuple: # (WorldModel, history DataFrame)
+def train_world_model(data:Trajectories, cfg:WorldConfig=WorldConfig(),
+                      progress:bool=False)->tuple: # (WorldModel, history DataFrame)
     "Train a `WorldModel` on random windows of `data` (Adam), each window `context` real then `horizon` imagined steps."
     torch.manual_seed(cfg.seed)
     L = cfg.context + cfg.horizon
-    if data.obs.shape[1] <= L: raise ValueError(f"trajectories of {data.obs.shape[1]} steps are too short for windows of {L + 1} frames")
+    if data.obs.shape[1] <= L:
+        raise ValueError(f"trajectories of {data.obs.shape[1]} steps are too short for windows of {L + 1} frames")
     model, rng = WorldModel(cfg.hidden, cfg.embed), np.random.default_rng(cfg.seed)
     opt, hist = torch.optim.Adam(model.parameters(), lr=cfg.lr), []
     for u in range(cfg.updates):
-        starts = np.stack([rng.integers(len(data), size=cfg.batch), rng.integers(data.obs.shape[1] - L, size=cfg.batch)], 1)
+        starts = np.stack([rng.integers(len(data), size=cfg.batch),
+                           rng.integers(data.obs.shape[1] - L, size=cfg.batch)], 1)
         losses = world_loss(model, windows(data, L, starts), cfg)
         opt.zero_grad(); losses['loss'].backward(); opt.step()
         hist.append({f'losses/{k}': v.item() for k, v in losses.items()})
@@ -164,7 +168,7 @@ def open_loop_accuracy(model:WorldModel, data:Trajectories, ks=(1, 5, 15), conte
 
 # %% ../nbs/23_dreaming.ipynb #f1c72fc3
 def start_frames(data:Trajectories)->np.ndarray: # (m, 11, 11) int8
-    "Frames dreams start from: every frame a recorded snake saw right after it (re)spawned, and each trajectory's first."
+    "Frames dreams start from: each frame a recorded snake saw right after it (re)spawned, and each trajectory's first."
     born = np.zeros(data.done.shape, bool); born[:, 0] = True; born[:, 1:] = data.done[:, :-1]
     return data.obs[born]
 
@@ -192,7 +196,7 @@ class DreamEnv(gym.Env):
 
 # %% ../nbs/23_dreaming.ipynb #1798faf3
 class DreamBridgeEnv(gym.vector.VectorEnv):
-    """`num_envs` dreams stepped as one batch of `WorldModel` steps (gymnasium's vector API with its same-step autoreset:
+    """`num_envs` dreams stepped as one batch of `WorldModel` steps (gymnasium's vector API, same-step autoreset:
     an ended dream's observation is already its next start; the last dreamed one is in `infos['final_observation']`)."""
     def __init__(self, model:WorldModel, starts:np.ndarray, # (m, 11, 11) start frames (`start_frames`)
                  num_envs:int=16, max_steps:int=200):
@@ -209,7 +213,8 @@ class DreamBridgeEnv(gym.vector.VectorEnv):
     def reset(self, *, seed=None, options=None):
         if seed is not None: self.rng = np.random.default_rng(seed)
         n = self.num_envs
-        self.frame, self.h, self.t = torch.zeros(n, SNAKE_CELLS, CODES), self.model.initial_state(n), np.zeros(n, np.int64)
+        self.frame, self.h = torch.zeros(n, SNAKE_CELLS, CODES), self.model.initial_state(n)
+        self.t = np.zeros(n, np.int64)
         return self._start(np.arange(n)).copy(), {}
 
     @torch.inference_mode()
@@ -265,7 +270,7 @@ class DreamPlanner(Policy):
         ph, pc, wh = state if state is not None else self.initial_state(len(obs))
         logits, (ph, pc) = self.prior(obs, (ph, pc))
         frame, a = onehot_view(obs), logits.argmax(-1)
-        hot = self.world.imagine(frame, a, wh)[4] > self.config.get('gate', 0.0)   # danger near: search (all if no gate)
+        hot = self.world.imagine(frame, a, wh)[4] > self.config.get('gate', 0.0)   # danger near: search (no gate: all)
         if hot.any(): a[hot] = self.plan(frame[hot], wh[hot], logits[hot].log_softmax(-1), (ph[hot], pc[hot]))
         self.searched = (self.searched[0] + int(hot.sum()), self.searched[1] + len(hot))
         wh = self.world.step(frame, a, wh)[0]
@@ -311,7 +316,8 @@ def planner_roi(policy:Policy, seed:int=0, steps:int=300, **arena_kwargs)->dict:
             obs, r, died = arena.step(a)
             ret, deaths = ret + float(r.sum()), deaths + int(died.sum())
         n, searched = steps * arena.num_agents, getattr(policy, 'searched', (0, 0))
-        return dict(return_per_step=ret / n, deaths_per_1k=1000 * deaths / n, ms_per_step=1000 * (time.perf_counter() - t0) / n,
+        return dict(return_per_step=ret / n, deaths_per_1k=1000 * deaths / n,
+                    ms_per_step=1000 * (time.perf_counter() - t0) / n,
                     searched=searched[0] / max(searched[1], 1))
     finally: arena.close()
 

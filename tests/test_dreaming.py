@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def _dreams():
     torch.manual_seed(0)
     starts = np.random.default_rng(0).integers(0, 8, (5, 11, 11)).astype(np.int8)
-    with torch.no_grad(): (m := WorldModel(hidden=16, embed=16)).heads.bias[1] = -5.0   # deaths unlikely: dreams run to max_steps
+    m = WorldModel(hidden=16, embed=16)
+    with torch.no_grad(): m.heads.bias[1] = -5.0   # deaths unlikely: dreams run to max_steps
     return m, starts
 
 def test_dream_env_passes_gymnasium_checker():
@@ -31,15 +32,15 @@ def test_dream_bridge_env_autoresets_same_step():
         obs, r, term, trunc, info = env.step(env.action_space.sample())
         assert r.shape == (4,) and not term.any() and env.observation_space.contains(obs)
     assert trunc.all() and info['_final_observation'].all()   # all truncated at step 3 ...
-    assert all(any((o == s).all() for s in starts) for o in obs)   # ... and already started again from real frames
+    assert all(any((o == s).all() for s in starts) for o in obs)   # ... and already restarted from real frames
     assert not (env.step(env.action_space.sample())[3]).any()
 
 def test_bench_writes_the_issue_keys(tmp_path):
     out = tmp_path/'dreaming.json'
     args = ['--styles', 'random,farmer', '--per-style', '1', '--steps', '30', '--train-seeds', '1', '--updates', '2',
             '--context', '2', '--horizon', '3', '--hidden', '16', '--embed', '16', '--roi-beams', '1',
-            '--roi-horizons', '1', '--roi-gates', '0.5', '--roi-steps', '2', '--plan-beam', '1', '--plan-horizon', '1', '--snake-steps', '5',
-            '--max-meetings', '1', '--out', str(out)]
+            '--roi-horizons', '1', '--roi-gates', '0.5', '--roi-steps', '2', '--plan-beam', '1', '--plan-horizon', '1',
+            '--snake-steps', '5', '--max-meetings', '1', '--out', str(out)]
     subprocess.run([sys.executable, ROOT/'bench'/'dreaming.py', *args], capture_output=True, text=True, check=True,
                    env=os.environ | {'OMP_NUM_THREADS': '1'})
     r = json.loads(out.read_text())
