@@ -9,11 +9,13 @@ PufferSnake alone drive every snake of one map for `--roi-steps` steps at each b
 `--roi-horizons` (`planner_roi`), and gated at each of `--roi-gates` (search only where the model gives the prior's
 move a death probability above the gate). Then a fresh registry holds the founders (PufferSnake, HeuristicSnake,
 RandomSnake) and the planner genome (`--plan-beam`, `--plan-horizon`), and `run_tournament` plays them at the season's
-settings (`arena_plan(SeasonConfig(), 'snake')`; `--snake-steps`, `--max-meetings` change them), OpenSkill from scratch.
+settings (`arena_plan(SeasonConfig(), 'snake')`; `--snake-steps`, `--max-meetings` change them), OpenSkill from
+scratch, at `--tournament-seed` and again, each in a fresh registry, at every seed of `--check-seeds`.
 The trained model is kept in `--work` (default: a temporary folder) and read back from there when present (resume).
 Writes exactly --out (default nbs/measured/dreaming.json): `world_model` ({"1": {model, baseline, n}, "5", "15"}),
 `planner` ({ordinal, mu, sigma, games, puffersnake_ordinal, puffersnake_mu, puffersnake_sigma, beam, horizon,
-leaderboard, tournament}), `roi`, the data, training and machine.
+leaderboard, tournament, seed}), `planner_checks` (the same from the tournaments at `--check-seeds`), `roi`, the data,
+training and machine.
 
     python bench/dreaming.py
     python bench/dreaming.py --steps 60 --per-style 2 --updates 3 --roi-steps 5 --snake-steps 20   # a smoke run
@@ -50,6 +52,7 @@ class DreamingOptions:
     roi_gates: Annotated[str, "gated planners' gates (death probabilities), at the tournament planner's size"] = '0.1'
     roi_steps: Annotated[int, 'steps per point of the grid (18 snakes)'] = 150
     tournament_seed: Annotated[int, 'seed of the tournament'] = 0
+    check_seeds: Annotated[str, 'seeds of further tournaments of the same entrants (a check), comma-separated'] = '1,2'
     snake_steps: Annotated[int, "steps per tournament game (0: the season's)"] = 0
     max_meetings: Annotated[int, "games until the top is stable or every pair met this often (0: the season's)"] = 0
     work: Annotated[str, 'folder of the trained world model (resume); default: a temporary folder'] = ''
@@ -71,24 +74,24 @@ def world_model(o:DreamingOptions, work:Path, train)->tuple: # (WorldModel, trai
     save_file(m.state_dict(), path); atomic_write_json(meta, rec)
     return m, rec
 
-def tournament(o:DreamingOptions, root:Path, planner:DreamPlanner, accuracy:dict)->dict: # the `planner` entry
+def tournament(o:DreamingOptions, root:Path, planner:DreamPlanner, accuracy:dict, seed:int)->dict: # a `planner` entry
     reg = Registry(root)
     g = register_planner(reg, planner, 'DreamPlanner', world_model=accuracy)
     puffer = reg.by_name('PufferSnake')
     season = SeasonConfig(**{k: v for k in ('snake_steps', 'max_meetings') if (v := getattr(o, k))})
     kw, _ = arena_plan(season, 'snake')
     t0 = time.perf_counter()
-    t = run_tournament(reg, arena='snake', seed=o.tournament_seed, progress=False, **kw)
+    t = run_tournament(reg, arena='snake', seed=seed, progress=False, **kw)
     row = t.leaderboard.set_index('id')
     board = t.leaderboard[['name', 'mu', 'sigma', 'ordinal', 'score', 'games']]
-    print(f"tournament: {len(t.games)} games in {time.perf_counter() - t0:.0f} s",
+    print(f"tournament at seed {seed}: {len(t.games)} games in {time.perf_counter() - t0:.0f} s",
           board.round(3).to_string(index=False), sep='\n', flush=True)
     return dict(ordinal=float(row.ordinal[g.id]), mu=float(row.mu[g.id]), sigma=float(row.sigma[g.id]),
                 games=int(row.games[g.id]), puffersnake_ordinal=float(row.ordinal[puffer]),
                 puffersnake_mu=float(row.mu[puffer]), puffersnake_sigma=float(row.sigma[puffer]),
                 beam=o.plan_beam, horizon=o.plan_horizon, seconds=time.perf_counter() - t0,
                 leaderboard=board.to_dict('records'), tournament={**kw, 'until_stable': asdict(kw['until_stable'])},
-                seed=o.tournament_seed)
+                seed=seed)
 
 def main():
     ap = config_parser(DreamingOptions, description=__doc__.splitlines()[0])
@@ -119,16 +122,20 @@ def main():
             roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **got))
             print(roi[-1], flush=True)
         planner = DreamPlanner.from_parts(model, prior, beam=o.plan_beam, horizon=o.plan_horizon)
-        rating = tournament(o, work/f'registry-{o.tournament_seed}-{time.time_ns()}', planner, acc)
-    record = dict(world_model=acc, planner=rating, roi=roi, roi_settings=dict(roi_map, steps=o.roi_steps),
+        rate = lambda seed: tournament(o, work/f'registry-{seed}-{time.time_ns()}', planner, acc, seed)
+        rating, checks = rate(o.tournament_seed), [rate(s) for s in (ints(o.check_seeds) if o.check_seeds else [])]
+    record = dict(world_model=acc, planner=rating, planner_checks=checks, roi=roi,
+                  roi_settings=dict(roi_map, steps=o.roi_steps),
                   data=dict(styles=styles, per_style=o.per_style, steps=o.steps, train_seeds=ints(o.train_seeds),
                             heldout_seed=o.heldout_seed, arena=ARENA, train_trajectories=len(train),
                             heldout_trajectories=len(held)),
                   training=training, seconds=time.perf_counter() - t0, machine=machine(),
                   date=str(datetime.date.today()))
     atomic_write_json(o.out, record)
-    print(f"planner ordinal {rating['ordinal']:.2f} (mu {rating['mu']:.2f}, sigma {rating['sigma']:.2f}, "
-          f"{rating['games']} games); PufferSnake {rating['puffersnake_ordinal']:.2f}; "
-          f"gap {rating['ordinal'] - rating['puffersnake_ordinal']:+.2f}; wrote {o.out}")
+    for r in [rating] + checks:
+        print(f"seed {r['seed']}: planner ordinal {r['ordinal']:.2f} (mu {r['mu']:.2f}, sigma {r['sigma']:.2f}, "
+              f"{r['games']} games); PufferSnake {r['puffersnake_ordinal']:.2f} (mu {r['puffersnake_mu']:.2f}, "
+              f"sigma {r['puffersnake_sigma']:.2f}); gap {r['ordinal'] - r['puffersnake_ordinal']:+.2f}")
+    print(f"wrote {o.out}")
 
 if __name__ == '__main__': main()

@@ -40,7 +40,7 @@ def test_bench_writes_the_issue_keys(tmp_path):
     args = ['--styles', 'random,farmer', '--per-style', '1', '--steps', '30', '--train-seeds', '1', '--updates', '2',
             '--context', '2', '--horizon', '3', '--hidden', '16', '--embed', '16', '--roi-beams', '1',
             '--roi-horizons', '1', '--roi-gates', '0.5', '--roi-steps', '2', '--plan-beam', '1', '--plan-horizon', '1',
-            '--snake-steps', '5', '--max-meetings', '1', '--out', str(out)]
+            '--snake-steps', '5', '--check-seeds', '4', '--max-meetings', '1', '--out', str(out)]
     subprocess.run([sys.executable, ROOT/'bench'/'dreaming.py', *args], capture_output=True, text=True, check=True,
                    env=os.environ | {'OMP_NUM_THREADS': '1'})
     r = json.loads(out.read_text())
@@ -48,5 +48,6 @@ def test_bench_writes_the_issue_keys(tmp_path):
     assert all(0 <= v[k] <= 1 for v in r['world_model'].values() for k in ('model', 'baseline'))
     assert {'ordinal', 'puffersnake_ordinal'} <= set(r['planner'])
     assert {row['name'] for row in r['planner']['leaderboard']} >= {'DreamPlanner', 'PufferSnake'}
+    assert [c['seed'] for c in r['planner_checks']] == [4] and r['planner']['seed'] == 0
     assert [(q['beam'], q['horizon'], q['gate']) for q in r['roi']] == [(0, 0, 0), (1, 1, 0), (1, 1, 0.5)]
     assert r['roi'][1]['searched'] == 1 and 0 <= r['roi'][2]['searched'] <= 1
