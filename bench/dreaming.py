@@ -1,0 +1,141 @@
+"""Dreaming and planning (23_dreaming, issue 33): a snake world model, its k-step open-loop accuracy on held-out games,
+the planner's return against compute, and one snake season tournament of the planner genome against PufferSnake.
+
+Games of the `--styles` bots (20_sessions), `--per-style` snakes each on one map of the season's size (80x48, 200
+food), are recorded as sessions for every seed of `--train-seeds` and for `--heldout-seed` (a map never trained on).
+A `WorldModel` is trained on the training games (WorldConfig's flags) and scored by `open_loop_accuracy` at k = 1, 5,
+15 on the held-out games against copying the last frame. The planner (`DreamPlanner`, PufferSnake as its prior) and
+PufferSnake alone drive every snake of one map for `--roi-steps` steps at each beam of `--roi-beams` and horizon of
+`--roi-horizons` (`planner_roi`), and gated at each of `--roi-gates` (search only where the model gives the prior's
+move a death probability above the gate). Then a fresh registry holds the founders (PufferSnake, HeuristicSnake,
+RandomSnake) and the planner genome (`--plan-beam`, `--plan-horizon`), and `run_tournament` plays them at the season's
+settings (`arena_plan(SeasonConfig(), 'snake')`; `--snake-steps`, `--max-meetings` change them), OpenSkill from
+scratch, at `--tournament-seed` and again, each in a fresh registry, at every seed of `--check-seeds`.
+The trained model is kept in `--work` (default: a temporary folder) and read back from there when present (resume).
+Writes exactly --out (default nbs/measured/dreaming.json): `world_model` ({"1": {model, baseline, n}, "5", "15"}),
+`planner` ({ordinal, mu, sigma, games, puffersnake_ordinal, puffersnake_mu, puffersnake_sigma, beam, horizon,
+leaderboard, tournament, seed}), `planner_checks` (the same from the tournaments at `--check-seeds`), `roi`, the data,
+training and machine.
+
+    python bench/dreaming.py
+    python bench/dreaming.py --steps 60 --per-style 2 --updates 3 --roi-steps 5 --snake-steps 20   # a smoke run
+"""
+import datetime, json, tempfile, time
+from dataclasses import dataclass, asdict, field
+from pathlib import Path
+from typing import Annotated
+import numpy as np
+import torch
+from safetensors.torch import save_file, load_file
+from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
+from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, record_trajectories,
+                                 train_world_model, open_loop_accuracy, planner_roi, register_planner)
+from genome_lab.policies import load_pufferlib_policy
+from genome_lab.registry import Registry
+from genome_lab.seasons import SeasonConfig, arena_plan
+from genome_lab.tournament import run_tournament
+
+@dataclass
+class DreamingOptions:
+    "What the bench records, trains, plans and rates, and where it writes."
+    styles: Annotated[str, 'bot styles (20_sessions) recorded, comma-separated'] = \
+        'puffer_greedy,puffer_t1,farmer,survivor,hunter,random'
+    per_style: Annotated[int, 'snakes of each style on a map'] = 4
+    steps: Annotated[int, 'recorded steps per snake'] = 1000
+    train_seeds: Annotated[str, 'seeds of the training games, comma-separated'] = '1,2'
+    heldout_seed: Annotated[int, 'seed of the held-out games'] = 3
+    world: WorldConfig = field(default_factory=WorldConfig)
+    plan_beam: Annotated[int, "the tournament planner's beam"] = 2
+    plan_horizon: Annotated[int, "the tournament planner's horizon"] = 6
+    roi_beams: Annotated[str, 'beams of the return-against-compute grid'] = '1,4'
+    roi_horizons: Annotated[str, 'horizons of the return-against-compute grid'] = '2,8'
+    roi_gates: Annotated[str, "gated planners' gates (death probabilities), at the tournament planner's size"] = '0.1'
+    roi_steps: Annotated[int, 'steps per point of the grid (18 snakes)'] = 150
+    tournament_seed: Annotated[int, 'seed of the tournament'] = 0
+    check_seeds: Annotated[str, 'seeds of further tournaments of the same entrants (a check), comma-separated'] = '1,2'
+    snake_steps: Annotated[int, "steps per tournament game (0: the season's)"] = 0
+    max_meetings: Annotated[int, "games until the top is stable or every pair met this often (0: the season's)"] = 0
+    work: Annotated[str, 'folder of the trained world model (resume); default: a temporary folder'] = ''
+    out: Annotated[str, 'JSON to write'] = str(measured_dir()/'dreaming.json')
+
+ARENA = dict(width=80, height=48, num_food=200) # the season's snake map (SeasonConfig)
+ints = lambda s: [int(x) for x in s.split(',')]
+
+def world_model(o:DreamingOptions, work:Path, train)->tuple: # (WorldModel, training record)
+    "The model trained on `train`, or read back from `work` if a run with the same settings stored it."
+    path, meta = work/'world.safetensors', work/'world.json'
+    if path.exists() and json.loads(meta.read_text())['world'] == asdict(o.world):
+        m = WorldModel(o.world.hidden, o.world.embed); m.load_state_dict(load_file(path))
+        return m.eval(), json.loads(meta.read_text())
+    t0 = time.perf_counter()
+    m, hist = train_world_model(train, o.world)
+    rec = dict(world=asdict(o.world), seconds=time.perf_counter() - t0,
+               final_losses=hist.tail(50).mean().to_dict(), first_losses=hist.head(50).mean().to_dict())
+    save_file(m.state_dict(), path); atomic_write_json(meta, rec)
+    return m, rec
+
+def tournament(o:DreamingOptions, root:Path, planner:DreamPlanner, accuracy:dict, seed:int)->dict: # a `planner` entry
+    reg = Registry(root)
+    g = register_planner(reg, planner, 'DreamPlanner', world_model=accuracy)
+    puffer = reg.by_name('PufferSnake')
+    season = SeasonConfig(**{k: v for k in ('snake_steps', 'max_meetings') if (v := getattr(o, k))})
+    kw, _ = arena_plan(season, 'snake')
+    t0 = time.perf_counter()
+    t = run_tournament(reg, arena='snake', seed=seed, progress=False, **kw)
+    row = t.leaderboard.set_index('id')
+    board = t.leaderboard[['name', 'mu', 'sigma', 'ordinal', 'score', 'games']]
+    print(f"tournament at seed {seed}: {len(t.games)} games in {time.perf_counter() - t0:.0f} s",
+          board.round(3).to_string(index=False), sep='\n', flush=True)
+    return dict(ordinal=float(row.ordinal[g.id]), mu=float(row.mu[g.id]), sigma=float(row.sigma[g.id]),
+                games=int(row.games[g.id]), puffersnake_ordinal=float(row.ordinal[puffer]),
+                puffersnake_mu=float(row.mu[puffer]), puffersnake_sigma=float(row.sigma[puffer]),
+                beam=o.plan_beam, horizon=o.plan_horizon, seconds=time.perf_counter() - t0,
+                leaderboard=board.to_dict('records'), tournament={**kw, 'until_stable': asdict(kw['until_stable'])},
+                seed=seed)
+
+def main():
+    ap = config_parser(DreamingOptions, description=__doc__.splitlines()[0])
+    o = config_from_args(DreamingOptions, ap.parse_args())
+    torch.set_num_threads(1)
+    print(f"machine: {json.dumps(machine())}", flush=True)
+    styles, t0 = o.styles.split(','), time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(o.work or tmp); work.mkdir(parents=True, exist_ok=True)
+        rec = lambda s: record_trajectories(Path(tmp)/f'sessions-{s}', styles, o.per_style, o.steps, s, **ARENA)
+        parts = [rec(s) for s in ints(o.train_seeds)]
+        train = Trajectories(*(np.concatenate([getattr(p, f) for p in parts])
+                               for f in ('obs', 'action', 'reward', 'done')))
+        held = rec(o.heldout_seed)
+        print(f"recorded {len(train)} training and {len(held)} held-out trajectories of {o.steps} steps "
+              f"in {time.perf_counter() - t0:.0f} s", flush=True)
+        model, training = world_model(o, work, train)
+        acc = open_loop_accuracy(model, held, context=o.world.context)
+        for k, v in acc.items():
+            print(f"k={k}: model {v['model']:.4f}, copy-last-frame {v['baseline']:.4f} (n={v['n']})")
+        prior = load_pufferlib_policy('snake')
+        roi_map = dict(ARENA, num_snakes=18)
+        roi = [dict(beam=0, horizon=0, gate=0.0, **planner_roi(prior, o.tournament_seed, o.roi_steps, **roi_map))]
+        grid = [(b, h, 0.0) for b in ints(o.roi_beams) for h in ints(o.roi_horizons)]
+        for b, h, g in grid + [(o.plan_beam, o.plan_horizon, float(g)) for g in o.roi_gates.split(',') if g]:
+            p = DreamPlanner.from_parts(model, prior, beam=b, horizon=h, gate=g)
+            got = planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)
+            roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **got))
+            print(roi[-1], flush=True)
+        planner = DreamPlanner.from_parts(model, prior, beam=o.plan_beam, horizon=o.plan_horizon)
+        rate = lambda seed: tournament(o, work/f'registry-{seed}-{time.time_ns()}', planner, acc, seed)
+        rating, checks = rate(o.tournament_seed), [rate(s) for s in (ints(o.check_seeds) if o.check_seeds else [])]
+    record = dict(world_model=acc, planner=rating, planner_checks=checks, roi=roi,
+                  roi_settings=dict(roi_map, steps=o.roi_steps),
+                  data=dict(styles=styles, per_style=o.per_style, steps=o.steps, train_seeds=ints(o.train_seeds),
+                            heldout_seed=o.heldout_seed, arena=ARENA, train_trajectories=len(train),
+                            heldout_trajectories=len(held)),
+                  training=training, seconds=time.perf_counter() - t0, machine=machine(),
+                  date=str(datetime.date.today()))
+    atomic_write_json(o.out, record)
+    for r in [rating] + checks:
+        print(f"seed {r['seed']}: planner ordinal {r['ordinal']:.2f} (mu {r['mu']:.2f}, sigma {r['sigma']:.2f}, "
+              f"{r['games']} games); PufferSnake {r['puffersnake_ordinal']:.2f} (mu {r['puffersnake_mu']:.2f}, "
+              f"sigma {r['puffersnake_sigma']:.2f}); gap {r['ordinal'] - r['puffersnake_ordinal']:+.2f}")
+    print(f"wrote {o.out}")
+
+if __name__ == '__main__': main()

@@ -1,0 +1,53 @@
+"""23_dreaming: the dream envs against gymnasium's checker and its vector API, and a smoke run of bench/dreaming.py
+that writes the figures file's keys (the notebook covers training, accuracy and the planner's search)."""
+import json, os, subprocess, sys
+from pathlib import Path
+import numpy as np
+import torch
+from gymnasium.utils.env_checker import check_env
+from genome_lab.dreaming import WorldModel, DreamEnv, DreamBridgeEnv
+
+ROOT = Path(__file__).resolve().parent.parent
+
+def _dreams():
+    torch.manual_seed(0)
+    starts = np.random.default_rng(0).integers(0, 8, (5, 11, 11)).astype(np.int8)
+    m = WorldModel(hidden=16, embed=16)
+    with torch.no_grad(): m.heads.bias[1] = -5.0   # deaths unlikely: dreams run to max_steps
+    return m, starts
+
+def test_dream_env_passes_gymnasium_checker():
+    m, starts = _dreams()
+    env = DreamEnv(m, starts, max_steps=6)
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=1)
+    assert any((obs == s).all() for s in starts)   # a dream starts from a real frame
+
+def test_dream_bridge_env_autoresets_same_step():
+    m, starts = _dreams()
+    env = DreamBridgeEnv(m, starts, num_envs=4, max_steps=3)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs) and env.single_action_space.n == 4
+    for t in range(1, 4):
+        obs, r, term, trunc, info = env.step(env.action_space.sample())
+        assert r.shape == (4,) and not term.any() and env.observation_space.contains(obs)
+    assert trunc.all() and info['_final_observation'].all()   # all truncated at step 3 ...
+    assert all(any((o == s).all() for s in starts) for o in obs)   # ... and already restarted from real frames
+    assert not (env.step(env.action_space.sample())[3]).any()
+
+def test_bench_writes_the_issue_keys(tmp_path):
+    out = tmp_path/'dreaming.json'
+    args = ['--styles', 'random,farmer', '--per-style', '1', '--steps', '30', '--train-seeds', '1', '--updates', '2',
+            '--context', '2', '--horizon', '3', '--hidden', '16', '--embed', '16', '--roi-beams', '1',
+            '--roi-horizons', '1', '--roi-gates', '0.5', '--roi-steps', '2', '--plan-beam', '1', '--plan-horizon', '1',
+            '--snake-steps', '5', '--check-seeds', '4', '--max-meetings', '1', '--out', str(out)]
+    subprocess.run([sys.executable, ROOT/'bench'/'dreaming.py', *args], capture_output=True, text=True, check=True,
+                   env=os.environ | {'OMP_NUM_THREADS': '1'})
+    r = json.loads(out.read_text())
+    assert set(r['world_model']) == {'1', '5', '15'}
+    assert all(0 <= v[k] <= 1 for v in r['world_model'].values() for k in ('model', 'baseline'))
+    assert {'ordinal', 'puffersnake_ordinal'} <= set(r['planner'])
+    assert {row['name'] for row in r['planner']['leaderboard']} >= {'DreamPlanner', 'PufferSnake'}
+    assert [c['seed'] for c in r['planner_checks']] == [4] and r['planner']['seed'] == 0
+    assert [(q['beam'], q['horizon'], q['gate']) for q in r['roi']] == [(0, 0, 0), (1, 1, 0), (1, 1, 0.5)]
+    assert r['roi'][1]['searched'] == 1 and 0 <= r['roi'][2]['searched'] <= 1
