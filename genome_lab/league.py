@@ -1,5 +1,4 @@
-"""AlphaStar's league on PuffeRL: main agents, main exploiters and league exploiters train against the opponents
-their role allows, drawn by PFSP from recorded games; frozen snapshots join on a schedule; tournaments rate them.
+"""AlphaStar's league on PuffeRL: main agents, main exploiters and league exploiters train against the opponents their role allows, drawn by PFSP from recorded games; frozen snapshots join on a schedule; tournaments rate them.
 
 Docs: https://genome-lab.github.io/genome_lab/league.html.md"""
 
