@@ -369,20 +369,20 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
 # %% ../nbs/61_creature_store.ipynb #e7b93984
 @dataclass
 class CreatureSettings:
-    "Settings of the creatures producer (one short GA run per season)."
+    "Settings of the creatures producer (one short GA run per round)."
     creature_population: int = 8 # creatures per generation
     creature_generations: int = 2 # generations of a season's run
     creature_race_seconds: float = 3.0 # seconds of each evaluation race
 
 # %% ../nbs/61_creature_store.ipynb #6a0bb32c
 def produce_creatures(ctx:ProducerContext)->list: # genome ids
-    """The creature GA's best: a short GA run per season (resumed from its checkpoint if it was cut), its best creature
+    """The creature GA's best: a short GA run per round (resumed from its checkpoint if it was cut), its best creature
     registered."""
-    s, run_id = ctx.settings, f'season-{ctx.season}-seed-{ctx.seed}'
+    s, run_id = ctx.settings, f'round-{ctx.work_round}-seed-{ctx.seed}'
     store = CreatureStore(ctx.work_dir/'creatures.sqlite')
     try:
         if run_id not in store.runs():
-            evolve_run(store, s.creature_generations, s.creature_population, ctx.season_seed, turbo=True,
+            evolve_run(store, s.creature_generations, s.creature_population, ctx.round_seed, turbo=True,
                        seconds=s.creature_race_seconds, run_id=run_id, registry=ctx.registry, register_top=1,
                        progress=False, device='cpu', checkpoint_every=1)
         elif store.run(run_id)['status'] != 'done':

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, importlib, json, re, subprocess, sys, tempfile, time
+import argparse, contextlib, importlib, json, os, re, signal, subprocess, sys, tempfile, time
 from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,9 +15,8 @@ import numpy as np
 import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
-from .core import (config_parser, config_from_args, check_config, find_producer, producer_names,
-                             ProducerContext,
-                             run_lock, RunLocked)
+from .core import (config_parser, config_from_args, config_argv, check_config, find_producer, producer_names,
+                             ProducerContext, run_lock, RunLocked, atomic_write_json)
 from .registry import Registry, RegistryError
 from .evaluation import torch_threads
 from .tournament import run_tournament, StopRule
@@ -26,10 +25,10 @@ from .server import require_token, TokenRoute
 
 # %% auto #0
 __all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig',
-           'season_config', 'season_parser', 'season_config_from_args', 'produce', 'produce_cli', 'arena_plan',
-           'run_season', 'season_table', 'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler',
-           'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'get_schedule', 'put_schedule', 'season_cli', 'run_command',
-           'schedule_cli']
+           'season_config', 'season_parser', 'season_config_from_args', 'rounds_done', 'produce', 'console_script',
+           'work_rounds', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'ratings_by_season',
+           'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut',
+           'get_schedule', 'put_schedule', 'season_cli', 'run_command', 'schedule_cli']
 
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
@@ -108,44 +107,99 @@ def season_config_from_args(given:dict)->SeasonConfig: # `given`: the parsed fla
     return replace(cfg, producer_settings=settings)
 
 # %% ../nbs/85_seasons.ipynb #5de2c9d9
+def rounds_done(work_dir:str|Path, name:str)->int: # 0 before its first round
+    "Rounds producer `name` has finished in `work_dir` (its `<name>.rounds.json`, written by `produce`)."
+    path = Path(work_dir)/f'{name}.rounds.json'
+    return json.loads(path.read_text())['rounds'] if path.exists() else 0
+
+# %% ../nbs/85_seasons.ipynb #a9c71981
 def produce(registry:Registry, name:str, # a producer (`producer_names()`)
             settings=None, # its settings dataclass; its defaults if None
             seed:int=0, # its runs' base seed (a season's `seed`)
             work_dir:str|Path|None=None, # where its runs continue; default `<registry>/season_work`
-            season:int|None=None)->list: # the genome ids offered; `season` defaults to `Registry.next_season`
-    """Run producer `name` once for the coming season, holding its lock (`<work_dir>/<name>.lock`; a second worker
-    raises `RunLocked`), and offer the candidates it made to the registry's candidate queue."""
+            season:int|None=None)->list: # the genome ids newly offered; `season` defaults to `Registry.next_season`
+    """Run producer `name`'s next round (`rounds_done` + 1) for the coming season, holding its lock
+    (`<work_dir>/<name>.lock`; a second worker raises `RunLocked`), offer the candidates it made to the registry's
+    candidate queue, then count the round."""
     p, work = find_producer(name), Path(work_dir or registry.root/'season_work')
     with run_lock(work/f'{name}.lock'):
+        k = rounds_done(work, name) + 1
         ids = p.produce(ProducerContext(registry, season or registry.next_season(), settings or p.settings(), work,
-                                        seed))
-    # a genome it made before may be active by now
-    offered = [i for i in ids if registry.genome(i)['status'] == 'candidate']
-    for i in offered: registry.offer(i, name)
+                                        seed, k))
+        # a genome it made before may be active by now, or offered already
+        offered = [i for i in ids if registry.genome(i)['status'] == 'candidate' and registry.offer(i, name)]
+        atomic_write_json(work/f'{name}.rounds.json', dict(rounds=k))
     return offered
+
+# %% ../nbs/85_seasons.ipynb #94bf8f05
+def console_script()->Path:
+    "The `genome-lab` command installed beside this Python (a scheduled job or a producer's round runs it as a process)."
+    return Path(sys.executable).parent/'genome-lab'
+
+
+# %% ../nbs/85_seasons.ipynb #0f58f806
+def work_rounds(registry_root:str|Path, name:str, # the registry folder and a producer (`producer_names()`)
+                budget_s:float, # wall-seconds to spend (rounds, process starts included)
+                seed:int=0, # its runs' base seed
+                work_dir:str|Path|None=None, # its runs' folder; default `<registry>/season_work`
+                settings=None, # its settings dataclass; its defaults if None
+                threads:int=1, # torch threads of each round
+                idle_rounds:int=2)->dict: # {'producer', 'rounds', 'offered', 'stopped', 'seconds'}
+    """Producer `name` between seasons: round after round, each a `genome-lab produce NAME` process of its own (its
+    process group killed with SIGKILL when the budget ends: the producer's checkpoint stays, the round is not counted
+    and the next call resumes it), until `budget_s` wall-seconds are spent (`stopped` 'budget') or `idle_rounds`
+    rounds in a row offered nothing new ('nothing new'). `RuntimeError` with the round's error for a failed round."""
+    cmd = [str(console_script()), 'produce', name, f'--registry={registry_root}', f'--seed={seed}',
+           f'--threads={threads}', *([f'--work-dir={work_dir}'] if work_dir else []),
+           *config_argv(settings or find_producer(name).settings())]
+    t0, rounds, offered, idle, stopped = time.monotonic(), 0, [], 0, 'budget'
+    while (left := budget_s - (time.monotonic() - t0)) > 0:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try: out, err = proc.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL); proc.communicate(); break
+        if proc.returncode:
+            raise RuntimeError(f"producer {name}'s round {rounds + 1} failed (status {proc.returncode}): {err.strip()[-2000:]}")
+        new = json.loads(out.strip().splitlines()[-1])['offered']
+        rounds, offered, idle = rounds + 1, offered + new, 0 if new else idle + 1
+        if idle >= idle_rounds: stopped = 'nothing new'; break
+    return dict(producer=name, rounds=rounds, offered=offered, stopped=stopped, seconds=round(time.monotonic() - t0, 2))
+
 
 # %% ../nbs/85_seasons.ipynb #83d1521a
 def produce_cli(argv:list|None=None)->int: # exit status
-    """`genome-lab produce NAME --registry DIR [--work-dir DIR] [--seed N] [--threads N] [NAME's settings]`: offer
-    NAME's candidates for the coming season."""
+    """`genome-lab produce (NAME | --all) --registry DIR [--budget-s S] [--work-dir DIR] [--seed N] [--threads N]
+    [settings]`: one round of NAME (or of each of the season's producers) offered to the coming season; with
+    `--budget-s`, rounds until each producer has spent S wall-seconds (`work_rounds`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog='genome-lab produce', description=produce_cli.__doc__)
-    ap.add_argument('name', choices=producer_names(), help='the producer')
+    ap.add_argument('name', nargs='?', choices=producer_names(), help='the producer')
+    ap.add_argument('--all', action='store_true', help=f"the season's producers, one after another: {SeasonConfig.producers}")
+    ap.add_argument('--budget-s', type=float, default=0.0,
+                    help="wall-seconds per producer, spent round after round, each round a process of its own; the round "
+                         "running when they end is killed and resumed next time (default 0: one round, in this process)")
     ap.add_argument('--registry', required=True, help='the registry folder (it must exist)')
     ap.add_argument('--work-dir', default=None,
                     help="the producer's runs (default: <registry>/season_work, as a season's)")
     ap.add_argument('--seed', type=int, default=0, help="its runs' base seed (the seasons' --seed)")
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
-    config_parser(find_producer(ap.parse_known_args(argv)[0].name).settings, parser=ap)
+    known = ap.parse_known_args(argv)[0]
+    names = SeasonConfig().producer_names() if known.all else [known.name] if known.name else []
+    config_parser(*(find_producer(n).settings for n in names), parser=ap)
     a = ap.parse_args(argv)
+    if a.all == bool(a.name): ap.error('give one producer NAME or --all')
+    if a.budget_s < 0: ap.error(f'--budget-s must be at least 0, not {a.budget_s}')
     try:
-        settings = check_config(config_from_args(find_producer(a.name).settings, vars(a)))
+        settings = {n: check_config(config_from_args(find_producer(n).settings, vars(a))) for n in names}
         Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
-        with Registry(a.registry) as reg, torch_threads(a.threads):
-            ids = produce(reg, a.name, settings, a.seed, a.work_dir)
-            print(json.dumps(dict(producer=a.name, season=reg.next_season(),
-                                  offered=[reg.genome(i)['name'] for i in ids])))
-    except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
+        for n in names:
+            if a.budget_s: out = work_rounds(a.registry, n, a.budget_s, a.seed, a.work_dir, settings[n], a.threads)
+            else:
+                with Registry(a.registry) as reg, torch_threads(a.threads):
+                    ids = produce(reg, n, settings[n], a.seed, a.work_dir)
+                    out = dict(producer=n, season=reg.next_season(), offered=[reg.genome(i)['name'] for i in ids])
+            print(json.dumps(out), flush=True)
+    except (ValueError, FileNotFoundError, RegistryError, RunLocked, RuntimeError) as e:
         print(f"genome-lab produce: error: {e}", file=sys.stderr); return 2
     return 0
 
@@ -400,7 +454,7 @@ def season_cli(argv:list|None=None)->int: # exit status
 
 def run_command(argv:list)->int: # the command's exit status
     "Run `genome-lab ARGV...` (the console script installed beside this Python) as a process of its own (a scheduled job)."
-    return subprocess.run([Path(sys.executable).parent/'genome-lab', *argv]).returncode
+    return subprocess.run([console_script(), *argv]).returncode
 
 def _commands()->dict: # {name: 'module:function'}
     "The `genome-lab` command's subcommands (`genome_lab.pipeline.commands`, a later chapter's: read when called)."
