@@ -41,7 +41,8 @@ def arena_report(reg, row:dict, ratings)->dict: # {arena: {...}}
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--budget-s', type=float, default=300.0, help='wall-seconds each producer works between the seasons')
+    ap.add_argument('--budget-s', type=float, default=300.0,
+                    help='wall-seconds each producer works between the seasons')
     ap.add_argument('--registry', default='runs/seasons_bench', help='the run registry (resumed if it exists)')
     ap.add_argument('--bot-games', type=int, default=4, help='games each bot player reports before a season')
     ap.add_argument('--seed', type=int, default=0)
@@ -101,18 +102,21 @@ def main():
                for s, row in table.iterrows() if s <= 2]
     offered = {arena for s in seasons[1:] for arena, v in s['arenas'].items() if v['candidates']}
     out = dict(date=state['started'], machine=platform.node(), cpus=os.cpu_count(), nice=os.nice(0),
-               command='python bench/seasons.py ' + ' '.join(f'--{k.replace("_", "-")} {v}' for k, v in vars(a).items()),
+               command='python bench/seasons.py ' + ' '.join(f'--{k.replace("_", "-")} {v}'
+                                                             for k, v in vars(a).items()),
                budgets=dict(per_producer_s=budget, producers=producers, between_round_settings=between,
                             season1_round_settings=quick_round or 'defaults', threads=1,
                             spent_s=round(sum(v['seconds'] for v in state['between'].values()), 1)),
                season_settings={k: v for k, v in first.__dict__.items() if k not in ('producers', 'producer_settings')},
                between=state['between'], seasons=seasons,
-               replaced_by_better={arena: seasons[1]['arenas'][arena]['replaced_active_by_better'] for arena in offered})
+               replaced_by_better={arena: seasons[1]['arenas'][arena]['replaced_active_by_better']
+                                   for arena in offered})
     path = Path(a.out or measured_dir()/f"seasons_{state['started'][:10]}.json")
     atomic_write_json(path, out)
     reg.close()
     print(json.dumps(dict(file=str(path), replaced_by_better=out['replaced_by_better'],
-                          between={n: (v['rounds'], len(v['offered']), v['stopped']) for n, v in state['between'].items()})))
+                          between={n: (v['rounds'], len(v['offered']), v['stopped'])
+                                   for n, v in state['between'].items()})))
 
 if __name__ == '__main__':
     main()

@@ -116,7 +116,8 @@ def config_from_args(cls:type, # the config dataclass
 
 # %% ../nbs/03_core.ipynb #4b33ed22
 def config_argv(cfg)->list: # ['--flag=value', ...], nested dataclasses flattened
-    "The flags that `config_parser(type(cfg))` and `config_from_args` read back into `cfg` (int, float, str and bool fields)."
+    """The flags that `config_parser(type(cfg))` and `config_from_args` read back into `cfg` (its int, float, str and
+    bool fields)."""
     out = []
     for f in dataclasses.fields(cfg):
         v, flag = getattr(cfg, f.name), f.name.replace('_', '-')
