@@ -4,21 +4,22 @@ Season 1 runs every producer of the season for one round (their small defaults) 
 stable settings (`SeasonConfig`'s defaults: until the top is stable or every pair met `max_meetings` times); then each
 producer works `--budget-s` wall-seconds between the seasons (`seasons.work_rounds`: round after round, a process each,
 the round running at the budget's end killed and its checkpoint left), one producer after another; season 2 trains
-nothing and plays the queue. Bot players (`74_player_loop`) upload sessions and report games before each season, as
-in `85_seasons`. Per season and arena it writes: the candidates offered by producer, the tournament's games,
+nothing and plays the queue, each producer's newest 2 offers (`max_offers`; the older ones retired unplayed). Bot
+players (`74_player_loop`) upload sessions and report games before each season, as in `85_seasons`. Per season and
+arena it writes: the candidates offered by producer, the tournament's games,
 split-half Kendall `tau` (and `top_tau`), the ratings' sigmas, the `replacements` with both genomes' ordinals, and
 whether an active genome was replaced by a better-rated candidate. Resumable: a killed run continues from its registry.
 Writes nbs/measured/seasons_<date>.json (UTC date of the run's start).
-Usage: nice -n 10 python bench/seasons.py [--budget-s 300] [--registry runs/seasons_bench] [--quick]
+Usage: nice -n 10 python bench/seasons.py [--budget-s 300] [--max-meetings N] [--registry runs/seasons_bench] [--quick]
 """
 import argparse, json, os, platform, time
 from datetime import datetime, timezone
 from pathlib import Path
 
-# each round of a producer between seasons is bigger than a season's quick round, so that a budget gives few,
-# better candidates instead of many close ones
-BETWEEN = dict(ppo_steps=131_072, replicator_generations=16, program_generations=4, creature_generations=8,
-               creature_population=16)
+# each round of a producer between seasons is bigger than a season's quick round (PPO's run keeps its per-round
+# steps: its checkpoint refuses other settings); season 2 takes each producer's newest MAX_OFFERS offers
+BETWEEN = dict(replicator_generations=16, program_generations=4, creature_generations=8, creature_population=16)
+MAX_OFFERS = 2
 
 def arena_report(reg, row:dict, ratings)->dict: # {arena: {...}}
     "One season's figures per arena, from its row in `season_table` and `ratings_by_season`."
@@ -46,6 +47,8 @@ def main():
     ap.add_argument('--registry', default='runs/seasons_bench', help='the run registry (resumed if it exists)')
     ap.add_argument('--bot-games', type=int, default=4, help='games each bot player reports before a season')
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--max-meetings', type=int, default=None,
+                    help="a new season's max_meetings (default SeasonConfig's); a resumed season keeps its own")
     ap.add_argument('--quick', action='store_true', help='tiny games and budgets: a check that the script runs')
     ap.add_argument('--out', default=None, help='the figures file (default nbs/measured/seasons_<date>.json)')
     a = ap.parse_args()
@@ -65,14 +68,15 @@ def main():
     state = json.loads(state_file.read_text()) if state_file.exists() else dict(started=started.isoformat())
     game = (dict(snake_steps=100, snake_width=32, snake_height=24, snake_food=20, tetris_steps=100,
                  creature_seconds=2.0, max_meetings=2) if a.quick else {})
-    quick_round = dict(ppo_steps=2048, replicator_generations=1, program_generations=1, creature_generations=1,
+    if a.max_meetings: game['max_meetings'] = a.max_meetings
+    quick_round = dict(replicator_generations=1, program_generations=1, creature_generations=1,
                        creature_population=4) if a.quick else {}
     between = quick_round or BETWEEN
     def settings_for(names, values):
         return {n: {k: v for k, v in values.items() if hasattr(find_producer(n).settings(), k)} for n in names}
     producers = SeasonConfig().producer_names()
     first = SeasonConfig(seed=a.seed, producer_settings=settings_for(producers, quick_round), **game)
-    second = SeasonConfig(seed=a.seed, producers='', **game)
+    second = SeasonConfig(seed=a.seed, producers='', max_offers=MAX_OFFERS, **game)
     reg = Registry(root)
     seed_founders(reg); tetris_baselines(reg)
     http = TestClient(create_app(root, token='bench-token'))
@@ -107,7 +111,8 @@ def main():
                budgets=dict(per_producer_s=budget, producers=producers, between_round_settings=between,
                             season1_round_settings=quick_round or 'defaults', threads=1,
                             spent_s=round(sum(v['seconds'] for v in state['between'].values()), 1)),
-               season_settings={k: v for k, v in first.__dict__.items() if k not in ('producers', 'producer_settings')},
+               season_settings={r['id']: {k: v for k, v in r['config'].items() if k != 'producer_settings'}
+                                for r in reg.seasons() if r['id'] <= 2},
                between=state['between'], seasons=seasons,
                replaced_by_better={arena: seasons[1]['arenas'][arena]['replaced_active_by_better']
                                    for arena in offered})

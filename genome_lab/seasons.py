@@ -58,11 +58,12 @@ class SeasonConfig:
     max_active_tetris: int = 5 # active tetris genomes at most
     max_active_creatures: int = 3 # active creature genomes at most
     producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
+    max_offers: int = 0 # offers taken from each producer: its newest (older ones retired unplayed); 0: all
     RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
         max_meetings=(1, 1000), stable_tau=(-1.0, 1.0),
         snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
         snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
-        other_steps=(1, 10**6), n_replace=(0, 100),
+        other_steps=(1, 10**6), n_replace=(0, 100), max_offers=(0, 10**6),
         max_per_type=(1, 1000), max_active_snake=(1, 1000), max_active_tetris=(1, 1000), max_active_creatures=(1, 1000))
     def __post_init__(self):
         check_config(self, self.RANGES)
@@ -262,6 +263,17 @@ def _selection(reg:Registry, eid:int, rules:SelectionRules)->dict: # {'changes',
     return dict(changes=[list(c) for c in plan.changes], skipped=[list(s) for s in plan.skipped],
                 violations=plan.violations)
 
+# %% ../nbs/85_seasons.ipynb #342820d0
+def _take_queue(reg:Registry, n:int, keep:int)->dict: # {genome id: producer}, the offers season `n` plays
+    """The offers season `n` takes: each producer's newest `keep` (all where `keep` is 0); its older ones are retired
+    unplayed, as a producer's later rounds continue the runs that made them."""
+    offers, by = reg.take_offers(n), {}
+    for i, p in offers.items(): by.setdefault(p, []).append(i)
+    kept = {i for ids in by.values() for i in (ids[-keep:] if keep else ids)}
+    for i in offers:
+        if i not in kept and reg.genome(i)['status'] == 'candidate': reg.set_status(i, 'retired')
+    return {i: p for i, p in offers.items() if i in kept}
+
 # %% ../nbs/85_seasons.ipynb #8b866f54
 def run_season(registry:Registry,
                cfg:SeasonConfig|None=None, # the settings of a new season (a resumed one keeps its own)
@@ -280,7 +292,7 @@ def run_season(registry:Registry,
             ids = produce(reg, name, cfg.settings_of(name), cfg.seed, work, n)
             reg.finish_season_step(n, f'produce:{name}', dict(ids=ids, seconds=round(time.perf_counter() - t0, 2)))
         # the workers' offers and its own
-        if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', reg.take_offers(n))
+        if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', _take_queue(reg, n, cfg.max_offers))
         for arena in sorted({reg.genome(i)['arena'] for s in ('active', 'candidate') for i in reg.ids(s)}):
             entrants = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
             done = reg.season_steps(n)
