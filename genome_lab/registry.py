@@ -464,20 +464,20 @@ def offer(self:Registry, gid:str, producer:str)->bool: # False: offered before (
                           (gid, producer, utcnow())).rowcount == 1
 
 @patch
-def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, oldest offer first
+def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, in the order offered
     "The offers waiting, now taken by `season`, with those it took before (a resumed season gets its offers back)."
     self.db.executescript(QUEUE_SCHEMA)
     with self.transaction() as db:
         db.execute('UPDATE candidate_queue SET season=? WHERE season IS NULL', (season,))
-        rows = db.execute('SELECT genome, producer FROM candidate_queue WHERE season=? ORDER BY offered, genome',
+        rows = db.execute('SELECT genome, producer FROM candidate_queue WHERE season=? ORDER BY offered, rowid',
                           (season,))
         return {r['genome']: r['producer'] for r in rows}
 
 @patch
-def waiting_offers(self:Registry)->dict: # {genome id: producer}, oldest offer first
+def waiting_offers(self:Registry)->dict: # {genome id: producer}, in the order offered
     "The offers no season has taken yet."
     if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='candidate_queue'").fetchone(): return {}
-    rows = self.db.execute('SELECT genome, producer FROM candidate_queue WHERE season IS NULL ORDER BY offered, genome')
+    rows = self.db.execute('SELECT genome, producer FROM candidate_queue WHERE season IS NULL ORDER BY offered, rowid')
     return {r['genome']: r['producer'] for r in rows}
 
 # %% ../nbs/10_registry.ipynb #c43f4a4c
