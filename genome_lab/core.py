@@ -15,10 +15,10 @@ import genome_lab
 
 # %% auto #0
 __all__ = ['PRODUCERS', 'SCALARS_DIR', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args',
-           'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint',
-           'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save', 'ProducerContext', 'Producer',
-           'register_producer', 'find_producer', 'producer_names', 'log_scalars', 'notebooks_dir', 'measured_dir',
-           'first_sentence']
+           'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer',
+           'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save',
+           'ProducerContext', 'Producer', 'register_producer', 'find_producer', 'producer_names', 'log_scalars',
+           'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -114,6 +114,19 @@ def config_from_args(cls:type, # the config dataclass
             kw[f.name] = build(t, cur) if dataclasses.is_dataclass(t) else given.get(f.name, cur)
         return c(**kw)
     return build(cls, base)
+
+# %% ../nbs/03_core.ipynb #4b33ed22
+def config_argv(cfg)->list: # ['--flag=value', ...], nested dataclasses flattened
+    """The flags that `config_parser(type(cfg))` and `config_from_args` read back into `cfg` (its int, float, str and
+    bool fields)."""
+    out = []
+    for f in dataclasses.fields(cfg):
+        v, flag = getattr(cfg, f.name), f.name.replace('_', '-')
+        if dataclasses.is_dataclass(v): out += config_argv(v)
+        elif isinstance(v, bool): out.append(f'--{flag}' if v else f'--no-{flag}')
+        elif isinstance(v, (int, float, str)): out.append(f'--{flag}={v}')
+    return out
+
 
 # %% ../nbs/03_core.ipynb #b801829e
 def check_config(cfg, # a config dataclass instance (nested dataclass fields are left to their own checks)
@@ -232,14 +245,19 @@ def keep_after_save(save:typing.Callable|None, # writes the checkpoint naming th
 # %% ../nbs/03_core.ipynb #43ce0687
 @dataclasses.dataclass
 class ProducerContext:
-    "What a producer gets: the registry, the season its candidates are for, its settings and its own folder."
+    "What a producer gets: the registry, the season its candidates are for, its settings, its own folder and its round."
     registry: typing.Any # the `Registry` (10_registry) it registers candidates in
     season: int # the season the candidates are for (1, 2, ...)
     settings: typing.Any # an instance of the producer's settings dataclass
     work_dir: Path # where its runs continue across seasons
     seed: int = 0 # the base seed (a season's `seed`): its runs' seed
+    round: int = 0 # the round of its work this call does (its runs grow to round x their per-round share); 0: `season`
     @property
     def season_seed(self)->int: return self.seed*1000 + self.season   # a seed of its own per season
+    @property
+    def work_round(self)->int: return self.round or self.season   # one round per season unless a worker counts them
+    @property
+    def round_seed(self)->int: return self.seed*1000 + self.work_round   # a seed of its own per round
 
 # %% ../nbs/03_core.ipynb #98ed6173
 @dataclasses.dataclass(frozen=True)

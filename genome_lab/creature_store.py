@@ -8,6 +8,7 @@ Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 from __future__ import annotations
 import argparse, base64, io, json, sqlite3, sys, time, uuid, zlib
 from dataclasses import asdict, dataclass, replace
+from typing import ClassVar
 from fractions import Fraction
 from pathlib import Path
 import numpy as np
@@ -26,8 +27,8 @@ from .registry import Genome, Registry, SQLiteStore, utcnow
 # %% auto #0
 __all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'creatures_producer', 'StoreError', 'CreatureStore', 'pack_frames', 'unpack_frames',
            'pack_population', 'unpack_population', 'best_over_time', 'type_distribution', 'kept_for_frames',
-           'register_creatures', 'evolve_run', 'export_run', 'import_run', 'apng', 'replay', 'evolve_creatures_cli',
-           'CreatureSettings', 'produce_creatures']
+           'register_creatures', 'evolve_run', 'export_run', 'import_run', 'apng', 'replay', 'CreatureRunConfig',
+           'evolve_creatures_cli', 'CreatureSettings', 'produce_creatures']
 
 # %% ../nbs/61_creature_store.ipynb #f7d83dcf
 STORE_SCHEMA = """
@@ -306,40 +307,48 @@ def replay(store:CreatureStore, run_id:str, generation:int, creature:int, # whic
     plt.close(fig)
     return Image(data=apng(frames, FPS * len(idx) / len(pos)), format='png')
 
+# %% ../nbs/61_creature_store.ipynb #894c3595
+@dataclass
+class CreatureRunConfig:
+    "Settings of a `genome-lab evolve-creatures` run (its flags)."
+    generations: int = 100 # generations of a new run
+    population: int = 20 # creatures per generation
+    seed: int = 0 # seed of a new run
+    turbo: bool = False # record no frames?
+    store: str = 'runs/creatures.sqlite' # the SQLite run store
+    run_id: str = '' # id of a new run (or of an imported one); empty: a random one
+    registry: str = '' # registry folder where the best creatures of the last generation are registered; empty: none
+    checkpoint_every: int = 10 # generations between checkpoints
+    seconds: float = EPISODE_SECONDS # episode length in seconds (dt stays 1/60)
+    compile: bool = True # simulate with torch.compile (a resumed run keeps its mode)?
+    threads: int = 1 # torch CPU threads
+    device: str = 'cpu' # where episodes are recorded: 'cpu' or 'cuda' (selection reads the CPU's fitness)
+    quiet: bool = False # no progress bar?
+    RANGES: ClassVar[dict] = dict(generations=(1, None), population=(2, None), checkpoint_every=(1, None),
+                                  threads=(1, None), seconds=(1/FPS, EPISODE_SECONDS))
+
 # %% ../nbs/61_creature_store.ipynb #fdb957a7
 def evolve_creatures_cli(argv:list|None=None)->int: # exit status
     "`genome-lab evolve-creatures`: evolve creatures, resume a run, export or import one (one process per run: `run_lock`)."
-    from genome_lab.core import run_lock, RunLocked
-    ap = argparse.ArgumentParser(prog='genome-lab evolve-creatures', description=evolve_creatures_cli.__doc__)
-    ap.add_argument('--generations', type=int, default=100, help='generations of a new run')
-    ap.add_argument('--population', type=int, default=20, help='creatures per generation')
-    ap.add_argument('--seed', type=int, default=0, help='seed of a new run')
-    ap.add_argument('--turbo', action='store_true', help='record no frames')
+    from genome_lab.core import run_lock, RunLocked, config_parser, config_from_args, check_config
+    ap = config_parser(CreatureRunConfig, prog='genome-lab evolve-creatures', description=evolve_creatures_cli.__doc__)
     ap.add_argument('--resume', metavar='RUN_ID', help='continue RUN_ID from its last checkpoint')
     ap.add_argument('--export', metavar='RUN_ID', help='write RUN_ID as JSON (to --output, or stdout)')
     ap.add_argument('--import', dest='import_', metavar='FILE', help='add a run exported as JSON to the store')
     ap.add_argument('--output', metavar='FILE', help='file for --export')
-    ap.add_argument('--store', default='runs/creatures.sqlite', help='the SQLite run store')
-    ap.add_argument('--run-id', help='id of a new run (or of an imported one)')
-    ap.add_argument('--registry', help='registry folder where the best creatures of the last generation are registered')
-    ap.add_argument('--checkpoint-every', type=int, default=10, help='generations between checkpoints')
-    ap.add_argument('--seconds', type=float, default=EPISODE_SECONDS, help='episode length in seconds (dt stays 1/60)')
-    ap.add_argument('--no-compile', action='store_true', help='simulate eagerly instead of with torch.compile (a resumed run keeps its mode)')
-    ap.add_argument('--threads', type=int, default=1, help='torch CPU threads')
-    ap.add_argument('--device', choices=('cpu', 'cuda'), default='cpu',
-                    help='where episodes are recorded (selection reads the CPU\'s fitness)')
-    ap.add_argument('--quiet', action='store_true', help='no progress bar')
-    a = ap.parse_args(argv)
+    given = vars(ap.parse_args(argv))
+    a = argparse.Namespace(**{k: given.pop(k) for k in ('resume', 'export', 'import_', 'output')})
+    try: c = check_config(config_from_args(CreatureRunConfig, given), CreatureRunConfig.RANGES)
+    except ValueError as e: ap.error(str(e))
+    if c.device not in ('cpu', 'cuda'): ap.error(f"device must be 'cpu' or 'cuda', not {c.device!r}")
     if sum(x is not None for x in (a.resume, a.export, a.import_)) > 1: ap.error('choose one of --resume, --export, --import')
-    for name, ok, want in (('generations', a.generations >= 1, 'at least 1'), ('population', a.population >= 2, 'at least 2'),
-                           ('checkpoint-every', a.checkpoint_every >= 1, 'at least 1'), ('threads', a.threads >= 1, 'at least 1'),
-                           ('seconds', 0 < a.seconds <= EPISODE_SECONDS, f'above 0 and at most {EPISODE_SECONDS}')):
-        if not ok: ap.error(f"--{name} must be {want}")
-    if Path(a.store).is_dir(): ap.error(f"--store {a.store} is a folder: give the run store's SQLite file")
-    if a.registry and Path(a.registry).exists() and not Path(a.registry).is_dir(): ap.error(f"--registry {a.registry} is a file, not a registry folder")
-    torch.set_num_threads(a.threads)
-    try: store = CreatureStore(a.store)
-    except sqlite3.Error as e: print(f"genome-lab evolve-creatures: error: {a.store} is not a run store: {e}", file=sys.stderr); return 1
+    if Path(c.store).is_dir(): ap.error(f"--store {c.store} is a folder: give the run store's SQLite file")
+    if c.registry and Path(c.registry).exists() and not Path(c.registry).is_dir():
+        ap.error(f"--registry {c.registry} is a file, not a registry folder")
+    torch.set_num_threads(c.threads)
+    try: store = CreatureStore(c.store)
+    except sqlite3.Error as e:
+        print(f"genome-lab evolve-creatures: error: {c.store} is not a run store: {e}", file=sys.stderr); return 1
     try:
         if a.export:
             text = json.dumps(export_run(store, a.export))
@@ -347,16 +356,16 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
             else: sys.stdout.write(text + '\n')
             return 0
         if a.import_:
-            rid = import_run(store, json.loads(Path(a.import_).read_text()), a.run_id)
-            print(f"imported run {rid} into {a.store}"); return 0
-        reg = Registry(a.registry) if a.registry else None
-        rid = a.resume or a.run_id or uuid.uuid4().hex[:12]
-        print(f"run {rid} in {a.store}", flush=True)
+            rid = import_run(store, json.loads(Path(a.import_).read_text()), c.run_id)
+            print(f"imported run {rid} into {c.store}"); return 0
+        reg = Registry(c.registry) if c.registry else None
+        rid = a.resume or c.run_id or uuid.uuid4().hex[:12]
+        print(f"run {rid} in {c.store}", flush=True)
         t0 = time.perf_counter()
-        with run_lock(Path(f"{a.store}.{rid}.lock")):   # one process per run
-            evolve_run(store, a.generations, a.population, a.seed, a.turbo, not a.no_compile, seconds=a.seconds,
-                       checkpoint_every=a.checkpoint_every, resume=a.resume, run_id=None if a.resume else rid, registry=reg,
-                       progress=not a.quiet, device=a.device)
+        with run_lock(Path(f"{c.store}.{rid}.lock")):   # one process per run
+            evolve_run(store, c.generations, c.population, c.seed, c.turbo, c.compile, seconds=c.seconds,
+                       checkpoint_every=c.checkpoint_every, resume=a.resume, run_id=None if a.resume else rid,
+                       registry=reg, progress=not c.quiet, device=c.device)
         last = store.db.execute('SELECT best, mean, worst FROM generations WHERE run_id=? ORDER BY generation DESC LIMIT 1',
                                 (rid,)).fetchone()
         print(f"run {rid} done in {time.perf_counter() - t0:.1f} s: last generation best {last['best']:.3f}, "
@@ -369,20 +378,20 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
 # %% ../nbs/61_creature_store.ipynb #e7b93984
 @dataclass
 class CreatureSettings:
-    "Settings of the creatures producer (one short GA run per season)."
+    "Settings of the creatures producer (one short GA run per round)."
     creature_population: int = 8 # creatures per generation
     creature_generations: int = 2 # generations of a season's run
     creature_race_seconds: float = 3.0 # seconds of each evaluation race
 
 # %% ../nbs/61_creature_store.ipynb #6a0bb32c
 def produce_creatures(ctx:ProducerContext)->list: # genome ids
-    """The creature GA's best: a short GA run per season (resumed from its checkpoint if it was cut), its best creature
+    """The creature GA's best: a short GA run per round (resumed from its checkpoint if it was cut), its best creature
     registered."""
-    s, run_id = ctx.settings, f'season-{ctx.season}-seed-{ctx.seed}'
+    s, run_id = ctx.settings, f'round-{ctx.work_round}-seed-{ctx.seed}'
     store = CreatureStore(ctx.work_dir/'creatures.sqlite')
     try:
         if run_id not in store.runs():
-            evolve_run(store, s.creature_generations, s.creature_population, ctx.season_seed, turbo=True,
+            evolve_run(store, s.creature_generations, s.creature_population, ctx.round_seed, turbo=True,
                        seconds=s.creature_race_seconds, run_id=run_id, registry=ctx.registry, register_top=1,
                        progress=False, device='cpu', checkpoint_every=1)
         elif store.run(run_id)['status'] != 'done':

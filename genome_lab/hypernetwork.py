@@ -605,7 +605,7 @@ def produce_replicator(ctx:ProducerContext)->list: # genome ids
     """The replicator's best: its run continues `replicator_generations` generations (checkpointed), then its best
     genome is registered."""
     s = ctx.settings
-    rcfg = ReplicatorConfig(generations=ctx.season*s.replicator_generations, population=s.replicator_population,
+    rcfg = ReplicatorConfig(generations=ctx.work_round*s.replicator_generations, population=s.replicator_population,
                             agents_each=1,
                             steps=s.replicator_steps, eval_interval=0, checkpoint_every=1, seed=ctx.seed, map_width=48,
                             map_height=36, num_food=60, hypernet=HypernetConfig(hidden=s.replicator_hidden))

@@ -817,7 +817,7 @@ def produce_programs(ctx:ProducerContext)->list: # genome ids, best first
                           max_ticks=s.program_ticks, seed=ctx.seed, max_wall_s=1e9)
     run = EvolutionRun(run_dir, None if resume else new, resume=resume)
     # generations after the seed program: the run grows each season
-    run.cfg.max_generations = ctx.season*s.program_generations
+    run.cfg.max_generations = ctx.work_round*s.program_generations
     if run.gen <= run.cfg.max_generations: run.run()
     return register_programs(run, ctx.registry, top=2)
 

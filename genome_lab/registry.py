@@ -297,17 +297,28 @@ def record(self:Registry, gid:str, result, # an `EvalResult` (or anything with `
                         for s, r, l, k, li in zip(eps.score, eps.ret, eps.length, kills, eps.lines)])
     return eid
 
+# %% ../nbs/10_registry.ipynb #7857db9c
+def _current_version(arena:str)->str|None: # None: the arena is not installed here
+    try: return arena_version(arena)
+    except ValueError: return None
+
+# %% ../nbs/10_registry.ipynb #320aba51
 @patch
 def stats(self:Registry,
           gid:str|None=None, # this genome only
-          kind:str|None=None)->dict: # games of this kind of `KINDS` only; None pools every kind
+          kind:str|None=None, # games of this kind of `KINDS` only; None pools every kind
+          all_versions:bool=False)->dict: # pool the games of every version of an arena, not only its current one?
     "Aggregated statistics of every genome with at least one game: {genome id: {'games', 'avg_score', 'std_score', 'avg_survival', 'kill_ratio', 'avg_lines', 'std_lines', 'win_rate'}}."
     if kind is not None and kind not in KINDS: raise RegistryError(f"kind must be one of {KINDS}, not {kind!r}")
     where = [c for c, v in (('r.genome=?', gid), ('e.kind=?', kind)) if v is not None]
+    if not all_versions:   # `arena_version`: games of another version of the rules or maps are not pooled in
+        arenas = [r[0] for r in self.db.execute('SELECT DISTINCT arena FROM evaluations')]
+        current = [v for a in arenas if (v := _current_version(a))]
+        where.append(f"e.version IN ({','.join('?' * len(current))})")
     rows = self.db.execute("""SELECT r.genome, COUNT(*) n, AVG(r.score) ms, AVG(r.score*r.score) m2, AVG(r.survival) sv,
         SUM(r.kills) k, SUM(r.deaths) d, AVG(r.lines) ml, AVG(r.lines*r.lines) l2, AVG(r.place = 0) wr
         FROM results r JOIN evaluations e ON e.id = r.evaluation""" + (" WHERE " + " AND ".join(where) if where else "") +
-        " GROUP BY r.genome", tuple(v for v in (gid, kind) if v is not None))
+        " GROUP BY r.genome", (*(v for v in (gid, kind) if v is not None), *([] if all_versions else current)))
     sd = lambda n, m, m2: float(np.sqrt(max(m2 - m*m, 0) * n/(n-1))) if n > 1 else float('nan')
     return {r['genome']: dict(games=r['n'], avg_score=r['ms'], std_score=sd(r['n'], r['ms'], r['m2']),
                               avg_survival=r['sv'], kill_ratio=r['k']/max(r['d'], 1),
@@ -426,10 +437,6 @@ def ratings(self:Registry)->dict: # {genome id: {'mu', 'sigma', 'ordinal', 'game
     return {r['genome']: dict(mu=r['mu'], sigma=r['sigma'], ordinal=r['mu'] - ORDINAL_Z*r['sigma'], games=r['games'],
                               version=r['version']) for r in rows if r['version'] == current[r['arena']]}
 
-def _current_version(arena:str)->str|None: # None: the arena is not installed here
-    try: return arena_version(arena)
-    except ValueError: return None
-
 @patch
 def performance(self:Registry)->dict: # {genome id: seed 000's performance block}, every genome
     "Each genome's `performance`: seed 000's names from its tournament games, engagement, rating and statistics by kind."
@@ -487,20 +494,20 @@ def offer(self:Registry, gid:str, producer:str)->bool: # False: offered before (
                           (gid, producer, utcnow())).rowcount == 1
 
 @patch
-def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, oldest offer first
+def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, in the order offered
     "The offers waiting, now taken by `season`, with those it took before (a resumed season gets its offers back)."
     self.db.executescript(QUEUE_SCHEMA)
     with self.transaction() as db:
         db.execute('UPDATE candidate_queue SET season=? WHERE season IS NULL', (season,))
-        rows = db.execute('SELECT genome, producer FROM candidate_queue WHERE season=? ORDER BY offered, genome',
+        rows = db.execute('SELECT genome, producer FROM candidate_queue WHERE season=? ORDER BY offered, rowid',
                           (season,))
         return {r['genome']: r['producer'] for r in rows}
 
 @patch
-def waiting_offers(self:Registry)->dict: # {genome id: producer}, oldest offer first
+def waiting_offers(self:Registry)->dict: # {genome id: producer}, in the order offered
     "The offers no season has taken yet."
     if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='candidate_queue'").fetchone(): return {}
-    rows = self.db.execute('SELECT genome, producer FROM candidate_queue WHERE season IS NULL ORDER BY offered, genome')
+    rows = self.db.execute('SELECT genome, producer FROM candidate_queue WHERE season IS NULL ORDER BY offered, rowid')
     return {r['genome']: r['producer'] for r in rows}
 
 # %% ../nbs/10_registry.ipynb #c43f4a4c
@@ -562,6 +569,50 @@ def close_season(self:Registry, season:int,
         sets = ''.join(f', {k}=?' for k in lists)
         db.execute(f"UPDATE seasons SET status='done', finished=COALESCE(finished, ?), games=?{sets} WHERE id=?",
                    (utcnow(), games, *map(json.dumps, lists.values()), season))
+
+# %% ../nbs/10_registry.ipynb #6e25029e
+@patch
+def has_table(self:Registry, name:str)->bool:
+    "Does the registry's database hold table `name` (some are created by the chapter that first writes them)?"
+    return self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+
+# %% ../nbs/10_registry.ipynb #69b39966
+@patch
+def tagged_evaluation(self:Registry, kind:str, arena:str, # one of `KINDS`, and an arena
+                      tag:str, value)->int|None: # the newest matching evaluation's id, or None
+    "The newest evaluation of `kind` in `arena` whose settings carry `tags[tag] == value` (e.g. season 3's tournament)."
+    r = self.db.execute("SELECT id FROM evaluations WHERE kind=? AND arena=? "
+                        "AND json_extract(settings, '$.tags.' || ?)=? ORDER BY id DESC LIMIT 1",
+                        (kind, arena, tag, value)).fetchone()
+    return r['id'] if r else None
+
+# %% ../nbs/10_registry.ipynb #378e3e85
+@patch
+def games_rated(self:Registry, evaluation:int)->int: # 0 before any
+    "Games of tournament `evaluation` whose rating updates are stored (`rating_history`)."
+    if not self.has_table('rating_history'): return 0
+    return self.db.execute('SELECT COUNT(DISTINCT game) n FROM rating_history WHERE evaluation=?',
+                           (evaluation,)).fetchone()['n']
+
+# %% ../nbs/10_registry.ipynb #d73f94b3
+@patch
+def replacements(self:Registry, evaluation:int)->list: # [{'removed', 'added', 'note'}] as written; [] before any
+    """The selection logged after tournament `evaluation` (`71_selection`): changes (no note), skipped candidates,
+    violations."""
+    if not self.has_table('replacements'): return []
+    q = 'SELECT removed, added, note FROM replacements WHERE evaluation=? ORDER BY id'
+    return [dict(r) for r in self.db.execute(q, (evaluation,))]
+
+# %% ../nbs/10_registry.ipynb #ed77d9e0
+@patch
+def rating_history(self:Registry, tag:str)->list: # [{tag, 'arena', 'version', 'genome', 'name', 'mu', 'sigma', 'game'}]
+    """Every rating update (`70_tournament`) of the tournaments whose settings carry tag `tag` (a season's), with the
+    tag's value, in the order played (evaluation, game)."""
+    if not self.has_table('rating_history'): return []
+    q = """SELECT json_extract(e.settings, '$.tags.' || ?) tagged, e.arena, e.version, h.genome, g.name, h.mu, h.sigma,
+           h.game FROM rating_history h JOIN evaluations e ON e.id = h.evaluation JOIN genomes g ON g.id = h.genome
+           WHERE tagged IS NOT NULL ORDER BY e.id, h.game"""
+    return [{tag: r['tagged'], **{k: r[k] for k in r.keys() if k != 'tagged'}} for r in self.db.execute(q, (tag,))]
 
 # %% ../nbs/10_registry.ipynb #2cf4638d
 def founding_genomes()->list: # [(Genome, Policy)]

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, importlib, json, re, subprocess, sys, tempfile, time
+import argparse, contextlib, importlib, json, os, re, signal, subprocess, sys, tempfile, time
 from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,10 +15,9 @@ import numpy as np
 import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
-from .core import (config_parser, config_from_args, check_config, find_producer, producer_names,
-                             ProducerContext,
-                             run_lock, RunLocked)
-from .registry import Registry, RegistryError
+from .core import (config_parser, config_from_args, config_argv, check_config, find_producer, producer_names,
+                             ProducerContext, run_lock, RunLocked, atomic_write_json)
+from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
 from .tournament import run_tournament, StopRule
 from .selection import SelectionRules, select
@@ -26,10 +25,10 @@ from .server import require_token, TokenRoute
 
 # %% auto #0
 __all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig',
-           'season_config', 'season_parser', 'season_config_from_args', 'produce', 'produce_cli', 'arena_plan',
-           'run_season', 'season_table', 'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler',
-           'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'get_schedule', 'put_schedule', 'season_cli', 'run_command',
-           'schedule_cli']
+           'season_config', 'season_parser', 'season_config_from_args', 'rounds_done', 'produce', 'console_script',
+           'work_rounds', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'ratings_by_season',
+           'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut',
+           'get_schedule', 'put_schedule', 'season_cli', 'run_command', 'schedule_cli']
 
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
@@ -59,11 +58,12 @@ class SeasonConfig:
     max_active_tetris: int = 5 # active tetris genomes at most
     max_active_creatures: int = 3 # active creature genomes at most
     producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
+    max_offers: int = 0 # offers taken from each producer: its newest (older ones retired unplayed); 0: all
     RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
         max_meetings=(1, 1000), stable_tau=(-1.0, 1.0),
         snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
         snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
-        other_steps=(1, 10**6), n_replace=(0, 100),
+        other_steps=(1, 10**6), n_replace=(0, 100), max_offers=(0, 10**6),
         max_per_type=(1, 1000), max_active_snake=(1, 1000), max_active_tetris=(1, 1000), max_active_creatures=(1, 1000))
     def __post_init__(self):
         check_config(self, self.RANGES)
@@ -97,10 +97,12 @@ def season_config(d:dict)->SeasonConfig:
                          f"{[f.name for f in fields(SeasonConfig)]}")
     return SeasonConfig(**d)
 
+# %% ../nbs/85_seasons.ipynb #aaac2eb9
 def season_parser(**kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser`
     "Flags of `SeasonConfig` and of every producer's settings dataclass (`config_parser`)."
     return config_parser(SeasonConfig, *(find_producer(n).settings for n in producer_names()), **kw)
 
+# %% ../nbs/85_seasons.ipynb #0ddce610
 def season_config_from_args(given:dict)->SeasonConfig: # `given`: the parsed flags (absent when not given)
     "The `SeasonConfig` of `season_parser`'s flags: its own fields, and each chosen producer's settings."
     cfg = config_from_args(SeasonConfig, {**given, 'producer_settings': {}})   # not the default producers' settings
@@ -108,49 +110,108 @@ def season_config_from_args(given:dict)->SeasonConfig: # `given`: the parsed fla
     return replace(cfg, producer_settings=settings)
 
 # %% ../nbs/85_seasons.ipynb #5de2c9d9
+def rounds_done(work_dir:str|Path, name:str)->int: # 0 before its first round
+    "Rounds producer `name` has finished in `work_dir` (its `<name>.rounds.json`, written by `produce`)."
+    path = Path(work_dir)/f'{name}.rounds.json'
+    return json.loads(path.read_text())['rounds'] if path.exists() else 0
+
+# %% ../nbs/85_seasons.ipynb #a9c71981
 def produce(registry:Registry, name:str, # a producer (`producer_names()`)
             settings=None, # its settings dataclass; its defaults if None
             seed:int=0, # its runs' base seed (a season's `seed`)
             work_dir:str|Path|None=None, # where its runs continue; default `<registry>/season_work`
-            season:int|None=None)->list: # the genome ids offered; `season` defaults to `Registry.next_season`
-    """Run producer `name` once for the coming season, holding its lock (`<work_dir>/<name>.lock`; a second worker
-    raises `RunLocked`), and offer the candidates it made to the registry's candidate queue."""
+            season:int|None=None)->list: # the genome ids newly offered; `season` defaults to `Registry.next_season`
+    """Run producer `name`'s next round (`rounds_done` + 1) for the coming season, holding its lock
+    (`<work_dir>/<name>.lock`; a second worker raises `RunLocked`), offer the candidates it made to the registry's
+    candidate queue, then count the round."""
     p, work = find_producer(name), Path(work_dir or registry.root/'season_work')
     with run_lock(work/f'{name}.lock'):
+        k = rounds_done(work, name) + 1
         ids = p.produce(ProducerContext(registry, season or registry.next_season(), settings or p.settings(), work,
-                                        seed))
-    # a genome it made before may be active by now
-    offered = [i for i in ids if registry.genome(i)['status'] == 'candidate']
-    for i in offered: registry.offer(i, name)
+                                        seed, k))
+        # a genome it made before may be active by now, or offered already
+        offered = [i for i in ids if registry.genome(i)['status'] == 'candidate' and registry.offer(i, name)]
+        atomic_write_json(work/f'{name}.rounds.json', dict(rounds=k))
     return offered
+
+# %% ../nbs/85_seasons.ipynb #94bf8f05
+def console_script()->Path:
+    "The `genome-lab` command beside this Python (a scheduled job or a producer's round runs it as a process)."
+    return Path(sys.executable).parent/'genome-lab'
+
+
+# %% ../nbs/85_seasons.ipynb #0f58f806
+def work_rounds(registry_root:str|Path, name:str, # the registry folder and a producer (`producer_names()`)
+                budget_s:float, # wall-seconds to spend (rounds, process starts included)
+                seed:int=0, # its runs' base seed
+                work_dir:str|Path|None=None, # its runs' folder; default `<registry>/season_work`
+                settings=None, # its settings dataclass; its defaults if None
+                threads:int=1, # torch threads of each round
+                idle_rounds:int=2)->dict: # {'producer', 'rounds', 'offered', 'stopped', 'seconds'}
+    """Producer `name` between seasons: round after round, each a `genome-lab produce NAME` process of its own (its
+    process group killed with SIGKILL when the budget ends: the producer's checkpoint stays, the round is not counted
+    and the next call resumes it), until `budget_s` wall-seconds are spent (`stopped` 'budget') or `idle_rounds`
+    rounds in a row offered nothing new ('nothing new'). `RuntimeError` with the round's error for a failed round."""
+    cmd = [str(console_script()), 'produce', name, f'--registry={registry_root}', f'--seed={seed}',
+           f'--threads={threads}', *([f'--work-dir={work_dir}'] if work_dir else []),
+           *config_argv(settings or find_producer(name).settings())]
+    t0, rounds, offered, idle, stopped = time.monotonic(), 0, [], 0, 'budget'
+    while (left := budget_s - (time.monotonic() - t0)) > 0:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try: out, err = proc.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL); proc.communicate(); break
+        if proc.returncode:
+            raise RuntimeError(f"producer {name}'s round {rounds + 1} failed (status {proc.returncode}): "
+                               f"{err.strip()[-2000:]}")
+        new = json.loads(out.strip().splitlines()[-1])['offered']
+        rounds, offered, idle = rounds + 1, offered + new, 0 if new else idle + 1
+        if idle >= idle_rounds: stopped = 'nothing new'; break
+    return dict(producer=name, rounds=rounds, offered=offered, stopped=stopped, seconds=round(time.monotonic() - t0, 2))
+
 
 # %% ../nbs/85_seasons.ipynb #83d1521a
 def produce_cli(argv:list|None=None)->int: # exit status
-    """`genome-lab produce NAME --registry DIR [--work-dir DIR] [--seed N] [--threads N] [NAME's settings]`: offer
-    NAME's candidates for the coming season."""
+    """`genome-lab produce (NAME | --all) --registry DIR [--budget-s S] [--work-dir DIR] [--seed N] [--threads N]
+    [settings]`: one round of NAME (or of each of the season's producers) offered to the coming season; with
+    `--budget-s`, rounds until each producer has spent S wall-seconds (`work_rounds`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog='genome-lab produce', description=produce_cli.__doc__)
-    ap.add_argument('name', choices=producer_names(), help='the producer')
+    ap.add_argument('name', nargs='?', choices=producer_names(), help='the producer')
+    ap.add_argument('--all', action='store_true',
+                    help=f"the season's producers, one after another: {SeasonConfig.producers}")
+    ap.add_argument('--budget-s', type=float, default=0.0,
+                    help="wall-seconds per producer, spent round after round, each round a process of its own; "
+                         "the round running when they end is killed and resumed next time "
+                         "(default 0: one round, in this process)")
     ap.add_argument('--registry', required=True, help='the registry folder (it must exist)')
     ap.add_argument('--work-dir', default=None,
                     help="the producer's runs (default: <registry>/season_work, as a season's)")
     ap.add_argument('--seed', type=int, default=0, help="its runs' base seed (the seasons' --seed)")
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
-    config_parser(find_producer(ap.parse_known_args(argv)[0].name).settings, parser=ap)
+    known = ap.parse_known_args(argv)[0]
+    names = SeasonConfig().producer_names() if known.all else [known.name] if known.name else []
+    config_parser(*(find_producer(n).settings for n in names), parser=ap)
     a = ap.parse_args(argv)
+    if a.all == bool(a.name): ap.error('give one producer NAME or --all')
+    if a.budget_s < 0: ap.error(f'--budget-s must be at least 0, not {a.budget_s}')
     try:
-        settings = check_config(config_from_args(find_producer(a.name).settings, vars(a)))
+        settings = {n: check_config(config_from_args(find_producer(n).settings, vars(a))) for n in names}
         Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
-        with Registry(a.registry) as reg, torch_threads(a.threads):
-            ids = produce(reg, a.name, settings, a.seed, a.work_dir)
-            print(json.dumps(dict(producer=a.name, season=reg.next_season(),
-                                  offered=[reg.genome(i)['name'] for i in ids])))
-    except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
+        for n in names:
+            if a.budget_s: out = work_rounds(a.registry, n, a.budget_s, a.seed, a.work_dir, settings[n], a.threads)
+            else:
+                with Registry(a.registry) as reg, torch_threads(a.threads):
+                    ids = produce(reg, n, settings[n], a.seed, a.work_dir)
+                    out = dict(producer=n, season=reg.next_season(), offered=[reg.genome(i)['name'] for i in ids])
+            print(json.dumps(out), flush=True)
+    except (ValueError, FileNotFoundError, RegistryError, RunLocked, RuntimeError) as e:
         print(f"genome-lab produce: error: {e}", file=sys.stderr); return 2
     return 0
 
 # %% ../nbs/85_seasons.ipynb #9dc9de82
-REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures': ('creature',)} # seed 000's required types, per arena
+# seed 000's required types, per arena
+REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures': ('creature',)}
 
 def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, SelectionRules)
     "How a season plays and selects in `arena`: the game settings of `cfg` and the diversity rules of that arena."
@@ -161,9 +222,12 @@ def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, 
            'tetris': dict(agents_per_genome=cfg.tetris_agents, steps=cfg.tetris_steps),
            'creatures': dict(agents_per_genome=1, steps=0, settings=dict(seconds=cfg.creature_seconds))}.get(
                arena, dict(agents_per_genome=2, steps=cfg.other_steps))
-    cap = dict(snake=cfg.max_active_snake, tetris=cfg.max_active_tetris, creatures=cfg.max_active_creatures).get(arena, cfg.max_per_type)
-    return kw, SelectionRules(n_replace=cfg.n_replace, max_per_type=cfg.max_per_type, required_types=REQUIRED_TYPES.get(arena, ()), max_active=cap)
+    cap = dict(snake=cfg.max_active_snake, tetris=cfg.max_active_tetris,
+               creatures=cfg.max_active_creatures).get(arena, cfg.max_per_type)
+    return kw, SelectionRules(n_replace=cfg.n_replace, max_per_type=cfg.max_per_type,
+                              required_types=REQUIRED_TYPES.get(arena, ()), max_active=cap)
 
+# %% ../nbs/85_seasons.ipynb #4e684bc3
 SEASON_LOCK = 'season.lock' # the file a season holds locked in the registry folder: one season at a time
 
 def _current_season(reg:Registry, cfg:SeasonConfig, say)->tuple: # (season number, its settings)
@@ -177,24 +241,38 @@ def _current_season(reg:Registry, cfg:SeasonConfig, say)->tuple: # (season numbe
             reg.close_season(r['id'], violations=[why])
     return reg.open_season(asdict(cfg)), cfg
 
+# %% ../nbs/85_seasons.ipynb #58414424
 def _tournament(reg:Registry, season:int, arena:str, seed:int, kw:dict)->dict: # {'evaluation', 'candidates'}
-    "Season `season`'s tournament in `arena` (resumed after its last stored batch if it was begun), with the candidates it entered."
-    r = reg.db.execute("""SELECT id FROM evaluations WHERE kind='tournament' AND arena=? AND json_extract(settings, '$.tags.season')=?
-                          ORDER BY id DESC LIMIT 1""", (arena, season)).fetchone()
-    t = (run_tournament(reg, evaluation=r['id'], progress=False) if r else
+    """Season `season`'s tournament in `arena` (resumed after its last stored batch if it was begun), with the
+    candidates it entered."""
+    eid = reg.tagged_evaluation('tournament', arena, 'season', season)
+    t = (run_tournament(reg, evaluation=eid, progress=False) if eid else
          run_tournament(reg, arena=arena, seed=seed, tags=dict(season=season), progress=False, **kw))
     return dict(evaluation=t.evaluation, candidates=list(t.leaderboard.id[t.leaderboard.status == 'candidate']),
                 stability=t.stability)
 
+# %% ../nbs/85_seasons.ipynb #0fdbbdf9
 def _selection(reg:Registry, eid:int, rules:SelectionRules)->dict: # {'changes', 'skipped', 'violations'}
     "Select after tournament `eid`, or read back the selection already applied (its rows in `replacements`)."
-    logged = [dict(r) for r in reg.db.execute('SELECT removed, added, note FROM replacements WHERE evaluation=? ORDER BY id', (eid,))] \
-             if reg.db.execute("SELECT 1 FROM sqlite_master WHERE name='replacements'").fetchone() else []
-    if logged: return dict(changes=[[r['removed'], r['added']] for r in logged if not r['note']],
-                           skipped=[[r['added'], r['note'][len('skipped: '):]] for r in logged if r['note'].startswith('skipped: ')],
-                           violations=[r['note'][len('violation: '):] for r in logged if r['note'].startswith('violation: ')])
+    if logged := reg.replacements(eid):
+        noted = lambda kind: [r for r in logged if r['note'].startswith(kind)]
+        return dict(changes=[[r['removed'], r['added']] for r in logged if not r['note']],
+                    skipped=[[r['added'], r['note'][len('skipped: '):]] for r in noted('skipped: ')],
+                    violations=[r['note'][len('violation: '):] for r in noted('violation: ')])
     plan = select(reg, run_tournament(reg, evaluation=eid, progress=False).leaderboard, eid, rules, arena_only=True)
-    return dict(changes=[list(c) for c in plan.changes], skipped=[list(s) for s in plan.skipped], violations=plan.violations)
+    return dict(changes=[list(c) for c in plan.changes], skipped=[list(s) for s in plan.skipped],
+                violations=plan.violations)
+
+# %% ../nbs/85_seasons.ipynb #342820d0
+def _take_queue(reg:Registry, n:int, keep:int)->dict: # {genome id: producer}, the offers season `n` plays
+    """The offers season `n` takes: each producer's newest `keep` (all where `keep` is 0); its older ones are retired
+    unplayed, as a producer's later rounds continue the runs that made them."""
+    offers, by = reg.take_offers(n), {}
+    for i, p in offers.items(): by.setdefault(p, []).append(i)
+    kept = {i for ids in by.values() for i in (ids[-keep:] if keep else ids)}
+    for i in offers:
+        if i not in kept and reg.genome(i)['status'] == 'candidate': reg.set_status(i, 'retired')
+    return {i: p for i, p in offers.items() if i in kept}
 
 # %% ../nbs/85_seasons.ipynb #8b866f54
 def run_season(registry:Registry,
@@ -214,7 +292,7 @@ def run_season(registry:Registry,
             ids = produce(reg, name, cfg.settings_of(name), cfg.seed, work, n)
             reg.finish_season_step(n, f'produce:{name}', dict(ids=ids, seconds=round(time.perf_counter() - t0, 2)))
         # the workers' offers and its own
-        if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', reg.take_offers(n))
+        if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', _take_queue(reg, n, cfg.max_offers))
         for arena in sorted({reg.genome(i)['arena'] for s in ('active', 'candidate') for i in reg.ids(s)}):
             entrants = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
             done = reg.season_steps(n)
@@ -228,6 +306,7 @@ def run_season(registry:Registry,
                              _selection(reg, reg.season_steps(n)[f'tournament:{arena}']['evaluation'], rules))
         return _close_season(reg, n)
 
+# %% ../nbs/85_seasons.ipynb #14d2e4c4
 def _close_season(reg:Registry, n:int)->dict:
     "Retire the candidates no selection chose and write the season's row (candidates, games, replacements, violations)."
     done = reg.season_steps(n)
@@ -235,17 +314,21 @@ def _close_season(reg:Registry, n:int)->dict:
     made |= done.get('queue', {})
     tours = [v for k, v in done.items() if k.startswith('tournament:')]
     evals, entered = [t['evaluation'] for t in tours], [i for t in tours for i in t['candidates']]
-    cands = [dict(id=i, name=reg.genome(i)['name'], type=reg.genome(i)['type'], arena=reg.genome(i)['arena'], producer=made.get(i, 'submitted'))
+    cands = [dict(id=i, name=reg.genome(i)['name'], type=reg.genome(i)['type'], arena=reg.genome(i)['arena'],
+                  producer=made.get(i, 'submitted'))
              for i in dict.fromkeys([*made, *entered]) if reg.has(i)]
-    games = sum(reg.db.execute('SELECT COUNT(DISTINCT game) n FROM rating_history WHERE evaluation=?', (e,)).fetchone()['n'] for e in evals)
+    games = sum(reg.games_rated(e) for e in evals)
     name = lambda i: reg.genome(i)['name'] if i and reg.has(i) else None
-    swaps = [dict(arena=k.split(':')[1], removed=name(r), added=name(a)) for k, v in done.items() if k.startswith('select:') for r, a in v['changes']]
-    violations = [f"{k.split(':')[1]}: {x}" for k, v in done.items() if k.startswith('select:') for x in v['violations']]
+    selects = [(k.split(':')[1], v) for k, v in done.items() if k.startswith('select:')]
+    swaps = [dict(arena=arena, removed=name(r), added=name(a)) for arena, v in selects for r, a in v['changes']]
+    violations = [f"{arena}: {x}" for arena, v in selects for x in v['violations']]
     reg.close_season(n, retire=entered, games=games, candidates=cands, replacements=swaps, violations=violations)
     return season_table(reg).loc[n].to_dict() | dict(id=n)
 
+# %% ../nbs/85_seasons.ipynb #8c755001
 def season_table(registry:Registry)->pd.DataFrame: # one row per season, index id
-    "The seasons: when, status, candidates, games, replacements, violations, and each arena's `stability` (`split_half`)."
+    """The seasons: when, status, candidates, games, replacements, violations, and each arena's `stability`
+    (`split_half`)."""
     rows, keys = registry.seasons(), ('games', 'tau', 'top_tau', 'sigma', 'lead')
     for r in rows:
         steps = registry.season_steps(r['id']).items()
@@ -257,35 +340,40 @@ def season_table(registry:Registry)->pd.DataFrame: # one row per season, index i
 # %% ../nbs/85_seasons.ipynb #5dfde085
 def ratings_by_season(registry:Registry)->pd.DataFrame: # season, arena, version, genome, name, mu, sigma, ordinal
     "Each genome's rating after each season's tournament in its arena (its last update in that tournament)."
-    q = """SELECT json_extract(e.settings, '$.tags.season') season, e.arena, e.version,
-           h.genome, g.name, h.mu, h.sigma, h.game
-           FROM rating_history h JOIN evaluations e ON e.id = h.evaluation JOIN genomes g ON g.id = h.genome
-           WHERE json_extract(e.settings, '$.tags.season') IS NOT NULL ORDER BY e.id, h.game"""
-    h = pd.read_sql(q, registry.db).groupby(['season', 'genome']).tail(1).drop(columns='game')
-    return h.assign(ordinal=h.mu - 3*h.sigma).reset_index(drop=True)
+    cols = ['season', 'arena', 'version', 'genome', 'name', 'mu', 'sigma', 'game']
+    h = pd.DataFrame(registry.rating_history('season'), columns=cols).groupby(['season', 'genome']).tail(1)
+    return h.drop(columns='game').assign(ordinal=h.mu - ORDINAL_Z*h.sigma).reset_index(drop=True)
 
 # %% ../nbs/85_seasons.ipynb #73654f05
 def success_metrics(registry:Registry)->pd.DataFrame: # rows: metric, target, measured, met
-    "Seed 000's success metrics on `registry`: distinct active genomes of mixed types, every arena rated, manifest in rating order, seasons and replacements, engagement measured."
+    """Seed 000's success metrics on `registry`: distinct active genomes of mixed types, every arena rated, manifest
+    in rating order, seasons and replacements, engagement measured."""
     man, rt = registry.manifest()['genomes'], registry.ratings()
     per_arena = {}
     for g in man: per_arena.setdefault(g['arena'], []).append(g)
-    ordered = all([g['performance']['rating']['ordinal'] for g in gs] == sorted((g['performance']['rating']['ordinal'] for g in gs), reverse=True)
+    ordinals = lambda gs: [g['performance']['rating']['ordinal'] for g in gs]
+    ordered = all(ordinals(gs) == sorted(ordinals(gs), reverse=True)
                   for gs in per_arena.values() if all(g['performance']['rating'] for g in gs))
     seasons = season_table(registry)
     rows = [('distinct active genomes', '>= 10', len(man), len(man) >= 10),
-            ('genome types among the active ones', '>= 4 (mixed)', len({g['type'] for g in man}), len({g['type'] for g in man}) >= 4),
-            ('arenas with active genomes', 'snake, tetris, creatures', ', '.join(sorted(per_arena)), {'snake', 'tetris', 'creatures'} <= set(per_arena)),
-            ('active genomes rated in their arena', 'all', f"{sum(g['id'] in rt for g in man)} of {len(man)}", all(g['id'] in rt for g in man)),
+            ('genome types among the active ones', '>= 4 (mixed)', len(types := {g['type'] for g in man}),
+             len(types) >= 4),
+            ('arenas with active genomes', 'snake, tetris, creatures', ', '.join(sorted(per_arena)),
+             {'snake', 'tetris', 'creatures'} <= set(per_arena)),
+            ('active genomes rated in their arena', 'all', f"{sum(g['id'] in rt for g in man)} of {len(man)}",
+             all(g['id'] in rt for g in man)),
             ("manifest order is each arena's rating order", 'yes', ordered, ordered),
             ('seasons played', '>= 1', int((seasons.status == 'done').sum()), bool((seasons.status == 'done').sum())),
-            ('replacements over the seasons', '> 0: the best stay, the worst go', int(seasons.replacements.map(len).sum()), bool(seasons.replacements.map(len).sum())),
-            ('active genomes with measured engagement', '> 0 (reports)', sum(g['performance']['engagement_source'] == 'reports' for g in man),
+            ('replacements over the seasons', '> 0: the best stay, the worst go',
+             int(swaps := seasons.replacements.map(len).sum()), bool(swaps)),
+            ('active genomes with measured engagement', '> 0 (reports)',
+             sum(g['performance']['engagement_source'] == 'reports' for g in man),
              any(g['performance']['engagement_source'] == 'reports' for g in man))]
     return pd.DataFrame(rows, columns=['metric', 'target', 'measured', 'met'])
 
 # %% ../nbs/85_seasons.ipynb #cf39bf8f
-SCHEDULE_FILE, SEASON_JOB, DEFAULT_CRON = 'schedule.sqlite', 'season', '0 3 * * 1' # the job store beside the registry; weekly, Mondays 03:00 UTC
+# the job store beside the registry; the season job, weekly, Mondays 03:00 UTC
+SCHEDULE_FILE, SEASON_JOB, DEFAULT_CRON = 'schedule.sqlite', 'season', '0 3 * * 1'
 
 _DAYS = ('sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun')   # cron's day-of-week numbers (0 and 7: Sunday)
 
@@ -295,19 +383,24 @@ def cron_trigger(expr:str):
     also for an expression that never fires (`0 0 31 2 *`)."""
     from apscheduler.triggers.cron import CronTrigger
     parts = expr.split()
-    if len(parts) not in (5, 6): raise ValueError(f"cron expression {expr!r}: give 5 fields (minute hour day month day-of-week) or 6 (seconds first)")
+    if len(parts) not in (5, 6):
+        raise ValueError(f"cron expression {expr!r}: give 5 fields (minute hour day month day-of-week) "
+                         "or 6 (seconds first)")
     names = (('second',) if len(parts) == 6 else ()) + ('minute', 'hour', 'day', 'month', 'day_of_week')
     spec = dict(zip(names, parts))
     days, _, step = spec['day_of_week'].partition('/')
-    spec['day_of_week'] = re.sub(r'\d+', lambda m: _DAYS[int(m.group())] if int(m.group()) < 8 else m.group(), days) + (f'/{step}' if step else '')
+    named = re.sub(r'\d+', lambda m: _DAYS[int(m.group())] if int(m.group()) < 8 else m.group(), days)
+    spec['day_of_week'] = named + (f'/{step}' if step else '')
     trigger = CronTrigger(timezone='UTC', **spec)
     if trigger.get_next_fire_time(None, datetime.now(timezone.utc)) is None:
         raise ValueError(f"cron expression {expr!r} never fires")
     return trigger
 
+# %% ../nbs/85_seasons.ipynb #c68231f8
 def scheduler(store:str|Path, # the SQLite job store
               blocking:bool=False): # BlockingScheduler (the `schedule` command) or BackgroundScheduler (the server)?
-    "An APScheduler over a persisted SQLite job store: one run of a job at a time, missed runs coalesced into one, no limit on lateness."
+    """An APScheduler over a persisted SQLite job store: one run of a job at a time, missed runs coalesced into one, no
+    limit on lateness."""
     from apscheduler.schedulers.background import BackgroundScheduler
     from apscheduler.schedulers.blocking import BlockingScheduler
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
@@ -315,53 +408,68 @@ def scheduler(store:str|Path, # the SQLite job store
         jobstores=dict(default=SQLAlchemyJobStore(url=f'sqlite:///{Path(store).resolve()}')), timezone='UTC',
         job_defaults=dict(coalesce=True, max_instances=1, misfire_grace_time=None))
 
+# %% ../nbs/85_seasons.ipynb #6d54b3e1
 def scheduled_season(registry_root:str, config:dict)->int: # the season played
-    "The server's season job: one season on the registry at `registry_root` (the season left running, if any, is finished first)."
+    """The server's season job: one season on the registry at `registry_root` (the season left running, if any, is
+    finished first)."""
     with Registry(registry_root) as reg: return run_season(reg, season_config(config))['id']
 
 # %% ../nbs/85_seasons.ipynb #3e7b0212
 class ScheduleIn(BaseModel):
     model_config = ConfigDict(extra='forbid')
     cron: str = Field(max_length=100, description="cron expression: 5 fields, or 6 with seconds first; UTC")
-    config: dict = Field(default_factory=dict, description="the seasons' settings (`SeasonConfig` fields); missing ones take their defaults")
+    config: dict = Field(default_factory=dict,
+                         description="the seasons' settings (`SeasonConfig` fields); missing ones take their defaults")
 
+# %% ../nbs/85_seasons.ipynb #99ad442d
 class ScheduleOut(BaseModel):
     job: str; cron: str; next_run: Optional[str] = None
     config: dict
 
+# %% ../nbs/85_seasons.ipynb #b55c7896
 def _describe(job)->ScheduleOut:
-    return ScheduleOut(job=job.id, cron=job.kwargs['cron'], next_run=job.next_run_time.isoformat() if job.next_run_time else None,
+    return ScheduleOut(job=job.id, cron=job.kwargs['cron'],
+                       next_run=job.next_run_time.isoformat() if job.next_run_time else None,
                        config=job.kwargs['config'])
 
+# %% ../nbs/85_seasons.ipynb #3f0b6dd2
 @contextlib.asynccontextmanager
 async def _season_schedule(app):
-    "With a writable server: start the season scheduler on the registry's job store; add the weekly job unless the store has one."
+    """With a writable server: start the season scheduler on the registry's job store; add the weekly job unless the
+    store has one."""
     sch = None
     if app.state.token is not None:
         sch = scheduler(app.state.pool.root/SCHEDULE_FILE)
         sch.start(paused=True)
         if sch.get_job(SEASON_JOB) is None:
-            sch.add_job(_season_job, cron_trigger(DEFAULT_CRON), id=SEASON_JOB, kwargs=dict(root=str(app.state.pool.root), cron=DEFAULT_CRON, config={}))
+            sch.add_job(_season_job, cron_trigger(DEFAULT_CRON), id=SEASON_JOB,
+                        kwargs=dict(root=str(app.state.pool.root), cron=DEFAULT_CRON, config={}))
         sch.resume()
     app.state.scheduler = sch
     try: yield
     finally:
         if sch is not None: sch.shutdown(wait=False)
 
+# %% ../nbs/85_seasons.ipynb #f2c01652
 def _season_job(root:str, cron:str, config:dict)->int: return scheduled_season(root, config)
 
+# %% ../nbs/85_seasons.ipynb #d78a8345
 router = APIRouter(tags=['seasons'], lifespan=_season_schedule, route_class=TokenRoute)
 
 def _scheduler(request:Request):
     sch = getattr(request.app.state, 'scheduler', None)
-    if sch is None: raise HTTPException(409, "no season scheduler: it runs on a writable server (started with a token), once the app has started")
+    if sch is None: raise HTTPException(409, "no season scheduler: it runs on a writable server (started with a "
+                                             "token), once the app has started")
     return sch
 
-@router.get('/schedule', response_model=ScheduleOut, operation_id='season_schedule', responses={409: {'description': 'no scheduler'}})
+# %% ../nbs/85_seasons.ipynb #4bf1ac33
+@router.get('/schedule', response_model=ScheduleOut, operation_id='season_schedule',
+            responses={409: {'description': 'no scheduler'}})
 def get_schedule(request:Request)->ScheduleOut:
     "The season job: its cron expression, next run (UTC) and settings."
     return _describe(_scheduler(request).get_job(SEASON_JOB))
 
+# %% ../nbs/85_seasons.ipynb #63e8eedc
 @router.put('/schedule', response_model=ScheduleOut, operation_id='set_season_schedule',
             dependencies=[Depends(require_token)],
             responses={422: {'description': 'a cron expression that fails or never fires, or bad settings'}})
@@ -394,27 +502,33 @@ def season_cli(argv:list|None=None)->int: # exit status
         missing = isinstance(e, (FileNotFoundError, RegistryError))
         hint = ' (give an existing registry folder, or --create for a new one)' if missing else ''
         print(f"genome-lab season: error: {e}{hint}", file=sys.stderr); return 2
-    print(json.dumps(dict(season=row['id'], games=row['games'], candidates=len(row['candidates']), replacements=row['replacements'],
+    print(json.dumps(dict(season=row['id'], games=row['games'], candidates=len(row['candidates']),
+                          replacements=row['replacements'],
                           violations=row['violations'], stability=row['stability']), default=str))
     return 0
 
+# %% ../nbs/85_seasons.ipynb #518a489a
 def run_command(argv:list)->int: # the command's exit status
-    "Run `genome-lab ARGV...` (the console script installed beside this Python) as a process of its own (a scheduled job)."
-    return subprocess.run([Path(sys.executable).parent/'genome-lab', *argv]).returncode
+    "Run `genome-lab ARGV...` (`console_script`) as a process of its own (a scheduled job)."
+    return subprocess.run([console_script(), *argv]).returncode
 
+# %% ../nbs/85_seasons.ipynb #75b5df16
 def _commands()->dict: # {name: 'module:function'}
     "The `genome-lab` command's subcommands (`genome_lab.pipeline.commands`, a later chapter's: read when called)."
     return importlib.import_module('genome_lab.pipeline').commands()
 
+# %% ../nbs/85_seasons.ipynb #135b169d
 def schedule_cli(argv:list|None=None)->int: # exit status
-    "`genome-lab schedule --store FILE (--cron EXPR --id NAME -- COMMAND... | --list | --remove NAME | --start)`: genome-lab commands on a cron schedule."
+    """`genome-lab schedule --store FILE (--cron EXPR --id NAME -- COMMAND... | --list | --remove NAME | --start)`:
+    genome-lab commands on a cron schedule."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[argv.index('--') + 1:] if '--' in argv else []
     ap = argparse.ArgumentParser(prog='genome-lab schedule', description=schedule_cli.__doc__)
     ap.add_argument('--store', required=True, help='the SQLite job store (created if missing)')
     ap.add_argument('--cron', help='when: 5 fields (minute hour day month day-of-week) or 6 (seconds first), UTC')
     ap.add_argument('--id', default='job', help='the job to add or change')
-    ap.add_argument('--list', action='store_true'); ap.add_argument('--remove', metavar='NAME'); ap.add_argument('--start', action='store_true', help='run the scheduler until interrupted')
+    ap.add_argument('--list', action='store_true'); ap.add_argument('--remove', metavar='NAME')
+    ap.add_argument('--start', action='store_true', help='run the scheduler until interrupted')
     a = ap.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
     if a.cron and not command: ap.error('give the command after --, e.g. -- run --runs-dir runs')
     if a.cron and command[0] not in (known := _commands()):
@@ -428,7 +542,8 @@ def schedule_cli(argv:list|None=None)->int: # exit status
     try:
         if a.cron: sch.add_job(run_command, cron_trigger(a.cron), id=a.id, args=[command], replace_existing=True)
         if a.remove: sch.remove_job(a.remove)
-        for j in sch.get_jobs(): print(f"{j.id}: genome-lab {' '.join(j.args[0])}  [{j.trigger}]  next run {j.next_run_time}")
+        for j in sch.get_jobs():
+            print(f"{j.id}: genome-lab {' '.join(j.args[0])}  [{j.trigger}]  next run {j.next_run_time}")
         if a.start: sch.start()
     except ValueError as e: print(f"genome-lab schedule: error: {e}", file=sys.stderr); return 2
     except JobLookupError:

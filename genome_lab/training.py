@@ -619,7 +619,7 @@ def produce_ppo(ctx:ProducerContext)->list: # genome ids: the newest kept policy
     """PPO self-play's newest policy: its run trains to season x `ppo_steps` agent-steps, then keeps (checkpoints, then
     registers) it."""
     s, run_dir = ctx.settings, ctx.work_dir/'season-ppo'   # its genomes are named season-ppo-<agent-steps>
-    cfg = PPOConfig(total_timesteps=ctx.season*s.ppo_steps, start=s.ppo_start, num_snakes=s.ppo_snakes,
+    cfg = PPOConfig(total_timesteps=ctx.work_round*s.ppo_steps, start=s.ppo_start, num_snakes=s.ppo_snakes,
                     width=s.ppo_width,
                     height=s.ppo_height, num_food=s.ppo_food, keep_every=s.ppo_steps, checkpoint_every=s.ppo_steps,
                     eval_snakes=8, eval_max_steps=2000, seed=ctx.seed,

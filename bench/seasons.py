@@ -1,0 +1,127 @@
+"""Two seasons with producers working between them: do the seasons keep better genomes than they started with?
+
+Season 1 runs every producer of the season for one round (their small defaults) and plays its tournaments at the
+stable settings (`SeasonConfig`'s defaults: until the top is stable or every pair met `max_meetings` times); then each
+producer works `--budget-s` wall-seconds between the seasons (`seasons.work_rounds`: round after round, a process each,
+the round running at the budget's end killed and its checkpoint left), one producer after another; season 2 trains
+nothing and plays the queue, each producer's newest 2 offers (`max_offers`; the older ones retired unplayed). Bot
+players (`74_player_loop`) upload sessions and report games before each season, as in `85_seasons`. Per season and
+arena it writes: the candidates offered by producer, the tournament's games,
+split-half Kendall `tau` (and `top_tau`), the ratings' sigmas, the `replacements` with both genomes' ordinals, and
+whether an active genome was replaced by a better-rated candidate. Resumable: a killed run continues from its registry.
+Writes nbs/measured/seasons_<date>.json (UTC date of the run's start).
+Usage: nice -n 10 python bench/seasons.py [--budget-s 300] [--max-meetings N] [--registry runs/seasons_bench] [--quick]
+"""
+import argparse, json, os, platform, time
+from datetime import datetime, timezone
+from pathlib import Path
+
+# each round of a producer between seasons is bigger than a season's quick round (PPO's run keeps its per-round
+# steps: its checkpoint refuses other settings); season 2 takes each producer's newest MAX_OFFERS offers
+BETWEEN = dict(replicator_generations=16, program_generations=4, creature_generations=8, creature_population=16)
+MAX_OFFERS = 2
+
+def arena_report(reg, row:dict, ratings)->dict: # {arena: {...}}
+    "One season's figures per arena, from its row in `season_table` and `ratings_by_season`."
+    out = {}
+    for arena, st in row['stability'].items():
+        cands = [c for c in row['candidates'] if c['arena'] == arena]
+        by = {}
+        for c in cands: by.setdefault(c['producer'], []).append(c['name'])
+        r = ratings[ratings.arena == arena].set_index('name')
+        ordinal = lambda n: round(float(r.ordinal[n]), 3) if n in r.index else None
+        swaps = [dict(removed=s['removed'], added=s['added'], removed_ordinal=ordinal(s['removed']),
+                      added_ordinal=ordinal(s['added'])) for s in row['replacements'] if s['arena'] == arena]
+        better = [s for s in swaps if s['removed'] is not None and s['removed_ordinal'] is not None
+                  and s['added_ordinal'] > s['removed_ordinal']]
+        out[arena] = dict(candidates={p: len(v) for p, v in by.items()}, candidate_names=by, games=st['games'],
+                          tau=st['tau'], top_tau=st['top_tau'], sigma_mean=st['sigma'], lead=st['lead'],
+                          sigmas={n: round(float(s), 3) for n, s in r.sigma.items()}, replacements=swaps,
+                          replaced_active_by_better=bool(better))
+    return out
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--budget-s', type=float, default=300.0,
+                    help='wall-seconds each producer works between the seasons')
+    ap.add_argument('--registry', default='runs/seasons_bench', help='the run registry (resumed if it exists)')
+    ap.add_argument('--bot-games', type=int, default=4, help='games each bot player reports before a season')
+    ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--max-meetings', type=int, default=None,
+                    help="a new season's max_meetings (default SeasonConfig's); a resumed season keeps its own")
+    ap.add_argument('--quick', action='store_true', help='tiny games and budgets: a check that the script runs')
+    ap.add_argument('--out', default=None, help='the figures file (default nbs/measured/seasons_<date>.json)')
+    a = ap.parse_args()
+    os.environ.setdefault('OMP_NUM_THREADS', '1')
+    import torch; torch.set_num_threads(1)
+    from fastapi.testclient import TestClient
+    from genome_lab.client import GenomeClient
+    from genome_lab.core import find_producer, atomic_write_json, measured_dir
+    from genome_lab.player_loop import bot_players
+    from genome_lab.registry import Registry, seed_founders
+    from genome_lab.server import create_app
+    from genome_lab.seasons import SeasonConfig, run_season, season_table, ratings_by_season, work_rounds
+    from genome_lab.tetris_players import tetris_baselines
+    started = datetime.now(timezone.utc)
+    root = Path(a.registry); root.mkdir(parents=True, exist_ok=True)
+    state_file = root/'bench_state.json'
+    state = json.loads(state_file.read_text()) if state_file.exists() else dict(started=started.isoformat())
+    game = (dict(snake_steps=100, snake_width=32, snake_height=24, snake_food=20, tetris_steps=100,
+                 creature_seconds=2.0, max_meetings=2) if a.quick else {})
+    if a.max_meetings: game['max_meetings'] = a.max_meetings
+    quick_round = dict(replicator_generations=1, program_generations=1, creature_generations=1,
+                       creature_population=4) if a.quick else {}
+    between = quick_round or BETWEEN
+    def settings_for(names, values):
+        return {n: {k: v for k, v in values.items() if hasattr(find_producer(n).settings(), k)} for n in names}
+    producers = SeasonConfig().producer_names()
+    first = SeasonConfig(seed=a.seed, producer_settings=settings_for(producers, quick_round), **game)
+    second = SeasonConfig(seed=a.seed, producers='', max_offers=MAX_OFFERS, **game)
+    reg = Registry(root)
+    seed_founders(reg); tetris_baselines(reg)
+    http = TestClient(create_app(root, token='bench-token'))
+    client = GenomeClient(http=http, token='bench-token')
+    def season(k:int, cfg:SeasonConfig):
+        if len([r for r in reg.seasons() if r['status'] == 'done']) >= k: return
+        if not any(r['status'] == 'running' for r in reg.seasons()):   # a resumed season has its bots' games
+            snakes = {i: reg.policy(i) for i in reg.ids('active') if reg.genome(i)['arena'] == 'snake'}
+            bot_players(client, snakes, games=a.bot_games, steps=150, seed=a.seed*100 + k)
+        t0 = time.perf_counter()
+        run_season(reg, cfg, log=lambda m: print(m, flush=True))
+        state[f'season{k}_seconds'] = round(time.perf_counter() - t0, 1)
+        atomic_write_json(state_file, state)
+    season(1, first)
+    budget = 5.0 if a.quick else a.budget_s
+    for n in producers:
+        if n in state.setdefault('between', {}): continue
+        print(f'between the seasons: {n} for {budget} s', flush=True)
+        sets = find_producer(n).settings(**settings_for([n], between)[n])
+        state['between'][n] = work_rounds(root, n, budget, a.seed, settings=sets)
+        print(json.dumps(state['between'][n]), flush=True)
+        atomic_write_json(state_file, state)
+    season(2, second)
+    table, ratings = season_table(reg), ratings_by_season(reg)
+    seasons = [dict(season=int(s), seconds=state.get(f'season{s}_seconds'),
+                    arenas=arena_report(reg, row.to_dict(), ratings[ratings.season == s]))
+               for s, row in table.iterrows() if s <= 2]
+    offered = {arena for s in seasons[1:] for arena, v in s['arenas'].items() if v['candidates']}
+    out = dict(date=state['started'], machine=platform.node(), cpus=os.cpu_count(), nice=os.nice(0),
+               command='python bench/seasons.py ' + ' '.join(f'--{k.replace("_", "-")} {v}'
+                                                             for k, v in vars(a).items()),
+               budgets=dict(per_producer_s=budget, producers=producers, between_round_settings=between,
+                            season1_round_settings=quick_round or 'defaults', threads=1,
+                            spent_s=round(sum(v['seconds'] for v in state['between'].values()), 1)),
+               season_settings={r['id']: {k: v for k, v in r['config'].items() if k != 'producer_settings'}
+                                for r in reg.seasons() if r['id'] <= 2},
+               between=state['between'], seasons=seasons,
+               replaced_by_better={arena: seasons[1]['arenas'][arena]['replaced_active_by_better']
+                                   for arena in offered})
+    path = Path(a.out or measured_dir()/f"seasons_{state['started'][:10]}.json")
+    atomic_write_json(path, out)
+    reg.close()
+    print(json.dumps(dict(file=str(path), replaced_by_better=out['replaced_by_better'],
+                          between={n: (v['rounds'], len(v['offered']), v['stopped'])
+                                   for n, v in state['between'].items()})))
+
+if __name__ == '__main__':
+    main()
