@@ -46,7 +46,7 @@ class StreamConfig:
 
 def active_snakes(registry:Registry, k:int)->list: # [(id, name, ordinal or None)], best first
     "The `k` best-rated active snake genomes (OpenSkill ordinal; unrated ones after the rated, by age)."
-    rated = registry.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='ratings'").fetchone()
+    rated = registry.has_table('ratings')
     ratings = load_ratings(registry) if rated or not registry.read_only else {}   # a read-only registry without a tournament yet
     rows = [registry.genome(i) for i in registry.ids('active')]
     rows = [(g['id'], g['name'], ratings[g['id']].ordinal() if g['id'] in ratings else None) for g in rows if g['arena'] == 'snake']

@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/league.html.md"""
 # %% ../nbs/76_league.ipynb #65a06a42
 from __future__ import annotations
 import json, time
-from dataclasses import dataclass, asdict, replace
+from dataclasses import dataclass, asdict
 from pathlib import Path
 import pandas as pd
 from fastcore.basics import patch

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import cma
 from fastcore.basics import patch_to
-from .sandbox import play_games, SandboxLimits, PlayResult, FAILURE_KINDS, program_env, program_genome
+from .sandbox import play_games, SandboxLimits, FAILURE_KINDS, program_env, program_genome
 from .registry import Registry
 from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS,
                                        EL_TETRIS_WEIGHTS, MAX_TICKS)
-from .llm_backends import OfflineMutator, OpenAIBackend, LLMCache, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
+from .llm_backends import OfflineMutator, OpenAIBackend, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
 from .core import atomic_write_json, Producer, ProducerContext
 from .arenas import PUFFERLIB_VERSION
 from . import __version__

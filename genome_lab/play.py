@@ -228,8 +228,7 @@ def player_contributions(registry:Registry, player:str)->dict: # {'player', 'ses
     root = uploaded_sessions(registry.root)
     ss = list_sessions(root) if root.exists() else pd.DataFrame(columns=['player', 'steps', 'closed'])
     mine = ss[ss.player == player]
-    rated = registry.db.execute("SELECT 1 FROM sqlite_master WHERE name='rating_history'").fetchone()   # a tournament
-    last = ratings_by_season(registry).groupby('genome').tail(1).set_index('genome') if rated else pd.DataFrame()
+    last = ratings_by_season(registry).groupby('genome').tail(1).set_index('genome')   # empty before a tournament
     rows = []
     for gid in registry.ids():
         r = registry.genome(gid)

@@ -476,6 +476,12 @@ def child_name(self:Registry, parent:str, # the genome id the child descends fro
     if not 0 < len(tag) <= NAME_MAX - 4: raise ValueError(f"tag {tag!r} must have 1 to {NAME_MAX - 4} characters")
     return f"{self.genome(self.lineage_root(parent))['name'][:NAME_MAX - len(tag) - 1]}-{tag}"
 
+# %% ../nbs/10_registry.ipynb #6e25029e
+@patch
+def has_table(self:Registry, name:str)->bool:
+    "Does the registry's database hold table `name` (some are created by the chapter that first writes them)?"
+    return self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+
 # %% ../nbs/10_registry.ipynb #59f34dd8
 QUEUE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS candidate_queue (genome TEXT PRIMARY KEY REFERENCES genomes(id) ON DELETE CASCADE,
@@ -506,7 +512,7 @@ def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, in th
 @patch
 def waiting_offers(self:Registry)->dict: # {genome id: producer}, in the order offered
     "The offers no season has taken yet."
-    if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='candidate_queue'").fetchone(): return {}
+    if not self.has_table('candidate_queue'): return {}
     rows = self.db.execute('SELECT genome, producer FROM candidate_queue WHERE season IS NULL ORDER BY offered, rowid')
     return {r['genome']: r['producer'] for r in rows}
 
@@ -524,7 +530,7 @@ _SEASON_LISTS = ('candidates', 'replacements', 'violations')
 @patch
 def seasons(self:Registry)->list: # [{'id', 'started', 'finished', 'status', 'config', 'candidates', ...}], by id
     "Every season's row, its JSON columns read (`config` a dict, `candidates`, `replacements`, `violations` lists)."
-    if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='seasons'").fetchone(): return []
+    if not self.has_table('seasons'): return []
     rows = [dict(r) for r in self.db.execute('SELECT * FROM seasons ORDER BY id')]
     return [r | {k: json.loads(r[k]) for k in ('config', *_SEASON_LISTS)} for r in rows]
 
@@ -548,7 +554,7 @@ def open_season(self:Registry, config:dict)->int: # the new season's number
 @patch
 def season_steps(self:Registry, season:int)->dict: # {step: result}
     "The steps season `season` finished, with their results."
-    if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='season_steps'").fetchone(): return {}
+    if not self.has_table('season_steps'): return {}
     rows = self.db.execute('SELECT step, result FROM season_steps WHERE season=?', (season,))
     return {r['step']: json.loads(r['result']) for r in rows}
 
@@ -569,12 +575,6 @@ def close_season(self:Registry, season:int,
         sets = ''.join(f', {k}=?' for k in lists)
         db.execute(f"UPDATE seasons SET status='done', finished=COALESCE(finished, ?), games=?{sets} WHERE id=?",
                    (utcnow(), games, *map(json.dumps, lists.values()), season))
-
-# %% ../nbs/10_registry.ipynb #6e25029e
-@patch
-def has_table(self:Registry, name:str)->bool:
-    "Does the registry's database hold table `name` (some are created by the chapter that first writes them)?"
-    return self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
 
 # %% ../nbs/10_registry.ipynb #69b39966
 @patch

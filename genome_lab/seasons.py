@@ -11,7 +11,6 @@ from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar, Optional
-import numpy as np
 import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field

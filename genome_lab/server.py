@@ -89,7 +89,7 @@ def _rated(registry:Registry, top:int)->dict: # {arena: [rows]} in rating order
 
 def _replacements(registry:Registry, seasons:int)->list: # rows, newest first
     "The swaps of the last `seasons` seasons (the last 20 swaps where no season made them)."
-    if not registry.db.execute("SELECT 1 FROM sqlite_master WHERE name='replacements'").fetchone(): return []
+    if not registry.has_table('replacements'): return []
     rows = [dict(r) for r in registry.db.execute("""SELECT json_extract(e.settings, '$.tags.season') season, e.arena, r.created,
         r.removed, gr.name removed_name, r.added, ga.name added_name, r.removed_ordinal, r.added_ordinal
         FROM replacements r LEFT JOIN evaluations e ON e.id = r.evaluation LEFT JOIN genomes gr ON gr.id = r.removed
