@@ -14,7 +14,7 @@ from .registry import Registry
 from .highlights import tournament_games, replay
 from .streaming import genome_colours
 from .server import RegistryPool, registry_pool, retry_busy
-from .stream_server import _clips
+from .stream_server import stored_clips
 
 # %% auto #0
 __all__ = ['router', 'game_view', 'viewer_index_html', 'game_data', 'game_viewer']
@@ -37,7 +37,7 @@ def game_view(registry:Registry, evaluation:int, # a snake tournament's evaluati
                 events=[[int(x) for x in e] for e in rec.events], frames=frames, verified=rec.verified)
 
 # %% ../nbs/94_game_viewer.ipynb #c7650e1b
-def viewer_index_html(registry:Registry, clips:list, # the highlight store's clips (`stream_server._clips`)
+def viewer_index_html(registry:Registry, clips:list, # the highlight store's clips (`stream_server.stored_clips`)
                       tournaments:int=5)->str: # the page
     "The viewer's index: the games of the latest `tournaments` snake tournaments and the highlights, as links."
     e, out = html.escape, []
@@ -67,7 +67,7 @@ def game_data(evaluation:int, game:int, pool:RegistryPool=Depends(registry_pool)
 def game_viewer(evaluation:int|None=Query(None, description='a snake tournament'),
                 game:int|None=Query(None, description='a game of it'), pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
     "The game viewer: pick a stored tournament game or highlight, scrub it step by step, click a snake to follow it."
-    if evaluation is None or game is None: return HTMLResponse(viewer_index_html(pool.get(), _clips(pool)))
+    if evaluation is None or game is None: return HTMLResponse(viewer_index_html(pool.get(), stored_clips(pool)))
     data = game_data(evaluation, game, pool)
     page = importlib.resources.files('genome_lab').joinpath('pages/viewer.html').read_text()
     return HTMLResponse(page.replace('__DATA__', json.dumps(data).replace('<', '\\u003c')))

@@ -23,10 +23,10 @@ from .policies import Policy, find_architecture
 from .registry import Registry
 from .sessions import (DataRecorder, open_session, receive_chunk, close_session, uploaded_sessions,
                                  list_sessions, UPLOAD_META)
-from .tournament import KillTracker, KILL_WALL, KILL_NONE, _body_cells
+from .tournament import KillTracker, KILL_WALL, KILL_NONE, body_cells
 from .client import GenomeClient
 from .cloning import training_record
-from .player_loop import SessionOpen, _lock as session_lock
+from .player_loop import SessionOpen, session_lock
 from .server import RegistryPool, registry_pool, retry_busy
 from .seasons import ratings_by_season
 from .selection import is_protected
@@ -163,7 +163,7 @@ def frame_cells(game:PlayGame, slots:dict)->tuple: # (cells (height, width) uint
     st = game.arena.c_state()
     cells = st.grid.astype(np.uint8)
     cells[cells > SNAKE_WALL] = 0   # snake codes 4-7 of snake.h: replaced below by the owner's code
-    body, owner = _body_cells(st.body, st.head_ptr, st.length)
+    body, owner = body_cells(st.body, st.head_ptr, st.length)
     slot = np.array([PLAYER_CELL] + [GENOME_CELL + slots.setdefault(g, len(slots)) for g in game.genome[1:]], np.uint8)
     cells[body[:, 0], body[:, 1]] = slot[owner]
     head = st.body[np.arange(game.n), st.head_ptr]

@@ -21,8 +21,8 @@ from .server import RegistryPool, registry_pool, require_token, retry_busy, Toke
 from .client import GenomeClient
 
 # %% auto #0
-__all__ = ['router', 'SessionOpen', 'SessionOut', 'ChunkStored', 'GameReport', 'ReportStored', 'post_session', 'get_session',
-           'put_chunk', 'post_close', 'post_report', 'upload_session', 'report_game', 'bot_players']
+__all__ = ['router', 'session_lock', 'SessionOpen', 'SessionOut', 'ChunkStored', 'GameReport', 'ReportStored', 'post_session',
+           'get_session', 'put_chunk', 'post_close', 'post_report', 'upload_session', 'report_game', 'bot_players']
 
 # %% ../nbs/74_player_loop.ipynb #dc4739c2
 class SessionOpen(BaseModel):
@@ -59,7 +59,7 @@ class ReportStored(BaseModel):
 
 # %% ../nbs/74_player_loop.ipynb #6c6fd600
 router = APIRouter(tags=['players'], route_class=TokenRoute, dependencies=[Depends(require_token)])   # the token before any body is read
-_lock = threading.Lock()   # one writer of session folders at a time (the server answers on a thread pool)
+session_lock = threading.Lock()   # one writer of session folders at a time (the server answers on a thread pool)
 
 def _out(meta:dict)->SessionOut:
     return SessionOut(id=meta['id'], player=meta['player'], kind=meta['kind'], steps=meta['steps'], chunks=len(meta['chunks']), closed=meta['closed'])
@@ -67,7 +67,7 @@ def _out(meta:dict)->SessionOut:
 def _session_call(fn, *args):
     "Run a session operation under the lock; `ChunkConflict` answers 409, other `ChunkError`s 400."
     try:
-        with _lock: return fn(*args)
+        with session_lock: return fn(*args)
     except ChunkConflict as e: raise HTTPException(409, str(e)) from None
     except ChunkError as e: raise HTTPException(400, str(e)) from None
 

@@ -20,7 +20,7 @@ from .highlights import HighlightStore, HighlightConfig, record_highlights
 # %% auto #0
 __all__ = ['stream', 'broadcast', 'page_html', 'Offer', 'Answer', 'live_page', 'clock', 'offer', 'DeadlineStream', 'mjpeg',
            'Times', 'GameOut', 'StreamHealth', 'Fault', 'stream_health', 'stream_fault', 'ClipOut', 'HighlightsOut',
-           'highlight_dir', 'highlights', 'start_highlights', 'clip_file', 'playlist_page']
+           'highlight_dir', 'stored_clips', 'highlights', 'start_highlights', 'clip_file', 'playlist_page']
 
 # %% ../nbs/93_stream_server.ipynb #9e2fd977
 @contextlib.asynccontextmanager
@@ -177,7 +177,8 @@ class HighlightsOut(BaseModel):
 
 def highlight_dir(pool:RegistryPool)->Path: return pool.root/'highlights'
 
-def _clips(pool:RegistryPool)->list:
+def stored_clips(pool:RegistryPool)->list:
+    "The highlight store's clips as `ClipOut`s, strongest first; [] before any highlight was recorded."
     if not (highlight_dir(pool)/'highlights.sqlite').exists(): return []
     with HighlightStore(highlight_dir(pool), read_only=pool.read_only) as store:
         return [ClipOut(**{k: c[k] for k in ClipOut.model_fields if k != 'url'}, url=f"/stream/clips/{c['id']}.mp4") for c in store.clips()]
@@ -186,7 +187,7 @@ def _clips(pool:RegistryPool)->list:
 def highlights(request:Request, pool:RegistryPool=Depends(registry_pool))->HighlightsOut:
     "The kept clips, strongest first, and the state of the highlight search."
     st = request.app.state
-    return HighlightsOut(clips=_clips(pool), recording=bool(getattr(st, 'highlight_job', None)), last=getattr(st, 'highlight_last', None))
+    return HighlightsOut(clips=stored_clips(pool), recording=bool(getattr(st, 'highlight_job', None)), last=getattr(st, 'highlight_last', None))
 
 @stream.post('/highlights', response_model=HighlightsOut, status_code=202, dependencies=[Depends(require_token)],
              operation_id='record_highlights', responses={k: ERRORS[k] for k in (401, 403, 409)})
@@ -203,7 +204,7 @@ def start_highlights(request:Request, pool:RegistryPool=Depends(registry_pool))-
         except ValueError as e: st.highlight_last = {'error': str(e)}
         finally: st.highlight_job = False
     threading.Thread(target=job, name='highlights', daemon=True).start()
-    return HighlightsOut(clips=_clips(pool), recording=True, last=getattr(st, 'highlight_last', None))
+    return HighlightsOut(clips=stored_clips(pool), recording=True, last=getattr(st, 'highlight_last', None))
 
 @stream.get('/clips/{clip_id}.mp4', response_class=FileResponse, operation_id='stream_clip',
             responses={200: {'content': {'video/mp4': {}}}, 404: ERRORS[404]})

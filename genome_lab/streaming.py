@@ -15,7 +15,7 @@ import torch
 import av
 from PIL import Image, ImageDraw, ImageFont
 from .arenas import SNAKE_EMPTY, SNAKE_FOOD, SNAKE_CORPSE, SNAKE_WALL, SNAKE_VIEW, SNAKE_VISION
-from .tournament import SnakeGame, KILL_WALL, KILL_UNKNOWN, _body_cells
+from .tournament import SnakeGame, KILL_WALL, KILL_UNKNOWN, body_cells
 from .registry import NAME_MAX
 
 # %% auto #0
@@ -194,7 +194,7 @@ def snake_mind(game:SnakeGame)->tuple: # probs (n, 4) float32, value (n,) float3
 def snake_frame(game:SnakeGame)->SnakeFrame:
     "Copy the current moment of `game` (its arena's one map)."
     st = game.arena.c_state(0)
-    cells, who = _body_cells(st.body, st.head_ptr, st.length)
+    cells, who = body_cells(st.body, st.head_ptr, st.length)
     owner = np.full(st.grid.shape, -1, np.int16); owner[cells[:, 0], cells[:, 1]] = who
     probs, value = snake_mind(game)
     return SnakeFrame(game.t, st.grid.copy(), owner, st.body[np.arange(len(st.length)), st.head_ptr].copy(),

@@ -20,8 +20,8 @@ from .registry import Registry, utcnow
 from .evaluation import torch_threads
 
 # %% auto #0
-__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'TOURNAMENT_SCHEMA', 'KillTracker', 'GameResult',
-           'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
+__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'TOURNAMENT_SCHEMA', 'body_cells', 'KillTracker',
+           'GameResult', 'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
            'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fit_ratings', 'split_half', 'StopRule',
            'fitness_table', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
            'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
@@ -30,7 +30,7 @@ __all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS',
 KILL_NONE, KILL_WALL, KILL_UNKNOWN = -1, -2, -3
 _MOVES = np.array(SNAKE_MOVES)
 
-def _body_cells(body, ptr, length): # (n, m, 2), (n,), (n,) -> cells (sum(length), 2), owners (sum(length),)
+def body_cells(body, ptr, length): # (n, m, 2), (n,), (n,) -> cells (sum(length), 2), owners (sum(length),)
     "Occupied cells of every snake, head first, from the C circular buffers."
     n, m = ptr.shape[0], body.shape[1]
     L = int(length.max()) if n else 0
