@@ -11,6 +11,7 @@ split-half Kendall `tau` (and `top_tau`), the ratings' sigmas, the `replacements
 whether an active genome was replaced by a better-rated candidate. Resumable: a killed run continues from its registry.
 Writes nbs/measured/seasons_<date>.json (UTC date of the run's start).
 Usage: nice -n 10 python bench/seasons.py [--budget-s 300] [--max-meetings N] [--registry runs/seasons_bench] [--quick]
+       [--until season1|between]   (stop there; a later call with the same --registry goes on from it)
 """
 import argparse, json, os, platform, time
 from datetime import datetime, timezone
@@ -50,6 +51,8 @@ def main():
     ap.add_argument('--max-meetings', type=int, default=None,
                     help="a new season's max_meetings (default SeasonConfig's); a resumed season keeps its own")
     ap.add_argument('--quick', action='store_true', help='tiny games and budgets: a check that the script runs')
+    ap.add_argument('--until', choices=['season1', 'between', 'season2'], default='season2',
+                    help='stop after this phase; a later call with the same --registry resumes from it')
     ap.add_argument('--out', default=None, help='the figures file (default nbs/measured/seasons_<date>.json)')
     a = ap.parse_args()
     os.environ.setdefault('OMP_NUM_THREADS', '1')
@@ -91,6 +94,7 @@ def main():
         state[f'season{k}_seconds'] = round(time.perf_counter() - t0, 1)
         atomic_write_json(state_file, state)
     season(1, first)
+    if a.until == 'season1': return
     budget = 5.0 if a.quick else a.budget_s
     for n in producers:
         if n in state.setdefault('between', {}): continue
@@ -99,6 +103,7 @@ def main():
         state['between'][n] = work_rounds(root, n, budget, a.seed, settings=sets)
         print(json.dumps(state['between'][n]), flush=True)
         atomic_write_json(state_file, state)
+    if a.until == 'between': return
     season(2, second)
     table, ratings = season_table(reg), ratings_by_season(reg)
     seasons = [dict(season=int(s), seconds=state.get(f'season{s}_seconds'),
