@@ -65,7 +65,7 @@ class DreamingOptions:
     check_seeds: Annotated[str, 'seeds of further tournaments of the same entrants (a check), comma-separated'] = '1,2,3,4'
     snake_steps: Annotated[int, "steps per tournament game (0: the season's)"] = 0
     max_meetings: Annotated[int, "games until the top is stable or every pair met this often (0: the season's)"] = 0
-    work: Annotated[str, 'folder of the trained world model, the student and played tournaments (resume); default: a temporary folder'] = ''
+    work: Annotated[str, 'folder of the trained world model, ROI grid, student and tournaments (resume); default: a temporary folder'] = ''
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'dreaming.json')
 
 ARENA = dict(width=80, height=48, num_food=200) # the season's snake map (SeasonConfig)
@@ -83,6 +83,23 @@ def world_model(o:DreamingOptions, work:Path, train)->tuple: # (WorldModel, trai
                final_losses=hist.tail(50).mean().to_dict(), first_losses=hist.head(50).mean().to_dict())
     save_file(m.state_dict(), path); atomic_write_json(meta, rec)
     return m, rec
+
+def roi_grid(o:DreamingOptions, work:Path, model:WorldModel, prior, roi_map:dict)->list: # [{beam, horizon, gate, ...}]
+    """PufferSnake, then the planner at every beam and horizon of the grid and gated, on one map (`planner_roi`); kept in
+    `work` and read back from there when a run with the same model and settings measured it (resume)."""
+    done = work/'roi.json'
+    key = dict(world=asdict(o.world), beams=o.roi_beams, horizons=o.roi_horizons, gates=o.roi_gates, steps=o.roi_steps,
+               beam=o.plan_beam, horizon=o.plan_horizon, seed=o.tournament_seed, arena=roi_map)
+    if done.exists() and (got := json.loads(done.read_text()))['key'] == key: return got['roi']
+    roi = [dict(beam=0, horizon=0, gate=0.0, **planner_roi(prior, o.tournament_seed, o.roi_steps, **roi_map))]
+    grid = [(b, h, 0.0) for b in ints(o.roi_beams) for h in ints(o.roi_horizons)]
+    for b, h, g in grid + [(o.plan_beam, o.plan_horizon, float(g)) for g in o.roi_gates.split(',') if g]:
+        p = DreamPlanner.from_parts(model, prior, beam=b, horizon=h, gate=g)
+        got = planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)
+        roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **got))
+        print(roi[-1], flush=True)
+    atomic_write_json(done, dict(key=key, roi=roi))
+    return roi
 
 def student_of(o:DreamingOptions, work:Path, planner:DreamPlanner, train)->tuple: # (LinearLSTM, DAgger history)
     "The planner distilled (`distill`) on `train`, or read back from `work` if a run with the same settings stored it."
@@ -165,13 +182,7 @@ def main():
             print(f"k={k}: model {v['model']:.4f}, copy-last-frame {v['baseline']:.4f} (n={v['n']})")
         prior = load_pufferlib_policy('snake')
         roi_map = dict(ARENA, num_snakes=18)
-        roi = [dict(beam=0, horizon=0, gate=0.0, **planner_roi(prior, o.tournament_seed, o.roi_steps, **roi_map))]
-        grid = [(b, h, 0.0) for b in ints(o.roi_beams) for h in ints(o.roi_horizons)]
-        for b, h, g in grid + [(o.plan_beam, o.plan_horizon, float(g)) for g in o.roi_gates.split(',') if g]:
-            p = DreamPlanner.from_parts(model, prior, beam=b, horizon=h, gate=g)
-            got = planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)
-            roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **got))
-            print(roi[-1], flush=True)
+        roi = roi_grid(o, work, model, prior, roi_map)
         planner = DreamPlanner.from_parts(model, prior, beam=o.plan_beam, horizon=o.plan_horizon)
         student, dagger = student_of(o, work, planner, train)
         compute = {name: planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)

@@ -19,12 +19,14 @@ from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS
 from .policies import Policy, LinearLSTM, load_pufferlib_policy
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders
+from .streaming import Canvas, view_colours, BACK, PANEL, INK, DIM, HEADER
 
 # %% auto #0
-__all__ = ['CODES', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel', 'WorldConfig',
-           'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames', 'DreamEnv',
-           'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner', 'planner_labels', 'label_trajectories',
-           'dagger_game', 'DistillConfig', 'imitate', 'distill', 'register_distilled', 'sign_test', 'head_to_head']
+__all__ = ['CODES', 'DREAM_WRONG', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel',
+           'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames',
+           'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner', 'planner_labels',
+           'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill', 'register_distilled',
+           'sign_test', 'head_to_head', 'render_dream']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes
@@ -354,13 +356,15 @@ def _prior_moves(policy:Policy, obs)->list: # [(n,) greedy moves] of `policy` al
     return out
 
 # %% ../nbs/23_dreaming.ipynb #24e25dde
-def label_trajectories(planner:DreamPlanner, data:Trajectories)->tuple: # obs (N, T, 11, 11) int8, labels (N, T) int64
-    "The planner's move at every step of stored trajectories `data`, its latent following the recorded moves."
+def label_trajectories(planner:DreamPlanner, data:Trajectories,
+                       steps:int|None=None)->tuple: # obs (N, steps, 11, 11) int8, labels (N, steps) int64
+    "The planner's move at every step (the first `steps`; all if None) of stored `data`, its latent following the recorded moves."
+    T = data.obs.shape[1] if steps is None else min(steps, data.obs.shape[1])
     state, labels = planner.initial_state(len(data)), []
-    for t in range(data.obs.shape[1]):
+    for t in range(T):
         lab, state = planner_labels(planner, data.obs[:, t], state, data.action[:, t])
         labels.append(lab)
-    return data.obs, torch.stack(labels, 1).numpy()
+    return data.obs[:, :T], torch.stack(labels, 1).numpy()
 
 # %% ../nbs/23_dreaming.ipynb #909a4ad7
 @torch.inference_mode()
@@ -384,6 +388,7 @@ def dagger_game(student:Policy, planner:DreamPlanner, seed:int, steps:int, **are
 class DistillConfig:
     "Settings of distilling a planner into a fast policy with DAgger."
     rounds: int = 3 # DAgger rounds after the stored trajectories: the student drives, the planner labels
+    stored_steps: int = 1000 # the first steps of each stored trajectory that the planner labels (round 0)
     snakes: int = 18 # snakes on a round's map, all driven by the student
     game_steps: int = 300 # steps of a round's game
     epochs: int = 3 # passes over every labelled game after each round
@@ -426,7 +431,7 @@ def distill(planner:DreamPlanner, data:Trajectories|None, cfg:DistillConfig=Dist
     agreement = lambda g: float((np.stack(_prior_moves(student, g[0]), 1) == g[1]).mean())
     for r in range(cfg.rounds + 1):
         if r == 0 and data is None: continue
-        game = label_trajectories(planner, data) if r == 0 else \
+        game = label_trajectories(planner, data, cfg.stored_steps) if r == 0 else \
             dagger_game(student, planner, cfg.dagger_seed + r, cfg.game_steps, num_snakes=cfg.snakes, **arena_kwargs)
         before = agreement(game)
         games.append(game)
@@ -464,3 +469,24 @@ def head_to_head(games:list, results:list, a:int, b:int)->dict: # {'wins', 'loss
             ra, rb = r.ranks[list(g).index(a)], r.ranks[list(g).index(b)]
             won, lost, tied = won + (ra < rb), lost + (ra > rb), tied + (ra == rb)
     return dict(wins=int(won), losses=int(lost), ties=int(tied), p_value=sign_test(won, lost))
+
+# %% ../nbs/23_dreaming.ipynb #7a9968f8
+DREAM_WRONG = (230, 40, 40) # the mark on a dreamt cell that differs from the real one
+
+def render_dream(canvas:Canvas, real:np.ndarray, dream:np.ndarray, # (11, 11) int8 cell codes: a real view, its dream
+                 caption:str='dream vs real')->Canvas:
+    """Draw a real snake view and the `WorldModel`'s dream of it side by side on `canvas` (90_streaming's `Canvas`,
+    colours and `view_colours`), each dreamt cell that differs from the real one marked, the share right below."""
+    canvas.fill(0, 0, canvas.width, canvas.height, BACK)
+    canvas.fill(0, 0, canvas.width, HEADER, PANEL)
+    canvas.text(12, 8, caption, 18, INK)
+    s = max(2, min((canvas.width - 36) // (2 * SNAKE_VIEW), (canvas.height - HEADER - 64) // SNAKE_VIEW) & ~1)
+    y, xs = HEADER + 30, [12, (24 + SNAKE_VIEW * s) & ~1]
+    for x, name, view in zip(xs, ('real', 'dream'), (real, dream)):
+        canvas.text(x, HEADER + 6, name, 15, DIM)
+        canvas.cells(x, y, view_colours(view), s, gap=1, gap_colour=BACK)
+    m = max(2, s // 3) & ~1
+    for r, c in np.argwhere(np.asarray(real) != np.asarray(dream)):
+        canvas.fill(xs[1] + c*s + (s - m) // 2, y + r*s + (s - m) // 2, m, m, DREAM_WRONG)
+    canvas.text(12, y + SNAKE_VIEW * s + 8, f'{(np.asarray(real) == np.asarray(dream)).mean():.0%} of the cells dreamt right', 15, INK)
+    return canvas
