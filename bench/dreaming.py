@@ -156,9 +156,9 @@ def significance(ratings:list)->dict:
     head-to-head games pooled."""
     gaps = np.array([r['mu'] - r['puffersnake_mu'] for r in ratings])
     pooled = {k: sum(r['head_to_head']['planner_vs_puffersnake'][k] for r in ratings) for k in ('wins', 'losses', 'ties')}
-    se = float(gaps.std(ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else float('nan')
+    se = float(gaps.std(ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else None
     return dict(tournaments=len(gaps), mu_gaps=gaps.tolist(), mean_mu_gap=float(gaps.mean()), se=se,
-                t_p_value=float(ttest_1samp(gaps, 0).pvalue) if len(gaps) > 1 else float('nan'),
+                t_p_value=float(ttest_1samp(gaps, 0).pvalue) if len(gaps) > 1 else None,
                 head_to_head=pooled, sign_p_value=sign_test(pooled['wins'], pooled['losses']))
 
 def main():
@@ -190,8 +190,8 @@ def main():
         print({k: round(v['ms_per_step'], 4) for k, v in compute.items()}, flush=True)
         rate = lambda seed: tournament(o, work, planner, student, acc, seed)
         rating, checks = rate(o.tournament_seed), [rate(s) for s in (ints(o.check_seeds) if o.check_seeds else [])]
-    gains = [(r['distilled_ordinal'] - r['puffersnake_ordinal']) / gap if (gap := r['ordinal'] - r['puffersnake_ordinal'])
-             else float('nan') for r in [rating] + checks]   # the share of the planner's gain the student kept
+    gains = [(r['distilled_ordinal'] - r['puffersnake_ordinal']) / gap if (gap := r['ordinal'] - r['puffersnake_ordinal']) > 0
+             else None for r in [rating] + checks]   # the share of the planner's gain the student kept (none: no gain)
     rating |= dict(kept_gain=gains[0], compute=compute)
     record = dict(world_model=acc, planner=rating, planner_checks=checks, significance=significance([rating] + checks),
                   distillation=dict(settings=asdict(o.distill), rounds=dagger.to_dict('records'), kept_gain=gains),

@@ -1,4 +1,4 @@
-"""A snake world model learned from recorded games, dreams as a gymnasium vector env, and a beam-search planner over it with PufferSnake as prior, played as a genome.
+"""A snake world model learned from recorded games, dreams as a gymnasium vector env, and a beam-search planner over it with PufferSnake as prior, played as a genome and distilled (DAgger) into a fast one.
 
 Docs: https://genome-lab.github.io/genome_lab/dreaming.html.md"""
 
@@ -348,12 +348,12 @@ def planner_labels(planner:DreamPlanner, obs, state, moves=None)->tuple: # (labe
 
 # %% ../nbs/23_dreaming.ipynb #64cb6516
 @torch.inference_mode()
-def _prior_moves(policy:Policy, obs)->list: # [(n,) greedy moves] of `policy` along sequences obs (n, T, 11, 11)
+def _greedy_moves(policy:Policy, obs)->np.ndarray: # (n, T) int64: `policy`'s greedy moves along sequences obs (n, T, 11, 11)
     state, out = policy.initial_state(len(obs)), []
     for t in range(obs.shape[1]):
         a, state = policy.act(obs[:, t], state)
         out.append(a.astype(np.int64))
-    return out
+    return np.stack(out, 1)
 
 # %% ../nbs/23_dreaming.ipynb #24e25dde
 def label_trajectories(planner:DreamPlanner, data:Trajectories,
@@ -428,7 +428,7 @@ def distill(planner:DreamPlanner, data:Trajectories|None, cfg:DistillConfig=Dist
     torch.manual_seed(cfg.dagger_seed)
     student = LinearLSTM(**planner.prior.config); student.load_state_dict(planner.prior.state_dict())
     games, hist = [], []
-    agreement = lambda g: float((np.stack(_prior_moves(student, g[0]), 1) == g[1]).mean())
+    agreement = lambda g: float((_greedy_moves(student, g[0]) == g[1]).mean())
     for r in range(cfg.rounds + 1):
         if r == 0 and data is None: continue
         game = label_trajectories(planner, data, cfg.stored_steps) if r == 0 else \
