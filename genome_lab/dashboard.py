@@ -6,29 +6,16 @@ Docs: https://genome-lab.github.io/genome_lab/dashboard.html.md"""
 
 # %% ../nbs/87_dashboard.ipynb #f4b6b99d
 from __future__ import annotations
-import html, struct
+import html
 from pathlib import Path
 from fastapi import APIRouter, Depends
 from fastapi.responses import HTMLResponse
-from tensorboardX.proto.event_pb2 import Event
-from .core import SCALARS_DIR, log_scalars
+from .core import SCALARS_DIR, log_scalars, read_events
 from .server import RegistryPool, registry_pool
 
 # %% auto #0
-__all__ = ['RUN_COLOURS', 'DASHBOARD_STYLE', 'router', 'read_events', 'read_scalars', 'curves_svg', 'dashboard_html',
-           'dashboard_page', 'scalars_data']
-
-# %% ../nbs/87_dashboard.ipynb #21f1ac3b
-def read_events(path:str|Path)->list: # [(tag, step, value)] in the file's order
-    """The scalars of one TensorBoard event file (TFRecord framing; the CRCs are not checked). A last record cut short
-    (a writer still at work) ends the list."""
-    data, out, i = Path(path).read_bytes(), [], 0
-    while i + 12 <= len(data):
-        n = struct.unpack('<Q', data[i:i + 8])[0]
-        if i + 16 + n > len(data): break
-        ev = Event.FromString(data[i + 12:i + 12 + n]); i += 16 + n
-        out += [(v.tag, ev.step, v.simple_value) for v in ev.summary.value if v.HasField('simple_value')]
-    return out
+__all__ = ['RUN_COLOURS', 'DASHBOARD_STYLE', 'router', 'read_scalars', 'curves_svg', 'dashboard_html', 'dashboard_page',
+           'scalars_data']
 
 # %% ../nbs/87_dashboard.ipynb #0cc2e0cc
 def read_scalars(root:str|Path)->dict: # {producer: {run: {tag: [(step, value)] by step}}}
