@@ -122,8 +122,9 @@ def produce(registry:Registry, name:str, # a producer (`producer_names()`)
             season:int|None=None)->list: # the genome ids newly offered; `season` defaults to `Registry.next_season`
     """Run producer `name`'s next round (`rounds_done` + 1) for the coming season, holding its lock
     (`<work_dir>/<name>.lock`; a second worker raises `RunLocked`), offer the candidates it made to the registry's
-    candidate queue, then count the round."""
+    candidate queue, then count the round. A muted producer (`Registry.mute_producer`) runs nothing, offers nothing."""
     p, work = find_producer(name), Path(work_dir or registry.root/'season_work')
+    if name in registry.muted_producers(): return []
     with run_lock(work/f'{name}.lock'):
         k = rounds_done(work, name) + 1
         ids = p.produce(ProducerContext(registry, season or registry.next_season(), settings or p.settings(), work,
