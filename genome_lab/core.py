@@ -17,8 +17,8 @@ import genome_lab
 __all__ = ['PRODUCERS', 'SCALARS_DIR', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args',
            'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer',
            'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save',
-           'ProducerContext', 'Producer', 'register_producer', 'find_producer', 'producer_names', 'log_scalars',
-           'read_events', 'notebooks_dir', 'measured_dir', 'first_sentence']
+           'ProducerContext', 'Producer', 'register_producer', 'find_producer', 'producer_names', 'after_season_hooks',
+           'log_scalars', 'read_events', 'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -290,6 +290,11 @@ def find_producer(name:str)->Producer:
 def producer_names()->list: # sorted
     "Names of every producer: registered ones and those of installed entry points."
     return sorted(set(PRODUCERS) | set(_producer_entry_points()))
+
+def after_season_hooks()->list: # [fn(registry, season)], in entry-point name order
+    """What runs once a season has closed: the entry points of the `genome_lab.after_season` group (92_highlights
+    cuts the season's highlights), loaded."""
+    return [e.load() for e in sorted(metadata.entry_points(group='genome_lab.after_season'), key=lambda e: e.name)]
 
 # %% ../nbs/03_core.ipynb #73d7a0cf
 SCALARS_DIR = 'scalars' # under a registry folder: `<registry>/scalars/<producer>/<run>/events.out.tfevents.*`

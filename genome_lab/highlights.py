@@ -16,8 +16,8 @@ from .tournament import play_game, SnakeGame, MODEL, TOURNAMENT_SCHEMA
 from .streaming import Canvas, Scene, SnakeFrame, snake_frame, render_snake, kill_events, genome_colours, write_clip
 
 # %% auto #0
-__all__ = ['HIGHLIGHTS_SCHEMA', 'StoredGame', 'tournament_games', 'GameRecord', 'replay', 'HighlightConfig', 'Highlight',
-           'find_highlights', 'clip_frames', 'HighlightStore', 'record_highlights']
+__all__ = ['HIGHLIGHTS_SCHEMA', 'HIGHLIGHTS_DIR', 'StoredGame', 'tournament_games', 'GameRecord', 'replay', 'HighlightConfig',
+           'Highlight', 'find_highlights', 'clip_frames', 'HighlightStore', 'record_highlights', 'season_highlights']
 
 # %% ../nbs/92_highlights.ipynb #9fc3cb53
 @dataclass
@@ -93,6 +93,7 @@ class HighlightConfig:
     max_count: int = 50 # retention: clips kept at most
     max_age_days: float = 30.0 # retention: older clips go
     max_bytes: int = 200 << 20 # retention: total size of the kept clips
+    season_games: int = 1 # games of a season's snake tournament cut when it ends (`season_highlights`); 0: none
 
 @dataclass
 class Highlight:
@@ -217,10 +218,11 @@ class HighlightStore(SQLiteStore):
 # %% ../nbs/92_highlights.ipynb #9577e5e6
 def record_highlights(registry:Registry, store:HighlightStore, evaluation:int|None=None, # default: the latest snake tournament
                       cfg:HighlightConfig=HighlightConfig(),
-                      max_games:int|None=None)->dict: # games replayed at most (the next call goes on); {'games', 'verified', 'found', 'added': [ids], 'removed': [ids]}
+                      max_games:int|None=None, # games replayed at most (the next call goes on)
+                      best_first:bool=False)->dict: # replay the games with the longest snakes first? -> {'games', 'verified', 'found', 'added': [ids], 'removed': [ids]}
     "Replay a tournament's games not yet searched, cut clips of their strongest events into `store`, then prune it."
-    out = dict(games=0, verified=0, found=0, added=[], removed=[], unverified=[])
-    for sg in tournament_games(registry, evaluation):
+    out, games = dict(games=0, verified=0, found=0, added=[], removed=[], unverified=[]), tournament_games(registry, evaluation)
+    for sg in sorted(games, key=lambda g: -g.scores.max()) if best_first else games:
         if store.has(sg): continue
         if max_games is not None and out['games'] >= max_games: break
         rec = replay(registry, sg); out['games'] += 1
@@ -234,3 +236,15 @@ def record_highlights(registry:Registry, store:HighlightStore, evaluation:int|No
             out['added'].append(store.add(h, sg, clip))
     out['removed'] = store.prune(cfg.max_count, cfg.max_age_days, cfg.max_bytes)
     return out
+
+# %% ../nbs/92_highlights.ipynb #f21a3e0d
+HIGHLIGHTS_DIR = 'highlights' # under a registry folder: the highlight store the stream server plays
+
+def season_highlights(registry:Registry, season:int, # a closed season
+                      cfg:HighlightConfig=HighlightConfig())->dict: # `record_highlights`' answer; {} without a snake tournament
+    """The after-season hook (entry point `highlights` of `genome_lab.after_season`): cut season `season`'s snake
+    tournament, its `cfg.season_games` best games, into `<registry>/highlights/`."""
+    eid = registry.season_steps(season).get('tournament:snake', {}).get('evaluation')
+    if eid is None or cfg.season_games < 1: return {}
+    with HighlightStore(registry.root/HIGHLIGHTS_DIR) as store:
+        return record_highlights(registry, store, eid, cfg, max_games=cfg.season_games, best_first=True)

@@ -15,7 +15,7 @@ import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from .core import (config_parser, config_from_args, config_argv, check_config, find_producer, producer_names,
-                             ProducerContext, run_lock, RunLocked, atomic_write_json)
+                             ProducerContext, run_lock, RunLocked, atomic_write_json, after_season_hooks)
 from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
 from .tournament import run_tournament, StopRule
@@ -304,7 +304,9 @@ def run_season(registry:Registry,
             if f'select:{arena}' not in reg.season_steps(n):
                 reg.finish_season_step(n, f'select:{arena}',
                              _selection(reg, reg.season_steps(n)[f'tournament:{arena}']['evaluation'], rules))
-        return _close_season(reg, n)
+        row = _close_season(reg, n)
+    for hook in after_season_hooks(): hook(reg, n)   # e.g. the season's highlights (`genome_lab.after_season`)
+    return row
 
 # %% ../nbs/85_seasons.ipynb #14d2e4c4
 def _close_season(reg:Registry, n:int)->dict:

@@ -1,5 +1,6 @@
 """A new producer is one settings dataclass, one function and one entry point of `genome_lab.producers`: a season runs
-it with its settings (flags included) and its genome competes, with no edit to `seasons`."""
+it with its settings (flags included) and its genome competes, with no edit to `seasons`; the season's after-season
+hooks cut its highlights."""
 import dataclasses
 from importlib import metadata
 import pytest
@@ -7,6 +8,7 @@ from genome_lab.core import Producer, PRODUCERS, producer_names
 from genome_lab.registry import Registry, Genome, seed_founders
 from genome_lab.selection import mutate
 from genome_lab.seasons import run_season, season_parser, season_config_from_args
+from genome_lab.highlights import HighlightStore, HIGHLIGHTS_DIR
 
 @dataclasses.dataclass
 class MutantSettings:
