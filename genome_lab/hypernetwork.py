@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 from fastcore.basics import patch
 from safetensors.torch import save as st_save, load as st_load
-from tqdm.auto import tqdm
+from .core import tqdm
 from .arenas import SnakeArena, SNAKE_INPUT
 from .policies import LinearLSTM, StackedLinearLSTM
 from .evaluation import evaluate, torch_threads

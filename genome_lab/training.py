@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load as st_load
-from tqdm.auto import tqdm
+from .core import tqdm
 from fastcore.basics import patch_to
 from .arenas import SnakeArena, Episodes, SNAKE_CODES, SNAKE_VISION, import_pufferlib_module
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
