@@ -330,8 +330,8 @@ def read_events(path:str|Path)->list: # [(tag, step, value)] in the file's order
 
 # %% ../nbs/03_core.ipynb #876d80de
 def tqdm(*args, **kwargs): # `tqdm.auto.tqdm`'s arguments
-    """`tqdm.auto.tqdm`'s progress bar, off wherever `TQDM_DISABLE` is set (a pipeline run's kernels, 99_pipeline): tqdm's
-    notebook bar ignores it, and an executed notebook would keep the bar half-drawn ('0%')."""
+    """`tqdm.auto.tqdm`'s progress bar, off wherever `TQDM_DISABLE` is set (a pipeline run's kernels, 99_pipeline):
+    tqdm's notebook bar ignores it, and an executed notebook would keep the bar half-drawn ('0%')."""
     from tqdm.auto import tqdm as bar
     if os.environ.get('TQDM_DISABLE', '').lower() in ('1', 'true'): kwargs['disable'] = True
     return bar(*args, **kwargs)

@@ -398,9 +398,9 @@ def produce_creatures(ctx:ProducerContext)->list: # genome ids
         elif ran: evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
         if ran:   # the round's generations, numbered after the producer's earlier rounds
             first = (ctx.work_round - 1) * s.creature_generations
-            log_scalars(ctx.registry.root, 'creatures', f'season-{ctx.season}',
-                        [{'generation': first + r.generation, 'charts/fitness_best': r.best, 'charts/fitness_mean': r.mean,
-                          'charts/fitness_worst': r.worst} for r in best_over_time(store, run_id).itertuples()], 'generation')
+            rows = [{'generation': first + r.generation, 'charts/fitness_best': r.best, 'charts/fitness_mean': r.mean,
+                     'charts/fitness_worst': r.worst} for r in best_over_time(store, run_id).itertuples()]
+            log_scalars(ctx.registry.root, 'creatures', f'season-{ctx.season}', rows, 'generation')
     finally: store.close()
     return [i for i, _ in ctx.registry.named(f'creature-{run_id}-')]
 

@@ -219,9 +219,11 @@ class HighlightStore(SQLiteStore):
 def record_highlights(registry:Registry, store:HighlightStore, evaluation:int|None=None, # default: the latest snake tournament
                       cfg:HighlightConfig=HighlightConfig(),
                       max_games:int|None=None, # games replayed at most (the next call goes on)
-                      best_first:bool=False)->dict: # replay the games with the longest snakes first? -> {'games', 'verified', 'found', 'added': [ids], 'removed': [ids]}
-    "Replay a tournament's games not yet searched, cut clips of their strongest events into `store`, then prune it."
-    out, games = dict(games=0, verified=0, found=0, added=[], removed=[], unverified=[]), tournament_games(registry, evaluation)
+                      best_first:bool=False)->dict: # the longest snakes' games first?
+    """Replay a tournament's games not yet searched, cut clips of their strongest events into `store`, then prune it;
+    returns {'games', 'verified', 'found', 'added': [ids], 'removed': [ids], 'unverified': [games]}."""
+    games = tournament_games(registry, evaluation)
+    out = dict(games=0, verified=0, found=0, added=[], removed=[], unverified=[])
     for sg in sorted(games, key=lambda g: -g.scores.max()) if best_first else games:
         if store.has(sg): continue
         if max_games is not None and out['games'] >= max_games: break
@@ -241,7 +243,7 @@ def record_highlights(registry:Registry, store:HighlightStore, evaluation:int|No
 HIGHLIGHTS_DIR = 'highlights' # under a registry folder: the highlight store the stream server plays
 
 def season_highlights(registry:Registry, season:int, # a closed season
-                      cfg:HighlightConfig=HighlightConfig())->dict: # `record_highlights`' answer; {} without a snake tournament
+                      cfg:HighlightConfig=HighlightConfig())->dict: # `record_highlights`' answer, or {}
     """The after-season hook (entry point `highlights` of `genome_lab.after_season`): cut season `season`'s snake
     tournament, its `cfg.season_games` best games, into `<registry>/highlights/`."""
     eid = registry.season_steps(season).get('tournament:snake', {}).get('evaluation')

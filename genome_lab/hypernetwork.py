@@ -613,10 +613,9 @@ def produce_replicator(ctx:ProducerContext)->list: # genome ids
     loop = ReplicatorTrainingLoop(rcfg, run_dir, resume=(run_dir/'checkpoint.safetensors').exists())
     done = len(loop.history)
     loop.run(progress=False)   # its checkpoint is saved before anything is registered
-    log_scalars(ctx.registry.root, 'replicator', f'season-{ctx.season}',
-                [{'generation': h['generation'], **{f'charts/{k}': h[k] for k in ('fitness_mean', 'fitness_max', 'entropy')},
-                  'losses/hypernetwork': h['hn_loss'], 'losses/estimator': h['estimator_loss']} for h in loop.history[done:]],
-                'generation')
+    rows = [{'generation': h['generation'], **{f'charts/{k}': h[k] for k in ('fitness_mean', 'fitness_max', 'entropy')},
+             'losses/hypernetwork': h['hn_loss'], 'losses/estimator': h['estimator_loss']} for h in loop.history[done:]]
+    log_scalars(ctx.registry.root, 'replicator', f'season-{ctx.season}', rows, 'generation')
     name = f'season-replicator-g{loop.generation}-0'
     return [ctx.registry.by_name(name) or register_best(loop, ctx.registry, loop.top_genomes(1, seed=ctx.seed),
                                                         run='season-replicator')[0]]

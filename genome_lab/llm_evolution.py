@@ -820,9 +820,9 @@ def produce_programs(ctx:ProducerContext)->list: # genome ids, best first
     run.cfg.max_generations = ctx.work_round*s.program_generations
     done = len(run.history)
     if run.gen <= run.cfg.max_generations: run.run()
-    log_scalars(ctx.registry.root, 'programs', f'season-{ctx.season}',
-                [{'generation': h['generation'], **{f'charts/{k}': h[k] for k in ('best_so_far', 'best_score', 'mean_score',
-                  'failed', 'diversity')}} for h in run.history[done:]], 'generation')
+    keys = ('best_so_far', 'best_score', 'mean_score', 'failed', 'diversity')
+    rows = [{'generation': h['generation'], **{f'charts/{k}': h[k] for k in keys}} for h in run.history[done:]]
+    log_scalars(ctx.registry.root, 'programs', f'season-{ctx.season}', rows, 'generation')
     return register_programs(run, ctx.registry, top=2)
 
 programs_producer = Producer(produce_programs, ProgramSettings)

@@ -233,13 +233,15 @@ def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set,
         if progress: print(f"\r{line} done in {record['results'][n]['seconds']} s", flush=True)
 
 # %% ../nbs/99_pipeline.ipynb #f971b761
-NOISE = {'FutureWarning': r'(Future|Pandas\d)Warning', 'gym notice': r'Gym has been unmaintained', 'progress bar': r'\d%\|'}
+NOISE = {'FutureWarning': r'(Future|Pandas\d)Warning', 'gym notice': r'Gym has been unmaintained',
+         'progress bar': r'\d%\|'} # what a run's outputs should not hold, by kind
 
 def noisy_outputs(path:str|Path)->list: # [[cell index, kind of noise]]
     "The cells of executed notebook `path` whose outputs' text (streams, plain text of displays) holds `NOISE`."
     cells, out = json.loads(Path(path).read_text())['cells'], []
     for i, c in enumerate(cells):
-        text = ''.join(''.join(o.get('text', '') or o.get('data', {}).get('text/plain', '')) for o in c.get('outputs', []))
+        text = ''.join(''.join(o.get('text', '') or o.get('data', {}).get('text/plain', ''))
+                       for o in c.get('outputs', []))
         out += [[i, kind] for kind, pat in NOISE.items() if re.search(pat, text)]
     return out
 

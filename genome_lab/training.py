@@ -615,13 +615,14 @@ class PPOSettings:
     ppo_food: int = 60 # food on the map
 
 # %% ../nbs/75_training.ipynb #ad99dd2a
-PPO_LOSSES = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clipfrac', 'explained_variance') # PuffeRL's `losses/`
+PPO_LOSSES = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clipfrac', 'explained_variance') # PuffeRL's
 
 def ppo_scalars(log_rows:list, # `TrainingLog.rows` (PufferLib's prefixes dropped)
                 curve:list)->list: # `PPORun.curve` rows -> `log_scalars` rows, step 'agent_steps'
-    "A PPO run's training log and kept-policy curve as namespaced scalars (`losses/...`, `charts/...`) for `log_scalars`."
-    rows = [{'agent_steps': r['agent_steps'], 'charts/SPS': r.get('sps'), 'charts/learning_rate': r.get('learning_rate'),
-             **{f'losses/{k}': r[k] for k in PPO_LOSSES if k in r}} for r in log_rows]
+    "A PPO run's training log and kept-policy curve as namespaced scalars (`losses/...`, `charts/...`)."
+    rows = [{'agent_steps': r['agent_steps'], 'charts/SPS': r.get('sps'),
+             'charts/learning_rate': r.get('learning_rate'), **{f'losses/{k}': r[k] for k in PPO_LOSSES if k in r}}
+            for r in log_rows]
     return rows + [{'agent_steps': c['agent_steps'], 'charts/length_at_death': c['score']} for c in curve]
 
 # %% ../nbs/75_training.ipynb #ebedc953

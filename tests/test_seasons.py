@@ -114,7 +114,8 @@ def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp
             assert all(reg.genome(i)['type'] == 'rl' and reg.genome(i)['arena'] == 'snake' for i in made[name])
             assert reg.genome(made[name][1])['parents'] == [dict(id=made[name][0], relation='self-play')]
             sc = read_scalars(reg.root)['ppo']   # each season's share of the run, on the dashboard
-            assert sorted(sc) == ['season-1', 'season-2'] and {'losses/policy_loss', 'charts/SPS'} <= set(sc['season-2'])
+            assert sorted(sc) == ['season-1', 'season-2']
+            assert {'losses/policy_loss', 'charts/SPS'} <= set(sc['season-2'])
             assert [s for s, _ in sc['season-1']['charts/length_at_death']] == [16384]
             assert [s for s, _ in sc['season-2']['charts/length_at_death']] == [32768]
             again = ProducerContext(reg, 2, cfg.settings_of('ppo'), reg.root/'season_work', cfg.seed)
