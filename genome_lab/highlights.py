@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/highlights.html.md"""
 # %% ../nbs/92_highlights.ipynb #ee635a1f
 from __future__ import annotations
 import json, time, uuid
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, asdict, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 import numpy as np
@@ -93,7 +93,7 @@ class HighlightConfig:
     max_count: int = 50 # retention: clips kept at most
     max_age_days: float = 30.0 # retention: older clips go
     max_bytes: int = 200 << 20 # retention: total size of the kept clips
-    season_games: int = 1 # games of a season's snake tournament cut when it ends (`season_highlights`); 0: none
+    season_clips: int = 1 # clips cut when a season ends (`season_highlights`), from its best snake game; 0: none
 
 @dataclass
 class Highlight:
@@ -245,8 +245,10 @@ HIGHLIGHTS_DIR = 'highlights' # under a registry folder: the highlight store the
 def season_highlights(registry:Registry, season:int, # a closed season
                       cfg:HighlightConfig=HighlightConfig())->dict: # `record_highlights`' answer, or {}
     """The after-season hook (entry point `highlights` of `genome_lab.after_season`): cut season `season`'s snake
-    tournament, its `cfg.season_games` best games, into `<registry>/highlights/`."""
+    tournament, the `cfg.season_clips` strongest events of its best game (a clip costs ~1.5 s), into
+    `<registry>/highlights/`."""
     eid = registry.season_steps(season).get('tournament:snake', {}).get('evaluation')
-    if eid is None or cfg.season_games < 1: return {}
+    if eid is None or cfg.season_clips < 1: return {}
     with HighlightStore(registry.root/HIGHLIGHTS_DIR) as store:
-        return record_highlights(registry, store, eid, cfg, max_games=cfg.season_games, best_first=True)
+        return record_highlights(registry, store, eid, replace(cfg, per_game=cfg.season_clips), max_games=1,
+                                 best_first=True)
