@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import save as st_save, load as st_load
-from tqdm.auto import tqdm
+from .core import tqdm
 import av
 from IPython.display import Image
 from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, simulate, pellet_course,
                                 creature_types, creature_policy, pop_size, DQ_REASONS, FPS, EPISODE_SECONDS, INT_GENES,
                                 selection_fitness, SELECTION_DEVICE)
-from .core import Producer, ProducerContext
+from .core import Producer, ProducerContext, log_scalars
 from .registry import Genome, Registry, SQLiteStore, utcnow
 
 # %% auto #0
@@ -390,12 +390,17 @@ def produce_creatures(ctx:ProducerContext)->list: # genome ids
     s, run_id = ctx.settings, f'round-{ctx.work_round}-seed-{ctx.seed}'
     store = CreatureStore(ctx.work_dir/'creatures.sqlite')
     try:
+        ran = run_id not in store.runs() or store.run(run_id)['status'] != 'done'
         if run_id not in store.runs():
             evolve_run(store, s.creature_generations, s.creature_population, ctx.round_seed, turbo=True,
                        seconds=s.creature_race_seconds, run_id=run_id, registry=ctx.registry, register_top=1,
                        progress=False, device='cpu', checkpoint_every=1)
-        elif store.run(run_id)['status'] != 'done':
-            evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
+        elif ran: evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
+        if ran:   # the round's generations, numbered after the producer's earlier rounds
+            first = (ctx.work_round - 1) * s.creature_generations
+            rows = [{'generation': first + r.generation, 'charts/fitness_best': r.best, 'charts/fitness_mean': r.mean,
+                     'charts/fitness_worst': r.worst} for r in best_over_time(store, run_id).itertuples()]
+            log_scalars(ctx.registry.root, 'creatures', f'season-{ctx.season}', rows, 'generation')
     finally: store.close()
     return [i for i, _ in ctx.registry.named(f'creature-{run_id}-')]
 

@@ -14,16 +14,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import pandas as pd
-import gymnasium as gym
-from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS
+from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS, import_gymnasium
 from .policies import Policy, LinearLSTM, load_pufferlib_policy
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders
+gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints
+
 
 # %% auto #0
-__all__ = ['CODES', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel', 'WorldConfig',
-           'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames', 'DreamEnv',
-           'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner']
+__all__ = ['gym', 'CODES', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel',
+           'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames',
+           'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes

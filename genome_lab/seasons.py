@@ -15,7 +15,7 @@ import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from .core import (config_parser, config_from_args, config_argv, check_config, find_producer, producer_names,
-                             ProducerContext, run_lock, RunLocked, atomic_write_json)
+                             ProducerContext, run_lock, RunLocked, atomic_write_json, after_season_hooks)
 from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
 from .tournament import run_tournament, StopRule
@@ -122,8 +122,9 @@ def produce(registry:Registry, name:str, # a producer (`producer_names()`)
             season:int|None=None)->list: # the genome ids newly offered; `season` defaults to `Registry.next_season`
     """Run producer `name`'s next round (`rounds_done` + 1) for the coming season, holding its lock
     (`<work_dir>/<name>.lock`; a second worker raises `RunLocked`), offer the candidates it made to the registry's
-    candidate queue, then count the round."""
+    candidate queue, then count the round. A muted producer (`Registry.mute_producer`) runs nothing, offers nothing."""
     p, work = find_producer(name), Path(work_dir or registry.root/'season_work')
+    if name in registry.muted_producers(): return []
     with run_lock(work/f'{name}.lock'):
         k = rounds_done(work, name) + 1
         ids = p.produce(ProducerContext(registry, season or registry.next_season(), settings or p.settings(), work,
@@ -303,7 +304,9 @@ def run_season(registry:Registry,
             if f'select:{arena}' not in reg.season_steps(n):
                 reg.finish_season_step(n, f'select:{arena}',
                              _selection(reg, reg.season_steps(n)[f'tournament:{arena}']['evaluation'], rules))
-        return _close_season(reg, n)
+        row = _close_season(reg, n)
+    for hook in after_season_hooks(): hook(reg, n)   # e.g. the season's highlights (`genome_lab.after_season`)
+    return row
 
 # %% ../nbs/85_seasons.ipynb #14d2e4c4
 def _close_season(reg:Registry, n:int)->dict:

@@ -102,6 +102,7 @@ def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_p
 def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp_path):
     from genome_lab.seasons import SeasonConfig, run_season
     from genome_lab.core import ProducerContext, find_producer
+    from genome_lab.dashboard import read_scalars
     cfg = SeasonConfig(producers='ppo', batch=16, snake_steps=60, snake_agents=2, snake_width=32, snake_height=24, snake_food=20, tetris_steps=30)
     made = {}
     for name in ('a', 'b'):
@@ -112,6 +113,11 @@ def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp
             assert [reg.genome(i)['name'] for i in made[name]] == ['season-ppo-16384', 'season-ppo-32768']
             assert all(reg.genome(i)['type'] == 'rl' and reg.genome(i)['arena'] == 'snake' for i in made[name])
             assert reg.genome(made[name][1])['parents'] == [dict(id=made[name][0], relation='self-play')]
+            sc = read_scalars(reg.root)['ppo']   # each season's share of the run, on the dashboard
+            assert sorted(sc) == ['season-1', 'season-2']
+            assert {'losses/policy_loss', 'charts/SPS'} <= set(sc['season-2'])
+            assert [s for s, _ in sc['season-1']['charts/length_at_death']] == [16384]
+            assert [s for s, _ in sc['season-2']['charts/length_at_death']] == [32768]
             again = ProducerContext(reg, 2, cfg.settings_of('ppo'), reg.root/'season_work', cfg.seed)
             assert find_producer('ppo').produce(again) == made[name][1:]   # a repeated call trains nothing more
             made[name] = [reg.load(i)[1] for i in made[name]]
