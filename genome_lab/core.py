@@ -92,7 +92,7 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
     for cls in configs:
         group = ap.add_argument_group(cls.__name__, (cls.__doc__ or '').split('\n')[0])
         for name, (owner, f) in config_fields(cls).items():
-            if owner not in docs: docs[owner] = docments(owner)   # parses its module: seconds each
+            if owner not in docs: docs[owner] = docments(owner)   # each call parses its whole module
             t, doc = _field_type(owner, f), docs[owner].get(f.name) or ''
             default = f.default if f.default is not dataclasses.MISSING else (
                       f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
