@@ -88,11 +88,12 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
                   parser:argparse.ArgumentParser|None=None, # add to this parser (a new one if None)
                   **kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser` when it is built here
     "A parser with one `--flag` per field of `configs`; flags not given are left out of the parsed namespace."
-    ap = parser or argparse.ArgumentParser(**kw)
+    ap, docs = parser or argparse.ArgumentParser(**kw), {}   # docs: {dataclass: its docments}, read once per dataclass
     for cls in configs:
         group = ap.add_argument_group(cls.__name__, (cls.__doc__ or '').split('\n')[0])
         for name, (owner, f) in config_fields(cls).items():
-            t, doc = _field_type(owner, f), docments(owner).get(f.name) or ''
+            if owner not in docs: docs[owner] = docments(owner)   # each call parses its whole module
+            t, doc = _field_type(owner, f), docs[owner].get(f.name) or ''
             default = f.default if f.default is not dataclasses.MISSING else (
                       f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
             help = f"{doc} (default: {default!r})".replace('%', '%%')
