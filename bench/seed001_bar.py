@@ -16,7 +16,7 @@ Protocol (every setting not named is the default of `ReplicatorConfig` / `PPOCon
   or of PuffeRL's collection (PPO); the readings' games are not counted for either.
 Writes --out (nbs/measured/seed001_bar.json). Usage: nice -n 10 python bench/seed001_bar.py [--generations 200] [--round 20]
 """
-import datetime, json, math, os, time
+import datetime, json, math, os, sys, time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Annotated
@@ -24,6 +24,10 @@ import torch
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine, run_lock
 from genome_lab.hypernetwork import ReplicatorConfig, ReplicatorTrainingLoop, seed001_bar, checkpoint_meta
 from genome_lab.training import PPOConfig, PPORun
+from genome_lab.evaluation import evaluate
+sys.path.insert(0, str(Path(__file__).parent))
+from hypernetwork import play
+from seed001 import probe_views
 
 @dataclass
 class Options:
@@ -36,6 +40,7 @@ class Options:
     ppo_keep: Annotated[int, 'agent-steps between readings of the PPO run'] = 500_000
     factor: Annotated[float, 'the replicator may spend this many times PPO\'s agent-steps'] = 10.0
     run_dir: Annotated[str, 'checkpoints of every run (a rerun resumes them)'] = 'runs/seed001_bar'
+    modes_only: Annotated[bool, "only add the latent modes of the runs' last checkpoints to --out?"] = False
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001_bar.json')
 
 def replicator_config(o:Options, seed:int, generations:int)->ReplicatorConfig:
@@ -60,6 +65,23 @@ def advance_replicator(o:Options, seed:int, generations:int)->ReplicatorTraining
     loop.run(progress=False)
     return loop
 
+def latent_modes(loop:ReplicatorTrainingLoop, snakes:int=64, seed:int=202)->dict: # the run's mixture components, each decoded and played
+    """The modes of a run's latent distribution (its `GaussianMixture`'s components): weight, mean genome, the decoded
+    policy's length at death (`snakes` snakes, map seed `seed`, not the readings' seed) and habits (`play`: adjacent food
+    taken, what deaths ran into), and how often two modes' policies choose the same first move on 256 fixed views."""
+    d = loop.pm.dist
+    params = loop.pm.develop_mean(d.means)
+    pols = [loop.pm.hn.policy(params, k) for k in range(len(d.means))]
+    views = probe_views()
+    with torch.no_grad(): acts = torch.stack([p(views)[0].argmax(-1) for p in pols])
+    rows = []
+    for k, pol in enumerate(pols):
+        s = evaluate(pol, 'snake', seed=seed, max_steps=20_000, progress=False, num_snakes=snakes).stats()['score']
+        rows.append(dict(weight=float(d.w[k]), genome=[round(float(v), 3) for v in d.means[k]],
+                         distance_to_mean=float((d.means[k] - d.mean()).norm()), score=s['mean'], std=s['std'], n=int(s['n']),
+                         play=play(pol, snakes=snakes, steps=1000)))
+    return dict(generation=loop.generation, modes=rows, same_move=(acts[:, None] == acts[None]).float().mean(-1).tolist())
+
 def main():
     o = config_from_args(Options, config_parser(Options, description=__doc__.splitlines()[0]).parse_args())
     torch.set_num_threads(1)
@@ -68,6 +90,10 @@ def main():
     res = dict(options=asdict(o), machine=machine(), date=str(datetime.date.today()),
                replicator_config=asdict(replicator_config(o, 0, o.generations)), ppo_config=asdict(ppo_config(o)),
                agent_steps_per_generation=per_gen, rounds=[])
+    if o.modes_only:
+        res = json.loads(Path(o.out).read_text())
+        with run_lock(Path(o.run_dir)/'.lock'): add_modes(o, res)
+        return
     with run_lock(Path(o.run_dir)/'.lock'):
         done = [Path(o.run_dir)/f'seed{s}'/'checkpoint.safetensors' for s in range(o.seeds)]
         done = min(checkpoint_meta(p)['generation'] if p.exists() else 0 for p in done)   # a rerun resumes from the rounds done
@@ -85,6 +111,18 @@ def main():
                   '; '.join(f"{k} {v['score']:.2f} / PPO {v['ppo_score']:.2f} = {v['ratio']:.3f}" for k, v in bar['per_run'].items()) +
                   f"; mean {bar['mean']:.3f}, 95% interval {bar['ci95'][0]:.3f}-{bar['ci95'][1]:.3f}: {bar['verdict']} "
                   f"({res['rounds'][-1]['seconds']:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
+        add_modes(o, res)
+
+def add_modes(o:Options, res:dict): # `latent_modes` of every seed's last checkpoint into --out
+    res['latent_modes'] = {}
+    for s in range(o.seeds):
+        d = Path(o.run_dir)/f'seed{s}'
+        loop = ReplicatorTrainingLoop(replicator_config(o, s, checkpoint_meta(d/'checkpoint.safetensors')['generation']), d, resume=True)
+        res['latent_modes'][f'seed {s}'] = m = latent_modes(loop)
+        print(f"seed {s}, generation {m['generation']}: " + '; '.join(
+            f"mode {k} (weight {r['weight']:.2f}): length {r['score']:.2f}, adjacent food {r['play']['adjacent_food']:.2f}, deaths "
+            + ', '.join(f"{c} {v:.2f}" for c, v in r['play']['causes'].items()) for k, r in enumerate(m['modes'])), flush=True)
+    atomic_write_json(o.out, res)
     print(f"wrote {o.out}")
 
 if __name__ == '__main__': main()
