@@ -21,6 +21,7 @@ measurement (issue 38).
 4. Modes: a Gaussian mixture (scikit-learn, components chosen by BIC) fitted to the genomes of the decoded policies
    that scored in the top third; each component's mean genome is decoded and played (`play` of bench/hypernetwork.py:
    adjacent food taken, what deaths ran into) and its nearest teacher in weights is named: the strategy it stands for.
+5. `--surrogate-only`: the surrogate's learning curve (`surrogate_study`) added to --out as 'surrogate'.
 Writes --out (nbs/measured/seed001.json). Usage: python bench/seed001.py [--train-steps 200] [--genomes 100]
 """
 import datetime, json, math, os, sys, time

@@ -14,6 +14,7 @@ Protocol (every setting not named is the default of `ReplicatorConfig` / `PPOCon
   same horizon; each round checkpoints every run (a rerun with the same flags resumes) and rewrites --out with
   `seed001_bar`'s verdict on the curves so far. Agent-steps counted: every snake-step of training games (replicator)
   or of PuffeRL's collection (PPO); the readings' games are not counted for either.
+After the rounds (or alone, `--modes-only`) `latent_modes` adds the modes of every seed's mixture at its last checkpoint.
 Writes --out (nbs/measured/seed001_bar.json). Usage: nice -n 10 python bench/seed001_bar.py [--generations 200] [--round 20]
 """
 import datetime, json, math, os, sys, time
