@@ -65,7 +65,8 @@ def parse(argv=None):
     p.add_argument('--noise', type=float, nargs='+', default=[0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0],
                    help="one tetris board per value: the chance a key is random (the reward model's only ranking)")
     p.add_argument('--tetris-epochs', type=int, default=20, help='epochs of the tetris IDMs')
-    p.add_argument('--trex-pairs', type=int, default=4000, help='segment pairs the T-REX reward model learns from')
+    p.add_argument('--trex-pairs', type=int, default=1000, help='segment pairs each T-REX reward model learns from')
+    p.add_argument('--trex-models', type=int, default=3, help='T-REX models (seeds 0..): the reward is their mean')
     p.add_argument('--segment', type=int, default=50, help='ticks per scored reward segment')
     p.add_argument('--latent-codes', type=int, default=32); p.add_argument('--lam-epochs', type=int, default=3)
     p.add_argument('--fractions', type=float, nargs='+', default=[0.01, 0.03, 0.1],
@@ -216,21 +217,28 @@ def tetris_figures(a, root):
     t0 = time.perf_counter()
     train = index[index.seed.isin(train_seeds)]; test = index[index.seed.isin(test_seeds)]
     rwin = {c: board_windows(boards[c], history=0) for c in index['clip']}
-    rnet, rhist = train_trex([rwin[c] for c in train['clip']], list(-train.noise), pairs=a.trex_pairs, seed=0)
+    nets = [train_trex([rwin[c] for c in train['clip']], list(-train.noise), pairs=a.trex_pairs, length=a.segment,
+                       seed=k) for k in range(a.trex_models)]
+    rhist = nets[0][1]
+    members = lambda c: np.stack([predict_reward(n, rwin[c]) for n, _ in nets])  # (models, T)
+    reward = lambda c: members(c).mean(0)  # the ensemble's per-step reward (T-REX averages an ensemble too)
     seg = lambda c, r: segment_returns(r, a.segment)
-    fit_x = np.concatenate([seg(c, predict_reward(rnet, rwin[c])) for c in lab['clip']])
+    fit_x = np.concatenate([seg(c, reward(c)) for c in lab['clip']])
     fit_y = np.concatenate([seg(c, clip_truth(root, c)['reward']) for c in lab['clip']])
     scale, offset = np.polyfit(fit_x, fit_y, 1)
-    px = np.concatenate([seg(c, predict_reward(rnet, rwin[c])) for c in test['clip']])
+    px = np.concatenate([seg(c, reward(c)) for c in test['clip']])
     py = np.concatenate([seg(c, truth[c]['reward']) for c in test['clip']])
-    clip_px = [predict_reward(rnet, rwin[c]).sum() for c in test['clip']]
+    per_model = [float(spearmanr(np.concatenate([seg(c, members(c)[k]) for c in test['clip']]), py).statistic)
+                 for k in range(a.trex_models)]
+    clip_px = [reward(c).sum() for c in test['clip']]
     clip_py = [truth[c]['reward'].sum() for c in test['clip']]
     rho, rho_clip = spearmanr(px, py).statistic, spearmanr(clip_px, clip_py).statistic
     pred = scale * px + offset
     r2 = 1 - ((py - pred)**2).sum() / ((py - py.mean())**2).sum()
     t_reward = time.perf_counter() - t0
-    print(f"reward from video (T-REX, noise-ranked, {a.trex_pairs} pairs): Spearman on held-out {a.segment}-step "
-          f"segments {rho:.4f} (n={len(px)}), on whole held-out clips {rho_clip:.4f} (n={len(clip_px)}); "
+    print(f"reward from video (T-REX, noise-ranked, {a.trex_models} x {a.trex_pairs} pairs): Spearman on held-out "
+          f"{a.segment}-step segments {rho:.4f} (n={len(px)}; each model {np.round(per_model, 4).tolist()}), "
+          f"on whole held-out clips {rho_clip:.4f} (n={len(clip_px)}); "
           f"calibration on the labelled clips: true = {scale:.4f} x predicted + {offset:.4f}, held-out R^2 {r2:.4f}")
     # latent actions: LAM on the training games' transitions (no labels), adapter vs IDM on labelled fractions
     t0 = time.perf_counter()
@@ -267,7 +275,8 @@ def tetris_figures(a, root):
                 idm_accuracy_tetris=float(steps.right.mean()),
                 reward_spearman=float(rho),
                 reward=dict(method='T-REX pairwise ranking of segments, ranks from the noise of the clip (D-REX)',
-                            pairs=a.trex_pairs, segment=a.segment, spearman_segments=float(rho),
+                            pairs=a.trex_pairs, models=a.trex_models, segment=a.segment,
+                            spearman_segments=float(rho), spearman_per_model=per_model,
                             spearman_clips=float(rho_clip), n_segments=len(px), n_clips=len(clip_px),
                             scale=float(scale), offset=float(offset), r2_heldout=float(r2),
                             calibrated_on='the labelled clips\' true rewards', heldout_seeds=test_seeds,
