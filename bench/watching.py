@@ -169,7 +169,8 @@ def main(argv=None):
     secs = snake.pop('seconds') | tet.pop('seconds')
     print('seconds: ' + ', '.join(f'{k} {v:.1f}' for k, v in secs.items()))
     if a.json:
-        kept = [] if 'snake' in a.parts else [f"snake figures kept from {old['finished']} ({old['command']})"]
+        kept = [] if 'snake' in a.parts else (  # where the kept figures were measured, through earlier keeps
+            old.get('kept') or [f"snake figures kept from {old['finished']} ({old['command']})"])
         snake['idm_accuracy']['tetris'] = tet.pop('idm_accuracy_tetris')
         snake['labelled_fraction'] = max(snake['labelled_fraction'], tet['tetris']['labelled_fraction'])
         out = dict(command=shlex.join(['python', 'bench/watching.py', *(sys.argv[1:] if argv is None else argv)]),
@@ -196,7 +197,7 @@ def tetris_figures(a, root):
     decoded = float(np.mean([(boards[c] == truth[c]['board']).all((1, 2)).mean() for c in index['clip']]))
     lab, held = index[index.labelled], index[~index.labelled]
     t0 = time.perf_counter()
-    idm = BoardCNN()
+    torch.manual_seed(0); idm = BoardCNN()  # its initial weights too come from a seeded generator
     hist = fit_classifier(idm, torch.cat([win[c] for c in lab['clip']]),
                           torch.cat([torch.as_tensor(clip_truth(root, c)['action']) for c in lab['clip']]),
                           epochs=a.tetris_epochs)
@@ -251,7 +252,8 @@ def tetris_figures(a, root):
         pick = rng.choice(len(Y), max(2, int(f * len(Y))), replace=False)
         adapter = fit_adapter(C[pick], Y[pick], a.latent_codes)
         curve[str(f)] = float((adapter.predict(np.eye(a.latent_codes)[Ct]) == Yt).mean())
-        m = BoardCNN(); fit_classifier(m, X[pick], torch.as_tensor(Y[pick]), epochs=a.tetris_epochs)
+        torch.manual_seed(0); m = BoardCNN()
+        fit_classifier(m, X[pick], torch.as_tensor(Y[pick]), epochs=a.tetris_epochs)
         idm_curve[str(f)] = float((predict(m, Xt) == Yt).mean())
     t_latent = time.perf_counter() - t0
     codes = code_stats(Ct, a.latent_codes)
