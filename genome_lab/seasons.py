@@ -50,6 +50,7 @@ class SeasonConfig:
     tetris_steps: int = 1000 # ticks per tetris game (200 cut the games short)
     tetris_agents: int = 8 # boards per genome in a tetris game
     creature_seconds: float = 10.0 # seconds per creature race (3 and 20 s races ranked less stably)
+    creature_races: int = 16 # races of a creature tournament at least, every creature in each (one simulated batch)
     other_steps: int = 200 # steps per game of any other arena (cartpole, ...)
     n_replace: int = 2 # bottom active genomes each arena's selection may replace
     max_per_type: int = 3 # active genomes of one type per arena
@@ -62,7 +63,7 @@ class SeasonConfig:
         max_meetings=(1, 1000), stable_tau=(-1.0, 1.0),
         snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
         snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
-        other_steps=(1, 10**6), n_replace=(0, 100), max_offers=(0, 10**6),
+        creature_races=(1, 10**4), other_steps=(1, 10**6), n_replace=(0, 100), max_offers=(0, 10**6),
         max_per_type=(1, 1000), max_active_snake=(1, 1000), max_active_tetris=(1, 1000), max_active_creatures=(1, 1000))
     def __post_init__(self):
         check_config(self, self.RANGES)
@@ -212,14 +213,20 @@ def produce_cli(argv:list|None=None)->int: # exit status
 # seed 000's required types, per arena
 REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures': ('creature',)}
 
-def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, SelectionRules)
-    "How a season plays and selects in `arena`: the game settings of `cfg` and the diversity rules of that arena."
+def arena_plan(cfg:SeasonConfig, arena:str, # the season's settings and an arena
+               entrants:int=2)->tuple: # the genomes its tournament plays; (run_tournament keywords, SelectionRules)
+    """How a season plays and selects in `arena`: the game settings of `cfg` and the diversity rules of that arena.
+    Creatures never touch in a race (each runs the course alone; the batch is simulated at once), so every creature
+    of the tournament runs every race, `creature_races` of them at least: one race ranks them all."""
+    stop = lambda meetings: StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, meetings))
     kw = dict(genomes_per_game=cfg.genomes_per_game, meetings=cfg.meetings, batch=cfg.batch,
-              until_stable=StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, cfg.meetings)))
+              until_stable=stop(cfg.meetings))
     kw |= {'snake': dict(agents_per_genome=cfg.snake_agents, steps=cfg.snake_steps,
                          settings=dict(width=cfg.snake_width, height=cfg.snake_height, num_food=cfg.snake_food)),
            'tetris': dict(agents_per_genome=cfg.tetris_agents, steps=cfg.tetris_steps),
-           'creatures': dict(agents_per_genome=1, steps=0, settings=dict(seconds=cfg.creature_seconds))}.get(
+           'creatures': dict(agents_per_genome=1, steps=0, settings=dict(seconds=cfg.creature_seconds),
+                             genomes_per_game=max(entrants, 2), meetings=cfg.creature_races,
+                             until_stable=stop(cfg.creature_races))}.get(
                arena, dict(agents_per_genome=2, steps=cfg.other_steps))
     cap = dict(snake=cfg.max_active_snake, tetris=cfg.max_active_tetris,
                creatures=cfg.max_active_creatures).get(arena, cfg.max_per_type)
@@ -296,10 +303,11 @@ def run_season(registry:Registry,
             entrants = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
             done = reg.season_steps(n)
             if f'tournament:{arena}' not in done and len(entrants) < 2: continue
-            kw, rules = arena_plan(cfg, arena)
+            kw, rules = arena_plan(cfg, arena, len(entrants))
             if f'tournament:{arena}' not in done:
                 say(f'season {n}: {arena} tournament among {len(entrants)} genomes')
-                reg.finish_season_step(n, f'tournament:{arena}', _tournament(reg, n, arena, cfg.seed*1000 + n, kw))
+                reg.finish_season_step(n, f'tournament:{arena}',
+                                       _tournament(reg, n, arena, cfg.seed*1000 + n, kw | dict(ids=entrants)))
             if f'select:{arena}' not in reg.season_steps(n):
                 reg.finish_season_step(n, f'select:{arena}',
                              _selection(reg, reg.season_steps(n)[f'tournament:{arena}']['evaluation'], rules))
