@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, importlib, json, os, re, signal, subprocess, sys, tempfile, time
+import argparse, contextlib, importlib, itertools, json, os, re, signal, subprocess, sys, tempfile, time
 from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -59,11 +59,13 @@ class SeasonConfig:
     max_active_creatures: int = 3 # active creature genomes at most
     producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
     max_offers: int = 0 # offers taken from each producer: its newest (older ones retired unplayed); 0: all
+    max_candidates: int = 0 # candidates a tournament takes per arena (the queue's, producer by producer, first); 0: all
     RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
         max_meetings=(1, 1000), stable_tau=(-1.0, 1.0),
         snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
         snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
         creature_races=(1, 10**4), other_steps=(1, 10**6), n_replace=(0, 100), max_offers=(0, 10**6),
+        max_candidates=(0, 10**6),
         max_per_type=(1, 1000), max_active_snake=(1, 1000), max_active_tetris=(1, 1000), max_active_creatures=(1, 1000))
     def __post_init__(self):
         check_config(self, self.RANGES)
@@ -280,13 +282,29 @@ def _take_queue(reg:Registry, n:int, keep:int)->dict: # {genome id: producer}, t
         if i not in kept and reg.genome(i)['status'] == 'candidate': reg.set_status(i, 'retired')
     return {i: p for i, p in offers.items() if i in kept}
 
+# %% ../nbs/85_seasons.ipynb #78c5bef8
+def _entrants(reg:Registry, arena:str, queued:dict, # {genome id: producer}: the season's offers, in the order offered
+              cap:int)->list: # genome ids, in the registry's order (`Registry.ids`)
+    """The genomes of `arena` a season's tournament plays: every active one, and its candidates, at most `cap` of them
+    (0: all): the queue's offers first, each producer's newest in turn, then the newest of the other candidates
+    (registered by hand or by a chapter); the candidates left out stay candidates for a later season."""
+    pool = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
+    cands = [i for i in pool if reg.genome(i)['status'] == 'candidate']
+    by = {}
+    for i, p in queued.items():
+        if i in cands: by.setdefault(p, []).insert(0, i)   # newest first
+    turns = [i for row in itertools.zip_longest(*by.values()) for i in row if i]
+    order = turns + [i for i in reversed(cands) if i not in queued]
+    taken = set(order[:cap] if cap else order)
+    return [i for i in pool if reg.genome(i)['status'] == 'active' or i in taken]
+
 # %% ../nbs/85_seasons.ipynb #8b866f54
 def run_season(registry:Registry,
                cfg:SeasonConfig|None=None, # the settings of a new season (a resumed one keeps its own)
                work_dir:str|Path|None=None, # where producers keep runs across seasons; default `<registry>/season_work`
                log=None)->dict: # log(message) hears each step; returns the season's row
     """Play one season (or finish the one left running): its producers, the candidate queue taken, tournaments in every
-    arena, selection per arena.
+    arena (among its active genomes and candidates, `_entrants`), selection per arena.
     Holds the registry's season lock: a second season at the same time raises `RunLocked` and changes nothing."""
     reg, say = registry, log or (lambda m: None)
     with run_lock(reg.root/SEASON_LOCK):
@@ -299,8 +317,9 @@ def run_season(registry:Registry,
             reg.finish_season_step(n, f'produce:{name}', dict(ids=ids, seconds=round(time.perf_counter() - t0, 2)))
         # the workers' offers and its own
         if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', _take_queue(reg, n, cfg.max_offers))
+        queued = reg.season_steps(n)['queue']
         for arena in sorted({reg.genome(i)['arena'] for s in ('active', 'candidate') for i in reg.ids(s)}):
-            entrants = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
+            entrants = _entrants(reg, arena, queued, cfg.max_candidates)
             done = reg.season_steps(n)
             if f'tournament:{arena}' not in done and len(entrants) < 2: continue
             kw, rules = arena_plan(cfg, arena, len(entrants))
