@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, importlib, itertools, json, os, re, signal, subprocess, sys, tempfile, time
+import argparse, contextlib, importlib, itertools, json, os, re, signal, subprocess, sys, tempfile, threading, time
 from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +27,8 @@ __all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFA
            'season_config', 'season_parser', 'season_config_from_args', 'rounds_done', 'produce', 'console_script',
            'work_rounds', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'ratings_by_season',
            'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut',
-           'get_schedule', 'put_schedule', 'season_cli', 'run_command', 'schedule_cli']
+           'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'season_cli', 'run_command',
+           'schedule_cli']
 
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
@@ -149,26 +150,34 @@ def work_rounds(registry_root:str|Path, name:str, # the registry folder and a pr
                 work_dir:str|Path|None=None, # its runs' folder; default `<registry>/season_work`
                 settings=None, # its settings dataclass; its defaults if None
                 threads:int=1, # torch threads of each round
-                idle_rounds:int=2)->dict: # {'producer', 'rounds', 'offered', 'stopped', 'seconds'}
+                idle_rounds:int=2, # rounds in a row that offered nothing new: then it stops
+                stop:threading.Event|None=None, # set by another thread: stop now
+               )->dict: # {'producer', 'rounds', 'offered', 'stopped', 'seconds'}
     """Producer `name` between seasons: round after round, each a `genome-lab produce NAME` process of its own (its
     process group killed with SIGKILL when the budget ends: the producer's checkpoint stays, the round is not counted
     and the next call resumes it), until `budget_s` wall-seconds are spent (`stopped` 'budget') or `idle_rounds`
-    rounds in a row offered nothing new ('nothing new'). `RuntimeError` with the round's error for a failed round."""
+    rounds in a row offered nothing new ('nothing new'), or `stop` is set ('stop': the round running is killed as at the
+    budget's end). `RuntimeError` with the round's error for a failed round."""
     cmd = [str(console_script()), 'produce', name, f'--registry={registry_root}', f'--seed={seed}',
            f'--threads={threads}', *([f'--work-dir={work_dir}'] if work_dir else []),
            *config_argv(settings or find_producer(name).settings())]
     t0, rounds, offered, idle, stopped = time.monotonic(), 0, [], 0, 'budget'
-    while (left := budget_s - (time.monotonic() - t0)) > 0:
+    halted = lambda: stop is not None and stop.is_set()
+    while (left := budget_s - (time.monotonic() - t0)) > 0 and not halted():
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try: out, err = proc.communicate(timeout=left)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL); proc.communicate(); break
+        end, out = time.monotonic() + left, None
+        while out is None:
+            try: out, err = proc.communicate(timeout=max(0.0, min(end - time.monotonic(), 0.5)))
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= end or halted(): os.killpg(proc.pid, signal.SIGKILL); proc.communicate(); break
+        if out is None: break
         if proc.returncode:
             raise RuntimeError(f"producer {name}'s round {rounds + 1} failed (status {proc.returncode}): "
                                f"{err.strip()[-2000:]}")
         new = json.loads(out.strip().splitlines()[-1])['offered']
         rounds, offered, idle = rounds + 1, offered + new, 0 if new else idle + 1
         if idle >= idle_rounds: stopped = 'nothing new'; break
+    if halted(): stopped = 'stop'
     return dict(producer=name, rounds=rounds, offered=offered, stopped=stopped, seconds=round(time.monotonic() - t0, 2))
 
 
@@ -458,11 +467,43 @@ def _describe(job)->ScheduleOut:
                        next_run=job.next_run_time.isoformat() if job.next_run_time else None,
                        config=job.kwargs['config'])
 
+# %% ../nbs/85_seasons.ipynb #a4bca059
+@dataclass
+class ProducerWorkers:
+    "Producers a writable `genome-lab serve` runs in the background (`producer_workers`); none by default."
+    producers: str = '' # comma-separated producers to run between seasons, '' for none
+    producer_budget_s: float = 3600.0 # wall-seconds each producer works (round after round) after the server starts
+    producer_threads: int = 1 # torch threads of each round
+    RANGES: ClassVar[dict] = dict(producer_budget_s=(0.0, 10.0**9), producer_threads=(1, 256))
+    def __post_init__(self):
+        check_config(self, self.RANGES)
+        for n in self.names(): find_producer(n)   # ValueError naming the known ones
+    def names(self)->list: return [p.strip() for p in self.producers.split(',') if p.strip()]
+
+# %% ../nbs/85_seasons.ipynb #7c224f18
+@contextlib.contextmanager
+def producer_workers(registry_root:str|Path, # the registry folder
+                     cfg:ProducerWorkers): # yields {producer: its `work_rounds` result}, filled as each ends
+    """The producers of `cfg` working in the background while the block runs, each in a thread of its own
+    (`work_rounds`: every round a process); leaving the block stops them (the rounds running are killed) and waits
+    for the threads. A failed round ends its producer with {'producer', 'error'}."""
+    stop, out = threading.Event(), {}
+    def work(name):
+        try: out[name] = work_rounds(registry_root, name, cfg.producer_budget_s, threads=cfg.producer_threads,
+                                     stop=stop)
+        except RuntimeError as e: out[name] = dict(producer=name, error=str(e))
+    threads = [threading.Thread(target=work, args=(n,), name=f'producer {n}', daemon=True) for n in cfg.names()]
+    for t in threads: t.start()
+    try: yield out
+    finally:
+        stop.set()
+        for t in threads: t.join()
+
 # %% ../nbs/85_seasons.ipynb #3f0b6dd2
 @contextlib.asynccontextmanager
 async def _season_schedule(app):
-    """With a writable server: start the season scheduler on the registry's job store; add the weekly job unless the
-    store has one."""
+    """With a writable server: start the season scheduler on the registry's job store (add the weekly job unless the
+    store has one), and the producers `genome-lab serve` was given (`ProducerWorkers`), stopped when the app stops."""
     sch = None
     if app.state.token is not None:
         sch = scheduler(app.state.pool.root/SCHEDULE_FILE)
@@ -472,15 +513,18 @@ async def _season_schedule(app):
                         kwargs=dict(root=str(app.state.pool.root), cron=DEFAULT_CRON, config={}))
         sch.resume()
     app.state.scheduler = sch
-    try: yield
-    finally:
-        if sch is not None: sch.shutdown(wait=False)
+    workers = app.state.options.get(ProducerWorkers) if app.state.token is not None else None
+    with producer_workers(app.state.pool.root, workers or ProducerWorkers()) as app.state.producers:
+        try: yield
+        finally:
+            if sch is not None: sch.shutdown(wait=False)
 
 # %% ../nbs/85_seasons.ipynb #f2c01652
 def _season_job(root:str, cron:str, config:dict)->int: return scheduled_season(root, config)
 
 # %% ../nbs/85_seasons.ipynb #d78a8345
 router = APIRouter(tags=['seasons'], lifespan=_season_schedule, route_class=TokenRoute)
+router.serve_options = ProducerWorkers   # `genome-lab serve --producers ... --producer-budget-s ...`
 
 def _scheduler(request:Request):
     sch = getattr(request.app.state, 'scheduler', None)

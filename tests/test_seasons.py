@@ -219,3 +219,28 @@ def test_a_producer_between_seasons_stops_at_its_budget_or_when_it_has_nothing_n
     out = work_rounds(root, 'clones', 120.0, idle_rounds=2)
     assert (out['stopped'], out['rounds'], out['offered']) == ('nothing new', 2, []), out
     assert rounds_done(root/'season_work', 'clones') == 2
+
+def test_serve_runs_its_producers_and_stops_them_with_the_app(tmp_path, capsys):
+    """Issue 29: a writable server given producers (`ProducerWorkers`, `genome-lab serve --producers ...`) runs them in
+    the background: the creature producer's offer reaches the served registry's queue; the app's shutdown stops it
+    (the round running is killed, its lock freed)."""
+    from genome_lab.core import run_lock
+    from genome_lab.seasons import ProducerWorkers
+    from genome_lab.server import serve_cli, serve_options
+    assert ProducerWorkers in serve_options()
+    assert serve_cli(['--registry', str(tmp_path/'none'), '--read-only', '--producers', 'nope']) == 2
+    assert 'unknown producer' in capsys.readouterr().err and not (tmp_path/'none').exists()   # refused before serving
+    with Registry(tmp_path/'reg') as reg: seed_founders(reg)
+    app = create_app(tmp_path/'reg', token='serve-token-1')
+    app.state.options[ProducerWorkers] = ProducerWorkers(producers='creatures', producer_budget_s=600)
+    def offers():
+        with Registry(tmp_path/'reg', read_only=True) as reg: return reg.waiting_offers()
+    with TestClient(app):
+        t0 = time.time()
+        while not offers():
+            assert time.time() - t0 < 300 and 'creatures' not in app.state.producers, app.state.producers
+            time.sleep(0.5)
+    assert set(offers().values()) == {'creatures'}
+    ended = app.state.producers['creatures']
+    assert ended['stopped'] == 'stop', ended   # by the shutdown (its round may be cut after its offer), not its budget
+    with run_lock(tmp_path/'reg'/'season_work'/'creatures.lock'): pass
