@@ -25,10 +25,10 @@ from .server import require_token, TokenRoute
 # %% auto #0
 __all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig',
            'season_config', 'season_parser', 'season_config_from_args', 'rounds_done', 'produce', 'console_script',
-           'work_rounds', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'ratings_by_season',
-           'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut',
-           'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'season_cli', 'run_command',
-           'schedule_cli']
+           'work_rounds', 'ProducerActor', 'ray_work_rounds', 'produce_cli', 'arena_plan', 'run_season', 'season_table',
+           'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn',
+           'ScheduleOut', 'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'season_cli',
+           'run_command', 'schedule_cli']
 
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
@@ -181,11 +181,33 @@ def work_rounds(registry_root:str|Path, name:str, # the registry folder and a pr
     return dict(producer=name, rounds=rounds, offered=offered, stopped=stopped, seconds=round(time.monotonic() - t0, 2))
 
 
+# %% ../nbs/85_seasons.ipynb #cb26ccbb
+class ProducerActor:
+    "A producer working on a node of a Ray cluster (`ray_work_rounds`): `work_rounds` there, each round a process."
+    def work(self, *args, **kw)->dict: return work_rounds(*args, **kw)
+
+# %% ../nbs/85_seasons.ipynb #2bbd6e5a
+def ray_work_rounds(address:str, # `ray.init`'s: 'auto', 'ray://HOST:10001', or 'local' (a new cluster here)
+                    registry_root:str|Path, names:list, # the registry folder and the producers
+                    budget_s:float, seed:int=0, work_dir:str|Path|None=None, # as `work_rounds`
+                    settings:dict|None=None, # {producer: its settings dataclass}; defaults where missing
+                    threads:int=1)->list: # one `work_rounds` result per producer, in the order of `names`
+    """Producers `names` working at once, each a Ray actor (`ProducerActor`, `threads` CPUs) on the cluster at
+    `address`, each spending `budget_s` as `work_rounds` does on one machine. Every node must see the registry folder
+    at the same path (a shared file system) and have genome_lab installed."""
+    import ray
+    if not ray.is_initialized(): ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    actor, root = ray.remote(num_cpus=threads)(ProducerActor), str(Path(registry_root).resolve())
+    workers = [actor.remote() for _ in names]
+    return ray.get([w.work.remote(root, n, budget_s, seed, work_dir, (settings or {}).get(n), threads)
+                    for w, n in zip(workers, names)])
+
 # %% ../nbs/85_seasons.ipynb #83d1521a
 def produce_cli(argv:list|None=None)->int: # exit status
-    """`genome-lab produce (NAME | --all) --registry DIR [--budget-s S] [--work-dir DIR] [--seed N] [--threads N]
-    [settings]`: one round of NAME (or of each of the season's producers) offered to the coming season; with
-    `--budget-s`, rounds until each producer has spent S wall-seconds (`work_rounds`)."""
+    """`genome-lab produce (NAME | --all) --registry DIR [--budget-s S [--address A]] [--work-dir DIR] [--seed N]
+    [--threads N] [settings]`: one round of NAME (or of each of the season's producers) offered to the coming season;
+    with `--budget-s`, rounds until each producer has spent S wall-seconds (`work_rounds`), one producer after
+    another, or all at once as Ray actors on the cluster at `--address` (`ray_work_rounds`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog='genome-lab produce', description=produce_cli.__doc__)
     ap.add_argument('name', nargs='?', choices=producer_names(), help='the producer')
@@ -200,16 +222,23 @@ def produce_cli(argv:list|None=None)->int: # exit status
                     help="the producer's runs (default: <registry>/season_work, as a season's)")
     ap.add_argument('--seed', type=int, default=0, help="its runs' base seed (the seasons' --seed)")
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
+    ap.add_argument('--address', default=None,
+                    help="with --budget-s: the producers work at once as Ray actors on this cluster ('auto', "
+                         "'ray://HOST:10001', 'local'); the registry folder must be on a file system its nodes share")
     known = ap.parse_known_args(argv)[0]
     names = SeasonConfig().producer_names() if known.all else [known.name] if known.name else []
     config_parser(*(find_producer(n).settings for n in names), parser=ap)
     a = ap.parse_args(argv)
     if a.all == bool(a.name): ap.error('give one producer NAME or --all')
     if a.budget_s < 0: ap.error(f'--budget-s must be at least 0, not {a.budget_s}')
+    if a.address and not a.budget_s: ap.error('--address needs --budget-s (the actors work round after round)')
     try:
         settings = {n: check_config(config_from_args(find_producer(n).settings, vars(a))) for n in names}
         Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
-        for n in names:
+        if a.address:
+            for out in ray_work_rounds(a.address, a.registry, names, a.budget_s, a.seed, a.work_dir, settings,
+                                       a.threads): print(json.dumps(out), flush=True)
+        for n in names if not a.address else []:
             if a.budget_s: out = work_rounds(a.registry, n, a.budget_s, a.seed, a.work_dir, settings[n], a.threads)
             else:
                 with Registry(a.registry) as reg, torch_threads(a.threads):
