@@ -28,7 +28,7 @@ from .registry import Genome, Registry, SQLiteStore, utcnow
 __all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'creatures_producer', 'StoreError', 'CreatureStore', 'pack_frames', 'unpack_frames',
            'pack_population', 'unpack_population', 'best_over_time', 'type_distribution', 'kept_for_frames',
            'register_creatures', 'evolve_run', 'export_run', 'import_run', 'apng', 'replay', 'CreatureRunConfig',
-           'evolve_creatures_cli', 'CreatureSettings', 'produce_creatures']
+           'evolve_creatures_cli', 'CreatureSettings', 'produce_creatures', 'creature_baselines']
 
 # %% ../nbs/61_creature_store.ipynb #f7d83dcf
 STORE_SCHEMA = """
@@ -405,3 +405,17 @@ def produce_creatures(ctx:ProducerContext)->list: # genome ids
     return [i for i, _ in ctx.registry.named(f'creature-{run_id}-')]
 
 creatures_producer = Producer(produce_creatures, CreatureSettings)
+
+# %% ../nbs/61_creature_store.ipynb #a37889ef
+def creature_baselines(registry:Registry, status:str='active')->dict: # {name: genome id}
+    """Add the reference creatures that `registry` lacks (matched by name): `RandomCreature0` to `RandomCreature2`, the
+    creatures of `random_population(3, seed=0)`, as `baseline` genomes of the creatures arena; returns their ids."""
+    pop, names = random_population(3, 0), [f'RandomCreature{k}' for k in range(3)]
+    for k, name in enumerate(names):
+        if registry.by_name(name) is None:
+            pol = creature_policy(pop, k)
+            registry.add(Genome(name=name, type='baseline', arena='creatures', arch='creature', config=pol.config,
+                                source='baseline', description=f'random body and controller: creature {k} of '
+                                                               'random_population(3, seed=0)'),
+                         pol.state_dict(), status=status)
+    return {name: registry.by_name(name) for name in names}
