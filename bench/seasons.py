@@ -4,7 +4,9 @@ Season 1 runs every producer of the season for one round (their small defaults) 
 stable settings (`SeasonConfig`'s defaults: until the top is stable or every pair met `max_meetings` times); then each
 producer works `--budget-s` wall-seconds between the seasons (`seasons.work_rounds`: round after round, a process each,
 the round running at the budget's end killed and its checkpoint left), one producer after another; season 2 trains
-nothing and plays the queue, each producer's newest 2 offers (`max_offers`; the older ones retired unplayed). Bot
+nothing and plays the queue, each producer's newest 2 offers (`max_offers`; the older ones retired unplayed). The
+registry starts with the founders, the reference tetris players and the random reference creatures (added to a resumed
+registry that lacks them), so every arena has active genomes for the candidates to replace. Bot
 players (`74_player_loop`) upload sessions and report games before each season, as in `85_seasons`. Per season and
 arena it writes: the candidates offered by producer, the tournament's games,
 split-half Kendall `tau` (and `top_tau`), the ratings' sigmas, the `replacements` with both genomes' ordinals, and
@@ -65,6 +67,7 @@ def main():
     from genome_lab.server import create_app
     from genome_lab.seasons import SeasonConfig, run_season, season_table, ratings_by_season, work_rounds
     from genome_lab.tetris_players import tetris_baselines
+    from genome_lab.creature_store import creature_baselines
     started = datetime.now(timezone.utc)
     root = Path(a.registry); root.mkdir(parents=True, exist_ok=True)
     state_file = root/'bench_state.json'
@@ -81,7 +84,7 @@ def main():
     first = SeasonConfig(seed=a.seed, producer_settings=settings_for(producers, quick_round), **game)
     second = SeasonConfig(seed=a.seed, producers='', max_offers=MAX_OFFERS, **game)
     reg = Registry(root)
-    seed_founders(reg); tetris_baselines(reg)
+    seed_founders(reg); tetris_baselines(reg); creature_baselines(reg)   # those it lacks (a resumed run: added now)
     http = TestClient(create_app(root, token='bench-token'))
     client = GenomeClient(http=http, token='bench-token')
     def season(k:int, cfg:SeasonConfig):

@@ -21,10 +21,11 @@ measurement (issue 38).
 4. Modes: a Gaussian mixture (scikit-learn, components chosen by BIC) fitted to the genomes of the decoded policies
    that scored in the top third; each component's mean genome is decoded and played (`play` of bench/hypernetwork.py:
    adjacent food taken, what deaths ran into) and its nearest teacher in weights is named: the strategy it stands for.
+5. `--surrogate-only`: the surrogate's learning curve (`surrogate_study`) added to --out as 'surrogate'.
 Writes --out (nbs/measured/seed001.json). Usage: python bench/seed001.py [--train-steps 200] [--genomes 100]
 """
 import datetime, json, math, os, sys, time
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from typing import Annotated
 import numpy as np
@@ -32,6 +33,8 @@ import torch
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel, ConstantKernel
 from sklearn.model_selection import KFold
+from sklearn.linear_model import RidgeCV
+from sklearn.decomposition import PCA
 from sklearn.mixture import GaussianMixture as SkMixture
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine
 from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, init_policy, policy_config, evaluate_population,
@@ -61,6 +64,8 @@ class Options:
     games: Annotated[int, "games per genome of the 'crn' fitness protocol"] = 4
     fitness_steps: Annotated[int, 'steps of a fitness game'] = 1024
     seed: Annotated[int, 'seeds data, training and genomes'] = 0
+    surrogate_genomes: Annotated[int, "new genomes beside the --genomes ones in --surrogate-only's fitness data"] = 300
+    surrogate_only: Annotated[bool, "retrain the transformer as --out's run did, measure the 'crn' fitness of more genomes and add the surrogates' learning curve to --out?"] = False
     baseline_only: Annotated[bool, "add only the untrained initialisations' window fitness to --out (written by a full run)?"] = False
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001.json')
 
@@ -144,6 +149,83 @@ def surrogates(X:np.ndarray, y:np.ndarray, seed:int)->dict: # {name: 5-fold held
         pred['GP (RBF ARD + WhiteKernel)'][te] = gp.predict(X[te])
     return {k: r2(y, p) for k, p in pred.items()}
 
+def probe_views(n:int=256, seed:int=0)->torch.Tensor: # (n, 11, 11) snake views after 30 random moves (as 50_hypernetwork's probe)
+    arena = SnakeArena(width=640, height=360, num_snakes=n, num_food=4096)
+    obs, rng = arena.reset(seed), np.random.default_rng(seed)
+    for _ in range(30): obs, *_ = arena.step(rng.integers(0, 4, n).astype(np.int32))
+    arena.close(); return torch.as_tensor(obs.copy())
+
+def probe_actions(hn:DiffusionHypernetwork, params:dict, views:torch.Tensor)->np.ndarray: # (P, 4 * len(views)) action probabilities
+    "What each decoded policy does before it plays: its first move's probabilities on fixed views (no game, no reward)."
+    with torch.no_grad():
+        return np.stack([torch.softmax(hn.policy(params, i)(views)[0], -1).flatten().numpy() for i in range(len(params['h0']))])
+
+def surrogate_models(noise:np.ndarray, y:np.ndarray)->dict: # {name: (features 'genome' or 'probe', make(train_index) -> regressor)}
+    "The surrogates compared by held-out R^2; `noise` (P,) is each genome's measured variance of its fitness mean `y` (P,)."
+    gp = lambda alpha=1e-10: GaussianProcessRegressor(ConstantKernel(1.0) * RBF(np.ones(16), (1e-2, 1e3)) + WhiteKernel(0.1, (1e-5, 10)),
+                                                      normalize_y=True, n_restarts_optimizer=2, random_state=0, alpha=alpha)
+    class Ensemble: # the replicator's `FitnessEstimator` as a regressor
+        def fit(self, X, y):
+            self.e = FitnessEstimator(X.shape[1], seed=0); self.e.add(torch.tensor(X), torch.tensor(y)); self.e.fit(epochs=100, holdout=0); return self
+        def predict(self, X): return self.e.predict(torch.tensor(X))[0].numpy()
+    class ProbeGP: # a GP on the probe actions' first principal components
+        def fit(self, X, y):
+            self.pca = PCA(8, random_state=0).fit(X)
+            self.gp = GaussianProcessRegressor(ConstantKernel(1.0) * RBF(np.ones(8), (1e-2, 1e3)) + WhiteKernel(0.1, (1e-5, 10)),
+                                               normalize_y=True, n_restarts_optimizer=2, random_state=0).fit(self.pca.transform(X), y); return self
+        def predict(self, X): return self.gp.predict(self.pca.transform(X))
+    ridge = lambda: RidgeCV(alphas=np.logspace(-3, 4, 30))
+    return {'ensemble (FitnessEstimator)': ('genome', lambda tr: Ensemble()),
+            'GP (RBF ARD + WhiteKernel)': ('genome', lambda tr: gp()),
+            'GP, heteroscedastic (per-genome noise + WhiteKernel)': ('genome', lambda tr: gp(noise[tr] / y[tr].var())),   # alpha in `normalize_y`'s units
+            'ridge (genome)': ('genome', lambda tr: ridge()),
+            'ridge (probe actions)': ('probe', lambda tr: ridge()),
+            'GP (probe actions, 8 principal components)': ('probe', lambda tr: ProbeGP())}
+
+def held_out_r2(feats:dict, y:np.ndarray, noise:np.ndarray, n:int, repeats:int=3)->dict: # {model: mean 5-fold R^2 over repeats}
+    "5-fold held-out R^2 of every surrogate on the first `n` genomes, averaged over `repeats` fold splits."
+    out = {}
+    for name, (kind, make) in surrogate_models(noise[:n], y[:n]).items():
+        X, r = feats[kind][:n], []
+        for rep in range(repeats):
+            pred = np.zeros(n)
+            for tr, te in KFold(5, shuffle=True, random_state=rep).split(X): pred[te] = make(tr).fit(X[tr], y[tr]).predict(X[te])
+            r.append(r2(y[:n], pred))
+        out[name] = float(np.mean(r))
+    return out
+
+def surrogate_study(o:Options, res:dict)->dict:
+    """The surrogate's learning curve: the transformer retrained as `res`'s run (same data, steps and seed), the 'crn'
+    fitness (test and retest seeds) of its --genomes genomes and --surrogate-genomes more, every surrogate's held-out R^2
+    at growing numbers of genomes against 0.7 and 0.7 r."""
+    tch = teachers()
+    cfg = HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone='transformer')
+    data, z, *_ = dataset(DiffusionHypernetwork(replace(cfg, backbone='mlp')), o.data + o.held_out, o.seed, tch)
+    hn, _ = train(cfg, data[:o.data], z[:o.data], o)
+    ho = held_out_loss(hn, data[o.data:], z[o.data:])
+    print(f"retrained transformer: held-out loss {ho:.6f} (the stored run's {res['backbones']['transformer']['held_out_loss']:.6f})", flush=True)
+    genomes = torch.cat([torch.randn(o.genomes, 16, generator=torch.Generator().manual_seed(o.seed + 12345)),
+                         torch.randn(o.surrogate_genomes, 16, generator=torch.Generator().manual_seed(o.seed + 54321))])
+    views, games, probe = probe_views(), {}, []
+    for a in range(0, len(genomes), 100):
+        params = hn.generate_weights(genomes[a:a + 100], torch.Generator().manual_seed(0), final_noise=False)
+        probe.append(probe_actions(hn, params, views))
+        for name, base in (('test', 1000), ('retest', 2000)):
+            games.setdefault(name, []).append(torch.stack([fitness(hn, params, base + k, o.fitness_steps) for k in range(o.games)]))
+        print(f"  {a + len(params['h0'])} genomes measured", flush=True)
+    g = {k: torch.cat(v, 1).numpy().astype(np.float64) for k, v in games.items()}   # (games, P)
+    y, retest = g['test'].mean(0), g['retest'].mean(0)
+    noise = g['test'].var(0, ddof=1) / o.games   # each genome's variance of its measured mean
+    r = float(np.corrcoef(y, retest)[0, 1])
+    feats = dict(genome=genomes.numpy().astype(np.float64), probe=np.concatenate(probe).astype(np.float64))
+    sizes = sorted({o.genomes, (o.genomes + len(y)) // 2, len(y)})
+    curve = {n: held_out_r2(feats, y, noise, n) for n in sizes}
+    for n, v in curve.items(): print(f"  {n} genomes: held-out R2 " + ', '.join(f"{k} {x:.3f}" for k, x in v.items()), flush=True)
+    best = max(curve[len(y)], key=curve[len(y)].get)
+    return dict(genomes=len(y), reliability=r, target=0.7, target_reliability=0.7 * r, retrained_held_out_loss=ho,
+                first_stored_test_correlation=float(np.corrcoef(y[:o.genomes], res['protocols']['crn']['test'][:o.genomes])[0, 1]),
+                r2=curve, chosen=best, chosen_r2=curve[len(y)][best], fitness_std=float(y.std()), test=y.tolist(), retest=retest.tolist())
+
 def modes(hn:DiffusionHypernetwork, genomes:torch.Tensor, sc:list, tch:list, o:Options)->list: # one row per mode
     "The top third's genomes as a mixture (BIC over 1-4 components); each mode's mean genome decoded, scored and played."
     top = genomes[np.argsort(sc)[-len(sc) // 3:]].numpy().astype(np.float64)
@@ -162,6 +244,12 @@ def modes(hn:DiffusionHypernetwork, genomes:torch.Tensor, sc:list, tch:list, o:O
 def main():
     o = config_from_args(Options, config_parser(Options, description=__doc__.splitlines()[0]).parse_args())
     torch.set_num_threads(1); t0 = time.perf_counter()
+    if o.surrogate_only:
+        res = json.loads(Path(o.out).read_text())
+        res['surrogate'] = sur = surrogate_study(o, res)
+        print(f"surrogate: reliability r {sur['reliability']:.3f} over {sur['genomes']} genomes; chosen {sur['chosen']!r} with held-out R2 "
+              f"{sur['chosen_r2']:.3f} (targets 0.7 and 0.7 r = {sur['target_reliability']:.3f}); {time.perf_counter() - t0:.0f} s")
+        atomic_write_json(o.out, res); return
     if o.baseline_only:
         res = json.loads(Path(o.out).read_text())
         res['untrained_init_window'] = w = init_window(o)

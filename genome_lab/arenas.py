@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/arenas.html.md"""
 
 # %% ../nbs/00_arenas.ipynb #a1b4f8f1
 from __future__ import annotations
-import os, tempfile, importlib
+import contextlib, importlib, io, os, sys, tempfile, types
 from importlib import metadata
 from fastcore.basics import patch
 from dataclasses import dataclass, field
@@ -16,12 +16,19 @@ import numpy as np
 __all__ = ['PUFFERLIB_VERSION', 'EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPSE', 'SNAKE_WALL',
            'SNAKE_CODES', 'SNAKE_VISION', 'SNAKE_VIEW', 'SNAKE_CELLS', 'SNAKE_INPUT', 'SNAKE_MOVES', 'SNAKE_DR',
            'SNAKE_DC', 'SNAKE_OPPOSITE', 'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState',
-           'import_pufferlib_module', 'Episodes', 'Arena', 'PufferArena', 'register_arena', 'find_arena',
-           'arena_version', 'arena_names', 'make_arena', 'view_distances', 'own_body', 'other_snakes', 'SnakeArena',
-           'CSnakeStruct', 'TetrisArena', 'CartPoleArena', 'CTetrisStruct', 'rollout_random']
+           'import_gymnasium', 'import_pufferlib_module', 'Episodes', 'Arena', 'PufferArena', 'register_arena',
+           'find_arena', 'arena_version', 'arena_names', 'make_arena', 'view_distances', 'own_body', 'other_snakes',
+           'SnakeArena', 'CSnakeStruct', 'TetrisArena', 'CartPoleArena', 'CTetrisStruct', 'rollout_random']
 
 # %% ../nbs/00_arenas.ipynb #65f62f9c
 PUFFERLIB_VERSION = '3.0.0+genomelab.2' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
+
+def import_gymnasium()->types.ModuleType:
+    """`gymnasium`, imported without the old gym's notice on stderr ('Gym has been unmaintained since 2022 ...'):
+    gymnasium's shimmy plugin and PufferLib import gym 0.23 (PufferLib pins it); the lab itself uses Gymnasium."""
+    if 'gym' not in sys.modules:
+        with contextlib.redirect_stderr(io.StringIO()): importlib.import_module('gym')
+    return importlib.import_module('gymnasium')
 
 def import_pufferlib_module(name:str): # dotted module name, e.g. `pufferlib.ocean.snake.binding`
     "Import `name` from PufferLib `PUFFERLIB_VERSION` without leaving its `resources` symlink in the working directory."
@@ -30,6 +37,7 @@ def import_pufferlib_module(name:str): # dotted module name, e.g. `pufferlib.oce
     if found != PUFFERLIB_VERSION:
         raise ImportError(f"genome_lab needs PufferLib {PUFFERLIB_VERSION} (built from its sdist, each env with its own random "
                           f"stream), found {found}: run `bash tools/setup.sh`, which builds and installs it")
+    import_gymnasium()   # PufferLib imports gymnasium and the old gym
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
@@ -401,6 +409,7 @@ class CartPoleArena(Arena):
     def __init__(self, num_envs:int=64, # carts (= agents)
                  max_steps:int=500): # steps after which an episode is cut (CartPole-v1: 500)
         if num_envs < 1 or max_steps < 1: raise ValueError("num_envs and max_steps must be at least 1")
+        import_gymnasium()   # first: without the old gym's notice
         from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
         self.config = dict(num_envs=num_envs, max_steps=max_steps)
         self._env = CartPoleVectorEnv(num_envs=num_envs, max_episode_steps=max_steps)

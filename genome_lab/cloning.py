@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
+from .core import tqdm
 from .arenas import SnakeArena, SNAKE_CELLS
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
 from .registry import Registry, Genome, RegistryError, seed_founders, NAME_MAX

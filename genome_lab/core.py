@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
 # %% ../nbs/03_core.ipynb #3e388884
 from __future__ import annotations
-import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, tempfile, typing
+import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, struct, tempfile, typing
 from importlib import metadata
 from pathlib import Path
 from fastcore.docments import docments
@@ -17,8 +17,8 @@ import genome_lab
 __all__ = ['PRODUCERS', 'SCALARS_DIR', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args',
            'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer',
            'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save',
-           'ProducerContext', 'Producer', 'register_producer', 'find_producer', 'producer_names', 'log_scalars',
-           'notebooks_dir', 'measured_dir', 'first_sentence']
+           'ProducerContext', 'Producer', 'register_producer', 'find_producer', 'producer_names', 'after_season_hooks',
+           'log_scalars', 'read_events', 'tqdm', 'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -88,11 +88,12 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
                   parser:argparse.ArgumentParser|None=None, # add to this parser (a new one if None)
                   **kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser` when it is built here
     "A parser with one `--flag` per field of `configs`; flags not given are left out of the parsed namespace."
-    ap = parser or argparse.ArgumentParser(**kw)
+    ap, docs = parser or argparse.ArgumentParser(**kw), {}   # docs: {dataclass: its docments}, read once per dataclass
     for cls in configs:
         group = ap.add_argument_group(cls.__name__, (cls.__doc__ or '').split('\n')[0])
         for name, (owner, f) in config_fields(cls).items():
-            t, doc = _field_type(owner, f), docments(owner).get(f.name) or ''
+            if owner not in docs: docs[owner] = docments(owner)   # each call parses its whole module
+            t, doc = _field_type(owner, f), docs[owner].get(f.name) or ''
             default = f.default if f.default is not dataclasses.MISSING else (
                       f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
             help = f"{doc} (default: {default!r})".replace('%', '%%')
@@ -291,6 +292,11 @@ def producer_names()->list: # sorted
     "Names of every producer: registered ones and those of installed entry points."
     return sorted(set(PRODUCERS) | set(_producer_entry_points()))
 
+def after_season_hooks()->list: # [fn(registry, season)], in entry-point name order
+    """What runs once a season has closed: the entry points of the `genome_lab.after_season` group (92_highlights
+    cuts the season's highlights), loaded."""
+    return [e.load() for e in sorted(metadata.entry_points(group='genome_lab.after_season'), key=lambda e: e.name)]
+
 # %% ../nbs/03_core.ipynb #73d7a0cf
 SCALARS_DIR = 'scalars' # under a registry folder: `<registry>/scalars/<producer>/<run>/events.out.tfevents.*`
 
@@ -303,13 +309,34 @@ def log_scalars(root:str|Path, # a registry folder
     producer's scalars. Keys with a '/' are the scalars; missing and non-finite values are left out."""
     from tensorboardX import SummaryWriter
     path = Path(root)/SCALARS_DIR/producer/run
+    points = [(k, float(v), int(r[step])) for r in rows for k, v in r.items()
+              if '/' in k and v is not None and math.isfinite(float(v))]
+    if not points: return path   # nothing new (a repeated round): no empty event file
     with SummaryWriter(logdir=str(path)) as w:
-        for r in rows:
-            for k, v in r.items():
-                if '/' in k and v is not None and math.isfinite(float(v)): w.add_scalar(k, float(v), int(r[step]))
+        for k, v, s in points: w.add_scalar(k, v, s)
     return path
 
+# %% ../nbs/03_core.ipynb #cf27fa71
+def read_events(path:str|Path)->list: # [(tag, step, value)] in the file's order
+    """The scalars of one TensorBoard event file (TFRecord framing; the CRCs are not checked). A last record cut short
+    (a writer still at work) ends the list."""
+    from tensorboardX.proto.event_pb2 import Event   # imported on first use, as the writer
+    data, out, i = Path(path).read_bytes(), [], 0
+    while i + 12 <= len(data):
+        n = struct.unpack('<Q', data[i:i + 8])[0]
+        if i + 16 + n > len(data): break
+        ev = Event.FromString(data[i + 12:i + 12 + n]); i += 16 + n
+        out += [(v.tag, ev.step, v.simple_value) for v in ev.summary.value if v.HasField('simple_value')]
+    return out
+
 # %% ../nbs/03_core.ipynb #876d80de
+def tqdm(*args, **kwargs): # `tqdm.auto.tqdm`'s arguments
+    """`tqdm.auto.tqdm`'s progress bar, off wherever `TQDM_DISABLE` is set (a pipeline run's kernels, 99_pipeline):
+    tqdm's notebook bar ignores it, and an executed notebook would keep the bar half-drawn ('0%')."""
+    from tqdm.auto import tqdm as bar
+    if os.environ.get('TQDM_DISABLE', '').lower() in ('1', 'true'): kwargs['disable'] = True
+    return bar(*args, **kwargs)
+
 def notebooks_dir()->Path:
     "The repository's `nbs/` folder (the package is installed from a clone, editable)."
     d = Path(genome_lab.__file__).resolve().parent.parent/'nbs'

@@ -15,20 +15,20 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import save as st_save, load as st_load
-from tqdm.auto import tqdm
+from .core import tqdm
 import av
 from IPython.display import Image
 from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, simulate, pellet_course,
                                 creature_types, creature_policy, pop_size, DQ_REASONS, FPS, EPISODE_SECONDS, INT_GENES,
                                 selection_fitness, SELECTION_DEVICE)
-from .core import Producer, ProducerContext
+from .core import Producer, ProducerContext, log_scalars
 from .registry import Genome, Registry, SQLiteStore, utcnow
 
 # %% auto #0
 __all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'creatures_producer', 'StoreError', 'CreatureStore', 'pack_frames', 'unpack_frames',
            'pack_population', 'unpack_population', 'best_over_time', 'type_distribution', 'kept_for_frames',
            'register_creatures', 'evolve_run', 'export_run', 'import_run', 'apng', 'replay', 'CreatureRunConfig',
-           'evolve_creatures_cli', 'CreatureSettings', 'produce_creatures']
+           'evolve_creatures_cli', 'CreatureSettings', 'produce_creatures', 'creature_baselines']
 
 # %% ../nbs/61_creature_store.ipynb #f7d83dcf
 STORE_SCHEMA = """
@@ -390,13 +390,32 @@ def produce_creatures(ctx:ProducerContext)->list: # genome ids
     s, run_id = ctx.settings, f'round-{ctx.work_round}-seed-{ctx.seed}'
     store = CreatureStore(ctx.work_dir/'creatures.sqlite')
     try:
+        ran = run_id not in store.runs() or store.run(run_id)['status'] != 'done'
         if run_id not in store.runs():
             evolve_run(store, s.creature_generations, s.creature_population, ctx.round_seed, turbo=True,
                        seconds=s.creature_race_seconds, run_id=run_id, registry=ctx.registry, register_top=1,
                        progress=False, device='cpu', checkpoint_every=1)
-        elif store.run(run_id)['status'] != 'done':
-            evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
+        elif ran: evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
+        if ran:   # the round's generations, numbered after the producer's earlier rounds
+            first = (ctx.work_round - 1) * s.creature_generations
+            rows = [{'generation': first + r.generation, 'charts/fitness_best': r.best, 'charts/fitness_mean': r.mean,
+                     'charts/fitness_worst': r.worst} for r in best_over_time(store, run_id).itertuples()]
+            log_scalars(ctx.registry.root, 'creatures', f'season-{ctx.season}', rows, 'generation')
     finally: store.close()
     return [i for i, _ in ctx.registry.named(f'creature-{run_id}-')]
 
 creatures_producer = Producer(produce_creatures, CreatureSettings)
+
+# %% ../nbs/61_creature_store.ipynb #a37889ef
+def creature_baselines(registry:Registry, status:str='active')->dict: # {name: genome id}
+    """Add the reference creatures that `registry` lacks (matched by name): `RandomCreature0` to `RandomCreature2`, the
+    creatures of `random_population(3, seed=0)`, as `baseline` genomes of the creatures arena; returns their ids."""
+    pop, names = random_population(3, 0), [f'RandomCreature{k}' for k in range(3)]
+    for k, name in enumerate(names):
+        if registry.by_name(name) is None:
+            pol = creature_policy(pop, k)
+            registry.add(Genome(name=name, type='baseline', arena='creatures', arch='creature', config=pol.config,
+                                source='baseline', description=f'random body and controller: creature {k} of '
+                                                               'random_population(3, seed=0)'),
+                         pol.state_dict(), status=status)
+    return {name: registry.by_name(name) for name in names}

@@ -6,29 +6,19 @@ Docs: https://genome-lab.github.io/genome_lab/dashboard.html.md"""
 
 # %% ../nbs/87_dashboard.ipynb #f4b6b99d
 from __future__ import annotations
-import html, struct
+import html
 from pathlib import Path
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, HTTPException, Request, Path as PathParam
 from fastapi.responses import HTMLResponse
-from tensorboardX.proto.event_pb2 import Event
-from .core import SCALARS_DIR, log_scalars
-from .server import RegistryPool, registry_pool
+from pydantic import BaseModel, Field
+from .core import SCALARS_DIR, log_scalars, read_events, producer_names
+from .registry import Registry
+from .server import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ERRORS
 
 # %% auto #0
-__all__ = ['RUN_COLOURS', 'DASHBOARD_STYLE', 'router', 'read_events', 'read_scalars', 'curves_svg', 'dashboard_html',
-           'dashboard_page', 'scalars_data']
-
-# %% ../nbs/87_dashboard.ipynb #21f1ac3b
-def read_events(path:str|Path)->list: # [(tag, step, value)] in the file's order
-    """The scalars of one TensorBoard event file (TFRecord framing; the CRCs are not checked). A last record cut short
-    (a writer still at work) ends the list."""
-    data, out, i = Path(path).read_bytes(), [], 0
-    while i + 12 <= len(data):
-        n = struct.unpack('<Q', data[i:i + 8])[0]
-        if i + 16 + n > len(data): break
-        ev = Event.FromString(data[i + 12:i + 12 + n]); i += 16 + n
-        out += [(v.tag, ev.step, v.simple_value) for v in ev.summary.value if v.HasField('simple_value')]
-    return out
+__all__ = ['RUN_COLOURS', 'DASHBOARD_STYLE', 'DASHBOARD_SCRIPT', 'router', 'read_scalars', 'curves_svg', 'runs_html',
+           'policy_ops', 'policy_ops_html', 'dashboard_html', 'dashboard_page', 'scalars_data', 'MuteIn',
+           'mute_producer']
 
 # %% ../nbs/87_dashboard.ipynb #0cc2e0cc
 def read_scalars(root:str|Path)->dict: # {producer: {run: {tag: [(step, value)] by step}}}
@@ -72,37 +62,116 @@ def curves_svg(tag:str, # the scalar's name, the chart's title
                    f'<text x="{L + 24}" y="{ly}" class="legend">{html.escape(run)}</text>')
     return ''.join(out) + '</svg>'
 
-# %% ../nbs/87_dashboard.ipynb #0f837b53
+# %% ../nbs/87_dashboard.ipynb #77408b39
 DASHBOARD_STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222} .muted{color:#666}
 .charts{display:flex;flex-wrap:wrap;gap:1em} .chart{border:1px solid #e4e4e4;background:#fff}
 .chart .grid{stroke:#eee} .chart .tick{font-size:11px;fill:#555} .chart .title{font-size:13px;font-weight:600}
-.chart .legend{font-size:12px} code{font-size:.95em}"""
+.chart .legend{font-size:12px} code{font-size:.95em}
+table.ops{border-collapse:collapse;font-size:14px} .ops th,.ops td{padding:.3em .7em;border-bottom:1px solid #e4e4e4;
+text-align:left} .ops td.num{text-align:right} .ops tr.is-muted td{color:#999} #ops-status{min-height:1.2em}"""
 
-def dashboard_html(scalars:dict)->str: # the page
-    "The run dashboard of `read_scalars`' answer: a section per producer, a chart per scalar with every run overlaid."
+def runs_html(scalars:dict)->str: # a <div id="runs">
+    "The curves of `read_scalars`' answer: a section per producer, a chart per scalar with every run overlaid."
     parts = []
     for producer, runs in sorted(scalars.items()):
         tags = sorted({t for r in runs.values() for t in r})
         charts = ''.join(curves_svg(t, {r: s[t] for r, s in sorted(runs.items()) if t in s}) for t in tags)
-        parts.append(f'<section class="producer" data-producer="{html.escape(producer)}"><h2>{html.escape(producer)}</h2>'
-                     f'<p class="muted">{len(runs)} run(s): {html.escape(", ".join(sorted(runs)))}</p>'
-                     f'<div class="charts">{charts}</div></section>')
-    body = ''.join(parts) or ('<p class="muted" id="empty">No producer has logged scalars yet: they appear here after a '
-                              'season (<code>genome-lab season</code>) or <code>genome-lab produce NAME</code>.</p>')
+        p = html.escape(producer)
+        parts.append(f'<section class="producer" id="runs-{p}" data-producer="{p}"><h3>{p}</h3>'
+                     f'<p class="muted">{len(runs)} run(s): '
+                     f'{html.escape(", ".join(sorted(runs)))}</p><div class="charts">{charts}</div></section>')
+    return '<div id="runs">' + (''.join(parts) or (
+        '<p class="muted" id="empty">No producer has logged scalars yet: they appear here after a season '
+        '(<code>genome-lab season</code>) or <code>genome-lab produce NAME</code>.</p>')) + '</div>'
+
+# %% ../nbs/87_dashboard.ipynb #4b4daa6e
+def policy_ops(registry:Registry)->list: # one dict per producer, by name
+    """Each producer's policy-ops row (seed 002 section 1.2): `versions` offered, the `newest`, how many are `active`,
+    the `best` rated one and its `ordinal`, `last_offer` (UTC ISO time of its newest version) and `muted`."""
+    rt, muted, offered = registry.ratings(), registry.muted_producers(), {}
+    for o in registry.offers(): offered.setdefault(o['producer'], []).append(o)
+    rows = []
+    for p in sorted(set(producer_names()) | set(offered)):
+        gs = [registry.genome(o['genome']) for o in offered.get(p, [])]
+        best = max((g for g in gs if g['id'] in rt), key=lambda g: rt[g['id']]['ordinal'], default=None)
+        rows.append(dict(producer=p, versions=len(gs), newest=gs[-1]['name'] if gs else None,
+                         active=sum(g['status'] == 'active' for g in gs), best=best and best['name'],
+                         ordinal=best and rt[best['id']]['ordinal'], best_id=best and best['id'],
+                         last_offer=offered[p][-1]['offered'] if gs else None, muted=p in muted))
+    return rows
+
+# %% ../nbs/87_dashboard.ipynb #02b685e7
+def _ops_row(r:dict, off:str)->str: # one <tr>; `off`: the switch's disabling attributes, if any
+    e, fmt = html.escape, lambda x: '' if x is None else html.escape(str(x))
+    p, cls, on = e(r['producer']), ' class="is-muted"' if r['muted'] else '', ' checked' if r['muted'] else ''
+    best = f'<a href="/genome/{e(r["best_id"])}">{e(r["best"])}</a> ({r["ordinal"]:.2f})' if r['best'] else ''
+    return (f'<tr data-producer="{p}"{cls}><td><a href="#runs-{p}">{p}</a></td><td><input type="checkbox" class="mute" '
+            f'data-producer="{p}" aria-label="mute {p}"{on}{off}></td><td class="num">{r["versions"]}</td>'
+            f'<td>{fmt(r["newest"])}</td><td class="num">{r["active"]}</td><td>{best}</td>'
+            f'<td>{fmt(r["last_offer"])}</td></tr>')
+
+def policy_ops_html(rows:list, # `policy_ops`' answer
+                    writable:bool)->str: # can the switches write (a server with a token)?
+    "The policy-ops table: a row per producer, its mute switch a checkbox (disabled on a read-only server)."
+    off = '' if writable else ' disabled title="read-only server: start it with a token"'
+    token = ('<p><label>token <input type="password" id="token" autocomplete="off"></label> '
+             '<span class="muted">(the server\'s bearer token; the switches write with it)</span></p>' if writable else
+             '<p class="muted">Read-only server: the switches are shown, not changed.</p>')
+    return (f'<section id="ops"><h2>Policy ops</h2>{token}<table class="ops"><thead><tr><th>producer</th><th>muted</th>'
+            '<th>versions</th><th>newest</th><th>active</th><th>best rated (ordinal)</th>'
+            f'<th>last new version (UTC)</th></tr></thead><tbody>{"".join(_ops_row(r, off) for r in rows)}'
+            '</tbody></table>'
+            '<p id="ops-status" class="muted"></p></section>')
+
+# %% ../nbs/87_dashboard.ipynb #defecb94
+DASHBOARD_SCRIPT = """const tok = document.getElementById('token'), say = document.getElementById('ops-status');
+if (tok) { tok.value = sessionStorage.getItem('genome_lab_token') || '';
+  tok.onchange = () => sessionStorage.setItem('genome_lab_token', tok.value); }
+document.querySelectorAll('input.mute').forEach(b => b.onchange = async () => {
+  const r = await fetch(`/api/producers/${encodeURIComponent(b.dataset.producer)}/mute`, {method: 'POST',
+    headers: {'Content-Type': 'application/json', 'Authorization': 'Bearer ' + (tok ? tok.value : '')},
+    body: JSON.stringify({muted: b.checked})});
+  if (r.ok) { b.closest('tr').classList.toggle('is-muted', b.checked);
+    say.textContent = `${b.dataset.producer} ${b.checked ? 'muted' : 'unmuted'}`; }
+  else { b.checked = !b.checked; say.textContent = `not changed: ${(await r.json()).detail}`; } });
+setInterval(async () => { if (document.hidden) return;   // live curves: re-read the runs
+  const page = new DOMParser().parseFromString(await (await fetch('/dashboard')).text(), 'text/html');
+  document.getElementById('runs').replaceWith(page.getElementById('runs')); }, 20000);"""
+
+def dashboard_html(scalars:dict, # `read_scalars`' answer
+                   ops:list=(), # `policy_ops`' answer
+                   writable:bool=False)->str: # the page; `writable`: can the mute switches write?
+    "The run dashboard: the policy-ops table (`policy_ops_html`), then each producer's curves (`runs_html`)."
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>genome_lab runs</title>'
             f'<style>{DASHBOARD_STYLE}</style></head><body><p><a href="/">home</a> · <a href="/leaderboard">leaderboard</a>'
-            f'</p><h1>Runs</h1><p class="muted">Each producer\'s training curves (TensorBoard event files under '
+            f'</p><h1>Runs</h1>{policy_ops_html(ops, writable) if ops else ""}<h2>Curves</h2><p class="muted">Each '
+            f'producer\'s training curves, one run per season (TensorBoard event files under '
             f'<code>&lt;registry&gt;/{SCALARS_DIR}/</code>; <code>tensorboard --logdir</code> opens them too), runs '
-            f'overlaid.</p>{body}</body></html>')
+            f'overlaid.</p>{runs_html(scalars)}<script>{DASHBOARD_SCRIPT}</script></body></html>')
 
-router = APIRouter(tags=['pages'])
+# %% ../nbs/87_dashboard.ipynb #a7020e25
+router = APIRouter(tags=['pages'], route_class=TokenRoute)   # its write checks the token before reading the body
 
 @router.get('/dashboard', response_class=HTMLResponse, operation_id='dashboard_page')
-def dashboard_page(pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
-    "The run dashboard: each producer's training curves, one chart per scalar, its runs overlaid."
-    return HTMLResponse(dashboard_html(read_scalars(pool.root)))
+def dashboard_page(request:Request, pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
+    "The run dashboard: the policy-ops table, then each producer's curves, one chart per scalar, runs overlaid."
+    writable = request.app.state.token is not None
+    return HTMLResponse(dashboard_html(read_scalars(pool.root), policy_ops(pool.get()), writable))
 
 @router.get('/api/scalars', operation_id='scalars_data')
 def scalars_data(pool:RegistryPool=Depends(registry_pool))->dict:
     "Every producer's logged scalars: {producer: {run: {tag: [[step, value], ...]}}}."
     return read_scalars(pool.root)
+
+class MuteIn(BaseModel):
+    muted: bool = Field(description="True mutes the producer (seasons and workers skip it); False unmutes it")
+
+@router.post('/api/producers/{producer}/mute', operation_id='mute_producer', dependencies=[Depends(require_token)],
+             responses={k: ERRORS[k] for k in (401, 403, 404)})
+def mute_producer(body:MuteIn, producer:str=PathParam(description="a producer's name (`genome-lab produce --help`)"),
+                  pool:RegistryPool=Depends(registry_pool))->dict:
+    "Set a producer's mute switch (seed 002 section 1.2): while muted it runs no round and offers nothing."
+    if producer not in producer_names():
+        raise HTTPException(404, f"unknown producer {producer!r}: known are {producer_names()}")
+    retry_busy(pool.get().mute_producer, producer, body.muted)
+    return dict(producer=producer, muted=producer in pool.get().muted_producers())

@@ -14,19 +14,20 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import pandas as pd
-import gymnasium as gym
-from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS
+from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS, import_gymnasium
 from .policies import Policy, LinearLSTM, load_pufferlib_policy
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders
 from .streaming import Canvas, view_colours, BACK, PANEL, INK, DIM, HEADER
+gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints
+
 
 # %% auto #0
-__all__ = ['CODES', 'DREAM_WRONG', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel',
-           'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames',
-           'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner', 'planner_labels',
-           'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill', 'register_distilled',
-           'sign_test', 'head_to_head', 'render_dream']
+__all__ = ['gym', 'CODES', 'DREAM_WRONG', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view',
+           'WorldModel', 'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy',
+           'start_frames', 'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner',
+           'planner_labels', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill',
+           'register_distilled', 'sign_test', 'head_to_head', 'render_dream']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from .core import tqdm
 from .arenas import Arena, Episodes, make_arena, find_arena
 from .policies import Policy, quantise
 

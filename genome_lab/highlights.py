@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/highlights.html.md"""
 # %% ../nbs/92_highlights.ipynb #ee635a1f
 from __future__ import annotations
 import json, time, uuid
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, asdict, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 import numpy as np
@@ -16,8 +16,8 @@ from .tournament import play_game, SnakeGame, MODEL, TOURNAMENT_SCHEMA
 from .streaming import Canvas, Scene, SnakeFrame, snake_frame, render_snake, kill_events, genome_colours, write_clip
 
 # %% auto #0
-__all__ = ['HIGHLIGHTS_SCHEMA', 'StoredGame', 'tournament_games', 'GameRecord', 'replay', 'HighlightConfig', 'Highlight',
-           'find_highlights', 'clip_frames', 'HighlightStore', 'record_highlights']
+__all__ = ['HIGHLIGHTS_SCHEMA', 'HIGHLIGHTS_DIR', 'StoredGame', 'tournament_games', 'GameRecord', 'replay', 'HighlightConfig',
+           'Highlight', 'find_highlights', 'clip_frames', 'HighlightStore', 'record_highlights', 'season_highlights']
 
 # %% ../nbs/92_highlights.ipynb #9fc3cb53
 @dataclass
@@ -93,6 +93,7 @@ class HighlightConfig:
     max_count: int = 50 # retention: clips kept at most
     max_age_days: float = 30.0 # retention: older clips go
     max_bytes: int = 200 << 20 # retention: total size of the kept clips
+    season_clips: int = 1 # clips cut when a season ends (`season_highlights`), from its best snake game; 0: none
 
 @dataclass
 class Highlight:
@@ -217,10 +218,13 @@ class HighlightStore(SQLiteStore):
 # %% ../nbs/92_highlights.ipynb #9577e5e6
 def record_highlights(registry:Registry, store:HighlightStore, evaluation:int|None=None, # default: the latest snake tournament
                       cfg:HighlightConfig=HighlightConfig(),
-                      max_games:int|None=None)->dict: # games replayed at most (the next call goes on); {'games', 'verified', 'found', 'added': [ids], 'removed': [ids]}
-    "Replay a tournament's games not yet searched, cut clips of their strongest events into `store`, then prune it."
+                      max_games:int|None=None, # games replayed at most (the next call goes on)
+                      best_first:bool=False)->dict: # the longest snakes' games first?
+    """Replay a tournament's games not yet searched, cut clips of their strongest events into `store`, then prune it;
+    returns {'games', 'verified', 'found', 'added': [ids], 'removed': [ids], 'unverified': [games]}."""
+    games = tournament_games(registry, evaluation)
     out = dict(games=0, verified=0, found=0, added=[], removed=[], unverified=[])
-    for sg in tournament_games(registry, evaluation):
+    for sg in sorted(games, key=lambda g: -g.scores.max()) if best_first else games:
         if store.has(sg): continue
         if max_games is not None and out['games'] >= max_games: break
         rec = replay(registry, sg); out['games'] += 1
@@ -234,3 +238,17 @@ def record_highlights(registry:Registry, store:HighlightStore, evaluation:int|No
             out['added'].append(store.add(h, sg, clip))
     out['removed'] = store.prune(cfg.max_count, cfg.max_age_days, cfg.max_bytes)
     return out
+
+# %% ../nbs/92_highlights.ipynb #f21a3e0d
+HIGHLIGHTS_DIR = 'highlights' # under a registry folder: the highlight store the stream server plays
+
+def season_highlights(registry:Registry, season:int, # a closed season
+                      cfg:HighlightConfig=HighlightConfig())->dict: # `record_highlights`' answer, or {}
+    """The after-season hook (entry point `highlights` of `genome_lab.after_season`): cut season `season`'s snake
+    tournament, the `cfg.season_clips` strongest events of its best game (a clip costs ~1.5 s), into
+    `<registry>/highlights/`."""
+    eid = registry.season_steps(season).get('tournament:snake', {}).get('evaluation')
+    if eid is None or cfg.season_clips < 1: return {}
+    with HighlightStore(registry.root/HIGHLIGHTS_DIR) as store:
+        return record_highlights(registry, store, eid, replace(cfg, per_game=cfg.season_clips), max_games=1,
+                                 best_first=True)

@@ -16,13 +16,13 @@ import torch
 import torch.nn as nn
 from fastcore.basics import patch
 from safetensors.torch import save as st_save, load as st_load
-from tqdm.auto import tqdm
+from .core import tqdm
 from .arenas import SnakeArena, SNAKE_INPUT
 from .policies import LinearLSTM, StackedLinearLSTM
 from .evaluation import evaluate, torch_threads
 from .registry import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator, DISTRIBUTIONS
-from .core import (Producer, ProducerContext, machine, optimizer_tensors, load_optimizer, save_checkpoint,
+from .core import (Producer, ProducerContext, log_scalars, machine, optimizer_tensors, load_optimizer, save_checkpoint,
                              checkpoint_header,
                              settings_diff, atomic_write, config_parser, config_from_args, run_lock, RunLocked)
 
@@ -611,7 +611,11 @@ def produce_replicator(ctx:ProducerContext)->list: # genome ids
                             map_height=36, num_food=60, hypernet=HypernetConfig(hidden=s.replicator_hidden))
     run_dir = ctx.work_dir/'replicator'
     loop = ReplicatorTrainingLoop(rcfg, run_dir, resume=(run_dir/'checkpoint.safetensors').exists())
+    done = len(loop.history)
     loop.run(progress=False)   # its checkpoint is saved before anything is registered
+    rows = [{'generation': h['generation'], **{f'charts/{k}': h[k] for k in ('fitness_mean', 'fitness_max', 'entropy')},
+             'losses/hypernetwork': h['hn_loss'], 'losses/estimator': h['estimator_loss']} for h in loop.history[done:]]
+    log_scalars(ctx.registry.root, 'replicator', f'season-{ctx.season}', rows, 'generation')
     name = f'season-replicator-g{loop.generation}-0'
     return [ctx.registry.by_name(name) or register_best(loop, ctx.registry, loop.top_genomes(1, seed=ctx.seed),
                                                         run='season-replicator')[0]]

@@ -11,10 +11,10 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 import pandas as pd
 from fastcore.basics import patch
-from .core import Producer, ProducerContext, atomic_write_json, settings_diff
+from .core import Producer, ProducerContext, atomic_write_json, settings_diff, log_scalars
 from .registry import Registry
 from .tournament import run_tournament
-from .training import PPOConfig, PPOHyper, PPORun, CHECKPOINT_FILE, resolve_genome, rating_prior
+from .training import PPOConfig, PPOHyper, PPORun, CHECKPOINT_FILE, resolve_genome, rating_prior, ppo_scalars
 
 # %% auto #0
 __all__ = ['ROLES', 'ROLE_WEIGHTING', 'LEAGUE_FILE', 'league_producer', 'role_opponents', 'LeagueConfig', 'AlphaStarLeague',
@@ -202,10 +202,14 @@ def produce_league(ctx:ProducerContext)->list: # genome ids: each main agent's n
     cfg = LeagueConfig(start=s.league_start, snapshot_every=s.league_snapshot_every, eval_max_steps=300, seed=ctx.seed,
                        main_exploiters=s.league_exploiters, league_exploiters=s.league_exploiters)
     lg = AlphaStarLeague(cfg, root, ctx.registry, resume=(root/LEAGUE_FILE).exists())
+    done = {name: (len(run.log.rows), len(run.curve)) for name, (_, run) in lg.learners.items()}
     try:
         goal = ctx.season * s.league_rounds * cfg.snapshot_every
         while min(r.agent_steps for _, r in lg.learners.values()) < goal: lg.step()
     finally: lg.close()
+    for name, (_, run) in lg.learners.items():   # a run per learner and season, with PPO's scalars
+        log_scalars(ctx.registry.root, 'league', f'season-{ctx.season}-{name}',
+                    ppo_scalars(run.log.rows[done[name][0]:], run.curve[done[name][1]:]), 'agent_steps')
     return [next(e['id'] for e in reversed(lg.entries) if e['learner'] == m) for m in lg.mains]
 
 league_producer = Producer(produce_league, LeagueSettings)

@@ -18,7 +18,7 @@ from .registry import Registry
 from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS,
                                        EL_TETRIS_WEIGHTS, MAX_TICKS)
 from .llm_backends import OfflineMutator, OpenAIBackend, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
-from .core import atomic_write_json, Producer, ProducerContext
+from .core import atomic_write_json, Producer, ProducerContext, log_scalars
 from .arenas import PUFFERLIB_VERSION
 from . import __version__
 
@@ -818,7 +818,11 @@ def produce_programs(ctx:ProducerContext)->list: # genome ids, best first
     run = EvolutionRun(run_dir, None if resume else new, resume=resume)
     # generations after the seed program: the run grows each season
     run.cfg.max_generations = ctx.work_round*s.program_generations
+    done = len(run.history)
     if run.gen <= run.cfg.max_generations: run.run()
+    keys = ('best_so_far', 'best_score', 'mean_score', 'failed', 'diversity')
+    rows = [{'generation': h['generation'], **{f'charts/{k}': h[k] for k in keys}} for h in run.history[done:]]
+    log_scalars(ctx.registry.root, 'programs', f'season-{ctx.season}', rows, 'generation')
     return register_programs(run, ctx.registry, top=2)
 
 programs_producer = Producer(produce_programs, ProgramSettings)

@@ -8,6 +8,7 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 from __future__ import annotations
 import argparse, ast, contextlib, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
 import time, uuid
+from unittest import mock
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -15,10 +16,10 @@ import genome_lab
 from .core import notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence
 
 # %% auto #0
-__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'HELP_CACHE', 'list_notebooks', 'notebook_parameters', 'parse_override',
+__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'NOISE', 'HELP_CACHE', 'list_notebooks', 'notebook_parameters', 'parse_override',
            'resolve_parameters', 'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'kernel_config',
-           'run_pipeline', 'snapshot_registry', 'restore_registry', 'run_cli', 'commands', 'command_summary', 'usage',
-           'source_digest', 'command_help', 'main']
+           'run_pipeline', 'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_cli', 'commands',
+           'command_summary', 'usage', 'source_digest', 'command_help', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -63,7 +64,8 @@ PRESETS = {
         '81_tetris_players': dict(demo_ticks=10_000),
         '83_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
                                  max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
-        '85_seasons': dict(bot_games=20, snake_steps=1000, tetris_steps=2000, creature_seconds=10.0, max_meetings=16),
+        '85_seasons': dict(bot_games=20, snake_steps=1000, tetris_steps=2000, creature_seconds=10.0, max_meetings=16,
+                            max_candidates=0),
         '86_play': dict(enemies=50, steps=300),
         '90_streaming': dict(game_steps=300, clip_seconds=10.0),
         '91_broadcast': dict(fps=30, seconds=5.0),
@@ -196,10 +198,16 @@ def restore_registry(run_dir:Path):
 def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool):
     """Run the notebooks not yet done. Before each one the registry is snapshotted; a notebook that was running or
     failed when the run stopped (a SIGKILL included) starts again from the registry as it was before it."""
-    import papermill as pm, nbformat
-    nbs, record_path = notebooks_dir(), run_dir/'run.json'
-    def save(): atomic_write(record_path, json.dumps(record, indent=1, default=str))
+    def save(): atomic_write(run_dir/'run.json', json.dumps(record, indent=1, default=str))
     record['status'] = 'running'; save()
+    with mock.patch.dict(os.environ, TQDM_DISABLE=os.environ.get('TQDM_DISABLE', '1')):   # kernels inherit it: no bars
+        _run_each(run_dir, notebooks, params, record, flags, progress, save)
+    record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
+
+def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, save):
+    "`_run_notebooks`' loop: each notebook not done yet, its registry snapshot first; `save()` writes `run.json`."
+    import papermill as pm, nbformat
+    nbs = notebooks_dir()
     for k, n in enumerate(notebooks, 1):
         if record['results'].get(n, {}).get('status') == 'ok': continue
         if record['results'].get(n, {}).get('snapshot'): restore_registry(run_dir)
@@ -221,9 +229,22 @@ def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags
             record['status'] = 'failed'; save()
             if progress: print(f"\r{line} failed", flush=True)
             raise NotebookFailed(f"{msg}\nexecuted notebook kept at {run_dir/f'{n}.ipynb'}") from None
-        record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False); save()
+        record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False,
+                                    noise=noisy_outputs(run_dir/f'{n}.ipynb')); save()
         if progress: print(f"\r{line} done in {record['results'][n]['seconds']} s", flush=True)
-    record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
+
+# %% ../nbs/99_pipeline.ipynb #f971b761
+NOISE = {'FutureWarning': r'(Future|Pandas\d)Warning', 'gym notice': r'Gym has been unmaintained',
+         'progress bar': r'\d%\|'} # what a run's outputs should not hold, by kind
+
+def noisy_outputs(path:str|Path)->list: # [[cell index, kind of noise]]
+    "The cells of executed notebook `path` whose outputs' text (streams, plain text of displays) holds `NOISE`."
+    cells, out = json.loads(Path(path).read_text())['cells'], []
+    for i, c in enumerate(cells):
+        text = ''.join(''.join(o.get('text', '') or o.get('data', {}).get('text/plain', ''))
+                       for o in c.get('outputs', []))
+        out += [[i, kind] for kind, pat in NOISE.items() if re.search(pat, text)]
+    return out
 
 # %% ../nbs/99_pipeline.ipynb #56d0af31
 def run_cli(argv:list|None=None):

@@ -20,9 +20,9 @@ from .arenas import arena_version
 
 # %% auto #0
 __all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'NAME_MAX', 'STATUSES', 'NEUTRAL_ENGAGEMENT',
-           'ORDINAL_Z', 'QUEUE_SCHEMA', 'SEASONS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'check_params',
-           'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes',
-           'seed_founders']
+           'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA', 'SEASONS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome',
+           'check_params', 'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry',
+           'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -515,6 +515,31 @@ def waiting_offers(self:Registry)->dict: # {genome id: producer}, in the order o
     if not self.has_table('candidate_queue'): return {}
     rows = self.db.execute('SELECT genome, producer FROM candidate_queue WHERE season IS NULL ORDER BY offered, rowid')
     return {r['genome']: r['producer'] for r in rows}
+
+# %% ../nbs/10_registry.ipynb #b65ca18d
+SWITCHES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS producer_switches (producer TEXT PRIMARY KEY, muted INTEGER NOT NULL, changed TEXT NOT NULL);
+"""
+
+@patch
+def mute_producer(self:Registry, producer:str, muted:bool=True): # mute it, or (False) unmute it?
+    "Set `producer`'s mute switch (seed 002 section 1.2): a muted producer runs no round and offers nothing."
+    self.db.executescript(SWITCHES_SCHEMA)
+    with self.transaction() as db:
+        db.execute('INSERT OR REPLACE INTO producer_switches VALUES (?,?,?)', (producer, int(muted), utcnow()))
+
+@patch
+def muted_producers(self:Registry)->set: # producer names
+    "The producers whose mute switch is on now (`mute_producer`)."
+    if not self.has_table('producer_switches'): return set()
+    return {r['producer'] for r in self.db.execute('SELECT producer FROM producer_switches WHERE muted')}
+
+@patch
+def offers(self:Registry)->list: # [{'genome', 'producer', 'offered', 'season'}] in the order offered
+    "Every offer of the candidate queue: taken (`season`, the season that took it) or waiting (`season` None)."
+    if not self.has_table('candidate_queue'): return []
+    return [dict(r) for r in self.db.execute('SELECT genome, producer, offered, season FROM candidate_queue '
+                                             'ORDER BY offered, rowid')]
 
 # %% ../nbs/10_registry.ipynb #c43f4a4c
 SEASONS_SCHEMA = """

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, importlib, json, os, re, signal, subprocess, sys, tempfile, time
+import argparse, contextlib, importlib, itertools, json, os, re, signal, subprocess, sys, tempfile, threading, time
 from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +15,7 @@ import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from .core import (config_parser, config_from_args, config_argv, check_config, find_producer, producer_names,
-                             ProducerContext, run_lock, RunLocked, atomic_write_json)
+                             ProducerContext, run_lock, RunLocked, atomic_write_json, after_season_hooks)
 from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
 from .tournament import run_tournament, StopRule
@@ -25,9 +25,10 @@ from .server import require_token, TokenRoute
 # %% auto #0
 __all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig',
            'season_config', 'season_parser', 'season_config_from_args', 'rounds_done', 'produce', 'console_script',
-           'work_rounds', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'ratings_by_season',
-           'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut',
-           'get_schedule', 'put_schedule', 'season_cli', 'run_command', 'schedule_cli']
+           'work_rounds', 'ProducerActor', 'ray_work_rounds', 'produce_cli', 'arena_plan', 'run_season', 'season_table',
+           'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn',
+           'ScheduleOut', 'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'season_cli',
+           'run_command', 'schedule_cli']
 
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
@@ -50,6 +51,7 @@ class SeasonConfig:
     tetris_steps: int = 1000 # ticks per tetris game (200 cut the games short)
     tetris_agents: int = 8 # boards per genome in a tetris game
     creature_seconds: float = 10.0 # seconds per creature race (3 and 20 s races ranked less stably)
+    creature_races: int = 16 # races of a creature tournament at least, every creature in each (one simulated batch)
     other_steps: int = 200 # steps per game of any other arena (cartpole, ...)
     n_replace: int = 2 # bottom active genomes each arena's selection may replace
     max_per_type: int = 3 # active genomes of one type per arena
@@ -58,11 +60,13 @@ class SeasonConfig:
     max_active_creatures: int = 3 # active creature genomes at most
     producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
     max_offers: int = 0 # offers taken from each producer: its newest (older ones retired unplayed); 0: all
+    max_candidates: int = 0 # candidates a tournament takes per arena (the queue's, producer by producer, first); 0: all
     RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
         max_meetings=(1, 1000), stable_tau=(-1.0, 1.0),
         snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
         snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
-        other_steps=(1, 10**6), n_replace=(0, 100), max_offers=(0, 10**6),
+        creature_races=(1, 10**4), other_steps=(1, 10**6), n_replace=(0, 100), max_offers=(0, 10**6),
+        max_candidates=(0, 10**6),
         max_per_type=(1, 1000), max_active_snake=(1, 1000), max_active_tetris=(1, 1000), max_active_creatures=(1, 1000))
     def __post_init__(self):
         check_config(self, self.RANGES)
@@ -122,8 +126,9 @@ def produce(registry:Registry, name:str, # a producer (`producer_names()`)
             season:int|None=None)->list: # the genome ids newly offered; `season` defaults to `Registry.next_season`
     """Run producer `name`'s next round (`rounds_done` + 1) for the coming season, holding its lock
     (`<work_dir>/<name>.lock`; a second worker raises `RunLocked`), offer the candidates it made to the registry's
-    candidate queue, then count the round."""
+    candidate queue, then count the round. A muted producer (`Registry.mute_producer`) runs nothing, offers nothing."""
     p, work = find_producer(name), Path(work_dir or registry.root/'season_work')
+    if name in registry.muted_producers(): return []
     with run_lock(work/f'{name}.lock'):
         k = rounds_done(work, name) + 1
         ids = p.produce(ProducerContext(registry, season or registry.next_season(), settings or p.settings(), work,
@@ -146,34 +151,64 @@ def work_rounds(registry_root:str|Path, name:str, # the registry folder and a pr
                 work_dir:str|Path|None=None, # its runs' folder; default `<registry>/season_work`
                 settings=None, # its settings dataclass; its defaults if None
                 threads:int=1, # torch threads of each round
-                idle_rounds:int=2)->dict: # {'producer', 'rounds', 'offered', 'stopped', 'seconds'}
+                idle_rounds:int=2, # rounds in a row that offered nothing new: then it stops
+                stop:threading.Event|None=None, # set by another thread: stop now
+               )->dict: # {'producer', 'rounds', 'offered', 'stopped', 'seconds'}
     """Producer `name` between seasons: round after round, each a `genome-lab produce NAME` process of its own (its
     process group killed with SIGKILL when the budget ends: the producer's checkpoint stays, the round is not counted
     and the next call resumes it), until `budget_s` wall-seconds are spent (`stopped` 'budget') or `idle_rounds`
-    rounds in a row offered nothing new ('nothing new'). `RuntimeError` with the round's error for a failed round."""
+    rounds in a row offered nothing new ('nothing new'), or `stop` is set ('stop': the round running is killed as at the
+    budget's end). `RuntimeError` with the round's error for a failed round."""
     cmd = [str(console_script()), 'produce', name, f'--registry={registry_root}', f'--seed={seed}',
            f'--threads={threads}', *([f'--work-dir={work_dir}'] if work_dir else []),
            *config_argv(settings or find_producer(name).settings())]
     t0, rounds, offered, idle, stopped = time.monotonic(), 0, [], 0, 'budget'
-    while (left := budget_s - (time.monotonic() - t0)) > 0:
+    halted = lambda: stop is not None and stop.is_set()
+    while (left := budget_s - (time.monotonic() - t0)) > 0 and not halted():
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try: out, err = proc.communicate(timeout=left)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL); proc.communicate(); break
+        end, out = time.monotonic() + left, None
+        while out is None:
+            try: out, err = proc.communicate(timeout=max(0.0, min(end - time.monotonic(), 0.5)))
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= end or halted(): os.killpg(proc.pid, signal.SIGKILL); proc.communicate(); break
+        if out is None: break
         if proc.returncode:
             raise RuntimeError(f"producer {name}'s round {rounds + 1} failed (status {proc.returncode}): "
                                f"{err.strip()[-2000:]}")
         new = json.loads(out.strip().splitlines()[-1])['offered']
         rounds, offered, idle = rounds + 1, offered + new, 0 if new else idle + 1
         if idle >= idle_rounds: stopped = 'nothing new'; break
+    if halted(): stopped = 'stop'
     return dict(producer=name, rounds=rounds, offered=offered, stopped=stopped, seconds=round(time.monotonic() - t0, 2))
 
 
+# %% ../nbs/85_seasons.ipynb #cb26ccbb
+class ProducerActor:
+    "A producer working on a node of a Ray cluster (`ray_work_rounds`): `work_rounds` there, each round a process."
+    def work(self, *args, **kw)->dict: return work_rounds(*args, **kw)
+
+# %% ../nbs/85_seasons.ipynb #2bbd6e5a
+def ray_work_rounds(address:str, # `ray.init`'s: 'auto', 'ray://HOST:10001', or 'local' (a new cluster here)
+                    registry_root:str|Path, names:list, # the registry folder and the producers
+                    budget_s:float, seed:int=0, work_dir:str|Path|None=None, # as `work_rounds`
+                    settings:dict|None=None, # {producer: its settings dataclass}; defaults where missing
+                    threads:int=1)->list: # one `work_rounds` result per producer, in the order of `names`
+    """Producers `names` working at once, each a Ray actor (`ProducerActor`, `threads` CPUs) on the cluster at
+    `address`, each spending `budget_s` as `work_rounds` does on one machine. Every node must see the registry folder
+    at the same path (a shared file system) and have genome_lab installed."""
+    import ray
+    if not ray.is_initialized(): ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    actor, root = ray.remote(num_cpus=threads)(ProducerActor), str(Path(registry_root).resolve())
+    workers = [actor.remote() for _ in names]
+    return ray.get([w.work.remote(root, n, budget_s, seed, work_dir, (settings or {}).get(n), threads)
+                    for w, n in zip(workers, names)])
+
 # %% ../nbs/85_seasons.ipynb #83d1521a
 def produce_cli(argv:list|None=None)->int: # exit status
-    """`genome-lab produce (NAME | --all) --registry DIR [--budget-s S] [--work-dir DIR] [--seed N] [--threads N]
-    [settings]`: one round of NAME (or of each of the season's producers) offered to the coming season; with
-    `--budget-s`, rounds until each producer has spent S wall-seconds (`work_rounds`)."""
+    """`genome-lab produce (NAME | --all) --registry DIR [--budget-s S [--address A]] [--work-dir DIR] [--seed N]
+    [--threads N] [settings]`: one round of NAME (or of each of the season's producers) offered to the coming season;
+    with `--budget-s`, rounds until each producer has spent S wall-seconds (`work_rounds`), one producer after
+    another, or all at once as Ray actors on the cluster at `--address` (`ray_work_rounds`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog='genome-lab produce', description=produce_cli.__doc__)
     ap.add_argument('name', nargs='?', choices=producer_names(), help='the producer')
@@ -188,16 +223,23 @@ def produce_cli(argv:list|None=None)->int: # exit status
                     help="the producer's runs (default: <registry>/season_work, as a season's)")
     ap.add_argument('--seed', type=int, default=0, help="its runs' base seed (the seasons' --seed)")
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
+    ap.add_argument('--address', default=None,
+                    help="with --budget-s: the producers work at once as Ray actors on this cluster ('auto', "
+                         "'ray://HOST:10001', 'local'); the registry folder must be on a file system its nodes share")
     known = ap.parse_known_args(argv)[0]
     names = SeasonConfig().producer_names() if known.all else [known.name] if known.name else []
     config_parser(*(find_producer(n).settings for n in names), parser=ap)
     a = ap.parse_args(argv)
     if a.all == bool(a.name): ap.error('give one producer NAME or --all')
     if a.budget_s < 0: ap.error(f'--budget-s must be at least 0, not {a.budget_s}')
+    if a.address and not a.budget_s: ap.error('--address needs --budget-s (the actors work round after round)')
     try:
         settings = {n: check_config(config_from_args(find_producer(n).settings, vars(a))) for n in names}
         Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
-        for n in names:
+        if a.address:
+            for out in ray_work_rounds(a.address, a.registry, names, a.budget_s, a.seed, a.work_dir, settings,
+                                       a.threads): print(json.dumps(out), flush=True)
+        for n in names if not a.address else []:
             if a.budget_s: out = work_rounds(a.registry, n, a.budget_s, a.seed, a.work_dir, settings[n], a.threads)
             else:
                 with Registry(a.registry) as reg, torch_threads(a.threads):
@@ -212,14 +254,20 @@ def produce_cli(argv:list|None=None)->int: # exit status
 # seed 000's required types, per arena
 REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures': ('creature',)}
 
-def arena_plan(cfg:SeasonConfig, arena:str)->tuple: # (run_tournament keywords, SelectionRules)
-    "How a season plays and selects in `arena`: the game settings of `cfg` and the diversity rules of that arena."
+def arena_plan(cfg:SeasonConfig, arena:str, # the season's settings and an arena
+               entrants:int=2)->tuple: # the genomes its tournament plays; (run_tournament keywords, SelectionRules)
+    """How a season plays and selects in `arena`: the game settings of `cfg` and the diversity rules of that arena.
+    Creatures never touch in a race (each runs the course alone; the batch is simulated at once), so every creature
+    of the tournament runs every race, `creature_races` of them at least: one race ranks them all."""
+    stop = lambda meetings: StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, meetings))
     kw = dict(genomes_per_game=cfg.genomes_per_game, meetings=cfg.meetings, batch=cfg.batch,
-              until_stable=StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, cfg.meetings)))
+              until_stable=stop(cfg.meetings))
     kw |= {'snake': dict(agents_per_genome=cfg.snake_agents, steps=cfg.snake_steps,
                          settings=dict(width=cfg.snake_width, height=cfg.snake_height, num_food=cfg.snake_food)),
            'tetris': dict(agents_per_genome=cfg.tetris_agents, steps=cfg.tetris_steps),
-           'creatures': dict(agents_per_genome=1, steps=0, settings=dict(seconds=cfg.creature_seconds))}.get(
+           'creatures': dict(agents_per_genome=1, steps=0, settings=dict(seconds=cfg.creature_seconds),
+                             genomes_per_game=max(entrants, 2), meetings=cfg.creature_races,
+                             until_stable=stop(cfg.creature_races))}.get(
                arena, dict(agents_per_genome=2, steps=cfg.other_steps))
     cap = dict(snake=cfg.max_active_snake, tetris=cfg.max_active_tetris,
                creatures=cfg.max_active_creatures).get(arena, cfg.max_per_type)
@@ -273,13 +321,29 @@ def _take_queue(reg:Registry, n:int, keep:int)->dict: # {genome id: producer}, t
         if i not in kept and reg.genome(i)['status'] == 'candidate': reg.set_status(i, 'retired')
     return {i: p for i, p in offers.items() if i in kept}
 
+# %% ../nbs/85_seasons.ipynb #78c5bef8
+def _entrants(reg:Registry, arena:str, queued:dict, # {genome id: producer}: the season's offers, in the order offered
+              cap:int)->list: # genome ids, in the registry's order (`Registry.ids`)
+    """The genomes of `arena` a season's tournament plays: every active one, and its candidates, at most `cap` of them
+    (0: all): the queue's offers first, each producer's newest in turn, then the newest of the other candidates
+    (registered by hand or by a chapter); the candidates left out stay candidates for a later season."""
+    pool = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
+    cands = [i for i in pool if reg.genome(i)['status'] == 'candidate']
+    by = {}
+    for i, p in queued.items():
+        if i in cands: by.setdefault(p, []).insert(0, i)   # newest first
+    turns = [i for row in itertools.zip_longest(*by.values()) for i in row if i]
+    order = turns + [i for i in reversed(cands) if i not in queued]
+    taken = set(order[:cap] if cap else order)
+    return [i for i in pool if reg.genome(i)['status'] == 'active' or i in taken]
+
 # %% ../nbs/85_seasons.ipynb #8b866f54
 def run_season(registry:Registry,
                cfg:SeasonConfig|None=None, # the settings of a new season (a resumed one keeps its own)
                work_dir:str|Path|None=None, # where producers keep runs across seasons; default `<registry>/season_work`
                log=None)->dict: # log(message) hears each step; returns the season's row
     """Play one season (or finish the one left running): its producers, the candidate queue taken, tournaments in every
-    arena, selection per arena.
+    arena (among its active genomes and candidates, `_entrants`), selection per arena.
     Holds the registry's season lock: a second season at the same time raises `RunLocked` and changes nothing."""
     reg, say = registry, log or (lambda m: None)
     with run_lock(reg.root/SEASON_LOCK):
@@ -292,18 +356,22 @@ def run_season(registry:Registry,
             reg.finish_season_step(n, f'produce:{name}', dict(ids=ids, seconds=round(time.perf_counter() - t0, 2)))
         # the workers' offers and its own
         if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', _take_queue(reg, n, cfg.max_offers))
+        queued = reg.season_steps(n)['queue']
         for arena in sorted({reg.genome(i)['arena'] for s in ('active', 'candidate') for i in reg.ids(s)}):
-            entrants = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
+            entrants = _entrants(reg, arena, queued, cfg.max_candidates)
             done = reg.season_steps(n)
             if f'tournament:{arena}' not in done and len(entrants) < 2: continue
-            kw, rules = arena_plan(cfg, arena)
+            kw, rules = arena_plan(cfg, arena, len(entrants))
             if f'tournament:{arena}' not in done:
                 say(f'season {n}: {arena} tournament among {len(entrants)} genomes')
-                reg.finish_season_step(n, f'tournament:{arena}', _tournament(reg, n, arena, cfg.seed*1000 + n, kw))
+                reg.finish_season_step(n, f'tournament:{arena}',
+                                       _tournament(reg, n, arena, cfg.seed*1000 + n, kw | dict(ids=entrants)))
             if f'select:{arena}' not in reg.season_steps(n):
                 reg.finish_season_step(n, f'select:{arena}',
                              _selection(reg, reg.season_steps(n)[f'tournament:{arena}']['evaluation'], rules))
-        return _close_season(reg, n)
+        row = _close_season(reg, n)
+    for hook in after_season_hooks(): hook(reg, n)   # e.g. the season's highlights (`genome_lab.after_season`)
+    return row
 
 # %% ../nbs/85_seasons.ipynb #14d2e4c4
 def _close_season(reg:Registry, n:int)->dict:
@@ -431,11 +499,43 @@ def _describe(job)->ScheduleOut:
                        next_run=job.next_run_time.isoformat() if job.next_run_time else None,
                        config=job.kwargs['config'])
 
+# %% ../nbs/85_seasons.ipynb #a4bca059
+@dataclass
+class ProducerWorkers:
+    "Producers a writable `genome-lab serve` runs in the background (`producer_workers`); none by default."
+    producers: str = '' # comma-separated producers to run between seasons, '' for none
+    producer_budget_s: float = 3600.0 # wall-seconds each producer works (round after round) after the server starts
+    producer_threads: int = 1 # torch threads of each round
+    RANGES: ClassVar[dict] = dict(producer_budget_s=(0.0, 10.0**9), producer_threads=(1, 256))
+    def __post_init__(self):
+        check_config(self, self.RANGES)
+        for n in self.names(): find_producer(n)   # ValueError naming the known ones
+    def names(self)->list: return [p.strip() for p in self.producers.split(',') if p.strip()]
+
+# %% ../nbs/85_seasons.ipynb #7c224f18
+@contextlib.contextmanager
+def producer_workers(registry_root:str|Path, # the registry folder
+                     cfg:ProducerWorkers): # yields {producer: its `work_rounds` result}, filled as each ends
+    """The producers of `cfg` working in the background while the block runs, each in a thread of its own
+    (`work_rounds`: every round a process); leaving the block stops them (the rounds running are killed) and waits
+    for the threads. A failed round ends its producer with {'producer', 'error'}."""
+    stop, out = threading.Event(), {}
+    def work(name):
+        try: out[name] = work_rounds(registry_root, name, cfg.producer_budget_s, threads=cfg.producer_threads,
+                                     stop=stop)
+        except RuntimeError as e: out[name] = dict(producer=name, error=str(e))
+    threads = [threading.Thread(target=work, args=(n,), name=f'producer {n}', daemon=True) for n in cfg.names()]
+    for t in threads: t.start()
+    try: yield out
+    finally:
+        stop.set()
+        for t in threads: t.join()
+
 # %% ../nbs/85_seasons.ipynb #3f0b6dd2
 @contextlib.asynccontextmanager
 async def _season_schedule(app):
-    """With a writable server: start the season scheduler on the registry's job store; add the weekly job unless the
-    store has one."""
+    """With a writable server: start the season scheduler on the registry's job store (add the weekly job unless the
+    store has one), and the producers `genome-lab serve` was given (`ProducerWorkers`), stopped when the app stops."""
     sch = None
     if app.state.token is not None:
         sch = scheduler(app.state.pool.root/SCHEDULE_FILE)
@@ -445,15 +545,18 @@ async def _season_schedule(app):
                         kwargs=dict(root=str(app.state.pool.root), cron=DEFAULT_CRON, config={}))
         sch.resume()
     app.state.scheduler = sch
-    try: yield
-    finally:
-        if sch is not None: sch.shutdown(wait=False)
+    workers = app.state.options.get(ProducerWorkers) if app.state.token is not None else None
+    with producer_workers(app.state.pool.root, workers or ProducerWorkers()) as app.state.producers:
+        try: yield
+        finally:
+            if sch is not None: sch.shutdown(wait=False)
 
 # %% ../nbs/85_seasons.ipynb #f2c01652
 def _season_job(root:str, cron:str, config:dict)->int: return scheduled_season(root, config)
 
 # %% ../nbs/85_seasons.ipynb #d78a8345
 router = APIRouter(tags=['seasons'], lifespan=_season_schedule, route_class=TokenRoute)
+router.serve_options = ProducerWorkers   # `genome-lab serve --producers ... --producer-budget-s ...`
 
 def _scheduler(request:Request):
     sch = getattr(request.app.state, 'scheduler', None)

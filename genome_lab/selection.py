@@ -36,8 +36,9 @@ def is_protected(entry:dict)->bool: return entry['type'] == 'behavioral' and any
 # %% ../nbs/71_selection.ipynb #a3755af5
 def plan_selection(ranked:list, # dicts with id, type, status, parents, ordinal; best first; all active genomes + ranked candidates
                    rules:SelectionRules=SelectionRules())->SelectionPlan:
-    "Which bottom active genomes the best candidates replace; pure function of the ranking and the rules."
-    plan = SelectionPlan()
+    """Which bottom active genomes the best candidates replace (at most `rules.n_replace`), after the free places are
+    filled (a place filled replaces no one and is not counted); pure function of the ranking and the rules."""
+    plan, replaced = SelectionPlan(), 0
     active = [e for e in ranked if e['status'] == 'active']
     pos = {e['id']: k for k, e in enumerate(ranked)}
     count = Counter(e['type'] for e in active)
@@ -46,7 +47,7 @@ def plan_selection(ranked:list, # dicts with id, type, status, parents, ordinal;
     for c in cands:
         if count[c['type']] == 0 and c['type'] in rules.required_types: first.setdefault(c['type'], c)
     for c in sorted(cands, key=lambda c: first.get(c['type']) is not c):   # stable: the rest in rank order
-        if len(plan.changes) >= rules.n_replace: break
+        if len(active) >= rules.max_active and replaced >= rules.n_replace: break
         if len(active) < rules.max_active:
             if count[c['type']] >= rules.max_per_type: plan.skipped.append((c['id'], f"type {c['type']} is at its cap of {rules.max_per_type}")); continue
             active.append(c); count[c['type']] += 1; plan.changes.append((None, c['id'])); continue
@@ -59,7 +60,7 @@ def plan_selection(ranked:list, # dicts with id, type, status, parents, ordinal;
         else: r = None
         if r is None: plan.skipped.append((c['id'], 'no replaceable active genome ranks below it under the rules')); continue
         active.remove(r); active.append(c); count[r['type']] -= 1; count[c['type']] += 1
-        plan.changes.append((r['id'], c['id']))
+        plan.changes.append((r['id'], c['id'])); replaced += 1
     for t in rules.required_types:
         if count[t] == 0: plan.violations.append(f"no active genome of type {t!r} and no candidate of that type ranked high enough")
     for t, n in count.items():

@@ -36,8 +36,8 @@ __all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes',
            'BodyGuard', 'validation_error', 'genome_row', 'get_genome_manifest', 'get_genome', 'health',
            'update_genome_stats', 'submit_genome', 'retire_genome', 'run_tournament', 'cancel_job', 'tournament_status',
            'leaderboard_page_html', 'leaderboard_data', 'leaderboard_page', 'home_links', 'home_page',
-           'installed_routers', 'create_app', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread', 'serve_cli',
-           'app_from_environment']
+           'installed_routers', 'serve_options', 'create_app', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread',
+           'serve_cli', 'app_from_environment']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -686,7 +686,7 @@ def leaderboard_page(pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
 # %% ../nbs/72_server.ipynb #1e31cc77
 import html
 from fastapi_offline import FastAPIOffline
-from .core import first_sentence
+from .core import first_sentence, config_parser, config_from_args
 
 # %% ../nbs/72_server.ipynb #06d2b1e0
 API_DOCS = [('/docs', "The API's operations, their parameters and answers, each one to try out (Swagger UI)"),
@@ -734,6 +734,11 @@ def installed_routers()->list: # [APIRouter]
     from importlib import metadata
     return [e.load() for e in sorted(metadata.entry_points(group='genome_lab.routers'), key=lambda e: e.name)]
 
+def serve_options()->list: # [config dataclass]
+    """The settings dataclasses the installed routers add to `genome-lab serve` (a router's `serve_options`): their
+    fields become the command's flags, and their values reach the router as `app.state.options[cls]`."""
+    return [o for r in installed_routers() if (o := getattr(r, 'serve_options', None)) is not None]
+
 def create_app(registry:str|Path, # registry folder
                token:str|None=None, # bearer token for writes; None makes the server read-only
                max_upload_bytes:int=8 << 20, # size cap of a submitted genome file
@@ -752,6 +757,7 @@ def create_app(registry:str|Path, # registry folder
     app.state.pool, app.state.runner, app.state.files, app.state.manifest = pool, JobRunner(pool, job), FileCache(cache_bytes), ManifestCache()
     app.state.token, app.state.read_only, app.state.max_upload_bytes = token, token is None, max_upload_bytes
     app.state.body_caps = {'/submit_genome': max_upload_bytes}
+    app.state.options = {}   # {settings dataclass: its value}: `genome-lab serve` fills it from `serve_options()`
     app.add_middleware(BodyGuard, max_body_bytes=max_body_bytes)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.router.add_event_handler('shutdown', app.state.runner.stop_all)   # jobs end before their connections close
@@ -824,6 +830,8 @@ def serve_cli(argv:list)->int: # exit status
     ap.add_argument('--seed-founders', action='store_true', help="add the founding genomes the registry lacks, as active")
     ap.add_argument('--job', default='genome_lab.selection:tournament_job', help='run_tournament job as module:function (default: a snake tournament, then selection)')
     ap.add_argument('--workers', type=int, default=1, help='server processes (more than 1 needs --read-only: tournament jobs live in one process)')
+    options = serve_options()
+    config_parser(*options, parser=ap)
     a = ap.parse_args(argv)
     err = lambda m: (print(f"genome-lab serve: error: {m}", file=sys.stderr), 2)[1]
     try: token = Path(a.token_file).read_text().strip() if a.token_file else os.environ.get('GENOME_LAB_TOKEN') or None
@@ -836,10 +844,12 @@ def serve_cli(argv:list)->int: # exit status
     if a.workers < 1 or (a.workers > 1 and not a.read_only):
         return err("--workers must be 1, or more with --read-only (tournament jobs and their status live in one process's memory)")
     try:
+        settings = {o: config_from_args(o, vars(a)) for o in options}   # checked before anything is opened
         if a.seed_founders:
             with Registry(a.registry) as reg: seed_founders(reg)
         app = create_app(a.registry, token=token, max_upload_bytes=int(a.max_upload_mb * 2**20),
                          job=_load_job(a.job))
+        app.state.options = settings
     except (ValueError, ImportError, AttributeError, OSError, sqlite3.Error) as e: return err(str(e))
     import uvicorn
     print(f"genome-lab serve: {a.registry} on http://{a.host}:{a.port} ({'read-only' if token is None else 'writes need the token'})", file=sys.stderr)

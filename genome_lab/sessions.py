@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm.auto import tqdm
+from .core import tqdm
 from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_VISION, SNAKE_CELLS, SNAKE_DR, SNAKE_DC, SNAKE_OPPOSITE, SNAKE_LEFT_OF, SNAKE_RIGHT_OF
 from .policies import Policy, RandomPolicy, SnakeStyle, Tempered, load_pufferlib_policy
 from .registry import utcnow
@@ -27,7 +27,7 @@ __all__ = ['SESSION_FORMAT', 'SESSION_COLUMNS', 'SCHEMA', 'UPLOAD_META', 'SESSIO
            'HeadingTracker', 'add_chunk', 'SessionWriter', 'SessionFormatError', 'Session', 'read_session',
            'list_sessions', 'load_sessions', 'ChunkError', 'ChunkConflict', 'open_session', 'receive_chunk',
            'close_session', 'uploaded_sessions', 'player_sessions', 'make_bot', 'DataRecorder', 'MixedDriver',
-           'record_bot_sessions', 'render_view', 'HumanGame', 'play_widget']
+           'record_bot_sessions', 'render_map', 'render_view', 'HumanGame', 'play_widget']
 
 # %% ../nbs/20_sessions.ipynb #1607cd8f
 SESSION_FORMAT = 'genome_lab.session/1'
@@ -364,12 +364,18 @@ def record_bot_sessions(root:str|Path, # the sessions folder
 PALETTE = np.array([[6, 24, 24], [0, 0, 255], [0, 128, 255], [128, 128, 128],
                     [255, 0, 0], [255, 255, 255], [255, 85, 85], [170, 170, 170]], np.uint8)  # snake.h's colours by code
 
+def render_map(grid, # (height, width) cell codes: a whole map, or a snake's view
+               head:tuple, # (row, col) of the snake's head, marked in yellow
+               scale:int=6)->np.ndarray: # (height*scale, width*scale, 3) uint8
+    "An RGB image of cell codes in `snake.h`'s colours, the head marked in yellow."
+    img = PALETTE[np.asarray(grid, np.int64).clip(0, 7)].copy()
+    img[head] = (255, 255, 0)
+    return img.repeat(scale, 0).repeat(scale, 1)
+
 def render_view(obs, # (11, 11) cell codes
                 scale:int=24)->np.ndarray: # (11*scale, 11*scale, 3) uint8
-    "An RGB image of a snake's view in `snake.h`'s colours, its head marked in yellow."
-    img = PALETTE[np.asarray(obs, np.int64).clip(0, 7)].copy()
-    img[5, 5] = (255, 255, 0)
-    return img.repeat(scale, 0).repeat(scale, 1)
+    "An RGB image of a snake's view (`render_map`), its head, the centre, marked in yellow."
+    return render_map(obs, (SNAKE_VIEW // 2, SNAKE_VIEW // 2), scale)
 
 class HumanGame:
     "A person drives agent 0 of a `SnakeArena`; `opponent` drives the rest; the person's steps are recorded."
@@ -402,6 +408,9 @@ class HumanGame:
         return dict(reward=r, died=died, length=self.length, deaths=self.deaths, steps=self.steps)
 
     def view(self)->np.ndarray: return self.obs[0].copy() # (11, 11) what the person sees now
+    def map(self)->tuple: # ((height, width) cell codes of the whole map, (row, col) of the person's head)
+        st = self.arena.c_state(0)
+        return st.grid.copy(), tuple(int(v) for v in st.body[0, st.head_ptr[0]])
     def close(self)->str: # the session id
         ids = self.recorder.close(); self.arena.close(); return ids[0]
 
@@ -409,13 +418,18 @@ def _png(img)->bytes:
     import matplotlib.pyplot as plt
     buf = io.BytesIO(); plt.imsave(buf, img, format='png'); return buf.getvalue()
 
-def play_widget(game:HumanGame, scale:int=24, fps:int=5): # an ipywidgets VBox
-    "JupyterLab controls for `game`: direction buttons, a Play ticker for real time, the view and a status line."
+def play_widget(game:HumanGame, scale:int=24, # pixels per cell of the snake's 11x11 view
+                map_scale:int=6, fps:int=5): # pixels per cell of the whole map; ticks per second -> an ipywidgets VBox
+    """JupyterLab controls for `game`: the whole map (your head in yellow) beside your snake's view, at fixed pixel
+    sizes; direction buttons, a Play ticker for real time and a status line."""
     import ipywidgets as W
-    image = W.Image(value=_png(render_view(game.view(), scale)), format='png')
+    def pictures(): return render_map(*game.map(), map_scale), render_view(game.view(), scale)
+    sized = lambda img: W.Image(value=_png(img), format='png',
+                                layout=W.Layout(width=f'{img.shape[1]}px', height=f'{img.shape[0]}px'))
+    mapped, image = map(sized, pictures())
     status = W.Label('arrows: one step each; press play for real time')
     def show(info):
-        image.value = _png(render_view(game.view(), scale))
+        mapped.value, image.value = map(_png, pictures())
         status.value = (f"step {info['steps']}  length {info['length']}  deaths {info['deaths']}  best {game.best}"
                         + ('  -- you died' if info['died'] else ''))
     ticker = W.Play(value=0, min=0, max=10**9, interval=int(1000/fps), description='real time')
@@ -435,6 +449,6 @@ def play_widget(game:HumanGame, scale:int=24, fps:int=5): # an ipywidgets VBox
         status.value = f"saved session {game.close()}"
     stop.on_click(save)
     pad = W.HBox([buttons['left'], W.VBox([buttons['up'], buttons['down']]), buttons['right']])
-    box = W.VBox([image, pad, W.HBox([ticker, stop]), status])
-    box.game, box.buttons, box.ticker, box.status, box.image = game, buttons, ticker, status, image
+    box = W.VBox([W.HBox([mapped, W.VBox([image, pad])]), W.HBox([ticker, stop]), status])
+    box.game, box.buttons, box.ticker, box.status, box.image, box.map = game, buttons, ticker, status, image, mapped
     return box

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .registry import Registry
 from .server import RegistryPool, registry_pool, require_token, TokenRoute, ERRORS
 from .broadcast import Broadcast, StreamConfig, Viewer
-from .highlights import HighlightStore, HighlightConfig, record_highlights
+from .highlights import HighlightStore, HighlightConfig, record_highlights, HIGHLIGHTS_DIR
 
 # %% auto #0
 __all__ = ['stream', 'broadcast', 'page_html', 'Offer', 'Answer', 'live_page', 'clock', 'offer', 'DeadlineStream', 'mjpeg',
@@ -175,7 +175,7 @@ class HighlightsOut(BaseModel):
     recording: bool = Field(description="is a search of a tournament running?")
     last: Optional[dict] = Field(None, description="what the last search found, added and removed")
 
-def highlight_dir(pool:RegistryPool)->Path: return pool.root/'highlights'
+def highlight_dir(pool:RegistryPool)->Path: return pool.root/HIGHLIGHTS_DIR
 
 def stored_clips(pool:RegistryPool)->list:
     "The highlight store's clips as `ClipOut`s, strongest first; [] before any highlight was recorded."

@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
+from .core import tqdm
 from openskill.models import PlackettLuce
 from .arenas import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version
 from .policies import GenomeGroup, quantise

@@ -15,25 +15,25 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load as st_load
-from tqdm.auto import tqdm
+from .core import tqdm
 from fastcore.basics import patch_to
 from .arenas import SnakeArena, Episodes, SNAKE_CODES, SNAKE_VISION, import_pufferlib_module
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .evaluation import evaluate, torch_threads, summarize
 from .tournament import MODEL, run_tournament
 from .registry import Genome, Registry, RegistryError, seed_founders, founding_genomes, utcnow
-from .core import (Producer, ProducerContext, optimizer_tensors, load_optimizer, save_checkpoint,
+from .core import (Producer, ProducerContext, log_scalars, optimizer_tensors, load_optimizer, save_checkpoint,
                              checkpoint_header, load_checkpoint, settings_diff, keep_after_save, run_lock, RunLocked,
                              config_parser, config_from_args)
 
 # %% auto #0
 __all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 'LOG_KEYS', 'CHECKPOINT_FILE',
-           'CHECKPOINT_FORMAT', 'ppo_producer', 'PBT_HYPER', 'POLICY_OPS_SCHEMA', 'import_pufferl', 'snake_spaces',
-           'SnakeVecEnv', 'snake_model', 'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper',
-           'PPOConfig', 'config_from_dict', 'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config',
-           'resolve_genome', 'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings', 'produce_ppo',
-           'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt', 'policy_ops', 'evaluation_ladder',
-           'reward_hacking_guard']
+           'CHECKPOINT_FORMAT', 'PPO_LOSSES', 'ppo_producer', 'PBT_HYPER', 'POLICY_OPS_SCHEMA', 'import_pufferl',
+           'snake_spaces', 'SnakeVecEnv', 'snake_model', 'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config',
+           'PPOHyper', 'PPOConfig', 'config_from_dict', 'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta',
+           'stored_config', 'resolve_genome', 'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings',
+           'ppo_scalars', 'produce_ppo', 'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt',
+           'policy_ops', 'evaluation_ladder', 'reward_hacking_guard']
 
 # %% ../nbs/75_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -614,6 +614,17 @@ class PPOSettings:
     ppo_height: int = 36 # map height in cells
     ppo_food: int = 60 # food on the map
 
+# %% ../nbs/75_training.ipynb #ad99dd2a
+PPO_LOSSES = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clipfrac', 'explained_variance') # PuffeRL's
+
+def ppo_scalars(log_rows:list, # `TrainingLog.rows` (PufferLib's prefixes dropped)
+                curve:list)->list: # `PPORun.curve` rows -> `log_scalars` rows, step 'agent_steps'
+    "A PPO run's training log and kept-policy curve as namespaced scalars (`losses/...`, `charts/...`)."
+    rows = [{'agent_steps': r['agent_steps'], 'charts/SPS': r.get('sps'),
+             'charts/learning_rate': r.get('learning_rate'), **{f'losses/{k}': r[k] for k in PPO_LOSSES if k in r}}
+            for r in log_rows]
+    return rows + [{'agent_steps': c['agent_steps'], 'charts/length_at_death': c['score']} for c in curve]
+
 # %% ../nbs/75_training.ipynb #ebedc953
 def produce_ppo(ctx:ProducerContext)->list: # genome ids: the newest kept policy
     """PPO self-play's newest policy: its run trains to season x `ppo_steps` agent-steps, then keeps (checkpoints, then
@@ -625,7 +636,10 @@ def produce_ppo(ctx:ProducerContext)->list: # genome ids: the newest kept policy
                     eval_snakes=8, eval_max_steps=2000, seed=ctx.seed,
                     hyper=PPOHyper(minibatch_size=256, bptt_horizon=16, anneal_lr=False))
     run = PPORun(cfg, run_dir, ctx.registry, resume=(run_dir/CHECKPOINT_FILE).exists(), display=None)
+    logged, kept = len(run.log.rows), len(run.curve)
     run.run()
+    log_scalars(ctx.registry.root, 'ppo', f'season-{ctx.season}', ppo_scalars(run.log.rows[logged:], run.curve[kept:]),
+                'agent_steps')
     return [run.curve[-1]['genome']]
 
 ppo_producer = Producer(produce_ppo, PPOSettings)

@@ -3,7 +3,7 @@ producer, at tiny budgets."""
 import json
 import numpy as np
 import pytest
-from genome_lab.core import ProducerContext
+from genome_lab.core import ProducerContext, read_events
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.training import League, PPOConfig
 from genome_lab.league import (AlphaStarLeague, LeagueConfig, LeagueSettings, LEAGUE_FILE, ROLES, produce_league,
@@ -79,3 +79,7 @@ def test_league_producer_offers_the_main_agent_and_is_idempotent(tmp_path):
     assert produce_league(ctx(1)) == [first]   # the season's share is done: nothing more trains
     [second] = produce_league(ctx(2))
     assert second != first and reg.genome(second)['parents'] == [dict(id=first, relation='self-play')]
+    runs = {f.parent.name: read_events(f) for f in (reg.root/'scalars'/'league').glob('*/events.out.tfevents.*')}
+    learners = ['main-0', 'main-exploiter-0', 'league-exploiter-0']   # a run per learner and season, one file each
+    assert sorted(runs) == sorted(f'season-{s}-{n}' for s in (1, 2) for n in learners)
+    assert all({'charts/SPS', 'charts/learning_rate'} <= {t for t, *_ in r} for r in runs.values())

@@ -1,5 +1,6 @@
 """A new producer is one settings dataclass, one function and one entry point of `genome_lab.producers`: a season runs
-it with its settings (flags included) and its genome competes, with no edit to `seasons`."""
+it with its settings (flags included) and its genome competes, with no edit to `seasons`; the season's after-season
+hooks cut its highlights."""
 import dataclasses
 from importlib import metadata
 import pytest
@@ -7,6 +8,7 @@ from genome_lab.core import Producer, PRODUCERS, producer_names
 from genome_lab.registry import Registry, Genome, seed_founders
 from genome_lab.selection import mutate
 from genome_lab.seasons import run_season, season_parser, season_config_from_args
+from genome_lab.highlights import HighlightStore, HIGHLIGHTS_DIR
 
 @dataclasses.dataclass
 class MutantSettings:
@@ -56,8 +58,8 @@ def test_a_producer_added_by_its_entry_point_alone_competes_in_a_season(tmp_path
         assert '"mutant_sigma": 0.01' in stored   # the season's row records the producer's settings
 
 def test_a_worker_offers_between_seasons_and_the_season_takes_the_queue(tmp_path, mutants_installed, capsys):
-    """`genome-lab produce NAME` runs between seasons (one worker per producer at a time); a season training nothing
-    plays its offer."""
+    """`genome-lab produce NAME` runs between seasons (one worker per producer at a time, none while it is muted); a
+    season training nothing plays its offer."""
     from genome_lab.core import run_lock
     from genome_lab.seasons import produce_cli, SeasonConfig
     root = tmp_path/'reg'
@@ -65,6 +67,10 @@ def test_a_worker_offers_between_seasons_and_the_season_takes_the_queue(tmp_path
     with run_lock(root/'season_work'/'mutants.lock'):   # a worker of this producer is running
         assert produce_cli(['mutants', '--registry', str(root)]) == 2
     assert 'in use by another process' in capsys.readouterr().err
+    with Registry(root) as reg: reg.mute_producer('mutants')   # the policy-ops switch: a muted producer offers nothing
+    assert produce_cli(['mutants', '--registry', str(root)]) == 0
+    assert '"offered": []' in capsys.readouterr().out
+    with Registry(root) as reg: reg.mute_producer('mutants', False)
     assert produce_cli(['mutants', '--registry', str(root), '--mutant-sigma', '0.01']) == 0
     assert '"offered": ["Mutant-S1"]' in capsys.readouterr().out
     with Registry(root) as reg:

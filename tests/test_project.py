@@ -22,9 +22,14 @@ def test_no_notebook_exports_on_run():
         src = ''.join(c.source for c in nbformat.read(notebooks_dir()/f'{n}.ipynb', as_version=4).cells)
         assert 'nbdev_export(' not in src, f"{n} would re-export the package when papermill runs it"
 
-def test_cli_run_writes_run_folder(tmp_path):
-    r = subprocess.run([BIN/'genome-lab', 'run', '00_arenas', '-p', 'seed=3', '--runs-dir', tmp_path, '--run-id', 'r1'],
-                       capture_output=True, cwd=tmp_path)   # bytes: text mode would turn the carriage return into a newline
+@pytest.fixture(scope='module')
+def cli_run(tmp_path_factory): # (runs folder, finished process) of one `genome-lab run 00_arenas` that the tests share
+    runs = tmp_path_factory.mktemp('runs')
+    cmd = [BIN/'genome-lab', 'run', '00_arenas', '-p', 'seed=3', '--runs-dir', runs, '--run-id', 'r1']
+    return runs, subprocess.run(cmd, capture_output=True, cwd=runs)   # bytes: text mode would turn \r into a newline
+
+def test_cli_run_writes_run_folder(cli_run):
+    tmp_path, r = cli_run
     out, err = r.stdout.decode(), r.stderr.decode()
     assert r.returncode == 0, err
     rec = json.loads((tmp_path/'r1'/'run.json').read_text())
@@ -43,13 +48,14 @@ def test_cli_rejects_unknown_parameter(tmp_path):
     assert r.returncode == 1 and "unknown parameter 'sead'" in r.stderr and 'seed' in r.stderr
     assert list(tmp_path.iterdir()) == []
 
-def test_cli_resume_skips_finished(tmp_path):
-    run = lambda *a: subprocess.run([BIN/'genome-lab', 'run', *a, '--runs-dir', tmp_path], capture_output=True, text=True)
-    assert run('00_arenas', '--run-id', 'r2').returncode == 0
-    mtime = (tmp_path/'r2'/'00_arenas.ipynb').stat().st_mtime_ns
-    r = run('--run-id', 'r2', '--resume')
+def test_cli_resume_skips_finished(cli_run):
+    runs, first = cli_run
+    assert first.returncode == 0, first.stderr.decode()
+    mtime = (runs/'r1'/'00_arenas.ipynb').stat().st_mtime_ns
+    r = subprocess.run([BIN/'genome-lab', 'run', '--runs-dir', runs, '--run-id', 'r1', '--resume'], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path/'r2'/'00_arenas.ipynb').stat().st_mtime_ns == mtime
+    assert (runs/'r1'/'00_arenas.ipynb').stat().st_mtime_ns == mtime
+    assert json.loads((runs/'r1'/'run.json').read_text())['results']['00_arenas']['parameters'] == {'seed': 3}   # the record's parameters kept
 
 def test_readme_is_generated_from_index():
     r = subprocess.run([sys.executable, ROOT/'tools'/'readme.py', '--check'], capture_output=True, text=True)

@@ -1,5 +1,6 @@
 """Seasons (genome_lab.seasons): a season killed with SIGKILL resumes to the result of an uninterrupted one, with no
-game counted twice; a restarted server keeps its season schedule and runs a missed season once, never twice."""
+game counted twice; in full arenas a better candidate replaces the worst active genome; a restarted server keeps its
+season schedule and runs a missed season once, never twice."""
 import json, os, shutil, signal, sqlite3, subprocess, sys, time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -11,16 +12,27 @@ from genome_lab.server import create_app
 
 BIN = Path(sys.executable).parent
 FLAGS = ['--producers', '', '--batch', '1', '--snake-steps', '120', '--snake-agents', '4', '--snake-width', '32', '--snake-height', '24',
-         '--snake-food', '20', '--tetris-steps', '60', '--meetings', '2', '--max-meetings', '3']
+         '--snake-food', '20', '--tetris-steps', '60', '--meetings', '2', '--max-meetings', '3', '--max-active-snake', '3',
+         '--creature-seconds', '3', '--creature-races', '8']
 
 def registry_with_candidates(root:Path):
-    "The founders and three snake candidates (Gaussian mutants of PufferLib's snake)."
+    """The founders (three active snake genomes: the arena is full at `--max-active-snake 3`) and three snake candidates
+    (Gaussian mutants of PufferLib's snake); the three random reference creatures (the arena's cap) and a creature
+    candidate, the best of 32 random creatures on four courses of its own."""
+    from genome_lab.creature_store import creature_baselines
+    from genome_lab.physics import random_population, selection_fitness, pellet_course, creature_policy
     with Registry(root) as reg:
         ids = seed_founders(reg)
         g, p = reg.load(ids['PufferSnake'])
         for k, sigma in enumerate((0.01, 0.05, 0.3)):
             reg.add(Genome(name=f'Mutant{k}', type='rl', arena='snake', arch=g.arch, config=g.config, source='test',
                            parents=[dict(id=g.id, relation='mutation')]), mutate(p, sigma, k))
+        creature_baselines(reg)
+        pop = random_population(32, 1)
+        best = creature_policy(pop, int(sum(selection_fitness(pop, pellet_course(99, k), 3.0).fitness
+                                            for k in range(4)).argmax()))
+        reg.add(Genome(name='BestOf32', type='creature', arena='creatures', arch='creature', config=best.config,
+                       source='test'), best.state_dict())
 
 def outcome(root:Path)->dict:
     "Everything a season decides, by genome name: ratings, statuses, the season's row, and the stored game rows."
@@ -51,11 +63,18 @@ def test_schedule_refuses_an_unknown_command_and_a_missing_job(tmp_path):
     r = run('--remove', 'no-such-job')
     assert r.returncode == 1 and "no job 'no-such-job'" in r.stderr and 'Traceback' not in r.stderr, r.stderr
 
-def test_killed_season_resumes_to_the_uninterrupted_result(tmp_path):
-    registry_with_candidates(tmp_path/'a')
-    shutil.copytree(tmp_path/'a', tmp_path/'b')   # the same registry twice: the same ids
-    whole = season(tmp_path/'b')
+@pytest.fixture(scope='module')
+def whole_season(tmp_path_factory)->Path:
+    "`registry_with_candidates` before (`before/`) and after (`after/`) one uninterrupted season."
+    root = tmp_path_factory.mktemp('season')
+    registry_with_candidates(root/'before')
+    shutil.copytree(root/'before', root/'after')   # the same registry twice: the same ids
+    whole = season(root/'after')
     assert whole.wait(600) == 0, whole.stdout.read()
+    return root
+
+def test_killed_season_resumes_to_the_uninterrupted_result(whole_season, tmp_path):
+    shutil.copytree(whole_season/'before', tmp_path/'a')
     killed = season(tmp_path/'a')
     t0 = time.time()
     while games_stored(tmp_path/'a') < 2:
@@ -65,12 +84,25 @@ def test_killed_season_resumes_to_the_uninterrupted_result(tmp_path):
     with Registry(tmp_path/'a') as reg:
         assert reg.db.execute('SELECT status FROM seasons WHERE id=1').fetchone()[0] == 'running'
         stored = games_stored(tmp_path/'a')
-    assert 2 <= stored < games_stored(tmp_path/'b'), "the kill fell inside the season's games"
+    assert 2 <= stored < games_stored(whole_season/'after'), "the kill fell inside the season's games"
     again = season(tmp_path/'a')
     assert again.wait(600) == 0, again.stdout.read()
-    a, b = outcome(tmp_path/'a'), outcome(tmp_path/'b')
+    a, b = outcome(tmp_path/'a'), outcome(whole_season/'after')
     assert a == b
-    assert a['season']['status'] == 'done' and a['season']['games'] == games_stored(tmp_path/'b')
+    assert a['season']['status'] == 'done' and a['season']['games'] == games_stored(whole_season/'after')
+
+def test_a_better_candidate_replaces_the_worst_active_genome_in_a_full_arena(whole_season):
+    """Issue 29: the snake and creature arenas are full; a candidate that rates above an active genome replaces it
+    (the worst replaceable one first), in both arenas; every creature ran every one of the 8 races."""
+    with Registry(whole_season/'after') as reg:
+        row = reg.seasons()[0]
+        rt = {reg.genome(i)['name']: r for i, r in reg.ratings().items()}
+        swaps = {(s['arena'], s['removed'], s['added']) for s in row['replacements']}
+        assert ('snake', 'RandomSnake') in {s[:2] for s in swaps}, swaps
+        assert ('creatures', 'BestOf32') in {(s[0], s[2]) for s in swaps}, swaps
+        assert all(r and rt[a]['ordinal'] > rt[r]['ordinal'] for _, r, a in swaps), swaps   # an active one, rated below
+        races = reg.season_steps(1)['tournament:creatures']['stability']['games']
+        assert races == 8 and all(rt[n]['games'] == 8 for n in ('BestOf32', 'RandomCreature0')), (races, rt)
 
 def fire_once_at(t:datetime)->str: return f"{t.second} {t.minute} {t.hour} {t.day} {t.month} *"   # 6 fields: once a year
 
@@ -102,6 +134,7 @@ def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_p
 def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp_path):
     from genome_lab.seasons import SeasonConfig, run_season
     from genome_lab.core import ProducerContext, find_producer
+    from genome_lab.dashboard import read_scalars
     cfg = SeasonConfig(producers='ppo', batch=16, snake_steps=60, snake_agents=2, snake_width=32, snake_height=24, snake_food=20, tetris_steps=30)
     made = {}
     for name in ('a', 'b'):
@@ -112,6 +145,11 @@ def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp
             assert [reg.genome(i)['name'] for i in made[name]] == ['season-ppo-16384', 'season-ppo-32768']
             assert all(reg.genome(i)['type'] == 'rl' and reg.genome(i)['arena'] == 'snake' for i in made[name])
             assert reg.genome(made[name][1])['parents'] == [dict(id=made[name][0], relation='self-play')]
+            sc = read_scalars(reg.root)['ppo']   # each season's share of the run, on the dashboard
+            assert sorted(sc) == ['season-1', 'season-2']
+            assert {'losses/policy_loss', 'charts/SPS'} <= set(sc['season-2'])
+            assert [s for s, _ in sc['season-1']['charts/length_at_death']] == [16384]
+            assert [s for s, _ in sc['season-2']['charts/length_at_death']] == [32768]
             again = ProducerContext(reg, 2, cfg.settings_of('ppo'), reg.root/'season_work', cfg.seed)
             assert find_producer('ppo').produce(again) == made[name][1:]   # a repeated call trains nothing more
             made[name] = [reg.load(i)[1] for i in made[name]]
@@ -187,3 +225,28 @@ def test_a_producer_between_seasons_stops_at_its_budget_or_when_it_has_nothing_n
     out = work_rounds(root, 'clones', 120.0, idle_rounds=2)
     assert (out['stopped'], out['rounds'], out['offered']) == ('nothing new', 2, []), out
     assert rounds_done(root/'season_work', 'clones') == 2
+
+def test_serve_runs_its_producers_and_stops_them_with_the_app(tmp_path, capsys):
+    """Issue 29: a writable server given producers (`ProducerWorkers`, `genome-lab serve --producers ...`) runs them in
+    the background: the creature producer's offer reaches the served registry's queue; the app's shutdown stops it
+    (the round running is killed, its lock freed)."""
+    from genome_lab.core import run_lock
+    from genome_lab.seasons import ProducerWorkers
+    from genome_lab.server import serve_cli, serve_options
+    assert ProducerWorkers in serve_options()
+    assert serve_cli(['--registry', str(tmp_path/'none'), '--read-only', '--producers', 'nope']) == 2
+    assert 'unknown producer' in capsys.readouterr().err and not (tmp_path/'none').exists()   # refused before serving
+    with Registry(tmp_path/'reg') as reg: seed_founders(reg)
+    app = create_app(tmp_path/'reg', token='serve-token-1')
+    app.state.options[ProducerWorkers] = ProducerWorkers(producers='creatures', producer_budget_s=600)
+    def offers():
+        with Registry(tmp_path/'reg', read_only=True) as reg: return reg.waiting_offers()
+    with TestClient(app):
+        t0 = time.time()
+        while not offers():
+            assert time.time() - t0 < 300 and 'creatures' not in app.state.producers, app.state.producers
+            time.sleep(0.5)
+    assert set(offers().values()) == {'creatures'}
+    ended = app.state.producers['creatures']
+    assert ended['stopped'] == 'stop', ended   # by the shutdown (its round may be cut after its offer), not its budget
+    with run_lock(tmp_path/'reg'/'season_work'/'creatures.lock'): pass
