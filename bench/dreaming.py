@@ -7,14 +7,20 @@ A `WorldModel` is trained on the training games (WorldConfig's flags) and scored
 15 on the held-out games against copying the last frame. The planner (`DreamPlanner`, PufferSnake as its prior) and
 PufferSnake alone drive every snake of one map for `--roi-steps` steps at each beam of `--roi-beams` and horizon of
 `--roi-horizons` (`planner_roi`), and gated at each of `--roi-gates` (search only where the model gives the prior's
-move a death probability above the gate). Then a fresh registry holds the founders (PufferSnake, HeuristicSnake,
-RandomSnake) and the planner genome (`--plan-beam`, `--plan-horizon`), and `run_tournament` plays them at the season's
-settings (`arena_plan(SeasonConfig(), 'snake')`; `--snake-steps`, `--max-meetings` change them), OpenSkill from
-scratch, at `--tournament-seed` and again, each in a fresh registry, at every seed of `--check-seeds`.
+move a death probability above the gate). The planner (`--plan-beam`, `--plan-horizon`) is distilled into a student
+of PufferSnake's architecture by DAgger (`distill`: the planner labels the training games, then `--rounds` games of
+`--snakes` snakes driven by the student; DistillConfig's flags); PufferSnake, the planner and the student each drive
+the ROI map once more for their milliseconds per agent-step (`planner.compute`). Then a fresh registry holds the
+founders (PufferSnake, HeuristicSnake, RandomSnake), the planner genome and the distilled genome, and `run_tournament`
+plays them at the season's settings (`arena_plan(SeasonConfig(), 'snake')`; `--snake-steps`, `--max-meetings` change
+them), OpenSkill from scratch, at `--tournament-seed` and again, each in a fresh registry, at every seed of
+`--check-seeds`; `significance` pools the planner's lead over PufferSnake across them (t-test of the mu gaps, sign test
+of their head-to-head games).
 The trained model is kept in `--work` (default: a temporary folder) and read back from there when present (resume).
 Writes exactly --out (default nbs/measured/dreaming.json): `world_model` ({"1": {model, baseline, n}, "5", "15"}),
-`planner` ({ordinal, mu, sigma, games, puffersnake_ordinal, puffersnake_mu, puffersnake_sigma, beam, horizon,
-leaderboard, tournament, seed}), `planner_checks` (the same from the tournaments at `--check-seeds`), `roi`, the data,
+`planner` ({ordinal, mu, sigma, games, puffersnake_ordinal, puffersnake_mu, puffersnake_sigma, distilled_ordinal,
+distilled_mu, distilled_sigma, kept_gain, head_to_head, compute, beam, horizon, leaderboard, tournament, seed}),
+`planner_checks` (the same from the tournaments at `--check-seeds`), `significance`, `distillation`, `roi`, the data,
 training and machine.
 
     python bench/dreaming.py
@@ -25,15 +31,18 @@ from dataclasses import dataclass, asdict, field
 from pathlib import Path
 from typing import Annotated
 import numpy as np
+import pandas as pd
 import torch
 from safetensors.torch import save_file, load_file
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
-from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, record_trajectories,
-                                 train_world_model, open_loop_accuracy, planner_roi, register_planner)
-from genome_lab.policies import load_pufferlib_policy
+from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, DistillConfig, record_trajectories,
+                                 train_world_model, open_loop_accuracy, planner_roi, register_planner, distill,
+                                 register_distilled, head_to_head, sign_test)
+from genome_lab.policies import LinearLSTM, load_pufferlib_policy
 from genome_lab.registry import Registry
 from genome_lab.seasons import SeasonConfig, arena_plan
 from genome_lab.tournament import run_tournament
+from scipy.stats import ttest_1samp
 
 @dataclass
 class DreamingOptions:
@@ -45,6 +54,7 @@ class DreamingOptions:
     train_seeds: Annotated[str, 'seeds of the training games, comma-separated'] = '1,2'
     heldout_seed: Annotated[int, 'seed of the held-out games'] = 3
     world: WorldConfig = field(default_factory=WorldConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
     plan_beam: Annotated[int, "the tournament planner's beam"] = 2
     plan_horizon: Annotated[int, "the tournament planner's horizon"] = 6
     roi_beams: Annotated[str, 'beams of the return-against-compute grid'] = '1,4'
@@ -52,10 +62,10 @@ class DreamingOptions:
     roi_gates: Annotated[str, "gated planners' gates (death probabilities), at the tournament planner's size"] = '0.1'
     roi_steps: Annotated[int, 'steps per point of the grid (18 snakes)'] = 150
     tournament_seed: Annotated[int, 'seed of the tournament'] = 0
-    check_seeds: Annotated[str, 'seeds of further tournaments of the same entrants (a check), comma-separated'] = '1,2'
+    check_seeds: Annotated[str, 'seeds of further tournaments of the same entrants (a check), comma-separated'] = '1,2,3,4'
     snake_steps: Annotated[int, "steps per tournament game (0: the season's)"] = 0
     max_meetings: Annotated[int, "games until the top is stable or every pair met this often (0: the season's)"] = 0
-    work: Annotated[str, 'folder of the trained world model (resume); default: a temporary folder'] = ''
+    work: Annotated[str, 'folder of the trained world model, ROI grid, student and tournaments (resume); default: a temporary folder'] = ''
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'dreaming.json')
 
 ARENA = dict(width=80, height=48, num_food=200) # the season's snake map (SeasonConfig)
@@ -74,9 +84,48 @@ def world_model(o:DreamingOptions, work:Path, train)->tuple: # (WorldModel, trai
     save_file(m.state_dict(), path); atomic_write_json(meta, rec)
     return m, rec
 
-def tournament(o:DreamingOptions, root:Path, planner:DreamPlanner, accuracy:dict, seed:int)->dict: # a `planner` entry
-    reg = Registry(root)
+def roi_grid(o:DreamingOptions, work:Path, model:WorldModel, prior, roi_map:dict)->list: # [{beam, horizon, gate, ...}]
+    """PufferSnake, then the planner at every beam and horizon of the grid and gated, on one map (`planner_roi`); kept in
+    `work` and read back from there when a run with the same model and settings measured it (resume)."""
+    done = work/'roi.json'
+    key = dict(world=asdict(o.world), beams=o.roi_beams, horizons=o.roi_horizons, gates=o.roi_gates, steps=o.roi_steps,
+               beam=o.plan_beam, horizon=o.plan_horizon, seed=o.tournament_seed, arena=roi_map)
+    if done.exists() and (got := json.loads(done.read_text()))['key'] == key: return got['roi']
+    roi = [dict(beam=0, horizon=0, gate=0.0, **planner_roi(prior, o.tournament_seed, o.roi_steps, **roi_map))]
+    grid = [(b, h, 0.0) for b in ints(o.roi_beams) for h in ints(o.roi_horizons)]
+    for b, h, g in grid + [(o.plan_beam, o.plan_horizon, float(g)) for g in o.roi_gates.split(',') if g]:
+        p = DreamPlanner.from_parts(model, prior, beam=b, horizon=h, gate=g)
+        got = planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)
+        roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **got))
+        print(roi[-1], flush=True)
+    atomic_write_json(done, dict(key=key, roi=roi))
+    return roi
+
+def student_of(o:DreamingOptions, work:Path, planner:DreamPlanner, train)->tuple: # (LinearLSTM, DAgger history)
+    "The planner distilled (`distill`) on `train`, or read back from `work` if a run with the same settings stored it."
+    path, meta = work/'student.safetensors', work/'student.json'
+    key = dict(world=asdict(o.world), distill=asdict(o.distill), beam=o.plan_beam, horizon=o.plan_horizon,
+               data=[o.styles, o.per_style, o.steps, o.train_seeds])
+    if path.exists() and json.loads(meta.read_text())['key'] == key:
+        s = LinearLSTM(**planner.prior.config); s.load_state_dict(load_file(path))
+        return s.eval(), pd.DataFrame(json.loads(meta.read_text())['rounds'])
+    t0 = time.perf_counter()
+    s, hist = distill(planner, train, o.distill, **ARENA)
+    print(hist.round(4).to_string(index=False), f"distilled in {time.perf_counter() - t0:.0f} s", sep='\n', flush=True)
+    save_file(s.state_dict(), path); atomic_write_json(meta, dict(key=key, rounds=hist.to_dict('records')))
+    return s, hist
+
+def tournament(o:DreamingOptions, work:Path, planner:DreamPlanner, student, accuracy:dict, seed:int)->dict:
+    """One season tournament of the founders, the planner genome and its distilled student in a fresh registry: the
+    `planner` entry, kept in `work` and read back from there when a run with the same settings played it (resume)."""
+    done = work/f'tournament-{seed}.json'
+    key = dict(world=asdict(o.world), distill=asdict(o.distill), beam=o.plan_beam, horizon=o.plan_horizon,
+               data=[o.styles, o.per_style, o.steps, o.train_seeds], snake_steps=o.snake_steps,
+               max_meetings=o.max_meetings)
+    if done.exists() and (got := json.loads(done.read_text()))['key'] == key: return got['entry']
+    reg = Registry(work/f'registry-{seed}-{time.time_ns()}')
     g = register_planner(reg, planner, 'DreamPlanner', world_model=accuracy)
+    d = register_distilled(reg, student, 'DreamStudent', g.id, **asdict(o.distill))
     puffer = reg.by_name('PufferSnake')
     season = SeasonConfig(**{k: v for k in ('snake_steps', 'max_meetings') if (v := getattr(o, k))})
     kw, _ = arena_plan(season, 'snake')
@@ -86,12 +135,31 @@ def tournament(o:DreamingOptions, root:Path, planner:DreamPlanner, accuracy:dict
     board = t.leaderboard[['name', 'mu', 'sigma', 'ordinal', 'score', 'games']]
     print(f"tournament at seed {seed}: {len(t.games)} games in {time.perf_counter() - t0:.0f} s",
           board.round(3).to_string(index=False), sep='\n', flush=True)
-    return dict(ordinal=float(row.ordinal[g.id]), mu=float(row.mu[g.id]), sigma=float(row.sigma[g.id]),
+    ids = json.loads(reg.db.execute('SELECT settings FROM evaluations WHERE id=?', (t.evaluation,)).fetchone()[0])['ids']
+    h2h = lambda a, b: head_to_head(t.games, t.results, ids.index(a), ids.index(b))
+    entry = dict(ordinal=float(row.ordinal[g.id]), mu=float(row.mu[g.id]), sigma=float(row.sigma[g.id]),
                 games=int(row.games[g.id]), puffersnake_ordinal=float(row.ordinal[puffer]),
                 puffersnake_mu=float(row.mu[puffer]), puffersnake_sigma=float(row.sigma[puffer]),
+                distilled_ordinal=float(row.ordinal[d.id]), distilled_mu=float(row.mu[d.id]),
+                distilled_sigma=float(row.sigma[d.id]), distilled_games=int(row.games[d.id]),
+                head_to_head=dict(planner_vs_puffersnake=h2h(g.id, puffer), distilled_vs_puffersnake=h2h(d.id, puffer),
+                                  planner_vs_distilled=h2h(g.id, d.id)),
                 beam=o.plan_beam, horizon=o.plan_horizon, seconds=time.perf_counter() - t0,
                 leaderboard=board.to_dict('records'), tournament={**kw, 'until_stable': asdict(kw['until_stable'])},
                 seed=seed)
+    atomic_write_json(done, dict(key=key, entry=entry))
+    return entry
+
+def significance(ratings:list)->dict:
+    """The planner's lead over PufferSnake across independent tournaments (`ratings`, one `planner` entry each): the
+    mean gap in mu with its standard error and one-sample t-test over tournaments, and the sign test of all their
+    head-to-head games pooled."""
+    gaps = np.array([r['mu'] - r['puffersnake_mu'] for r in ratings])
+    pooled = {k: sum(r['head_to_head']['planner_vs_puffersnake'][k] for r in ratings) for k in ('wins', 'losses', 'ties')}
+    se = float(gaps.std(ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else None
+    return dict(tournaments=len(gaps), mu_gaps=gaps.tolist(), mean_mu_gap=float(gaps.mean()), se=se,
+                t_p_value=float(ttest_1samp(gaps, 0).pvalue) if len(gaps) > 1 else None,
+                head_to_head=pooled, sign_p_value=sign_test(pooled['wins'], pooled['losses']))
 
 def main():
     ap = config_parser(DreamingOptions, description=__doc__.splitlines()[0])
@@ -114,17 +182,20 @@ def main():
             print(f"k={k}: model {v['model']:.4f}, copy-last-frame {v['baseline']:.4f} (n={v['n']})")
         prior = load_pufferlib_policy('snake')
         roi_map = dict(ARENA, num_snakes=18)
-        roi = [dict(beam=0, horizon=0, gate=0.0, **planner_roi(prior, o.tournament_seed, o.roi_steps, **roi_map))]
-        grid = [(b, h, 0.0) for b in ints(o.roi_beams) for h in ints(o.roi_horizons)]
-        for b, h, g in grid + [(o.plan_beam, o.plan_horizon, float(g)) for g in o.roi_gates.split(',') if g]:
-            p = DreamPlanner.from_parts(model, prior, beam=b, horizon=h, gate=g)
-            got = planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)
-            roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **got))
-            print(roi[-1], flush=True)
+        roi = roi_grid(o, work, model, prior, roi_map)
         planner = DreamPlanner.from_parts(model, prior, beam=o.plan_beam, horizon=o.plan_horizon)
-        rate = lambda seed: tournament(o, work/f'registry-{seed}-{time.time_ns()}', planner, acc, seed)
+        student, dagger = student_of(o, work, planner, train)
+        compute = {name: planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)
+                   for name, p in (('puffersnake', prior), ('planner', planner), ('distilled', student))}
+        print({k: round(v['ms_per_step'], 4) for k, v in compute.items()}, flush=True)
+        rate = lambda seed: tournament(o, work, planner, student, acc, seed)
         rating, checks = rate(o.tournament_seed), [rate(s) for s in (ints(o.check_seeds) if o.check_seeds else [])]
-    record = dict(world_model=acc, planner=rating, planner_checks=checks, roi=roi,
+    gains = [(r['distilled_ordinal'] - r['puffersnake_ordinal']) / gap if (gap := r['ordinal'] - r['puffersnake_ordinal']) > 0
+             else None for r in [rating] + checks]   # the share of the planner's gain the student kept (none: no gain)
+    rating |= dict(kept_gain=gains[0], compute=compute)
+    record = dict(world_model=acc, planner=rating, planner_checks=checks, significance=significance([rating] + checks),
+                  distillation=dict(settings=asdict(o.distill), rounds=dagger.to_dict('records'), kept_gain=gains),
+                  roi=roi,
                   roi_settings=dict(roi_map, steps=o.roi_steps),
                   data=dict(styles=styles, per_style=o.per_style, steps=o.steps, train_seeds=ints(o.train_seeds),
                             heldout_seed=o.heldout_seed, arena=ARENA, train_trajectories=len(train),
@@ -135,7 +206,9 @@ def main():
     for r in [rating] + checks:
         print(f"seed {r['seed']}: planner ordinal {r['ordinal']:.2f} (mu {r['mu']:.2f}, sigma {r['sigma']:.2f}, "
               f"{r['games']} games); PufferSnake {r['puffersnake_ordinal']:.2f} (mu {r['puffersnake_mu']:.2f}, "
-              f"sigma {r['puffersnake_sigma']:.2f}); gap {r['ordinal'] - r['puffersnake_ordinal']:+.2f}")
+              f"sigma {r['puffersnake_sigma']:.2f}); gap {r['ordinal'] - r['puffersnake_ordinal']:+.2f}; distilled "
+              f"{r['distilled_ordinal']:.2f}; head to head {r['head_to_head']}")
+    print(f"significance: {record['significance']}")
     print(f"wrote {o.out}")
 
 if __name__ == '__main__': main()

@@ -1,4 +1,4 @@
-"""A snake world model learned from recorded games, dreams as a gymnasium vector env, and a beam-search planner over it with PufferSnake as prior, played as a genome.
+"""A snake world model learned from recorded games, dreams as a gymnasium vector env, and a beam-search planner over it with PufferSnake as prior, played as a genome and distilled (DAgger) into a fast one.
 
 Docs: https://genome-lab.github.io/genome_lab/dreaming.html.md"""
 
@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/dreaming.html.md"""
 
 # %% ../nbs/23_dreaming.ipynb #9e97ee8c
 from __future__ import annotations
-import json, time
+import json, math, time
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -18,13 +18,16 @@ from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS, import_gymnasium
 from .policies import Policy, LinearLSTM, load_pufferlib_policy
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders
+from .streaming import Canvas, view_colours, BACK, PANEL, INK, DIM, HEADER
 gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints
 
 
 # %% auto #0
-__all__ = ['gym', 'CODES', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel',
-           'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames',
-           'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner']
+__all__ = ['gym', 'CODES', 'DREAM_WRONG', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view',
+           'WorldModel', 'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy',
+           'start_frames', 'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner',
+           'planner_labels', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill',
+           'register_distilled', 'sign_test', 'head_to_head', 'render_dream']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes
@@ -332,3 +335,159 @@ def register_planner(reg:Registry, planner:DreamPlanner, name:str, status:str='c
     g = Genome(name=name, type='hybrid', arena='snake', arch=planner.arch, config=planner.config, source='planner',
                parents=[dict(id=puffer, relation='merge')], description=json.dumps(rec))
     return reg.add(g, planner.state_dict(), status=status)
+
+# %% ../nbs/23_dreaming.ipynb #dd8fe762
+@torch.inference_mode()
+def planner_labels(planner:DreamPlanner, obs, state, moves=None)->tuple: # (labels (n,) int64, planner state)
+    """The planner's moves for views `obs` (n, 11, 11); its world latent then advances with `moves` (n,) (the moves
+    played, when someone else drives) instead of its own."""
+    obs = torch.as_tensor(np.asarray(obs))
+    logits, (ph, pc, wh) = planner(obs, state)
+    labels = logits.argmax(-1)
+    if moves is not None: wh = planner.world.step(onehot_view(obs), torch.as_tensor(np.asarray(moves)), state[2])[0]
+    return labels, (ph, pc, wh)
+
+# %% ../nbs/23_dreaming.ipynb #64cb6516
+@torch.inference_mode()
+def _greedy_moves(policy:Policy, obs)->np.ndarray: # (n, T) int64: `policy`'s greedy moves along sequences obs (n, T, 11, 11)
+    state, out = policy.initial_state(len(obs)), []
+    for t in range(obs.shape[1]):
+        a, state = policy.act(obs[:, t], state)
+        out.append(a.astype(np.int64))
+    return np.stack(out, 1)
+
+# %% ../nbs/23_dreaming.ipynb #24e25dde
+def label_trajectories(planner:DreamPlanner, data:Trajectories,
+                       steps:int|None=None)->tuple: # obs (N, steps, 11, 11) int8, labels (N, steps) int64
+    "The planner's move at every step (the first `steps`; all if None) of stored `data`, its latent following the recorded moves."
+    T = data.obs.shape[1] if steps is None else min(steps, data.obs.shape[1])
+    state, labels = planner.initial_state(len(data)), []
+    for t in range(T):
+        lab, state = planner_labels(planner, data.obs[:, t], state, data.action[:, t])
+        labels.append(lab)
+    return data.obs[:, :T], torch.stack(labels, 1).numpy()
+
+# %% ../nbs/23_dreaming.ipynb #909a4ad7
+@torch.inference_mode()
+def dagger_game(student:Policy, planner:DreamPlanner, seed:int, steps:int, **arena_kwargs)->tuple: # obs, labels, moves
+    """One DAgger game: `student` drives every snake of one `SnakeArena` map (greedy) for `steps` steps and the planner
+    labels each view; obs (n, steps, 11, 11) int8, labels and the student's moves (n, steps) int64."""
+    arena = SnakeArena(**arena_kwargs)
+    try:
+        obs = arena.reset(seed)
+        s_state, p_state, out = student.initial_state(arena.num_agents), planner.initial_state(arena.num_agents), []
+        for _ in range(steps):
+            a, s_state = student.act(obs, s_state)
+            lab, p_state = planner_labels(planner, obs, p_state, a)
+            out.append((np.asarray(obs, np.int8).copy(), lab.numpy(), a.astype(np.int64)))
+            obs, _, _ = arena.step(a)
+    finally: arena.close()
+    return tuple(np.stack(x, 1) for x in zip(*out))
+
+# %% ../nbs/23_dreaming.ipynb #82aea2f2
+@dataclass
+class DistillConfig:
+    "Settings of distilling a planner into a fast policy with DAgger."
+    rounds: int = 3 # DAgger rounds after the stored trajectories: the student drives, the planner labels
+    stored_steps: int = 1000 # the first steps of each stored trajectory that the planner labels (round 0)
+    snakes: int = 18 # snakes on a round's map, all driven by the student
+    game_steps: int = 300 # steps of a round's game
+    epochs: int = 3 # passes over every labelled game after each round
+    bptt: int = 50 # steps per gradient step (truncated backpropagation through time)
+    imitation_lr: float = 3e-5 # Adam's learning rate (3e-4 moved the student away from its labels at first)
+    dagger_seed: int = 0 # round r plays the map of dagger_seed + r
+
+# %% ../nbs/23_dreaming.ipynb #986ab13f
+def imitate(student:LinearLSTM, games:list, cfg:DistillConfig)->list: # mean loss of each epoch
+    """Train `student` to play the labels of `games` [(obs (n, T, 11, 11), labels (n, T), ...)]: each game's sequences
+    unrolled from the student's initial state, cross-entropy of its logits against the labels, Adam every `bptt`."""
+    opt, losses = torch.optim.Adam(student.parameters(), lr=cfg.imitation_lr), []
+    student.train()
+    for _ in range(cfg.epochs):
+        total, n = 0.0, 0
+        for obs, labels, *_ in games:
+            obs, labels = torch.as_tensor(obs), torch.as_tensor(labels)
+            state = student.initial_state(len(obs))
+            for t0 in range(0, obs.shape[1], cfg.bptt):
+                steps, loss = range(t0, min(t0 + cfg.bptt, obs.shape[1])), 0.0
+                for t in steps:
+                    logits, state = student(obs[:, t], state)
+                    loss = loss + F.cross_entropy(logits, labels[:, t])
+                opt.zero_grad(); (loss / len(steps)).backward(); opt.step()
+                state = tuple(s.detach() for s in state)
+                total, n = total + loss.item(), n + len(steps)
+        losses.append(total / n)
+    return losses
+
+# %% ../nbs/23_dreaming.ipynb #dc441e6d
+def distill(planner:DreamPlanner, data:Trajectories|None, cfg:DistillConfig=DistillConfig(),
+            **arena_kwargs)->tuple: # (student LinearLSTM, history DataFrame: one row per round)
+    """DAgger: a copy of the planner's prior imitates the planner's labels of stored trajectories `data` (round 0; none
+    if None), then `cfg.rounds` times drives a map of `cfg.snakes` snakes (`arena_kwargs`) that the planner labels,
+    and is trained on all games so far. A round's `agreement` is the fraction of the student's moves in its game (or on
+    the stored trajectories) equal to the planner's, before that round's training; `after` the same, after it."""
+    torch.manual_seed(cfg.dagger_seed)
+    student = LinearLSTM(**planner.prior.config); student.load_state_dict(planner.prior.state_dict())
+    games, hist = [], []
+    agreement = lambda g: float((_greedy_moves(student, g[0]) == g[1]).mean())
+    for r in range(cfg.rounds + 1):
+        if r == 0 and data is None: continue
+        game = label_trajectories(planner, data, cfg.stored_steps) if r == 0 else \
+            dagger_game(student, planner, cfg.dagger_seed + r, cfg.game_steps, num_snakes=cfg.snakes, **arena_kwargs)
+        before = agreement(game)
+        games.append(game)
+        loss = imitate(student, games, cfg)
+        hist.append(dict(round=r, agent_steps=game[1].size, agreement=before, after=agreement(game), loss=loss[-1]))
+    return student.eval(), pd.DataFrame(hist)
+
+# %% ../nbs/23_dreaming.ipynb #f7d48a11
+def register_distilled(reg:Registry, student:LinearLSTM, name:str, planner:str, # the planner genome's id (teacher)
+                       status:str='candidate', **extra)->Genome:
+    """Register a distilled `student` as a snake genome (type 'rl', source 'distilled'): parents the planner genome
+    (relation 'distilled') and the registry's PufferSnake, whose weights it started from (relation 'finetune');
+    `extra` goes into its description (the DAgger settings, say)."""
+    puffer = seed_founders(reg)['PufferSnake']
+    g = Genome(name=name, type='rl', arena='snake', arch=student.arch, config=student.config, source='distilled',
+               parents=[dict(id=planner, relation='distilled'), dict(id=puffer, relation='finetune')],
+               description=json.dumps(extra))
+    return reg.add(g, student.state_dict(), status=status)
+
+# %% ../nbs/23_dreaming.ipynb #0fe82735
+def sign_test(wins:int, losses:int)->float: # two-sided p-value
+    """The exact sign test of `wins` against `losses` (ties left out): twice the binomial tail at p = 1/2 (as scipy's
+    `binomtest`, without importing scipy.stats, a second and a half); 1.0 when none was decided."""
+    n, k = int(wins + losses), int(min(wins, losses))
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
+
+# %% ../nbs/23_dreaming.ipynb #afd8fc3a
+def head_to_head(games:list, results:list, a:int, b:int)->dict: # {'wins', 'losses', 'ties', 'p_value'}
+    """Games (a tournament's `games` and `results`) where entrants `a` and `b` (indices into its ids) both played: how
+    often `a` finished above `b` (ranks, 0 = best), below, level; the sign test's two-sided p-value of wins against
+    losses (`sign_test`)."""
+    won = lost = tied = 0
+    for g, r in zip(games, results):
+        if a in g and b in g:
+            ra, rb = r.ranks[list(g).index(a)], r.ranks[list(g).index(b)]
+            won, lost, tied = won + (ra < rb), lost + (ra > rb), tied + (ra == rb)
+    return dict(wins=int(won), losses=int(lost), ties=int(tied), p_value=sign_test(won, lost))
+
+# %% ../nbs/23_dreaming.ipynb #7a9968f8
+DREAM_WRONG = (230, 40, 40) # the mark on a dreamt cell that differs from the real one
+
+def render_dream(canvas:Canvas, real:np.ndarray, dream:np.ndarray, # (11, 11) int8 cell codes: a real view, its dream
+                 caption:str='dream vs real')->Canvas:
+    """Draw a real snake view and the `WorldModel`'s dream of it side by side on `canvas` (90_streaming's `Canvas`,
+    colours and `view_colours`), each dreamt cell that differs from the real one marked, the share right below."""
+    canvas.fill(0, 0, canvas.width, canvas.height, BACK)
+    canvas.fill(0, 0, canvas.width, HEADER, PANEL)
+    canvas.text(12, 8, caption, 18, INK)
+    s = max(2, min((canvas.width - 36) // (2 * SNAKE_VIEW), (canvas.height - HEADER - 64) // SNAKE_VIEW) & ~1)
+    y, xs = HEADER + 30, [12, (24 + SNAKE_VIEW * s) & ~1]
+    for x, name, view in zip(xs, ('real', 'dream'), (real, dream)):
+        canvas.text(x, HEADER + 6, name, 15, DIM)
+        canvas.cells(x, y, view_colours(view), s, gap=1, gap_colour=BACK)
+    m = max(2, s // 3) & ~1
+    for r, c in np.argwhere(np.asarray(real) != np.asarray(dream)):
+        canvas.fill(xs[1] + c*s + (s - m) // 2, y + r*s + (s - m) // 2, m, m, DREAM_WRONG)
+    canvas.text(12, y + SNAKE_VIEW * s + 8, f'{(np.asarray(real) == np.asarray(dream)).mean():.0%} of the cells dreamt right', 15, INK)
+    return canvas

@@ -26,7 +26,7 @@ __all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS'
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
-RELATIONS = ('clone', 'finetune', 'merge', 'mutation', 'crossover', 'cluster', 'player', 'self-play')
+RELATIONS = ('clone', 'finetune', 'merge', 'mutation', 'crossover', 'cluster', 'player', 'self-play', 'distilled')
 FORMAT = 'genome_lab/1'
 
 class GenomeFormatError(ValueError):

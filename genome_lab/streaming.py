@@ -22,9 +22,9 @@ from .registry import NAME_MAX
 __all__ = ['STAMP_COLS', 'STAMP_ROWS', 'STAMP_CELL', 'GENOME_COLOURS', 'MAP_COLOURS', 'INK', 'DIM', 'PANEL', 'BACK', 'MOVE_NAMES',
            'HEADER', 'SIDEBAR', 'FEED', 'rgb_to_yuv', 'yuv_of', 'text_mask', 'Sprite', 'sprite', 'text_sprite',
            'Canvas', 'stamp_bits', 'draw_stamp', 'read_stamp', 'SnakeFrame', 'snake_mind', 'snake_frame',
-           'genome_colours', 'Scene', 'scene_of', 'longest_snakes', 'leaderboard_rows', 'render_snake', 'kill_events',
-           'tetris_boards', 'render_tetris', 'render_creatures', 'EncoderConfig', 'LiveEncoder', 'JpegEncoder',
-           'write_clip', 'video_html']
+           'genome_colours', 'Scene', 'scene_of', 'longest_snakes', 'leaderboard_rows', 'view_colours', 'render_snake',
+           'kill_events', 'tetris_boards', 'render_tetris', 'render_creatures', 'EncoderConfig', 'LiveEncoder',
+           'JpegEncoder', 'write_clip', 'video_html']
 
 # %% ../nbs/90_streaming.ipynb #921d90e4
 def rgb_to_yuv(rgb)->np.ndarray: # (..., 3) uint8: Y, U (Cb), V (Cr)
@@ -336,6 +336,14 @@ def _draw_board(canvas, frame, scene, top:int=10)->int: # y below the board
         y += 20
     return y + 8
 
+def view_colours(view:np.ndarray, # (11, 11) int8 cell codes of a snake's observation
+                 head=(255, 255, 255))->np.ndarray: # (11, 11, 3) uint8 YUV, for `Canvas.cells`
+    "Colours of a snake's view as the mind overlay draws it: the map's colours, snakes grey, its own head (the centre) in `head`."
+    own = rgb_to_yuv(np.concatenate([np.array([MAP_COLOURS[k] for k in range(4)], np.uint8),
+                                     np.array([(120, 120, 120)] * 4, np.uint8)]))[np.clip(view, 0, 7).astype(int)]
+    own[SNAKE_VISION, SNAKE_VISION] = rgb_to_yuv(np.asarray(head, np.uint8))
+    return own
+
 def _draw_mind(canvas, frame, scene, y:int):
     x0 = canvas.width - SIDEBAR + 12
     canvas.text(x0, y, 'MIND', 13, DIM)
@@ -344,11 +352,7 @@ def _draw_mind(canvas, frame, scene, y:int):
     g = scene.genome[a]
     canvas.text(x0 + 48, y, f'{scene.names[g]}  snake {a}  length {frame.length[a]}', 13, scene.colours[g])
     y += 22
-    view = frame.views[a]
-    own = rgb_to_yuv(np.concatenate([np.array([MAP_COLOURS[k] for k in range(4)], np.uint8),
-                                     np.array([(120, 120, 120)] * 4, np.uint8)]))[np.clip(view, 0, 7).astype(int)]
-    own[SNAKE_VISION, SNAKE_VISION] = rgb_to_yuv(scene.colours[g])
-    canvas.cells(x0, y, own, 10, gap=1, gap_colour=BACK)
+    canvas.cells(x0, y, view_colours(frame.views[a], scene.colours[g]), 10, gap=1, gap_colour=BACK)
     bx = x0 + SNAKE_VIEW * 10 + 16
     for k, (name, p) in enumerate(zip(MOVE_NAMES, frame.probs[a])):
         yy = y + 4 + 22*k

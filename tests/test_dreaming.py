@@ -40,14 +40,17 @@ def test_bench_writes_the_issue_keys(tmp_path):
     args = ['--styles', 'random,farmer', '--per-style', '1', '--steps', '30', '--train-seeds', '1', '--updates', '2',
             '--context', '2', '--horizon', '3', '--hidden', '16', '--embed', '16', '--roi-beams', '1',
             '--roi-horizons', '1', '--roi-gates', '0.5', '--roi-steps', '2', '--plan-beam', '1', '--plan-horizon', '1',
-            '--snake-steps', '5', '--check-seeds', '4', '--max-meetings', '1', '--out', str(out)]
+            '--snake-steps', '5', '--check-seeds', '4', '--max-meetings', '1', '--rounds', '1', '--snakes', '3',
+            '--game-steps', '3', '--epochs', '1', '--bptt', '2', '--out', str(out)]
     subprocess.run([sys.executable, ROOT/'bench'/'dreaming.py', *args], capture_output=True, text=True, check=True,
                    env=os.environ | {'OMP_NUM_THREADS': '1'})
     r = json.loads(out.read_text())
     assert set(r['world_model']) == {'1', '5', '15'}
     assert all(0 <= v[k] <= 1 for v in r['world_model'].values() for k in ('model', 'baseline'))
-    assert {'ordinal', 'puffersnake_ordinal'} <= set(r['planner'])
-    assert {row['name'] for row in r['planner']['leaderboard']} >= {'DreamPlanner', 'PufferSnake'}
+    assert {'ordinal', 'puffersnake_ordinal', 'distilled_ordinal'} <= set(r['planner'])
+    assert {row['name'] for row in r['planner']['leaderboard']} >= {'DreamPlanner', 'PufferSnake', 'DreamStudent'}
+    assert set(r['planner']['compute']) == {'puffersnake', 'planner', 'distilled'}
+    assert [d['round'] for d in r['distillation']['rounds']] == [0, 1] and r['significance']['tournaments'] == 2
     assert [c['seed'] for c in r['planner_checks']] == [4] and r['planner']['seed'] == 0
     assert [(q['beam'], q['horizon'], q['gate']) for q in r['roi']] == [(0, 0, 0), (1, 1, 0), (1, 1, 0.5)]
     assert r['roi'][1]['searched'] == 1 and 0 <= r['roi'][2]['searched'] <= 1
