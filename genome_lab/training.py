@@ -456,9 +456,14 @@ class PPORun:
         save_checkpoint(Path(path or self.path), 'ppo', tensors, meta)
 
     def train_for(self, agent_steps:int):
-        "PuffeRL's collect-and-train epochs until `agent_steps` more have been played (nothing kept or checkpointed)."
+        """PuffeRL's collect-and-train epochs until `agent_steps` more have been played (nothing kept or checkpointed).
+        PuffeRL logs on a 0.25 s timer and at its goal: the goal is this share's, so every share ends with a log row
+        whatever the machine's speed."""
         t, goal = self.trainer, self.agent_steps + agent_steps
-        while t.global_step < goal: t.evaluate(); t.train()
+        total, t.config['total_timesteps'] = t.config['total_timesteps'], goal
+        try:
+            while t.global_step < goal: t.evaluate(); t.train()
+        finally: t.config['total_timesteps'] = total
 
     def run(self, until:int|None=None)->pd.DataFrame: # the training log, one row per PuffeRL log
         "Train to `cfg.total_timesteps` (or stop this session at `until` agent-steps, checkpointed), keeping and checkpointing on schedule; closes the run."

@@ -106,6 +106,7 @@ def test_every_preset_names_declared_parameters():
 
 KILLED = """
 import json, os, signal, sys
+import nbformat
 import papermill as pm
 from genome_lab.pipeline import run_pipeline
 from genome_lab.registry import Registry, Genome
@@ -117,6 +118,7 @@ def execute(nb, out, parameters, **kw):
     reg.add(Genome(name='Founder', type='baseline', arena='snake', arch='random', config=dict(num_actions=4), source='t'),
             RandomPolicy(4).state_dict(), status='active')
     if sys.argv[3] == 'kill': os.kill(os.getpid(), signal.SIGKILL)   # half-way through the notebook, as a power cut would
+    nbformat.write(nb, out)   # papermill writes the executed notebook (the run reads its outputs)
 pm.execute_notebook = execute
 run_pipeline(['10_registry'], runs_dir=sys.argv[1], run_id='r', resume=sys.argv[3] == 'resume', progress=False)
 """
