@@ -451,4 +451,5 @@ def play_widget(game:HumanGame, scale:int=24, # pixels per cell of the snake's 1
     pad = W.HBox([buttons['left'], W.VBox([buttons['up'], buttons['down']]), buttons['right']])
     box = W.VBox([W.HBox([mapped, W.VBox([image, pad])]), W.HBox([ticker, stop]), status])
     box.game, box.buttons, box.ticker, box.status, box.image, box.map = game, buttons, ticker, status, image, mapped
+    box.save = stop
     return box

@@ -132,7 +132,7 @@ def test_human_game_step_and_widget(tmp_path):
     ui.ticker.value += 1; ui.ticker.value += 1
     assert g.steps == 7 and 'step 7' in ui.status.value and ui.image.value[:4] == b'\x89PNG'
     with pytest.raises(ValueError, match='0..3'): g.step(4)
-    ui.children[2].children[1].click()  # save session
+    ui.save.click()  # save session
     s = read_session(tmp_path/g.session_id)
     assert s.frame.action.tolist() == [0, 2, 2, 1, 1, 1, 1] and s.meta['kind'] == 'human' and s.player == 'human:ana'
     assert s.meta['closed'] and 'saved session' in ui.status.value and ui.buttons['up'].disabled
