@@ -21,13 +21,15 @@ mode=${1:?usage: gpu_check.sh prepare DIR | run DIR OUT [SECONDS] [RUN ...]}
 DIR=${2:?the folder to prepare or run from}
 # what PuffeRL and genome_lab.core import beyond the CUDA image (gym 0.23.0 has no wheel on PyPI: built here)
 WHEELS="gymnasium==0.29.1 farama-notifications==0.0.4 gym-notices==0.1.0 pyro-ppl==1.9.2 pyro-api==0.1.2
-        opt_einsum==3.4.0 rich_argparse==1.8.0 fastcore==2.2.41"
+        opt_einsum==3.4.0 rich_argparse==1.8.0 fastcore==2.2.41 openskill==6.2.0 zuko==1.6.0"
 
 if [ "$mode" = prepare ]; then
   PY=${GENOME_LAB_PYTHON:-.venv/bin/python}
   mkdir -p "$DIR/wheels"
   bash "$HERE/../tools/build_pufferlib.sh" --source "$PY" "$DIR"
-  "$PY" -m pip download -q --no-deps --only-binary=:all: -d "$DIR/wheels" $WHEELS
+  "$PY" -m pip download -q --no-deps --only-binary=:all: -d "$DIR/wheels" --implementation cp \
+    --python-version "${GPU_PYTHON_VERSION:-3.12}" --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux_2_28_x86_64 --platform any $WHEELS   # for the GPU machine's Python (3.12 in its image)
   "$PY" -m pip wheel -q --no-deps -w "$DIR/wheels" gym==0.23.0
   "$PY" "$HERE/gpu_weights.py" export "$DIR/init_puffersnake.safetensors"
   cp "$HERE/gpu_check.sh" "$HERE/gpu_snake.py" "$HERE/gpu_physics.py" "$DIR/"
@@ -50,6 +52,10 @@ if ! ls "$src"/pufferlib/_C*.so "$src"/pufferlib/ocean/snake/binding*.so >/dev/n
     || { tail -30 "$OUT/build.log"; echo "gpu_check.sh: building PufferLib failed (log above)" >&2; exit 1; }
   echo "gpu_check.sh: PufferLib built in $(( $(date +%s) - t0 )) s (a CUDA _C where nvcc is on PATH)"
 fi
+# the version genome_lab checks (arenas.import_pufferlib_module), which a build in place does not install
+ver=$(basename "$DIR"/pufferlib-*-src.tar.gz -src.tar.gz); ver=${ver#pufferlib-}
+mkdir -p "$src/pufferlib-$ver.dist-info"
+printf 'Metadata-Version: 2.1\nName: pufferlib\nVersion: %s\n' "$ver" > "$src/pufferlib-$ver.dist-info/METADATA"
 export PYTHONPATH="$DIR/site:$src:$(pwd)${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 "$PY" -c 'import torch, pufferlib._C, pufferlib.pufferl, pufferlib.ocean.snake.binding
 print("torch", torch.__version__, "cuda", torch.cuda.is_available() and torch.cuda.get_device_name())'

@@ -10,18 +10,20 @@ Protocol (every setting not named is the default of `ReplicatorConfig` / `PPOCon
   rate annealed over `--ppo-total` agent-steps (the 100M of `bench/ppo_curve.py`'s run, so its curve's schedule is that
   run's), kept and read the same way every `--ppo-keep` agent-steps, trained only as far as the replicator's readings
   need (a tenth of their agent-steps);
-- the runs advance in rounds of `--round` generations (PPO first, then each seed), so a kill leaves every seed at the
+- the runs advance in rounds of `--round` generations (PPO first, then each seed; or all at once in `--workers`
+  processes of one torch thread each), so a kill leaves every seed at the
   same horizon; each round checkpoints every run (a rerun with the same flags resumes) and rewrites --out with
   `seed001_bar`'s verdict on the curves so far. Agent-steps counted: every snake-step of training games (replicator)
   or of PuffeRL's collection (PPO); the readings' games are not counted for either.
 After the rounds (or alone, `--modes-only`) `latent_modes` adds the modes of every seed's mixture at its last checkpoint.
 Writes --out (nbs/measured/seed001_bar.json). Usage: nice -n 10 python bench/seed001_bar.py [--generations 200] [--round 20]
 """
-import datetime, json, math, os, sys, time
+import datetime, json, math, multiprocessing, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Annotated
-import torch
+import psutil, torch
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine, run_lock
 from genome_lab.hypernetwork import ReplicatorConfig, ReplicatorTrainingLoop, seed001_bar, checkpoint_meta
 from genome_lab.training import PPOConfig, PPORun
@@ -40,12 +42,16 @@ class Options:
     ppo_total: Annotated[int, "agent-steps PPO's learning rate is annealed over"] = 100_000_000
     ppo_keep: Annotated[int, 'agent-steps between readings of the PPO run'] = 500_000
     factor: Annotated[float, 'the replicator may spend this many times PPO\'s agent-steps'] = 10.0
+    backbone: Annotated[str, "the hypernetwork's denoiser backbone ('transformer', the default, or 'mlp')"] = 'transformer'
+    max_seconds: Annotated[float, 'start no round that would end after this many seconds (by the last round\'s time); 0: no limit'] = 0.0
+    workers: Annotated[int, 'processes a round runs at once (PPO and every seed; 1: one after another)'] = 1
     run_dir: Annotated[str, 'checkpoints of every run (a rerun resumes them)'] = 'runs/seed001_bar'
     modes_only: Annotated[bool, "only add the latent modes of the runs' last checkpoints to --out?"] = False
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001_bar.json')
 
 def replicator_config(o:Options, seed:int, generations:int)->ReplicatorConfig:
-    return ReplicatorConfig(generations=generations, eval_interval=o.eval_interval, seed=seed)
+    c = ReplicatorConfig(generations=generations, eval_interval=o.eval_interval, seed=seed)
+    return replace(c, hypernet=replace(c.hypernet, backbone=o.backbone))
 
 def ppo_config(o:Options)->PPOConfig:
     return PPOConfig(total_timesteps=o.ppo_total, keep_every=o.ppo_keep)
@@ -60,11 +66,25 @@ def advance_ppo(o:Options, until:int)->list: # the PPO curve, trained (or resume
     else: run.close()
     return run.curve
 
-def advance_replicator(o:Options, seed:int, generations:int)->ReplicatorTrainingLoop:
+def advance_replicator(o:Options, seed:int, generations:int)->list: # the run's curve, trained (or resumed) to `generations`
     d = Path(o.run_dir)/f'seed{seed}'
     loop = ReplicatorTrainingLoop(replicator_config(o, seed, generations), d, resume=(d/'checkpoint.safetensors').exists())
     loop.run(progress=False)
-    return loop
+    return loop.curve
+
+def cpu_seconds()->float: # CPU seconds of this process and its live workers
+    me = psutil.Process()
+    return sum(sum(p.cpu_times()[:2]) for p in [me, *me.children(recursive=True)])
+
+def one_thread(): torch.set_num_threads(1)   # each worker process, as the sequential bench
+
+def advance_round(o:Options, pool, ppo_steps:int, generations:int)->tuple: # (PPO curve, {'seed s': replicator curve})
+    "Advance PPO to `ppo_steps` and every seed to `generations`: in `pool`'s processes at once, or one after another."
+    if pool is None:
+        return advance_ppo(o, ppo_steps), {f'seed {s}': advance_replicator(o, s, generations) for s in range(o.seeds)}
+    ppo = pool.submit(advance_ppo, o, ppo_steps)
+    runs = {f'seed {s}': pool.submit(advance_replicator, o, s, generations) for s in range(o.seeds)}
+    return ppo.result(), {k: f.result() for k, f in runs.items()}
 
 def latent_modes(loop:ReplicatorTrainingLoop, snakes:int=64, seed:int=202)->dict: # the run's mixture components, each decoded and played
     """The modes of a run's latent distribution (its `GaussianMixture`'s components): weight, mean genome, the decoded
@@ -95,23 +115,28 @@ def main():
         res = json.loads(Path(o.out).read_text())
         with run_lock(Path(o.run_dir)/'.lock'): add_modes(o, res)
         return
+    pool = (ProcessPoolExecutor(o.workers, mp_context=multiprocessing.get_context('spawn'), initializer=one_thread)
+            if o.workers > 1 else None)
     with run_lock(Path(o.run_dir)/'.lock'):
         done = [Path(o.run_dir)/f'seed{s}'/'checkpoint.safetensors' for s in range(o.seeds)]
         done = min(checkpoint_meta(p)['generation'] if p.exists() else 0 for p in done)   # a rerun resumes from the rounds done
         if done and Path(o.out).exists(): res['rounds'] = json.loads(Path(o.out).read_text()).get('rounds', [])
+        start = time.perf_counter()
         for g in range(o.round * (done // o.round + 1), o.generations + o.round, o.round):
-            g = min(g, o.generations); t0, c0 = time.perf_counter(), time.process_time()
-            ppo = advance_ppo(o, ppo_until(o, g * per_gen))
-            runs = {f'seed {s}': advance_replicator(o, s, g).curve for s in range(o.seeds)}
+            if o.max_seconds and res['rounds'] and time.perf_counter() - start + res['rounds'][-1]['seconds'] > o.max_seconds:
+                print(f"stopped before generation {g}: --max-seconds {o.max_seconds:g}", flush=True); break
+            g = min(g, o.generations); t0, c0 = time.perf_counter(), cpu_seconds()
+            ppo, runs = advance_round(o, pool, ppo_until(o, g * per_gen), g)
             bar = seed001_bar(runs, ppo, factor=o.factor)
-            res['rounds'].append(dict(generations=g, seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0,
-                                      load=os.getloadavg()))
+            res['rounds'].append(dict(generations=g, seconds=time.perf_counter() - t0, cpu_seconds=cpu_seconds() - c0,
+                                      load=os.getloadavg(), workers=o.workers))
             res.update(generations=g, ppo_curve=ppo, replicator_curves=runs, bar=bar)
             atomic_write_json(o.out, res)
             print(f"generation {g} ({g * per_gen:,} agent-steps; PPO to {ppo[-1]['agent_steps']:,}): " +
                   '; '.join(f"{k} {v['score']:.2f} / PPO {v['ppo_score']:.2f} = {v['ratio']:.3f}" for k, v in bar['per_run'].items()) +
                   f"; mean {bar['mean']:.3f}, 95% interval {bar['ci95'][0]:.3f}-{bar['ci95'][1]:.3f}: {bar['verdict']} "
                   f"({res['rounds'][-1]['seconds']:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
+        if pool is not None: pool.shutdown()
         add_modes(o, res)
 
 def add_modes(o:Options, res:dict): # `latent_modes` of every seed's last checkpoint into --out
