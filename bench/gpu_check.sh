@@ -5,6 +5,8 @@
 #
 #   bash bench/gpu_check.sh prepare DIR          # here (PyPI reachable): everything the GPU machine needs, into DIR
 #   bash DIR/gpu_check.sh run DIR OUT [SECONDS] [RUN ...]   # there, from the repository's root (reads genome_lab.core)
+#   bash DIR/gpu_check.sh run DIR OUT 0                     # there: the build only; then, with
+#     PYTHONPATH=DIR/site:$GPU_BUILD/pufferlib-3.0.0:. a bench such as bench/seed001_bar.py runs (issue 38)
 #
 # prepare: PufferLib's trimmed, patched source (tools/build_pufferlib.sh --source: each env its own random stream,
 #   no -flto, no trained weights), the pure-Python packages PuffeRL imports that a bare CUDA image lacks (as wheels),
@@ -52,9 +54,10 @@ if ! ls "$src"/pufferlib/_C*.so "$src"/pufferlib/ocean/snake/binding*.so >/dev/n
     || { tail -30 "$OUT/build.log"; echo "gpu_check.sh: building PufferLib failed (log above)" >&2; exit 1; }
   echo "gpu_check.sh: PufferLib built in $(( $(date +%s) - t0 )) s (a CUDA _C where nvcc is on PATH)"
 fi
-# the version genome_lab checks (arenas.import_pufferlib_module), which a build in place does not install
+# the version genome_lab checks (arenas.import_pufferlib_module), which a build in place does not install (the sdist's
+# own egg-info says 3.0.0, without the local label, and importlib.metadata would find it first)
 ver=$(basename "$DIR"/pufferlib-*-src.tar.gz -src.tar.gz); ver=${ver#pufferlib-}
-mkdir -p "$src/pufferlib-$ver.dist-info"
+rm -rf "$src"/*.egg-info; mkdir -p "$src/pufferlib-$ver.dist-info"
 printf 'Metadata-Version: 2.1\nName: pufferlib\nVersion: %s\n' "$ver" > "$src/pufferlib-$ver.dist-info/METADATA"
 export PYTHONPATH="$DIR/site:$src:$(pwd)${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 "$PY" -c 'import torch, pufferlib._C, pufferlib.pufferl, pufferlib.ocean.snake.binding
