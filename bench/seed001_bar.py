@@ -42,8 +42,8 @@ class Options:
     ppo_total: Annotated[int, "agent-steps PPO's learning rate is annealed over"] = 100_000_000
     ppo_keep: Annotated[int, 'agent-steps between readings of the PPO run'] = 500_000
     factor: Annotated[float, 'the replicator may spend this many times PPO\'s agent-steps'] = 10.0
-    backbone: Annotated[str, "the hypernetwork's denoiser backbone ('transformer', the default, or 'mlp')"] = 'transformer'
-    max_seconds: Annotated[float, 'start no round that would end after this many seconds (by the last round\'s time); 0: no limit'] = 0.0
+    backbone: Annotated[str, "the hypernetwork's denoiser ('transformer', the default, or 'mlp')"] = 'transformer'
+    max_seconds: Annotated[float, "start no round that would end past this many seconds (0: no limit)"] = 0.0
     workers: Annotated[int, 'processes a round runs at once (PPO and every seed; 1: one after another)'] = 1
     run_dir: Annotated[str, 'checkpoints of every run (a rerun resumes them)'] = 'runs/seed001_bar'
     modes_only: Annotated[bool, "only add the latent modes of the runs' last checkpoints to --out?"] = False
