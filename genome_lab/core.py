@@ -18,7 +18,7 @@ __all__ = ['PRODUCERS', 'SCALARS_DIR', 'atomic_write', 'atomic_write_json', 'con
            'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer',
            'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save',
            'ProducerContext', 'Producer', 'register_producer', 'find_producer', 'producer_names', 'after_season_hooks',
-           'log_scalars', 'read_events', 'tqdm', 'notebooks_dir', 'measured_dir', 'first_sentence']
+           'log_scalars', 'read_events', 'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -330,13 +330,6 @@ def read_events(path:str|Path)->list: # [(tag, step, value)] in the file's order
     return out
 
 # %% ../nbs/03_core.ipynb #876d80de
-def tqdm(*args, **kwargs): # `tqdm.auto.tqdm`'s arguments
-    """`tqdm.auto.tqdm`'s progress bar, off wherever `TQDM_DISABLE` is set (a pipeline run's kernels, 99_pipeline):
-    tqdm's notebook bar ignores it, and an executed notebook would keep the bar half-drawn ('0%')."""
-    from tqdm.auto import tqdm as bar
-    if os.environ.get('TQDM_DISABLE', '').lower() in ('1', 'true'): kwargs['disable'] = True
-    return bar(*args, **kwargs)
-
 def notebooks_dir()->Path:
     "The repository's `nbs/` folder (the package is installed from a clone, editable)."
     d = Path(genome_lab.__file__).resolve().parent.parent/'nbs'
