@@ -16,7 +16,7 @@ import numpy as np
 __all__ = ['PUFFERLIB_VERSION', 'EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPSE', 'SNAKE_WALL',
            'SNAKE_CODES', 'SNAKE_VISION', 'SNAKE_VIEW', 'SNAKE_CELLS', 'SNAKE_INPUT', 'SNAKE_MOVES', 'SNAKE_DR',
            'SNAKE_DC', 'SNAKE_OPPOSITE', 'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState',
-           'import_gymnasium', 'import_pufferlib_module', 'Episodes', 'Arena', 'PufferArena', 'register_arena',
+           'import_gymnasium', 'import_pufferlib_module', 'tqdm', 'Episodes', 'Arena', 'PufferArena', 'register_arena',
            'find_arena', 'arena_version', 'arena_names', 'make_arena', 'view_distances', 'own_body', 'other_snakes',
            'SnakeArena', 'CSnakeStruct', 'TetrisArena', 'CartPoleArena', 'CTetrisStruct', 'rollout_random']
 
@@ -46,6 +46,14 @@ def import_pufferlib_module(name:str): # dotted module name, e.g. `pufferlib.oce
             raise ImportError(f"Cannot import {name}: PufferLib 3.0 with its Ocean envs is required. "
                               "Install it with `bash tools/setup.sh` (it builds PufferLib from its sdist).") from e
         finally: os.chdir(cwd)
+
+# %% ../nbs/00_arenas.ipynb #470bfbb6
+def tqdm(*args, **kwargs): # `tqdm.auto.tqdm`'s arguments
+    """`tqdm.auto.tqdm`'s progress bar, off wherever `TQDM_DISABLE` is set (a pipeline run's kernels, 99_pipeline):
+    tqdm's notebook bar ignores it, and an executed notebook would keep the bar half-drawn ('0%')."""
+    from tqdm.auto import tqdm as bar
+    if os.environ.get('TQDM_DISABLE', '').lower() in ('1', 'true'): kwargs['disable'] = True
+    return bar(*args, **kwargs)
 
 # %% ../nbs/00_arenas.ipynb #d67e2194
 EPISODE_FIELDS = ('agent', 'ret', 'length', 'score', 'lines')

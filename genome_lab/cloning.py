@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from .core import tqdm
-from .arenas import SnakeArena, SNAKE_CELLS
+from .arenas import SnakeArena, SNAKE_CELLS, tqdm
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
 from .registry import Registry, Genome, RegistryError, seed_founders, NAME_MAX
 from .evaluation import evaluate, evaluate_continuous, between_map_sem

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
 # %% ../nbs/03_core.ipynb #3e388884
 from __future__ import annotations
-import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, struct, tempfile, typing
+import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, struct, tempfile, time, typing
 from importlib import metadata
 from pathlib import Path
 from fastcore.docments import docments
@@ -18,7 +18,7 @@ __all__ = ['PRODUCERS', 'SCALARS_DIR', 'atomic_write', 'atomic_write_json', 'con
            'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer',
            'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save',
            'ProducerContext', 'Producer', 'register_producer', 'find_producer', 'producer_names', 'after_season_hooks',
-           'log_scalars', 'read_events', 'tqdm', 'notebooks_dir', 'measured_dir', 'first_sentence']
+           'log_scalars', 'read_events', 'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -293,8 +293,9 @@ def producer_names()->list: # sorted
     return sorted(set(PRODUCERS) | set(_producer_entry_points()))
 
 def after_season_hooks()->list: # [fn(registry, season)], in entry-point name order
-    """What runs once a season has closed: the entry points of the `genome_lab.after_season` group (92_highlights
-    cuts the season's highlights), loaded."""
+    """What runs at the end of each season, once its selections are made and before its row is written (85_seasons'
+    `run_season`, each hook a recorded step; one that raises is reported and passed over): the entry points of the
+    `genome_lab.after_season` group (92_highlights cuts the season's highlights), loaded."""
     return [e.load() for e in sorted(metadata.entry_points(group='genome_lab.after_season'), key=lambda e: e.name)]
 
 # %% ../nbs/03_core.ipynb #73d7a0cf
@@ -306,13 +307,14 @@ def log_scalars(root:str|Path, # a registry folder
                 rows:list, # dicts, one per step: namespaced scalars (keys with a '/') and the step
                 step:str)->Path: # the key of `rows` holding the step (an epoch, agent steps); returns the run's folder
     """Append `rows` to the run's TensorBoard event files (tensorboardX's `SummaryWriter`): the one home of every
-    producer's scalars. Keys with a '/' are the scalars; missing and non-finite values are left out."""
+    producer's scalars. Keys with a '/' are the scalars; missing and non-finite values are left out. Each call writes
+    a file of its own, named by the time to the nanosecond: the files sort in the order written."""
     from tensorboardX import SummaryWriter
     path = Path(root)/SCALARS_DIR/producer/run
     points = [(k, float(v), int(r[step])) for r in rows for k, v in r.items()
               if '/' in k and v is not None and math.isfinite(float(v))]
     if not points: return path   # nothing new (a repeated round): no empty event file
-    with SummaryWriter(logdir=str(path)) as w:
+    with SummaryWriter(logdir=str(path), filename_suffix=f'.{time.time_ns()}') as w:   # not the second's name: reused
         for k, v, s in points: w.add_scalar(k, v, s)
     return path
 
@@ -330,13 +332,6 @@ def read_events(path:str|Path)->list: # [(tag, step, value)] in the file's order
     return out
 
 # %% ../nbs/03_core.ipynb #876d80de
-def tqdm(*args, **kwargs): # `tqdm.auto.tqdm`'s arguments
-    """`tqdm.auto.tqdm`'s progress bar, off wherever `TQDM_DISABLE` is set (a pipeline run's kernels, 99_pipeline):
-    tqdm's notebook bar ignores it, and an executed notebook would keep the bar half-drawn ('0%')."""
-    from tqdm.auto import tqdm as bar
-    if os.environ.get('TQDM_DISABLE', '').lower() in ('1', 'true'): kwargs['disable'] = True
-    return bar(*args, **kwargs)
-
 def notebooks_dir()->Path:
     "The repository's `nbs/` folder (the package is installed from a clone, editable)."
     d = Path(genome_lab.__file__).resolve().parent.parent/'nbs'

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import save as st_save, load as st_load
-from .core import tqdm
+from .arenas import tqdm
 import av
 from IPython.display import Image
 from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, simulate, pellet_course,

@@ -22,15 +22,13 @@ __all__ = ['RUN_COLOURS', 'DASHBOARD_STYLE', 'DASHBOARD_SCRIPT', 'router', 'read
 
 # %% ../nbs/87_dashboard.ipynb #0cc2e0cc
 def read_scalars(root:str|Path)->dict: # {producer: {run: {tag: [(step, value)] by step}}}
-    "Every producer's runs under the registry folder `root` (`<root>/scalars/<producer>/<run>/`), with their scalars."
+    """Every producer's runs under the registry folder `root` (`<root>/scalars/<producer>/<run>/`), with their scalars.
+    A step written again (a producer's round killed after it logged, then resumed) keeps its last value."""
     out = {}
-    for f in sorted(Path(root, SCALARS_DIR).glob('*/*/events.out.tfevents.*')):
+    for f in sorted(Path(root, SCALARS_DIR).glob('*/*/events.out.tfevents.*')):   # in the order written (`log_scalars`)
         tags = out.setdefault(f.parent.parent.name, {}).setdefault(f.parent.name, {})
-        for tag, step, v in read_events(f): tags.setdefault(tag, []).append((step, v))
-    for runs in out.values():
-        for tags in runs.values():
-            for k in tags: tags[k].sort()
-    return out
+        for tag, step, v in read_events(f): tags.setdefault(tag, {})[step] = v
+    return {p: {r: {t: sorted(s.items()) for t, s in tags.items()} for r, tags in runs.items()} for p, runs in out.items()}
 
 # %% ../nbs/87_dashboard.ipynb #454cbcc3
 RUN_COLOURS = ('#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf')

@@ -18,16 +18,15 @@ from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS, import_gymnasium
 from .policies import Policy, LinearLSTM, load_pufferlib_policy
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders
-from .streaming import Canvas, view_colours, BACK, PANEL, INK, DIM, HEADER
 gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints
 
 
 # %% auto #0
-__all__ = ['gym', 'CODES', 'DREAM_WRONG', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view',
-           'WorldModel', 'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy',
-           'start_frames', 'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner',
-           'planner_labels', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill',
-           'register_distilled', 'sign_test', 'head_to_head', 'render_dream']
+__all__ = ['gym', 'CODES', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel',
+           'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames',
+           'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner', 'planner_labels',
+           'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill', 'register_distilled',
+           'sign_test', 'head_to_head']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes
@@ -470,24 +469,3 @@ def head_to_head(games:list, results:list, a:int, b:int)->dict: # {'wins', 'loss
             ra, rb = r.ranks[list(g).index(a)], r.ranks[list(g).index(b)]
             won, lost, tied = won + (ra < rb), lost + (ra > rb), tied + (ra == rb)
     return dict(wins=int(won), losses=int(lost), ties=int(tied), p_value=sign_test(won, lost))
-
-# %% ../nbs/23_dreaming.ipynb #7a9968f8
-DREAM_WRONG = (230, 40, 40) # the mark on a dreamt cell that differs from the real one
-
-def render_dream(canvas:Canvas, real:np.ndarray, dream:np.ndarray, # (11, 11) int8 cell codes: a real view, its dream
-                 caption:str='dream vs real')->Canvas:
-    """Draw a real snake view and the `WorldModel`'s dream of it side by side on `canvas` (90_streaming's `Canvas`,
-    colours and `view_colours`), each dreamt cell that differs from the real one marked, the share right below."""
-    canvas.fill(0, 0, canvas.width, canvas.height, BACK)
-    canvas.fill(0, 0, canvas.width, HEADER, PANEL)
-    canvas.text(12, 8, caption, 18, INK)
-    s = max(2, min((canvas.width - 36) // (2 * SNAKE_VIEW), (canvas.height - HEADER - 64) // SNAKE_VIEW) & ~1)
-    y, xs = HEADER + 30, [12, (24 + SNAKE_VIEW * s) & ~1]
-    for x, name, view in zip(xs, ('real', 'dream'), (real, dream)):
-        canvas.text(x, HEADER + 6, name, 15, DIM)
-        canvas.cells(x, y, view_colours(view), s, gap=1, gap_colour=BACK)
-    m = max(2, s // 3) & ~1
-    for r, c in np.argwhere(np.asarray(real) != np.asarray(dream)):
-        canvas.fill(xs[1] + c*s + (s - m) // 2, y + r*s + (s - m) // 2, m, m, DREAM_WRONG)
-    canvas.text(12, y + SNAKE_VIEW * s + 8, f'{(np.asarray(real) == np.asarray(dream)).mean():.0%} of the cells dreamt right', 15, INK)
-    return canvas

@@ -10,8 +10,7 @@ import time
 from dataclasses import dataclass, field
 import numpy as np
 import torch
-from .core import tqdm
-from .arenas import Arena, Episodes, make_arena, find_arena
+from .arenas import Arena, Episodes, make_arena, find_arena, tqdm
 from .policies import Policy, quantise
 
 # %% auto #0

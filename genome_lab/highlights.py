@@ -242,7 +242,7 @@ def record_highlights(registry:Registry, store:HighlightStore, evaluation:int|No
 # %% ../nbs/92_highlights.ipynb #f21a3e0d
 HIGHLIGHTS_DIR = 'highlights' # under a registry folder: the highlight store the stream server plays
 
-def season_highlights(registry:Registry, season:int, # a closed season
+def season_highlights(registry:Registry, season:int, # a season whose tournaments are played
                       cfg:HighlightConfig=HighlightConfig())->dict: # `record_highlights`' answer, or {}
     """The after-season hook (entry point `highlights` of `genome_lab.after_season`): cut season `season`'s snake
     tournament, the `cfg.season_clips` strongest events of its best game (a clip costs ~1.5 s), into

@@ -16,8 +16,7 @@ import torch
 import torch.nn as nn
 from fastcore.basics import patch
 from safetensors.torch import save as st_save, load as st_load
-from .core import tqdm
-from .arenas import SnakeArena, SNAKE_INPUT
+from .arenas import SnakeArena, SNAKE_INPUT, tqdm
 from .policies import LinearLSTM, StackedLinearLSTM
 from .evaluation import evaluate, torch_threads
 from .registry import Genome, Registry

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as Fn
 import zuko
-from .core import tqdm
+from .arenas import tqdm
 
 # %% auto #0
 __all__ = ['LOG2PI', 'ENTROPY_SEED', 'DISTRIBUTIONS', 'check_evaluations', 'standardise_fitness', 'replicate',

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, importlib, itertools, json, os, re, signal, subprocess, sys, tempfile, threading, time
+import argparse, contextlib, importlib, itertools, json, os, re, signal, subprocess, sys, tempfile, threading, time, warnings
 from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -337,13 +337,30 @@ def _entrants(reg:Registry, arena:str, queued:dict, # {genome id: producer}: the
     taken = set(order[:cap] if cap else order)
     return [i for i in pool if reg.genome(i)['status'] == 'active' or i in taken]
 
+# %% ../nbs/85_seasons.ipynb #2c2b2631
+def _after_season(reg:Registry, n:int, say):
+    """Run the after-season hooks (`after_season_hooks`: e.g. the season's highlights) that season `n` has not run, each
+    recorded as step `after:<module>:<function>` with its seconds. A hook that raises is reported (`say`, a warning)
+    and recorded with its error; the season goes on to close: a plugin's failure never loses a season's results."""
+    for hook in after_season_hooks():
+        step, t0 = f'after:{hook.__module__}:{hook.__qualname__}', time.perf_counter()
+        if step in reg.season_steps(n): continue
+        try: hook(reg, n); failed = {}
+        except Exception as e:   # a plugin's error of any kind: the season it follows is played and stays so
+            failed = dict(error=f'{type(e).__name__}: {e}')
+            why = f"season {n}: after-season hook {step[len('after:'):]} failed: {failed['error']}"
+            say(why); warnings.warn(why)
+        reg.finish_season_step(n, step, dict(seconds=round(time.perf_counter() - t0, 2), **failed))
+
 # %% ../nbs/85_seasons.ipynb #8b866f54
 def run_season(registry:Registry,
                cfg:SeasonConfig|None=None, # the settings of a new season (a resumed one keeps its own)
                work_dir:str|Path|None=None, # where producers keep runs across seasons; default `<registry>/season_work`
                log=None)->dict: # log(message) hears each step; returns the season's row
-    """Play one season (or finish the one left running): its producers, the candidate queue taken, tournaments in every
-    arena (among its active genomes and candidates, `_entrants`), selection per arena.
+    """Play one season (or finish the one left running): a round of each of its producers (one at work in another
+    process, its lock held, is passed over: its offers come through the queue), the candidate queue taken, tournaments
+    in every arena (among its active genomes and candidates, `_entrants`), selection per arena, the after-season hooks
+    (`_after_season`). Every step is recorded as it ends: a season killed half-way resumes after its last one.
     Holds the registry's season lock: a second season at the same time raises `RunLocked` and changes nothing."""
     reg, say = registry, log or (lambda m: None)
     with run_lock(reg.root/SEASON_LOCK):
@@ -352,8 +369,12 @@ def run_season(registry:Registry,
         for name in cfg.producer_names():
             if f'produce:{name}' in reg.season_steps(n): continue
             say(f'season {n}: producer {name}'); t0 = time.perf_counter()
-            ids = produce(reg, name, cfg.settings_of(name), cfg.seed, work, n)
-            reg.finish_season_step(n, f'produce:{name}', dict(ids=ids, seconds=round(time.perf_counter() - t0, 2)))
+            try: ids, busy = produce(reg, name, cfg.settings_of(name), cfg.seed, work, n), {}
+            except RunLocked as e:   # a worker of the server (or `produce --budget-s`) has it: the queue brings its offers
+                ids, busy = [], dict(passed_over=f"producer {name} is at work in another process: {e}")
+                say(f"season {n}: {busy['passed_over']}")
+            seconds = round(time.perf_counter() - t0, 2)
+            reg.finish_season_step(n, f'produce:{name}', dict(ids=ids, seconds=seconds, **busy))
         # the workers' offers and its own
         if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', _take_queue(reg, n, cfg.max_offers))
         queued = reg.season_steps(n)['queue']
@@ -369,21 +390,23 @@ def run_season(registry:Registry,
             if f'select:{arena}' not in reg.season_steps(n):
                 reg.finish_season_step(n, f'select:{arena}',
                              _selection(reg, reg.season_steps(n)[f'tournament:{arena}']['evaluation'], rules))
-        row = _close_season(reg, n)
-    for hook in after_season_hooks(): hook(reg, n)   # e.g. the season's highlights (`genome_lab.after_season`)
-    return row
+        _after_season(reg, n, say)
+        return _close_season(reg, n)
 
 # %% ../nbs/85_seasons.ipynb #14d2e4c4
 def _close_season(reg:Registry, n:int)->dict:
-    "Retire the candidates no selection chose and write the season's row (candidates, games, replacements, violations)."
+    """Retire the candidates no selection chose and write the season's row (candidates, games, replacements, violations).
+    Its candidates are those the season decided: played in a tournament, or retired unplayed (`max_offers`); an offer
+    left waiting (`max_candidates`, or no tournament in its arena) is counted by the season that plays it."""
     done = reg.season_steps(n)
-    made = {i: k.split(':')[1] for k, v in done.items() if k.startswith('produce:') for i in v['ids']}
-    made |= done.get('queue', {})
+    made = [i for k, v in done.items() if k.startswith('produce:') for i in v['ids']] + list(done.get('queue', {}))
     tours = [v for k, v in done.items() if k.startswith('tournament:')]
     evals, entered = [t['evaluation'] for t in tours], [i for t in tours for i in t['candidates']]
+    by = {o['genome']: o['producer'] for o in reg.offers()}   # who offered it, whichever season took the offer
+    waiting = lambda i: i not in entered and reg.genome(i)['status'] == 'candidate'
     cands = [dict(id=i, name=reg.genome(i)['name'], type=reg.genome(i)['type'], arena=reg.genome(i)['arena'],
-                  producer=made.get(i, 'submitted'))
-             for i in dict.fromkeys([*made, *entered]) if reg.has(i)]
+                  producer=by.get(i, 'submitted'))
+             for i in dict.fromkeys([*made, *entered]) if reg.has(i) and not waiting(i)]
     games = sum(reg.games_rated(e) for e in evals)
     name = lambda i: reg.genome(i)['name'] if i and reg.has(i) else None
     selects = [(k.split(':')[1], v) for k, v in done.items() if k.startswith('select:')]
@@ -518,12 +541,13 @@ def producer_workers(registry_root:str|Path, # the registry folder
                      cfg:ProducerWorkers): # yields {producer: its `work_rounds` result}, filled as each ends
     """The producers of `cfg` working in the background while the block runs, each in a thread of its own
     (`work_rounds`: every round a process); leaving the block stops them (the rounds running are killed) and waits
-    for the threads. A failed round ends its producer with {'producer', 'error'}."""
+    for the threads. A producer whose round fails (or cannot start) ends with {'producer', 'error'}."""
     stop, out = threading.Event(), {}
     def work(name):
         try: out[name] = work_rounds(registry_root, name, cfg.producer_budget_s, threads=cfg.producer_threads,
                                      stop=stop)
-        except RuntimeError as e: out[name] = dict(producer=name, error=str(e))
+        except Exception as e:   # a failed round, or no round at all (`genome-lab` missing, ...): said, not lost
+            out[name] = dict(producer=name, error=f'{type(e).__name__}: {e}')
     threads = [threading.Thread(target=work, args=(n,), name=f'producer {n}', daemon=True) for n in cfg.names()]
     for t in threads: t.start()
     try: yield out
@@ -535,7 +559,12 @@ def producer_workers(registry_root:str|Path, # the registry folder
 @contextlib.asynccontextmanager
 async def _season_schedule(app):
     """With a writable server: start the season scheduler on the registry's job store (add the weekly job unless the
-    store has one), and the producers `genome-lab serve` was given (`ProducerWorkers`), stopped when the app stops."""
+    store has one), and the producers `genome-lab serve` was given (`ProducerWorkers`), stopped when the app stops.
+    `ValueError` for producers given to a read-only server (they would write candidates into its registry)."""
+    workers = app.state.options.get(ProducerWorkers) or ProducerWorkers()
+    if workers.names() and app.state.token is None:
+        raise ValueError(f"--producers {workers.producers}: producers run on a writable server only; give it a token "
+                         "(--token-file, or GENOME_LAB_TOKEN) or leave --producers out")
     sch = None
     if app.state.token is not None:
         sch = scheduler(app.state.pool.root/SCHEDULE_FILE)
@@ -545,8 +574,7 @@ async def _season_schedule(app):
                         kwargs=dict(root=str(app.state.pool.root), cron=DEFAULT_CRON, config={}))
         sch.resume()
     app.state.scheduler = sch
-    workers = app.state.options.get(ProducerWorkers) if app.state.token is not None else None
-    with producer_workers(app.state.pool.root, workers or ProducerWorkers()) as app.state.producers:
+    with producer_workers(app.state.pool.root, workers) as app.state.producers:
         try: yield
         finally:
             if sch is not None: sch.shutdown(wait=False)

@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import pyarrow as pa
 import pyarrow.parquet as pq
-from .core import tqdm
+from .arenas import tqdm
 from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_VISION, SNAKE_CELLS, SNAKE_DR, SNAKE_DC, SNAKE_OPPOSITE, SNAKE_LEFT_OF, SNAKE_RIGHT_OF
 from .policies import Policy, RandomPolicy, SnakeStyle, Tempered, load_pufferlib_policy
 from .registry import utcnow

@@ -20,11 +20,11 @@ from .registry import NAME_MAX
 
 # %% auto #0
 __all__ = ['STAMP_COLS', 'STAMP_ROWS', 'STAMP_CELL', 'GENOME_COLOURS', 'MAP_COLOURS', 'INK', 'DIM', 'PANEL', 'BACK', 'MOVE_NAMES',
-           'HEADER', 'SIDEBAR', 'FEED', 'rgb_to_yuv', 'yuv_of', 'text_mask', 'Sprite', 'sprite', 'text_sprite',
-           'Canvas', 'stamp_bits', 'draw_stamp', 'read_stamp', 'SnakeFrame', 'snake_mind', 'snake_frame',
+           'HEADER', 'SIDEBAR', 'FEED', 'DREAM_WRONG', 'rgb_to_yuv', 'yuv_of', 'text_mask', 'Sprite', 'sprite',
+           'text_sprite', 'Canvas', 'stamp_bits', 'draw_stamp', 'read_stamp', 'SnakeFrame', 'snake_mind', 'snake_frame',
            'genome_colours', 'Scene', 'scene_of', 'longest_snakes', 'leaderboard_rows', 'view_colours', 'render_snake',
-           'kill_events', 'tetris_boards', 'render_tetris', 'render_creatures', 'EncoderConfig', 'LiveEncoder',
-           'JpegEncoder', 'write_clip', 'video_html']
+           'kill_events', 'render_dream', 'tetris_boards', 'render_tetris', 'render_creatures', 'EncoderConfig',
+           'LiveEncoder', 'JpegEncoder', 'write_clip', 'video_html']
 
 # %% ../nbs/90_streaming.ipynb #921d90e4
 def rgb_to_yuv(rgb)->np.ndarray: # (..., 3) uint8: Y, U (Cb), V (Cr)
@@ -380,6 +380,28 @@ def render_snake(canvas:Canvas, frame:SnakeFrame, scene:Scene,
 def kill_events(game:SnakeGame)->list: # [(step, victim agent, killer agent (the victim itself: a self-kill), KILL_WALL or KILL_UNKNOWN)]
     "The deaths of `game`'s last step with their killers, for a `Scene`'s feed."
     return [(game.t, int(v), int(k)) for v, k in zip(np.flatnonzero(game.died), game.killer[game.died])]
+
+# %% ../nbs/90_streaming.ipynb #09df5b77
+DREAM_WRONG = (230, 40, 40) # the mark on a dreamt cell that differs from the real one
+
+def render_dream(canvas:Canvas, real:np.ndarray, dream:np.ndarray, # (11, 11) int8 cell codes: a real view, its dream
+                 caption:str='dream vs real')->Canvas:
+    """Draw a real snake view and the `WorldModel`'s dream of it (23_dreaming) side by side on `canvas`, in the mind
+    overlay's colours (`view_colours`), each dreamt cell that differs from the real one marked, the share right below."""
+    canvas.fill(0, 0, canvas.width, canvas.height, BACK)
+    canvas.fill(0, 0, canvas.width, HEADER, PANEL)
+    canvas.text(12, 8, caption, 18, INK)
+    s = max(2, min((canvas.width - 36) // (2 * SNAKE_VIEW), (canvas.height - HEADER - 64) // SNAKE_VIEW) & ~1)
+    y, xs = HEADER + 30, [12, (24 + SNAKE_VIEW * s) & ~1]
+    for x, name, view in zip(xs, ('real', 'dream'), (real, dream)):
+        canvas.text(x, HEADER + 6, name, 15, DIM)
+        canvas.cells(x, y, view_colours(view), s, gap=1, gap_colour=BACK)
+    m = max(2, s // 3) & ~1
+    for r, c in np.argwhere(np.asarray(real) != np.asarray(dream)):
+        canvas.fill(xs[1] + c*s + (s - m) // 2, y + r*s + (s - m) // 2, m, m, DREAM_WRONG)
+    right = (np.asarray(real) == np.asarray(dream)).mean()
+    canvas.text(12, y + SNAKE_VIEW * s + 8, f'{right:.0%} of the cells dreamt right', 15, INK)
+    return canvas
 
 # %% ../nbs/90_streaming.ipynb #0c384873
 def tetris_boards(arena)->np.ndarray: # (num_envs, n_rows, n_cols) int: 0 empty, 1 fixed, 2 falling piece

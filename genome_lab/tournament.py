@@ -12,9 +12,8 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from .core import tqdm
 from openskill.models import PlackettLuce
-from .arenas import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version
+from .arenas import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, tqdm
 from .policies import GenomeGroup, quantise
 from .registry import Registry, utcnow
 from .evaluation import torch_threads

@@ -15,9 +15,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load as st_load
-from .core import tqdm
 from fastcore.basics import patch_to
-from .arenas import SnakeArena, Episodes, SNAKE_CODES, SNAKE_VISION, import_pufferlib_module
+from .arenas import SnakeArena, Episodes, SNAKE_CODES, SNAKE_VISION, import_pufferlib_module, tqdm
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .evaluation import evaluate, torch_threads, summarize
 from .tournament import MODEL, run_tournament

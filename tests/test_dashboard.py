@@ -43,3 +43,14 @@ def test_dashboard_overlays_two_runs_and_mutes_a_producer(tmp_path):
     assert 0 < table_width <= 1280
     assert said == 'ppo muted' and muted_row == 'is-muted'
     with Registry(root) as reg: assert reg.muted_producers() == {'ppo'}
+
+def test_a_step_logged_again_keeps_its_last_value_and_nothing_is_lost(tmp_path):
+    """Before: a second `log_scalars` call within the same second wrote an event file of the same name over the first
+    (its points lost), and a step logged again (a producer's round killed after it logged, then resumed) was drawn
+    twice."""
+    from genome_lab.dashboard import read_scalars
+    row = lambda e, v: {'epoch': e, 'losses/bc': v}
+    log_scalars(tmp_path, 'ppo', 'season-1', [row(1, 1.0), row(2, 2.0)], 'epoch')
+    log_scalars(tmp_path, 'ppo', 'season-1', [row(2, 2.5), row(3, 3.0)], 'epoch')   # the resumed round: step 2 again
+    assert read_scalars(tmp_path)['ppo']['season-1']['losses/bc'] == [(1, 1.0), (2, 2.5), (3, 3.0)]
+    assert len(list((tmp_path/'scalars'/'ppo'/'season-1').glob('events.out.tfevents.*'))) == 2

@@ -250,3 +250,76 @@ def test_serve_runs_its_producers_and_stops_them_with_the_app(tmp_path, capsys):
     ended = app.state.producers['creatures']
     assert ended['stopped'] == 'stop', ended   # by the shutdown (its round may be cut after its offer), not its budget
     with run_lock(tmp_path/'reg'/'season_work'/'creatures.lock'): pass
+
+SMALL = dict(producers='clones', batch=1, snake_steps=30, snake_agents=2, snake_width=24, snake_height=24, snake_food=10,
+             tetris_steps=30, tetris_agents=2, meetings=1, max_meetings=1, max_candidates=1)
+
+@pytest.fixture(scope='module')
+def two_small_seasons(tmp_path_factory):
+    """Two seasons on the founders and two snake candidates that producer `mutants` offered (`max_candidates=1`: the
+    first season plays the newer one, the older waits), while producer `clones` is at work elsewhere (its lock held)
+    and the after-season hooks are one that raises and one that notes the season it follows. Returns the registry
+    folder, the season rows, the noted (season, status) pairs and the warnings."""
+    import warnings
+    from unittest import mock
+    from genome_lab.core import run_lock
+    from genome_lab.seasons import SeasonConfig, run_season
+    root, noted = tmp_path_factory.mktemp('small')/'reg', []
+    def broken(reg, season): raise ValueError('no clips today')
+    def note(reg, season): noted.append((season, reg.seasons()[season - 1]['status']))
+    with Registry(root) as reg:
+        g, p = reg.load(seed_founders(reg)['PufferSnake'])
+        for k in range(2):
+            gid = reg.add(Genome(name=f'Offered{k}', type='rl', arena='snake', arch=g.arch, config=g.config, source='test'),
+                          mutate(p, 0.01, k)).id
+            reg.offer(gid, 'mutants')
+        with run_lock(root/'season_work'/'clones.lock'), warnings.catch_warnings(record=True) as said, \
+             mock.patch('genome_lab.seasons.after_season_hooks', return_value=[broken, note]):
+            warnings.simplefilter('always')
+            rows = [run_season(reg, SeasonConfig(**SMALL)) for _ in range(2)]
+    return root, rows, noted, [str(w.message) for w in said]
+
+def test_an_after_season_hook_that_raises_is_recorded_and_the_season_closes(two_small_seasons):
+    """Before: the hook's exception left `run_season` (the season closed, its row lost to the caller: `genome-lab
+    season` failed, the scheduled job errored), and a season killed before its hooks never ran them."""
+    root, rows, noted, said = two_small_seasons
+    assert [r['id'] for r in rows] == [1, 2] and all(r['status'] == 'done' for r in rows)
+    assert noted == [(1, 'running'), (2, 'running')]   # each hook once per season, before its row is written
+    with Registry(root, read_only=True) as reg:
+        steps = reg.season_steps(1)
+    hooks = {k.rsplit('.', 1)[-1]: v for k, v in steps.items() if k.startswith('after:')}   # after:<module>:<function>
+    assert hooks['broken']['error'] == 'ValueError: no clips today' and 'error' not in hooks['note'], hooks
+    assert sum('no clips today' in w for w in said) == 2, said   # reported (a warning) for each season
+
+def test_a_producer_at_work_elsewhere_is_passed_over(two_small_seasons):
+    "Before: a season naming a producer whose round a server's worker was running failed with `RunLocked`."
+    root, rows, _, _ = two_small_seasons
+    with Registry(root, read_only=True) as reg: step = reg.season_steps(1)['produce:clones']
+    assert step['ids'] == [] and f'pid {os.getpid()}' in step['passed_over'] and 'clones' in step['passed_over'], step
+
+def test_a_candidate_left_waiting_is_counted_by_the_season_that_plays_it(two_small_seasons):
+    """Before: season 1's row listed both offers though it played one; season 2 played the other and listed it again,
+    as 'submitted'."""
+    _, rows, _, _ = two_small_seasons
+    listed = [[(c['name'], c['producer']) for c in r['candidates']] for r in rows]
+    assert listed == [[('Offered1', 'mutants')], [('Offered0', 'mutants')]], listed
+
+def test_a_read_only_server_refuses_producers(tmp_path):
+    "Before: `genome-lab serve --producers ...` without a token ran no producer and said nothing."
+    from genome_lab.seasons import ProducerWorkers
+    with Registry(tmp_path/'reg') as reg: seed_founders(reg)
+    app = create_app(tmp_path/'reg')
+    app.state.options[ProducerWorkers] = ProducerWorkers(producers='clones')
+    with pytest.raises(ValueError, match='producers run on a writable server only'):
+        with TestClient(app): pass
+
+def test_a_producer_whose_rounds_cannot_start_ends_with_its_error(tmp_path):
+    "Before: an error other than a failed round (here: no `genome-lab` command) ended the worker thread unrecorded."
+    from unittest import mock
+    from genome_lab.seasons import ProducerWorkers, producer_workers
+    with mock.patch('genome_lab.seasons.console_script', return_value=tmp_path/'no-genome-lab'):
+        with producer_workers(tmp_path, ProducerWorkers(producers='clones')) as ended:
+            for _ in range(100):
+                if 'clones' in ended: break
+                time.sleep(0.05)
+    assert ended['clones']['producer'] == 'clones' and 'FileNotFoundError' in ended['clones']['error'], ended
