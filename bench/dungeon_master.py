@@ -14,7 +14,10 @@ each, on the season's map at `--train-seed` (training) and `--heldout-seed` (hel
 (`--rounds` rounds of `--dreams` dreams of `--dream-steps` steps); they are merged by TIES (`--density`) and by plain
 averaging, and every genome is scored on every role by its agreement with the role bot on the held-out games.
 Each curriculum run and the federated part are kept in `--work` and read back when present (resume).
-Writes exactly --out (default nbs/measured/dungeon_master.json): `curriculum`, `federated`, settings, machine.
+The federated part runs twice: specialists that first imitate their bot on `--real-steps` recorded steps of their
+role, then dream (`federated`), and specialists that only dream (`federated_dreams_only`).
+Writes exactly --out (default nbs/measured/dungeon_master.json): `curriculum`, `federated`, `federated_dreams_only`,
+seconds, machine, date.
 
     python bench/dungeon_master.py
     python bench/dungeon_master.py --seeds 0 --stages 2 --stage-steps 20000 --role-steps 60 --updates 5   # a smoke run
@@ -54,9 +57,13 @@ class DungeonOptions:
     dreams: Annotated[int, 'dreams per round'] = 32
     dream_steps: Annotated[int, 'dreamt steps per round'] = 100
     rounds: Annotated[int, 'DAgger rounds in dreams per specialist'] = 3
-    imitation_lr: Annotated[float, "specialists' Adam learning rate"] = 1e-3
+    real_steps: Annotated[int, "specialists' round 0: recorded steps of the role's games (the dreams-only variant has none)"] = 200
+    epochs: Annotated[int, "specialists' passes over every game so far after each round"] = 4
+    bptt: Annotated[int, "specialists' steps per gradient step"] = 10
+    imitation_lr: Annotated[float, "specialists' Adam learning rate"] = 1e-4
     density: Annotated[float, "TIES' kept share of each task vector"] = 0.2
     work: Annotated[str, 'folder of finished runs (resume); default: a temporary folder'] = ''
+    parts: Annotated[str, 'parts to run, comma-separated (another process can fill `--work` with the other part)'] = 'curriculum,federated'
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'dungeon_master.json')
 
 ROLE_MAP = {k: v for k, v in SEASON_MAP.items() if k != 'num_snakes'} # the season's map; the recorder sets the snakes
@@ -104,24 +111,25 @@ def curriculum(o:DungeonOptions, work:Path)->dict:
                 settings=dict(agents=o.agents, stages=o.stages, stage_steps=o.stage_steps, probe_steps=o.probe_steps,
                               proposals=o.proposals, eval_steps=o.eval_steps, backend='offline'))
 
-def federated(o:DungeonOptions, work:Path, tmp:Path)->dict:
+def federated(o:DungeonOptions, work:Path, tmp:Path, real_steps:int)->dict:
     key = {k: getattr(o, k) for k in ('per_role', 'role_steps', 'train_seed', 'heldout_seed', 'hidden', 'updates', 'dreams',
-                                      'dream_steps', 'rounds', 'imitation_lr', 'density')}
+                                      'dream_steps', 'rounds', 'epochs', 'bptt', 'imitation_lr', 'density')} | dict(real_steps=real_steps)
     def make():
         t0 = time.perf_counter()
-        train = role_trajectories(tmp/'train', ROLES, o.per_role, o.role_steps, o.train_seed, **ROLE_MAP)
-        held = role_trajectories(tmp/'held', ROLES, o.per_role, o.role_steps, o.heldout_seed, **ROLE_MAP)
+        tmp_ = Path(tempfile.mkdtemp(dir=tmp))
+        train = role_trajectories(tmp_/'train', ROLES, o.per_role, o.role_steps, o.train_seed, **ROLE_MAP)
+        held = role_trajectories(tmp_/'held', ROLES, o.per_role, o.role_steps, o.heldout_seed, **ROLE_MAP)
         wcfg = WorldConfig(hidden=o.hidden, embed=o.hidden, updates=o.updates)
         world, hist = train_world_model(join(list(train.values())), wcfg)
         print(f"world model: loss {hist['losses/loss'].head(20).mean():.3f} -> {hist['losses/loss'].tail(20).mean():.3f} "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)
-        fcfg = FederatedConfig(dreams=o.dreams, dream_steps=o.dream_steps, rounds=o.rounds, imitation_lr=o.imitation_lr,
+        fcfg = FederatedConfig(real_steps=real_steps, dreams=o.dreams, dream_steps=o.dream_steps, rounds=o.rounds, epochs=o.epochs, bptt=o.bptt,
+                               imitation_lr=o.imitation_lr,
                                density=o.density)
-        reg = Registry(tmp/'registry'); base = seed_founders(reg)['PufferSnake']
+        reg = Registry(tmp_/'registry'); base = seed_founders(reg)['PufferSnake']
         puffer, specs, losses = reg.policy(base), {}, {}
         for r in ROLES:
-            starts = train[r].obs[:, ::fcfg.start_stride].reshape(-1, 11, 11)
-            specs[r], losses[r] = dream_specialist(puffer, r, world, starts, fcfg)
+            specs[r], losses[r] = dream_specialist(puffer, r, world, train[r], fcfg)
             print(f"specialist {r}: imitation loss by round {[round(x, 4) for x in losses[r]]}", flush=True)
         ids = {r: register_specialist(reg, s, r, base).id for r, s in specs.items()}
         merged = federate(reg, list(ids.values()), fcfg.density, fcfg.lam)
@@ -140,7 +148,7 @@ def federated(o:DungeonOptions, work:Path, tmp:Path)->dict:
                     settings=asdict(fcfg) | dict(per_role=o.per_role, role_steps=o.role_steps, map=SEASON_MAP,
                                                  train_seed=o.train_seed, heldout_seed=o.heldout_seed),
                     seconds=time.perf_counter() - t0)
-    return cached(work/'federated.json', key, make)
+    return cached(work/f'federated-{real_steps}.json', key, make)
 
 def main():
     o = config_from_args(DungeonOptions, config_parser(DungeonOptions, description=__doc__.splitlines()[0]).parse_args())
@@ -149,11 +157,14 @@ def main():
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(o.work or tmp); work.mkdir(parents=True, exist_ok=True)
-        fed = federated(o, work, Path(tmp))
-        print({n: round(v, 4) for n, v in fed['mean_over_roles'].items()}, fed['tests'], flush=True)
-        cur = curriculum(o, work)
-    record = dict(curriculum=cur, federated=fed, seconds=time.perf_counter() - t0, machine=machine(),
-                  date=str(datetime.date.today()))
+        parts = o.parts.split(',')
+        if 'federated' in parts:
+            fed, dreams_only = (federated(o, work, Path(tmp), n) for n in (o.real_steps, 0))
+            for f in (fed, dreams_only): print(f['own_role'], f['mean_over_roles'], f['tests'], sep='\n', flush=True)
+        if 'curriculum' in parts: cur = curriculum(o, work)
+    if set(parts) != {'curriculum', 'federated'}: return   # a part for another process's `--work`: nothing to write
+    record = dict(curriculum=cur, federated=fed, federated_dreams_only=dreams_only, seconds=time.perf_counter() - t0,
+                  machine=machine(), date=str(datetime.date.today()))
     atomic_write_json(o.out, record)
     print(f"curriculum: Dungeon Master {cur['dungeon_master']}, uniform {cur['uniform']}, difference {cur['difference']}")
     print(f"proposals: {cur['proposals']}")
