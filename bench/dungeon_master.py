@@ -14,10 +14,11 @@ each, on the season's map at `--train-seed` (training) and `--heldout-seed` (hel
 (`--rounds` rounds of `--dreams` dreams of `--dream-steps` steps); they are merged by TIES (`--density`) and by plain
 averaging, and every genome is scored on every role by its agreement with the role bot on the held-out games.
 Each curriculum run and the federated part are kept in `--work` and read back when present (resume).
-The federated part runs twice: specialists that first imitate their bot on `--real-steps` recorded steps of their
-role, then dream (`federated`), and specialists that only dream (`federated_dreams_only`).
+The federated part runs three times: specialists that first imitate their bot on `--real-steps` recorded steps of
+their role, then dream (`federated`); specialists that only dream (`federated_dreams_only`); and specialists that only
+imitate the recorded steps, passing over them as often as `federated` does (`federated_real_only`).
 Writes exactly --out (default nbs/measured/dungeon_master.json): `curriculum`, `federated`, `federated_dreams_only`,
-seconds, machine, date.
+`federated_real_only`, seconds, machine, date.
 
     python bench/dungeon_master.py
     python bench/dungeon_master.py --seeds 0 --stages 2 --stage-steps 20000 --role-steps 60 --updates 5   # a smoke run
@@ -33,9 +34,9 @@ from scipy.stats import ttest_rel
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
 from genome_lab.dreaming import WorldConfig, train_world_model, sign_test
 from genome_lab.registry import Registry, seed_founders
-from genome_lab.dungeon_master import (CurriculumConfig, FederatedConfig, SEASON_MAP, ROLES, make_backend, train_curriculum,
-                                       heldout_settings, heldout_scores, role_trajectories, join, dream_specialist,
-                                       register_specialist, federate, role_agreement, paired_sign)
+from genome_lab.dungeon_master import (CurriculumConfig, FederatedConfig, SEASON_MAP, ROLES, make_backend,
+                                       train_curriculum, heldout_settings, heldout_scores, role_trajectories, join,
+                                       dream_specialist, register_specialist, federate, role_agreement, paired_sign)
 
 @dataclass
 class DungeonOptions:
@@ -57,13 +58,14 @@ class DungeonOptions:
     dreams: Annotated[int, 'dreams per round'] = 32
     dream_steps: Annotated[int, 'dreamt steps per round'] = 100
     rounds: Annotated[int, 'DAgger rounds in dreams per specialist'] = 3
-    real_steps: Annotated[int, "specialists' round 0: recorded steps of the role's games (the dreams-only variant has none)"] = 200
+    real_steps: Annotated[int, "specialists' round 0: recorded steps of the role's games (none when dreams only)"] = 200
     epochs: Annotated[int, "specialists' passes over every game so far after each round"] = 4
     bptt: Annotated[int, "specialists' steps per gradient step"] = 10
     imitation_lr: Annotated[float, "specialists' Adam learning rate"] = 1e-4
     density: Annotated[float, "TIES' kept share of each task vector"] = 0.2
     work: Annotated[str, 'folder of finished runs (resume); default: a temporary folder'] = ''
-    parts: Annotated[str, 'parts to run, comma-separated (another process can fill `--work` with the other part)'] = 'curriculum,federated'
+    parts: Annotated[str, 'parts to run, comma-separated (another process can fill `--work` with the other)'] = \
+        'curriculum,federated'
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'dungeon_master.json')
 
 ROLE_MAP = {k: v for k, v in SEASON_MAP.items() if k != 'num_snakes'} # the season's map; the recorder sets the snakes
@@ -74,7 +76,11 @@ def cached(path:Path, key:dict, make)->dict:
     rec = make(); atomic_write_json(path, dict(key=key, record=rec))
     return rec
 
+def spread(x:np.ndarray)->dict: # {'mean', 'std' (over seeds; None for one), 'n'}
+    return dict(mean=float(x.mean()), std=float(x.std(ddof=1)) if len(x) > 1 else None, n=len(x))
+
 def curriculum(o:DungeonOptions, work:Path)->dict:
+    "The paired curriculum runs (each kept in `work`), their held-out scores and the test of their difference."
     held = heldout_settings(o.heldout)
     runs = []
     for seed in [int(s) for s in o.seeds.split(',')]:
@@ -99,10 +105,8 @@ def curriculum(o:DungeonOptions, work:Path)->dict:
     proposals = [s for r in runs if r['kind'] == 'dungeon_master' for s in r['stages']]
     n_rej = sum(len(s['rejected']) for s in proposals)
     return dict(heldout_settings=held, runs=runs,
-                dungeon_master=dict(mean=float(dm.mean()), std=float(dm.std(ddof=1)) if len(dm) > 1 else None, n=len(dm)),
-                uniform=dict(mean=float(un.mean()), std=float(un.std(ddof=1)) if len(un) > 1 else None, n=len(un)),
-                difference=dict(mean=float(d.mean()), std=float(d.std(ddof=1)) if len(d) > 1 else None,
-                                t_pvalue=float(t.pvalue) if t is not None else None,
+                dungeon_master=spread(dm), uniform=spread(un),
+                difference=dict(spread(d), t_pvalue=float(t.pvalue) if t is not None else None,
                                 sign=dict(wins=int((d > 0).sum()), losses=int((d < 0).sum()),
                                           p_value=sign_test(int((d > 0).sum()), int((d < 0).sum())))),
                 proposals=dict(asked=n_rej + sum(len(s['proposed']) for s in proposals), rejected=n_rej,
@@ -111,9 +115,11 @@ def curriculum(o:DungeonOptions, work:Path)->dict:
                 settings=dict(agents=o.agents, stages=o.stages, stage_steps=o.stage_steps, probe_steps=o.probe_steps,
                               proposals=o.proposals, eval_steps=o.eval_steps, backend='offline'))
 
-def federated(o:DungeonOptions, work:Path, tmp:Path, real_steps:int)->dict:
-    key = {k: getattr(o, k) for k in ('per_role', 'role_steps', 'train_seed', 'heldout_seed', 'hidden', 'updates', 'dreams',
-                                      'dream_steps', 'rounds', 'epochs', 'bptt', 'imitation_lr', 'density')} | dict(real_steps=real_steps)
+def federated(o:DungeonOptions, work:Path, tmp:Path, real_steps:int, rounds:int, epochs:int)->dict:
+    "Role specialists (round 0 on `real_steps` recorded steps, `rounds` dream rounds, `epochs` after each), merged."
+    key = {k: getattr(o, k) for k in ('per_role', 'role_steps', 'train_seed', 'heldout_seed', 'hidden', 'updates',
+                                      'dreams', 'dream_steps', 'bptt', 'imitation_lr', 'density')}
+    key |= dict(real_steps=real_steps, rounds=rounds, epochs=epochs)
     def make():
         t0 = time.perf_counter()
         tmp_ = Path(tempfile.mkdtemp(dir=tmp))
@@ -121,10 +127,11 @@ def federated(o:DungeonOptions, work:Path, tmp:Path, real_steps:int)->dict:
         held = role_trajectories(tmp_/'held', ROLES, o.per_role, o.role_steps, o.heldout_seed, **ROLE_MAP)
         wcfg = WorldConfig(hidden=o.hidden, embed=o.hidden, updates=o.updates)
         world, hist = train_world_model(join(list(train.values())), wcfg)
-        print(f"world model: loss {hist['losses/loss'].head(20).mean():.3f} -> {hist['losses/loss'].tail(20).mean():.3f} "
+        first, last = float(hist['losses/loss'].head(20).mean()), float(hist['losses/loss'].tail(20).mean())
+        print(f"world model: loss {first:.3f} -> {last:.3f} "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)
-        fcfg = FederatedConfig(real_steps=real_steps, dreams=o.dreams, dream_steps=o.dream_steps, rounds=o.rounds, epochs=o.epochs, bptt=o.bptt,
-                               imitation_lr=o.imitation_lr,
+        fcfg = FederatedConfig(real_steps=real_steps, dreams=o.dreams, dream_steps=o.dream_steps, rounds=rounds,
+                               epochs=epochs, bptt=o.bptt, imitation_lr=o.imitation_lr,
                                density=o.density)
         reg = Registry(tmp_/'registry'); base = seed_founders(reg)['PufferSnake']
         puffer, specs, losses = reg.policy(base), {}, {}
@@ -133,7 +140,8 @@ def federated(o:DungeonOptions, work:Path, tmp:Path, real_steps:int)->dict:
             print(f"specialist {r}: imitation loss by round {[round(x, 4) for x in losses[r]]}", flush=True)
         ids = {r: register_specialist(reg, s, r, base).id for r, s in specs.items()}
         merged = federate(reg, list(ids.values()), fcfg.density, fcfg.lam)
-        pols = {'PufferSnake': puffer, **{f'specialist:{r}': specs[r] for r in ROLES}, **{m: reg.policy(i) for m, i in merged.items()}}
+        pols = {'PufferSnake': puffer, **{f'specialist:{r}': specs[r] for r in ROLES},
+                **{m: reg.policy(i) for m, i in merged.items()}}
         ra = role_agreement(pols, held)
         agreement = {r: {n: float(np.mean(v)) for n, v in d.items()} for r, d in ra.items()}
         pooled = lambda n: sum((ra[r][n] for r in ROLES), [])
@@ -143,15 +151,16 @@ def federated(o:DungeonOptions, work:Path, tmp:Path, real_steps:int)->dict:
         return dict(roles=list(ROLES), agreement=agreement, per_trajectory=ra,
                     mean_over_roles={n: float(np.mean([agreement[r][n] for r in ROLES])) for n in pols},
                     own_role={r: agreement[r][f'specialist:{r}'] for r in ROLES}, tests=tests,
-                    imitation_losses=losses, world_model=dict(config=asdict(wcfg), first_loss=float(hist['losses/loss'].head(20).mean()),
+                    imitation_losses=losses, world_model=dict(config=asdict(wcfg), first_loss=first,
                                                                last_loss=float(hist['losses/loss'].tail(20).mean())),
                     settings=asdict(fcfg) | dict(per_role=o.per_role, role_steps=o.role_steps, map=SEASON_MAP,
                                                  train_seed=o.train_seed, heldout_seed=o.heldout_seed),
                     seconds=time.perf_counter() - t0)
-    return cached(work/f'federated-{real_steps}.json', key, make)
+    return cached(work/f'federated-{real_steps}-{rounds}-{epochs}.json', key, make)
 
 def main():
-    o = config_from_args(DungeonOptions, config_parser(DungeonOptions, description=__doc__.splitlines()[0]).parse_args())
+    ap = config_parser(DungeonOptions, description=__doc__.splitlines()[0])
+    o = config_from_args(DungeonOptions, ap.parse_args())
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}", flush=True)
     t0 = time.perf_counter()
@@ -159,14 +168,17 @@ def main():
         work = Path(o.work or tmp); work.mkdir(parents=True, exist_ok=True)
         parts = o.parts.split(',')
         if 'federated' in parts:
-            fed, dreams_only = (federated(o, work, Path(tmp), n) for n in (o.real_steps, 0))
-            for f in (fed, dreams_only): print(f['own_role'], f['mean_over_roles'], f['tests'], sep='\n', flush=True)
+            variants = dict(federated=(o.real_steps, o.rounds, o.epochs), federated_dreams_only=(0, o.rounds, o.epochs),
+                            federated_real_only=(o.real_steps, 0, o.epochs * (o.rounds + 1)))   # as many real passes
+            fed = {k: federated(o, work, Path(tmp), *v) for k, v in variants.items()}
+            for k, f in fed.items(): print(k, f['own_role'], f['mean_over_roles'], f['tests'], sep='\n', flush=True)
         if 'curriculum' in parts: cur = curriculum(o, work)
     if set(parts) != {'curriculum', 'federated'}: return   # a part for another process's `--work`: nothing to write
-    record = dict(curriculum=cur, federated=fed, federated_dreams_only=dreams_only, seconds=time.perf_counter() - t0,
-                  machine=machine(), date=str(datetime.date.today()))
+    record = dict(curriculum=cur, **fed, seconds=time.perf_counter() - t0, machine=machine(),
+                  date=str(datetime.date.today()))
     atomic_write_json(o.out, record)
-    print(f"curriculum: Dungeon Master {cur['dungeon_master']}, uniform {cur['uniform']}, difference {cur['difference']}")
+    print(f"curriculum: Dungeon Master {cur['dungeon_master']}, uniform {cur['uniform']}, "
+          f"difference {cur['difference']}")
     print(f"proposals: {cur['proposals']}")
     print(f"wrote {o.out}")
 
