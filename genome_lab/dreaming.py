@@ -15,9 +15,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 import pandas as pd
 from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS, import_gymnasium
-from .policies import Policy, LinearLSTM, load_pufferlib_policy
+from .policies import Policy, LinearLSTM, load_pufferlib_policy, pufferlib_config
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders
+from .training import (PPOConfig, PPORun, PuffeRLTrainer, TrainingLog, snake_model, to_linear_lstm,
+                                 load_linear_lstm)
 from .streaming import Canvas, view_colours, BACK, PANEL, INK, DIM, HEADER
 gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints
 
@@ -25,9 +27,10 @@ gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy 
 # %% auto #0
 __all__ = ['gym', 'CODES', 'DREAM_WRONG', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view',
            'WorldModel', 'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy',
-           'start_frames', 'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner',
-           'planner_labels', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill',
-           'register_distilled', 'sign_test', 'head_to_head', 'render_dream']
+           'start_frames', 'DreamEnv', 'DreamBridgeEnv', 'DreamVecEnv', 'dream_pretrain', 'real_phase',
+           'steps_to_score', 'DreamPlanner', 'planner_roi', 'register_planner', 'planner_labels', 'label_trajectories',
+           'dagger_game', 'DistillConfig', 'imitate', 'distill', 'register_distilled', 'sign_test', 'head_to_head',
+           'render_dream']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes
@@ -233,6 +236,84 @@ class DreamBridgeEnv(gym.vector.VectorEnv):
             infos['_final_observation'] = ended
             obs[ended] = self._start(np.flatnonzero(ended))
         return obs, r.numpy(), term, trunc, infos
+
+# %% ../nbs/23_dreaming.ipynb #0d1d413e
+class DreamVecEnv:
+    """PufferLib's vectorised-env interface (`async_reset`, `recv`, `send`: what PuffeRL drives, as `SnakeVecEnv` in
+    75_training) over a `DreamBridgeEnv`: each dream is one agent. Every `report_interval` steps `recv` returns an info
+    dict of the dreams that ended since the last one (`dream_return`, `dream_length`, `n`); `reports` keeps them."""
+    def __init__(self, bridge:DreamBridgeEnv, report_interval:int=128):
+        self.bridge, self.report_interval, n = bridge, report_interval, bridge.num_envs
+        self.single_observation_space, self.single_action_space = bridge.single_observation_space, bridge.single_action_space
+        self.num_agents = self.agents_per_batch = n
+        self.driver_env, self.agent_ids, self.masks, self.reports = self, np.arange(n), np.ones(n, bool), []
+
+    def async_reset(self, seed:int=0):
+        self.obs, _ = self.bridge.reset(seed=seed)
+        n = self.num_agents
+        self.rewards, self.terminals, self.truncations = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool)
+        self.ret, self.length, self.ended, self.steps, self.infos = np.zeros(n), np.zeros(n), [], 0, []
+
+    def recv(self)->tuple: # PufferLib's (obs, rewards, terminals, truncations, infos, agent ids, masks)
+        infos, self.infos = self.infos, []
+        return self.obs, self.rewards, self.terminals, self.truncations, infos, self.agent_ids, self.masks
+
+    def send(self, actions):
+        self.obs, r, term, trunc, _ = self.bridge.step(actions)
+        self.rewards[:], self.terminals[:], self.truncations[:] = r, term, trunc
+        self.ret += r; self.length += 1; self.steps += 1
+        if (e := term | trunc).any():
+            self.ended += list(zip(self.ret[e], self.length[e])); self.ret[e] = 0; self.length[e] = 0
+        if self.steps % self.report_interval == 0 and self.ended:
+            ret, length = np.array(self.ended).T
+            self.infos = [dict(dream_return=float(ret.mean()), dream_length=float(length.mean()), n=float(len(ret)))]
+            self.reports.append(self.infos[0]); self.ended = []
+
+    def close(self): pass
+
+# %% ../nbs/23_dreaming.ipynb #569409cc
+def dream_pretrain(world:WorldModel, starts:np.ndarray, # the dreams' model and start frames (`start_frames`)
+                   cfg:PPOConfig, # the real run's settings: its seed and PPO hyperparameters (`hyper`) are used here
+                   steps:int, # agent-steps of PPO in dreams
+                   dreams:int=64, max_steps:int=200)->tuple: # (LinearLSTM, dream reports DataFrame, seconds)
+    """PuffeRL trains PufferLib's snake model in `dreams` dreams (`DreamVecEnv`) for `steps` agent-steps, from the
+    initialisation a `PPORun` with `cfg` starts from (`torch.manual_seed(cfg.seed)`, then `snake_model`)."""
+    torch.manual_seed(cfg.seed)
+    model = snake_model(pufferlib_config('snake')['hidden'])   # as `PPORun` builds it
+    env = DreamVecEnv(DreamBridgeEnv(world, starts, dreams, max_steps))
+    dream_cfg = PPOConfig(total_timesteps=max(steps, 1), num_envs=1, num_snakes=dreams, seed=cfg.seed, hyper=cfg.hyper)
+    trainer = PuffeRLTrainer(dream_cfg.train_settings(), env, model, TrainingLog('dream'))
+    t0 = time.perf_counter()
+    try:
+        while trainer.global_step < steps: trainer.evaluate(); trainer.train()
+    finally: trainer.utilization.stop()
+    return to_linear_lstm(model), pd.DataFrame(env.reports), time.perf_counter() - t0
+
+# %% ../nbs/23_dreaming.ipynb #d1cfbf1c
+def real_phase(cfg:PPOConfig, run_dir:str|Path, # the real run's settings (self-play) and its checkpoint folder
+               start:LinearLSTM|None=None)->tuple: # (curve DataFrame: agent_steps, score, n, ...; seconds)
+    """PuffeRL in the real arena for `cfg.total_timesteps` agent-steps (`PPORun`), from `start`'s weights (a dream
+    policy) or, with None, from the run's own initialisation (the control). The curve has one row per `SnakeVecEnv`
+    report: the agent-steps played by then, the mean length at death (`score`) of the `n` snakes that died since the
+    report before, their `episode_return`."""
+    run = PPORun(cfg, run_dir, display=None)
+    if start is not None: load_linear_lstm(run.model, start)
+    t0 = time.perf_counter()
+    try: run.train_for(cfg.total_timesteps)
+    finally: run.close()
+    env = run.vecenv
+    return pd.DataFrame([dict(agent_steps=(i + 1) * env.report_interval * env.num_agents, **r)
+                         for i, r in enumerate(env.reports)]), time.perf_counter() - t0
+
+# %% ../nbs/23_dreaming.ipynb #a746ec23
+def steps_to_score(curve:pd.DataFrame, # `real_phase`'s curve
+                   threshold:float, window:int=16)->int|None: # agent-steps, None if never reached
+    """Sample efficiency: the agent-steps of the first report where the score averaged over the last `window` reports
+    (weighted by their deaths `n`) reaches `threshold`; None if it never does."""
+    n = curve.n.fillna(0) if 'n' in curve else pd.Series(0.0, curve.index)
+    s = (curve.get('score', n).fillna(0) * n).rolling(window).sum() / n.rolling(window).sum()
+    hit = np.flatnonzero(s.to_numpy() >= threshold)
+    return int(curve.agent_steps.iloc[hit[0]]) if len(hit) else None
 
 # %% ../nbs/23_dreaming.ipynb #1d476e55
 class DreamPlanner(Policy):
