@@ -1,6 +1,6 @@
-"""A dream policy's sample efficiency (23_dreaming, issue 33): PuffeRL pretrains PufferLib's snake model in dreams of the
-world model, then trains it in the real arena; the control trains the same initialisation (same seed) in the real arena
-only. Sample efficiency is the real agent-steps until the training score (mean length at death, smoothed over
+"""A dream policy's sample efficiency (23_dreaming, issue 33): PuffeRL pretrains PufferLib's snake model in dreams of
+the world model, then trains it in the real arena; the control trains the same initialisation (same seed) in the real
+arena only. Sample efficiency is the real agent-steps until the training score (mean length at death, smoothed over
 `--window` reports of 128 steps) first reaches a fixed score.
 
 The world model is `bench/dreaming.py`'s (WorldConfig's flags), read back from `--world-work` when a run with the same
@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 import torch
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
-from genome_lab.dreaming import WorldConfig, Trajectories, record_trajectories, start_frames, dream_pretrain, real_phase, \
-    steps_to_score
+from genome_lab.dreaming import (WorldConfig, Trajectories, record_trajectories, start_frames, dream_pretrain,
+                                 real_phase, steps_to_score)
 from genome_lab.training import PPOConfig, PPOHyper
 sys.path.insert(0, str(Path(__file__).parent))
 from dreaming import DreamingOptions, ARENA, ints, world_model   # bench/dreaming.py: its world model, kept in its work
@@ -39,7 +39,7 @@ class DreamPolicyOptions:
     steps: Annotated[int, 'recorded steps per snake'] = 1000
     train_seeds: Annotated[str, "seeds of the world model's games, comma-separated"] = '1,2'
     world: WorldConfig = field(default_factory=WorldConfig)
-    world_work: Annotated[str, "bench/dreaming.py's work folder holding the trained world model (else trained here)"] = ''
+    world_work: Annotated[str, "bench/dreaming.py's work folder with the trained world model (else trained here)"] = ''
     seeds: Annotated[str, 'seeds of the runs (each: a control and a dream run), comma-separated'] = '1,2'
     dream_steps: Annotated[int, 'agent-steps of PPO in dreams'] = 500_000
     dreams: Annotated[int, 'dreams stepped at once'] = 64
@@ -61,7 +61,8 @@ def smoothed(curve:pd.DataFrame, window:int)->pd.Series: # the score `steps_to_s
 def run(o:DreamPolicyOptions, work:Path, cfg:PPOConfig, arm:str, model=None, starts=None)->dict:
     "One run of `arm` ('control' or 'dream') at `cfg.seed`, kept in `work` (resume)."
     done = work/f'{arm}-{cfg.seed}.json'
-    key = dict(cfg=asdict(cfg), world=asdict(o.world), dream=[o.dream_steps, o.dreams, o.dream_max_steps] if arm == 'dream' else None)
+    key = dict(cfg=asdict(cfg), world=asdict(o.world),
+               dream=[o.dream_steps, o.dreams, o.dream_max_steps] if arm == 'dream' else None)
     if done.exists() and (got := json.loads(done.read_text()))['key'] == key: return got['run']
     rec, start = dict(arm=arm, seed=cfg.seed), None
     if arm == 'dream':
@@ -91,10 +92,12 @@ def main():
         half = lambda c: smoothed(c, o.window).bfill()[(c.agent_steps - o.real_steps / 2).abs().idxmin()]
         threshold = o.threshold or float(np.mean([half(c) for c in curves(controls)]))
         print(f"threshold {threshold:.4f} (fixed from the controls before any dream run)", flush=True)
-        parts = [record_trajectories(Path(tmp)/f'sessions-{s}', o.styles.split(','), o.per_style, o.steps, s, **ARENA)
-                 for s in ints(o.train_seeds)]
-        train = Trajectories(*(np.concatenate([getattr(p, f) for p in parts]) for f in ('obs', 'action', 'reward', 'done')))
-        wo = DreamingOptions(styles=o.styles, per_style=o.per_style, steps=o.steps, train_seeds=o.train_seeds, world=o.world)
+        parts = [record_trajectories(Path(tmp)/f'sessions-{s}', o.styles.split(','), o.per_style, o.steps, s,
+                                     **ARENA) for s in ints(o.train_seeds)]
+        train = Trajectories(*(np.concatenate([getattr(p, f) for p in parts])
+                               for f in ('obs', 'action', 'reward', 'done')))
+        wo = DreamingOptions(styles=o.styles, per_style=o.per_style, steps=o.steps, train_seeds=o.train_seeds,
+                             world=o.world)
         wwork = Path(o.world_work or work); wwork.mkdir(parents=True, exist_ok=True)
         model, _ = world_model(wo, wwork, train)
         dreams = [run(o, work, c, 'dream', model, start_frames(train)) for c in cfgs]
@@ -104,9 +107,11 @@ def main():
         rows.append(dict(control_steps=sc, dream_steps_to_score=sd, ratio=sc / sd if sc and sd else None,
                          control_first=float(smoothed(c, o.window).dropna().iloc[0]),
                          dream_first=float(smoothed(d, o.window).dropna().iloc[0]),
-                         control_last=float(smoothed(c, o.window).iloc[-1]), dream_last=float(smoothed(d, o.window).iloc[-1])))
-    capped = lambda v: o.real_steps if v is None else v   # a run that never reached the threshold counts its whole budget
-    mean_c, mean_d = np.mean([capped(r['control_steps']) for r in rows]), np.mean([capped(r['dream_steps_to_score']) for r in rows])
+                         control_last=float(smoothed(c, o.window).iloc[-1]),
+                         dream_last=float(smoothed(d, o.window).iloc[-1])))
+    capped = lambda v: o.real_steps if v is None else v   # a run that never reached the threshold: its whole budget
+    mean_c = np.mean([capped(r['control_steps']) for r in rows])
+    mean_d = np.mean([capped(r['dream_steps_to_score']) for r in rows])
     for s, r in zip(ints(o.seeds), rows): print(f"seed {s}: {r}")
     rec = dict(threshold=threshold, threshold_rule='given' if o.threshold else
                "the controls' mean smoothed score at half the real budget, fixed before any dream run",
@@ -114,7 +119,8 @@ def main():
                ratio=float(mean_c / mean_d),
                censored=sum(r[k] is None for r in rows for k in ('control_steps', 'dream_steps_to_score')),
                dream_cost=dict(dream_steps=o.dream_steps, seconds=[d['dream_seconds'] for d in dreams]),
-               real_seconds=dict(control=[c['real_seconds'] for c in controls], dream=[d['real_seconds'] for d in dreams]),
+               real_seconds=dict(control=[c['real_seconds'] for c in controls],
+                                 dream=[d['real_seconds'] for d in dreams]),
                runs=controls + dreams,
                settings={k: v for k, v in asdict(o).items() if k not in ('work', 'out', 'world_work')},
                arena=ARENA, seconds=time.perf_counter() - t0, machine=machine(), date=str(datetime.date.today()))
