@@ -9,8 +9,9 @@ settings stored it there, else trained here on the same recorded games (`--style
 control runs first (`real_phase` for `--real-steps` on `--num-envs` maps of `--num-snakes` snakes, the season's map
 size), all of them before any dream run: the threshold is then fixed from the controls' curves alone (`--threshold`, or
 if 0 the controls' mean smoothed score at half the real budget). Then each seed's dream run: `dream_pretrain` for
-`--dream-steps` agent-steps in `--dreams` dreams, then `real_phase` from its weights with the same settings. Each run is
-kept in `--work` and read back when a run with the same settings stored it (resume).
+`--dream-steps` agent-steps in `--dreams` dreams, then `real_phase` from its weights with the same settings. Each
+seed's row also gives each arm's first, last and best smoothed score and its mean length at death over the whole
+run. Each run is kept in `--work` and read back when a run with the same settings stored it (resume).
 Writes the `dream_policy` key of --out (default nbs/measured/dreaming.json), keeping the file's other keys.
 
     python bench/dream_policy.py --world-work /tmp/dreaming3_work
@@ -25,7 +26,7 @@ import pandas as pd
 import torch
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
 from genome_lab.dreaming import (WorldConfig, Trajectories, record_trajectories, start_frames, dream_pretrain,
-                                 real_phase, steps_to_score)
+                                 real_phase, steps_to_score, smoothed_score)
 from genome_lab.training import PPOConfig, PPOHyper
 sys.path.insert(0, str(Path(__file__).parent))
 from dreaming import DreamingOptions, ARENA, ints, world_model   # bench/dreaming.py: its world model, kept in its work
@@ -54,10 +55,6 @@ class DreamPolicyOptions:
     work: Annotated[str, 'folder of the runs (resume); default: a temporary folder'] = ''
     out: Annotated[str, 'JSON whose dream_policy key is written'] = str(measured_dir()/'dreaming.json')
 
-def smoothed(curve:pd.DataFrame, window:int)->pd.Series: # the score `steps_to_score` compares, per report
-    n = curve.n.fillna(0)
-    return (curve.score.fillna(0) * n).rolling(window).sum() / n.rolling(window).sum()
-
 def run(o:DreamPolicyOptions, work:Path, cfg:PPOConfig, arm:str, model=None, starts=None)->dict:
     "One run of `arm` ('control' or 'dream') at `cfg.seed`, kept in `work` (resume)."
     done = work/f'{arm}-{cfg.seed}.json'
@@ -71,8 +68,8 @@ def run(o:DreamPolicyOptions, work:Path, cfg:PPOConfig, arm:str, model=None, sta
     with tempfile.TemporaryDirectory() as tmp: curve, secs = real_phase(cfg, Path(tmp)/'run', start)
     rec |= dict(real_seconds=secs, curve=curve[['agent_steps', 'score', 'n', 'episode_return']].to_dict('records'))
     print(f"{arm} seed {cfg.seed}: {secs:.0f} s real" + (f", {rec['dream_seconds']:.0f} s dreaming" if start else '') +
-          f"; smoothed score first {smoothed(curve, o.window).dropna().iloc[0]:.3f}, "
-          f"last {smoothed(curve, o.window).iloc[-1]:.3f}", flush=True)
+          f"; smoothed score first {smoothed_score(curve, o.window).dropna().iloc[0]:.3f}, "
+          f"last {smoothed_score(curve, o.window).iloc[-1]:.3f}", flush=True)
     atomic_write_json(done, dict(key=key, run=rec))
     return rec
 
@@ -89,7 +86,7 @@ def main():
         work = Path(o.work or tmp); work.mkdir(parents=True, exist_ok=True)
         controls = [run(o, work, c, 'control') for c in cfgs]
         curves = lambda runs: [pd.DataFrame(r['curve']) for r in runs]
-        half = lambda c: smoothed(c, o.window).bfill()[(c.agent_steps - o.real_steps / 2).abs().idxmin()]
+        half = lambda c: smoothed_score(c, o.window).bfill()[(c.agent_steps - o.real_steps / 2).abs().idxmin()]
         threshold = o.threshold or float(np.mean([half(c) for c in curves(controls)]))
         print(f"threshold {threshold:.4f} (fixed from the controls before any dream run)", flush=True)
         parts = [record_trajectories(Path(tmp)/f'sessions-{s}', o.styles.split(','), o.per_style, o.steps, s,
@@ -101,14 +98,17 @@ def main():
         wwork = Path(o.world_work or work); wwork.mkdir(parents=True, exist_ok=True)
         model, _ = world_model(wo, wwork, train)
         dreams = [run(o, work, c, 'dream', model, start_frames(train)) for c in cfgs]
-    rows = []
+    rows, mean_score = [], lambda c: float((c.score * c.n).sum() / c.n.sum())   # all the run's deaths
     for c, d in zip(curves(controls), curves(dreams)):
         sc, sd = steps_to_score(c, threshold, o.window), steps_to_score(d, threshold, o.window)
         rows.append(dict(control_steps=sc, dream_steps_to_score=sd, ratio=sc / sd if sc and sd else None,
-                         control_first=float(smoothed(c, o.window).dropna().iloc[0]),
-                         dream_first=float(smoothed(d, o.window).dropna().iloc[0]),
-                         control_last=float(smoothed(c, o.window).iloc[-1]),
-                         dream_last=float(smoothed(d, o.window).iloc[-1])))
+                         control_first=float(smoothed_score(c, o.window).dropna().iloc[0]),
+                         dream_first=float(smoothed_score(d, o.window).dropna().iloc[0]),
+                         control_last=float(smoothed_score(c, o.window).iloc[-1]),
+                         dream_last=float(smoothed_score(d, o.window).iloc[-1]),
+                         control_best=float(smoothed_score(c, o.window).max()),
+                         dream_best=float(smoothed_score(d, o.window).max()),
+                         control_mean=mean_score(c), dream_mean=mean_score(d)))
     capped = lambda v: o.real_steps if v is None else v   # a run that never reached the threshold: its whole budget
     mean_c = np.mean([capped(r['control_steps']) for r in rows])
     mean_d = np.mean([capped(r['dream_steps_to_score']) for r in rows])

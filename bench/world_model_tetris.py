@@ -54,7 +54,7 @@ def main():
         print(f"filmed {len(train)} training and {len(held)} held-out games of {o.steps} ticks in "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
         path, meta = work/'tetris_world.safetensors', work/'tetris_world.json'
-        key = dict(world=asdict(o.world), data=[o.boards, o.steps, o.noise, o.train_seeds])
+        key = dict(world=asdict(o.world), dims=TETRIS_WORLD, data=[o.boards, o.steps, o.noise, o.train_seeds])
         if path.exists() and json.loads(meta.read_text())['key'] == key:
             model = WorldModel(o.world.hidden, o.world.embed, **TETRIS_WORLD); model.load_state_dict(load_file(path))
             training = json.loads(meta.read_text())['training']

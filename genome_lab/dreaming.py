@@ -30,9 +30,9 @@ gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy 
 __all__ = ['gym', 'CODES', 'TETRIS_WORLD', 'DREAM_WRONG', 'Trajectories', 'session_trajectories', 'record_trajectories',
            'onehot_view', 'WorldModel', 'WorldConfig', 'windows', 'world_loss', 'train_world_model',
            'open_loop_accuracy', 'tetris_trajectories', 'start_frames', 'DreamEnv', 'DreamBridgeEnv', 'DreamVecEnv',
-           'dream_pretrain', 'real_phase', 'steps_to_score', 'DreamPlanner', 'planner_roi', 'register_planner',
-           'planner_labels', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill',
-           'register_distilled', 'sign_test', 'head_to_head', 'render_dream']
+           'dream_pretrain', 'real_phase', 'smoothed_score', 'steps_to_score', 'DreamPlanner', 'planner_roi',
+           'register_planner', 'planner_labels', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate',
+           'distill', 'register_distilled', 'sign_test', 'head_to_head', 'render_dream']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes
@@ -71,11 +71,15 @@ def onehot_view(obs, codes:int=CODES)->torch.Tensor: # (..., 121, 8) float32 (te
 class WorldModel(nn.Module):
     """A latent dynamics model of a snake's view: encoder, GRU cell over (frame, action), decoder of the next frame's
     cell codes, reward and done heads. In imagination the decoder's own prediction is fed back (soft one-hots).
-    The defaults are a snake's view; `TETRIS_WORLD` sets a tetris board's."""
+    The defaults are a snake's view; `TETRIS_WORLD` sets a tetris board's. With `skip`, the input frame's one-hots go
+    straight to the next frame's logits through a learned gain per code (starting at `skip`): the model predicts what
+    changes, as where most cells stay (a tetris board's fixed cells)."""
     def __init__(self, hidden:int=128, embed:int=128, num_actions:int=4, cells:int=SNAKE_CELLS, codes:int=CODES,
-                 rows:int=SNAKE_VIEW): # a frame is `rows` x `cells // rows`
+                 rows:int=SNAKE_VIEW, # a frame is `rows` x `cells // rows`
+                 skip:float=0.0): # the skip's initial gain; 0: no skip
         super().__init__()
         self.config = dict(hidden=hidden, embed=embed, num_actions=num_actions, cells=cells, codes=codes, rows=rows)
+        if skip: self.config['skip'], self.skip = skip, nn.Parameter(torch.full((codes,), float(skip)))
         self.enc = nn.Linear(cells*codes, embed)
         self.gru = nn.GRUCell(embed + num_actions, hidden)
         self.dec = nn.Sequential(nn.Linear(hidden, embed), nn.GELU(), nn.Linear(embed, cells*codes))
@@ -89,7 +93,8 @@ class WorldModel(nn.Module):
         x = torch.cat([F.gelu(self.enc(frame.flatten(1))), a], -1)
         h = self.gru(x, h)
         r, d = self.heads(h).unbind(-1)
-        return h, self.dec(h).view(len(h), self.config['cells'], self.config['codes']), r, d
+        logits = self.dec(h).view(len(h), self.config['cells'], self.config['codes'])
+        return h, logits + self.skip * frame if 'skip' in self.config else logits, r, d
 
     def imagine(self, frame, action, h): # -> h', frame probabilities, codes (n, rows, cols) int8, reward, done probability
         "One dreamed step: the next latent, the predicted frame (probabilities to feed back, argmax codes to show)."
@@ -181,7 +186,7 @@ def open_loop_accuracy(model:WorldModel, data:Trajectories, ks=(1, 5, 15), conte
     return {str(k): dict(model=float(h[0]/n), baseline=float(h[1]/n), n=len(starts)) for k, h in hits.items()}
 
 # %% ../nbs/23_dreaming.ipynb #810434ce
-TETRIS_WORLD = dict(num_actions=len(TETRIS_ACTIONS), cells=N_ROWS * N_COLS, codes=3, rows=N_ROWS) # `WorldModel` dims
+TETRIS_WORLD = dict(num_actions=len(TETRIS_ACTIONS), cells=N_ROWS * N_COLS, codes=3, rows=N_ROWS, skip=4.0) # `WorldModel`'s
 
 def tetris_trajectories(root, seed:int, cfg:TetrisClipConfig, # `film_tetris`'s folder, seed and games
                         noise:list)->Trajectories: # per board: the chance of a random key
@@ -325,13 +330,16 @@ def real_phase(cfg:PPOConfig, run_dir:str|Path, # the real run's settings (self-
                          for i, r in enumerate(env.reports)]), time.perf_counter() - t0
 
 # %% ../nbs/23_dreaming.ipynb #a746ec23
+def smoothed_score(curve:pd.DataFrame, window:int=16)->pd.Series: # one value per report; NaN before `window` reports
+    "A `real_phase` curve's score averaged over the last `window` reports, each weighted by its deaths `n`."
+    n = curve.n.fillna(0) if 'n' in curve else pd.Series(0.0, curve.index)
+    return (curve.get('score', n).fillna(0) * n).rolling(window).sum() / n.rolling(window).sum()
+
 def steps_to_score(curve:pd.DataFrame, # `real_phase`'s curve
                    threshold:float, window:int=16)->int|None: # agent-steps, None if never reached
     """Sample efficiency: the agent-steps of the first report where the score averaged over the last `window` reports
-    (weighted by their deaths `n`) reaches `threshold`; None if it never does."""
-    n = curve.n.fillna(0) if 'n' in curve else pd.Series(0.0, curve.index)
-    s = (curve.get('score', n).fillna(0) * n).rolling(window).sum() / n.rolling(window).sum()
-    hit = np.flatnonzero(s.to_numpy() >= threshold)
+    (`smoothed_score`) reaches `threshold`; None if it never does."""
+    hit = np.flatnonzero(smoothed_score(curve, window).to_numpy() >= threshold)
     return int(curve.agent_steps.iloc[hit[0]]) if len(hit) else None
 
 # %% ../nbs/23_dreaming.ipynb #1d476e55
