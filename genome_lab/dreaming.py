@@ -96,7 +96,7 @@ class WorldModel(nn.Module):
         logits = self.dec(h).view(len(h), self.config['cells'], self.config['codes'])
         return h, logits + self.skip * frame if 'skip' in self.config else logits, r, d
 
-    def imagine(self, frame, action, h): # -> h', frame probabilities, codes (n, rows, cols) int8, reward, done probability
+    def imagine(self, frame, action, h): # -> h', frame probabilities, codes (n, rows, cols) int8, reward, P(done)
         "One dreamed step: the next latent, the predicted frame (probabilities to feed back, argmax codes to show)."
         h, logits, r, d = self.step(frame, action, h)
         c = self.config
@@ -105,7 +105,8 @@ class WorldModel(nn.Module):
 
     def unroll(self, obs, actions, context:int): # obs (n, T+1, ...) actions (n, T)
         "Predictions for steps 1..T: real frames in for the first `context` steps, then the model's own."
-        h, frame, out, codes = self.initial_state(len(obs)), onehot_view(obs[:, 0], self.config['codes']), [], self.config['codes']
+        codes = self.config['codes']
+        h, frame, out = self.initial_state(len(obs)), onehot_view(obs[:, 0], codes), []
         for t in range(actions.shape[1]):
             h, logits, r, d = self.step(frame, actions[:, t], h)
             out.append((logits, r, d))
@@ -147,8 +148,8 @@ def world_loss(model:WorldModel, batch:tuple, cfg:WorldConfig)->dict: # {'loss',
 # %% ../nbs/23_dreaming.ipynb #4ed8e809
 def train_world_model(data:Trajectories, cfg:WorldConfig=WorldConfig(),
                       progress:bool=False, **dims)->tuple: # (WorldModel, history DataFrame)
-    """Train a `WorldModel` on random windows of `data` (Adam), each window `context` real then `horizon` imagined steps;
-    `dims` are the model's frame and actions (a snake view's by default; `TETRIS_WORLD` for tetris boards)."""
+    """Train a `WorldModel` on random windows of `data` (Adam), each window `context` real then `horizon` imagined
+    steps; `dims` are the model's frame and actions (a snake view's by default; `TETRIS_WORLD` for tetris boards)."""
     torch.manual_seed(cfg.seed)
     L = cfg.context + cfg.horizon
     if data.obs.shape[1] <= L:
@@ -186,7 +187,8 @@ def open_loop_accuracy(model:WorldModel, data:Trajectories, ks=(1, 5, 15), conte
     return {str(k): dict(model=float(h[0]/n), baseline=float(h[1]/n), n=len(starts)) for k, h in hits.items()}
 
 # %% ../nbs/23_dreaming.ipynb #810434ce
-TETRIS_WORLD = dict(num_actions=len(TETRIS_ACTIONS), cells=N_ROWS * N_COLS, codes=3, rows=N_ROWS, skip=4.0) # `WorldModel`'s
+TETRIS_WORLD = dict(num_actions=len(TETRIS_ACTIONS), cells=N_ROWS * N_COLS, codes=3, rows=N_ROWS,
+                    skip=4.0) # `WorldModel`'s dims
 
 def tetris_trajectories(root, seed:int, cfg:TetrisClipConfig, # `film_tetris`'s folder, seed and games
                         noise:list)->Trajectories: # per board: the chance of a random key
@@ -268,7 +270,8 @@ class DreamVecEnv:
     dict of the dreams that ended since the last one (`dream_return`, `dream_length`, `n`); `reports` keeps them."""
     def __init__(self, bridge:DreamBridgeEnv, report_interval:int=128):
         self.bridge, self.report_interval, n = bridge, report_interval, bridge.num_envs
-        self.single_observation_space, self.single_action_space = bridge.single_observation_space, bridge.single_action_space
+        self.single_observation_space = bridge.single_observation_space
+        self.single_action_space = bridge.single_action_space
         self.num_agents = self.agents_per_batch = n
         self.driver_env, self.agent_ids, self.masks, self.reports = self, np.arange(n), np.ones(n, bool), []
 
