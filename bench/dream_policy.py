@@ -15,7 +15,7 @@ run. Each run is kept in `--work` and read back when a run with the same setting
 Writes the `dream_policy` key of --out (default nbs/measured/dreaming.json), keeping the file's other keys.
 
     python bench/dream_policy.py --world-work /tmp/dreaming3_work
-    python bench/dream_policy.py --seeds 1 --dream-steps 8192 --real-steps 16384 --steps 60 --updates 3  # a smoke run
+    python bench/dream_policy.py --seeds 1 --dream-steps 8192 --real-steps 16384 --window 2 --steps 60 --updates 3  # smoke
 """
 import datetime, json, sys, tempfile, time
 from dataclasses import dataclass, asdict, field
