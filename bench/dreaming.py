@@ -17,9 +17,10 @@ them), OpenSkill from scratch, at `--tournament-seed` and again, each in a fresh
 `--check-seeds`; `significance` pools the planner's lead over PufferSnake across them (t-test of the mu gaps, sign test
 of their head-to-head games).
 The trained model is kept in `--work` (default: a temporary folder) and read back from there when present (resume).
-Writes exactly --out (default nbs/measured/dreaming.json): `world_model` ({"1": {model, baseline, n}, "5", "15"}),
-`planner` ({ordinal, mu, sigma, games, puffersnake_ordinal, puffersnake_mu, puffersnake_sigma, distilled_ordinal,
-distilled_mu, distilled_sigma, kept_gain, head_to_head, compute, beam, horizon, leaderboard, tournament, seed}),
+Writes these keys of --out (default nbs/measured/dreaming.json; its other keys, other benches', are kept):
+`world_model` ({"1": {model, baseline, n}, "5", "15"}), `planner` ({ordinal, mu, sigma, games, puffersnake_ordinal,
+puffersnake_mu, puffersnake_sigma, distilled_ordinal, distilled_mu, distilled_sigma, kept_gain, head_to_head, compute,
+beam, horizon, leaderboard, tournament, seed}),
 `planner_checks` (the same from the tournaments at `--check-seeds`), `significance`, `distillation`, `roi`, the data,
 training and machine.
 
@@ -202,7 +203,8 @@ def main():
                             heldout_trajectories=len(held)),
                   training=training, seconds=time.perf_counter() - t0, machine=machine(),
                   date=str(datetime.date.today()))
-    atomic_write_json(o.out, record)
+    old = json.loads(Path(o.out).read_text()) if Path(o.out).exists() else {}
+    atomic_write_json(o.out, old | record)   # other benches' keys (dream_policy, world_model_tetris) kept
     for r in [rating] + checks:
         print(f"seed {r['seed']}: planner ordinal {r['ordinal']:.2f} (mu {r['mu']:.2f}, sigma {r['sigma']:.2f}, "
               f"{r['games']} games); PufferSnake {r['puffersnake_ordinal']:.2f} (mu {r['puffersnake_mu']:.2f}, "

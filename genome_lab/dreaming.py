@@ -15,18 +15,23 @@ import torch.nn as nn
 import torch.nn.functional as F
 import pandas as pd
 from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS, import_gymnasium
-from .policies import Policy, LinearLSTM, load_pufferlib_policy
+from .policies import Policy, LinearLSTM, load_pufferlib_policy, pufferlib_config
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders
+from .training import (PPOConfig, PPORun, PuffeRLTrainer, TrainingLog, snake_model, to_linear_lstm,
+                                 load_linear_lstm)
+from .tetris_players import N_ROWS, N_COLS
+from .video_models import TetrisClipConfig, TETRIS_ACTIONS, film_tetris, clip_truth
 gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints
 
 
 # %% auto #0
-__all__ = ['gym', 'CODES', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel',
-           'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames',
-           'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner', 'planner_labels',
-           'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill', 'register_distilled',
-           'sign_test', 'head_to_head']
+__all__ = ['gym', 'CODES', 'TETRIS_WORLD', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view',
+           'WorldModel', 'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy',
+           'tetris_trajectories', 'start_frames', 'DreamEnv', 'DreamBridgeEnv', 'DreamVecEnv', 'dream_pretrain',
+           'real_phase', 'smoothed_score', 'steps_to_score', 'DreamPlanner', 'planner_roi', 'register_planner',
+           'planner_labels', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill',
+           'register_distilled', 'sign_test', 'head_to_head']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes
@@ -34,7 +39,7 @@ CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 s
 @dataclass
 class Trajectories:
     "Recorded snake trajectories of equal length: what each followed snake saw, did and got."
-    obs: np.ndarray # (N, T, 11, 11) int8 cell codes seen before acting
+    obs: np.ndarray # (N, T, 11, 11) int8 cell codes seen before acting (tetris: (N, T, 20, 10) boards)
     action: np.ndarray # (N, T) int64 moves
     reward: np.ndarray # (N, T) float32
     done: np.ndarray # (N, T) bool: the snake died on this step (it respawns elsewhere)
@@ -56,18 +61,24 @@ def record_trajectories(root, styles:list, per_style:int, steps:int, seed:int, *
     return session_trajectories(load_sessions(root, ids))
 
 # %% ../nbs/23_dreaming.ipynb #c5eeedc5
-def onehot_view(obs)->torch.Tensor: # (..., 121, 8) float32
-    "One-hot cell codes of views `obs` (..., 11, 11)."
-    o = torch.as_tensor(np.asarray(obs)).long().clamp(0, CODES - 1)
-    return F.one_hot(o.flatten(-2), CODES).float()
+def onehot_view(obs, codes:int=CODES)->torch.Tensor: # (..., 121, 8) float32 (tetris: (..., 200, 3))
+    "One-hot cell codes of views `obs` (..., 11, 11) (or boards (..., rows, cols) of `codes` codes)."
+    o = torch.as_tensor(np.asarray(obs)).long().clamp(0, codes - 1)
+    return F.one_hot(o.flatten(-2), codes).float()
 
 # %% ../nbs/23_dreaming.ipynb #68b1345c
 class WorldModel(nn.Module):
     """A latent dynamics model of a snake's view: encoder, GRU cell over (frame, action), decoder of the next frame's
-    cell codes, reward and done heads. In imagination the decoder's own prediction is fed back (soft one-hots)."""
-    def __init__(self, hidden:int=128, embed:int=128, num_actions:int=4, cells:int=SNAKE_CELLS, codes:int=CODES):
+    cell codes, reward and done heads. In imagination the decoder's own prediction is fed back (soft one-hots).
+    The defaults are a snake's view; `TETRIS_WORLD` sets a tetris board's. With `skip`, the input frame's one-hots go
+    straight to the next frame's logits through a learned gain per code (starting at `skip`): the model predicts what
+    changes, as where most cells stay (a tetris board's fixed cells)."""
+    def __init__(self, hidden:int=128, embed:int=128, num_actions:int=4, cells:int=SNAKE_CELLS, codes:int=CODES,
+                 rows:int=SNAKE_VIEW, # a frame is `rows` x `cells // rows`
+                 skip:float=0.0): # the skip's initial gain; 0: no skip
         super().__init__()
-        self.config = dict(hidden=hidden, embed=embed, num_actions=num_actions, cells=cells, codes=codes)
+        self.config = dict(hidden=hidden, embed=embed, num_actions=num_actions, cells=cells, codes=codes, rows=rows)
+        if skip: self.config['skip'], self.skip = skip, nn.Parameter(torch.full((codes,), float(skip)))
         self.enc = nn.Linear(cells*codes, embed)
         self.gru = nn.GRUCell(embed + num_actions, hidden)
         self.dec = nn.Sequential(nn.Linear(hidden, embed), nn.GELU(), nn.Linear(embed, cells*codes))
@@ -81,21 +92,24 @@ class WorldModel(nn.Module):
         x = torch.cat([F.gelu(self.enc(frame.flatten(1))), a], -1)
         h = self.gru(x, h)
         r, d = self.heads(h).unbind(-1)
-        return h, self.dec(h).view(len(h), self.config['cells'], self.config['codes']), r, d
+        logits = self.dec(h).view(len(h), self.config['cells'], self.config['codes'])
+        return h, logits + self.skip * frame if 'skip' in self.config else logits, r, d
 
-    def imagine(self, frame, action, h): # -> h', frame probabilities, codes (n, 11, 11) int8, reward, done probability
+    def imagine(self, frame, action, h): # -> h', frame probabilities, codes (n, rows, cols) int8, reward, P(done)
         "One dreamed step: the next latent, the predicted frame (probabilities to feed back, argmax codes to show)."
         h, logits, r, d = self.step(frame, action, h)
-        codes = logits.argmax(-1).view(len(h), SNAKE_VIEW, SNAKE_VIEW).to(torch.int8)
+        c = self.config
+        codes = logits.argmax(-1).view(len(h), c['rows'], c['cells'] // c['rows']).to(torch.int8)
         return h, logits.softmax(-1), codes, r, torch.sigmoid(d)
 
     def unroll(self, obs, actions, context:int): # obs (n, T+1, ...) actions (n, T)
         "Predictions for steps 1..T: real frames in for the first `context` steps, then the model's own."
-        h, frame, out = self.initial_state(len(obs)), onehot_view(obs[:, 0]), []
+        codes = self.config['codes']
+        h, frame, out = self.initial_state(len(obs)), onehot_view(obs[:, 0], codes), []
         for t in range(actions.shape[1]):
             h, logits, r, d = self.step(frame, actions[:, t], h)
             out.append((logits, r, d))
-            frame = onehot_view(obs[:, t+1]) if t + 1 < context else logits.softmax(-1)
+            frame = onehot_view(obs[:, t+1], codes) if t + 1 < context else logits.softmax(-1)
         return [torch.stack(x, 1) for x in zip(*out)]
 
 # %% ../nbs/23_dreaming.ipynb #6184aae2
@@ -125,20 +139,21 @@ def windows(data:Trajectories, length:int, starts)->tuple: # obs (n, length+1, 1
 def world_loss(model:WorldModel, batch:tuple, cfg:WorldConfig)->dict: # {'loss', 'frame', 'reward', 'done'}
     obs, act, rew, done = batch
     logits, r, d = model.unroll(obs, act, cfg.context)
-    target = obs[:, 1:].flatten(2).long().clamp(0, CODES - 1)
+    target = obs[:, 1:].flatten(2).long().clamp(0, model.config['codes'] - 1)
     frame = F.cross_entropy(logits.flatten(0, 2), target.flatten())
     rl, dl = F.mse_loss(r, rew), F.binary_cross_entropy_with_logits(d, done.float())
     return dict(loss=frame + cfg.reward_weight*rl + cfg.done_weight*dl, frame=frame, reward=rl, done=dl)
 
 # %% ../nbs/23_dreaming.ipynb #4ed8e809
 def train_world_model(data:Trajectories, cfg:WorldConfig=WorldConfig(),
-                      progress:bool=False)->tuple: # (WorldModel, history DataFrame)
-    "Train a `WorldModel` on random windows of `data` (Adam), each window `context` real then `horizon` imagined steps."
+                      progress:bool=False, **dims)->tuple: # (WorldModel, history DataFrame)
+    """Train a `WorldModel` on random windows of `data` (Adam), each window `context` real then `horizon` imagined
+    steps; `dims` are the model's frame and actions (a snake view's by default; `TETRIS_WORLD` for tetris boards)."""
     torch.manual_seed(cfg.seed)
     L = cfg.context + cfg.horizon
     if data.obs.shape[1] <= L:
         raise ValueError(f"trajectories of {data.obs.shape[1]} steps are too short for windows of {L + 1} frames")
-    model, rng = WorldModel(cfg.hidden, cfg.embed), np.random.default_rng(cfg.seed)
+    model, rng = WorldModel(cfg.hidden, cfg.embed, **dims), np.random.default_rng(cfg.seed)
     opt, hist = torch.optim.Adam(model.parameters(), lr=cfg.lr), []
     for u in range(cfg.updates):
         starts = np.stack([rng.integers(len(data), size=cfg.batch),
@@ -154,7 +169,8 @@ def train_world_model(data:Trajectories, cfg:WorldConfig=WorldConfig(),
 def open_loop_accuracy(model:WorldModel, data:Trajectories, ks=(1, 5, 15), context:int=8, stride:int=4,
                        chunk:int=256)->dict: # {k: {'model', 'baseline', 'n'}}
     """k-step open-loop prediction accuracy on `data` (held-out games): filtered on real frames up to step t, the model
-    imagines t+1..t+k from the true actions alone; accuracy = fraction of the 121 cells of frame t+k predicted right.
+    imagines t+1..t+k from the true actions alone; accuracy = fraction of the cells of frame t+k (121 of a snake's view)
+    predicted right.
     The baseline copies frame t."""
     K, T = max(ks), data.obs.shape[1]
     starts = np.array([(i, t) for i in range(len(data)) for t in range(0, T - context - K, stride)])
@@ -166,8 +182,21 @@ def open_loop_accuracy(model:WorldModel, data:Trajectories, ks=(1, 5, 15), conte
         for k in ks:   # frame context-1+k, predicted by step context-2+k
             j = context - 1 + k
             hits[k] += [(pred[:, j-1] == true[:, j]).sum(), (true[:, context-1] == true[:, j]).sum()]
-    n = len(starts) * SNAKE_CELLS
+    n = len(starts) * model.config['cells']
     return {str(k): dict(model=float(h[0]/n), baseline=float(h[1]/n), n=len(starts)) for k, h in hits.items()}
+
+# %% ../nbs/23_dreaming.ipynb #810434ce
+TETRIS_WORLD = dict(num_actions=len(TETRIS_ACTIONS), cells=N_ROWS * N_COLS, codes=3, rows=N_ROWS,
+                    skip=4.0) # `WorldModel`'s dims
+
+def tetris_trajectories(root, seed:int, cfg:TetrisClipConfig, # `film_tetris`'s folder, seed and games
+                        noise:list)->Trajectories: # per board: the chance of a random key
+    """Tetris games of the placement planner filmed by `film_tetris` (95_video_models), read back from their truth:
+    boards (N, T, 20, 10) before each key, keys, rewards, game ends (a lost game restarts within the trajectory)."""
+    truths = [clip_truth(root, c, labels=False) for c in film_tetris(root, seed, cfg, noise)['clip']]
+    col = lambda k, dt: np.stack([t[k] for t in truths]).astype(dt)
+    return Trajectories(np.stack([t['board'][:-1] for t in truths]).astype(np.int8), col('action', np.int64),
+                        col('reward', np.float32), col('done', bool))
 
 # %% ../nbs/23_dreaming.ipynb #f1c72fc3
 def start_frames(data:Trajectories)->np.ndarray: # (m, 11, 11) int8
@@ -232,6 +261,88 @@ class DreamBridgeEnv(gym.vector.VectorEnv):
             infos['_final_observation'] = ended
             obs[ended] = self._start(np.flatnonzero(ended))
         return obs, r.numpy(), term, trunc, infos
+
+# %% ../nbs/23_dreaming.ipynb #0d1d413e
+class DreamVecEnv:
+    """PufferLib's vectorised-env interface (`async_reset`, `recv`, `send`: what PuffeRL drives, as `SnakeVecEnv` in
+    75_training) over a `DreamBridgeEnv`: each dream is one agent. Every `report_interval` steps `recv` returns an info
+    dict of the dreams that ended since the last one (`dream_return`, `dream_length`, `n`); `reports` keeps them."""
+    def __init__(self, bridge:DreamBridgeEnv, report_interval:int=128):
+        self.bridge, self.report_interval, n = bridge, report_interval, bridge.num_envs
+        self.single_observation_space = bridge.single_observation_space
+        self.single_action_space = bridge.single_action_space
+        self.num_agents = self.agents_per_batch = n
+        self.driver_env, self.agent_ids, self.masks, self.reports = self, np.arange(n), np.ones(n, bool), []
+
+    def async_reset(self, seed:int=0):
+        self.obs, _ = self.bridge.reset(seed=seed)
+        n = self.num_agents
+        self.rewards, self.terminals, self.truncations = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool)
+        self.ret, self.length, self.ended, self.steps, self.infos = np.zeros(n), np.zeros(n), [], 0, []
+
+    def recv(self)->tuple: # PufferLib's (obs, rewards, terminals, truncations, infos, agent ids, masks)
+        infos, self.infos = self.infos, []
+        return self.obs, self.rewards, self.terminals, self.truncations, infos, self.agent_ids, self.masks
+
+    def send(self, actions):
+        self.obs, r, term, trunc, _ = self.bridge.step(actions)
+        self.rewards[:], self.terminals[:], self.truncations[:] = r, term, trunc
+        self.ret += r; self.length += 1; self.steps += 1
+        if (e := term | trunc).any():
+            self.ended += list(zip(self.ret[e], self.length[e])); self.ret[e] = 0; self.length[e] = 0
+        if self.steps % self.report_interval == 0 and self.ended:
+            ret, length = np.array(self.ended).T
+            self.infos = [dict(dream_return=float(ret.mean()), dream_length=float(length.mean()), n=float(len(ret)))]
+            self.reports.append(self.infos[0]); self.ended = []
+
+    def close(self): pass
+
+# %% ../nbs/23_dreaming.ipynb #569409cc
+def dream_pretrain(world:WorldModel, starts:np.ndarray, # the dreams' model and start frames (`start_frames`)
+                   cfg:PPOConfig, # the real run's settings: its seed and PPO hyperparameters (`hyper`) are used here
+                   steps:int, # agent-steps of PPO in dreams
+                   dreams:int=64, max_steps:int=200)->tuple: # (LinearLSTM, dream reports DataFrame, seconds)
+    """PuffeRL trains PufferLib's snake model in `dreams` dreams (`DreamVecEnv`) for `steps` agent-steps, from the
+    initialisation a `PPORun` with `cfg` starts from (`torch.manual_seed(cfg.seed)`, then `snake_model`)."""
+    torch.manual_seed(cfg.seed)
+    model = snake_model(pufferlib_config('snake')['hidden'])   # as `PPORun` builds it
+    env = DreamVecEnv(DreamBridgeEnv(world, starts, dreams, max_steps))
+    dream_cfg = PPOConfig(total_timesteps=max(steps, 1), num_envs=1, num_snakes=dreams, seed=cfg.seed, hyper=cfg.hyper)
+    trainer = PuffeRLTrainer(dream_cfg.train_settings(), env, model, TrainingLog('dream'))
+    t0 = time.perf_counter()
+    try:
+        while trainer.global_step < steps: trainer.evaluate(); trainer.train()
+    finally: trainer.utilization.stop()
+    return to_linear_lstm(model), pd.DataFrame(env.reports), time.perf_counter() - t0
+
+# %% ../nbs/23_dreaming.ipynb #d1cfbf1c
+def real_phase(cfg:PPOConfig, run_dir:str|Path, # the real run's settings (self-play) and its checkpoint folder
+               start:LinearLSTM|None=None)->tuple: # (curve DataFrame: agent_steps, score, n, ...; seconds)
+    """PuffeRL in the real arena for `cfg.total_timesteps` agent-steps (`PPORun`), from `start`'s weights (a dream
+    policy) or, with None, from the run's own initialisation (the control). The curve has one row per `SnakeVecEnv`
+    report: the agent-steps played by then, the mean length at death (`score`) of the `n` snakes that died since the
+    report before, their `episode_return`."""
+    run = PPORun(cfg, run_dir, display=None)
+    if start is not None: load_linear_lstm(run.model, start)
+    t0 = time.perf_counter()
+    try: run.train_for(cfg.total_timesteps)
+    finally: run.close()
+    env = run.vecenv
+    return pd.DataFrame([dict(agent_steps=(i + 1) * env.report_interval * env.num_agents, **r)
+                         for i, r in enumerate(env.reports)]), time.perf_counter() - t0
+
+# %% ../nbs/23_dreaming.ipynb #a746ec23
+def smoothed_score(curve:pd.DataFrame, window:int=16)->pd.Series: # one value per report; NaN before `window` reports
+    "A `real_phase` curve's score averaged over the last `window` reports, each weighted by its deaths `n`."
+    n = curve.n.fillna(0) if 'n' in curve else pd.Series(0.0, curve.index)
+    return (curve.get('score', n).fillna(0) * n).rolling(window).sum() / n.rolling(window).sum()
+
+def steps_to_score(curve:pd.DataFrame, # `real_phase`'s curve
+                   threshold:float, window:int=16)->int|None: # agent-steps, None if never reached
+    """Sample efficiency: the agent-steps of the first report where the score averaged over the last `window` reports
+    (`smoothed_score`) reaches `threshold`; None if it never does."""
+    hit = np.flatnonzero(smoothed_score(curve, window).to_numpy() >= threshold)
+    return int(curve.agent_steps.iloc[hit[0]]) if len(hit) else None
 
 # %% ../nbs/23_dreaming.ipynb #1d476e55
 class DreamPlanner(Policy):
