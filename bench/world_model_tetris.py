@@ -1,4 +1,4 @@
-"""A tetris world model (23_dreaming, issue 33): the snake chapter's `WorldModel` with a tetris board's dims
+"""A tetris world model (96_dream_policy, issue 33): 23_dreaming's `WorldModel` with a tetris board's dims
 (`TETRIS_WORLD`) trained on tetris games the project records (95_video_models' `film_tetris`: the placement planner with
 Dellacherie's weights and D-REX's noise, the boards' truth), scored by `open_loop_accuracy` at k = 1, 5, 15 on held-out
 games against copying the last board.
@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from safetensors.torch import save_file, load_file
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
-from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, TETRIS_WORLD, tetris_trajectories,
-                                 train_world_model, open_loop_accuracy)
+from genome_lab.dreaming import Trajectories, WorldConfig, WorldModel, train_world_model, open_loop_accuracy
+from genome_lab.dream_policy import TETRIS_WORLD, tetris_trajectories
 from genome_lab.video_models import TetrisClipConfig
 
 @dataclass

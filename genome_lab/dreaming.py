@@ -15,23 +15,18 @@ import torch.nn as nn
 import torch.nn.functional as F
 import pandas as pd
 from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS, import_gymnasium
-from .policies import Policy, LinearLSTM, load_pufferlib_policy, pufferlib_config
+from .policies import Policy, LinearLSTM, load_pufferlib_policy
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders
-from .training import (PPOConfig, PPORun, PuffeRLTrainer, TrainingLog, snake_model, to_linear_lstm,
-                                 load_linear_lstm)
-from .tetris_players import N_ROWS, N_COLS
-from .video_models import TetrisClipConfig, TETRIS_ACTIONS, film_tetris, clip_truth
 gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints
 
 
 # %% auto #0
-__all__ = ['gym', 'CODES', 'TETRIS_WORLD', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view',
-           'WorldModel', 'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy',
-           'tetris_trajectories', 'start_frames', 'DreamEnv', 'DreamBridgeEnv', 'DreamVecEnv', 'dream_pretrain',
-           'real_phase', 'smoothed_score', 'steps_to_score', 'DreamPlanner', 'planner_roi', 'register_planner',
-           'planner_labels', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill',
-           'register_distilled', 'sign_test', 'head_to_head']
+__all__ = ['gym', 'CODES', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel',
+           'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames',
+           'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner', 'planner_labels',
+           'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill', 'register_distilled',
+           'sign_test', 'head_to_head']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes
@@ -70,9 +65,9 @@ def onehot_view(obs, codes:int=CODES)->torch.Tensor: # (..., 121, 8) float32 (te
 class WorldModel(nn.Module):
     """A latent dynamics model of a snake's view: encoder, GRU cell over (frame, action), decoder of the next frame's
     cell codes, reward and done heads. In imagination the decoder's own prediction is fed back (soft one-hots).
-    The defaults are a snake's view; `TETRIS_WORLD` sets a tetris board's. With `skip`, the input frame's one-hots go
-    straight to the next frame's logits through a learned gain per code (starting at `skip`): the model predicts what
-    changes, as where most cells stay (a tetris board's fixed cells)."""
+    The defaults are a snake's view; `TETRIS_WORLD` (96_dream_policy) sets a tetris board's. With `skip`, the input
+    frame's one-hots go straight to the next frame's logits through a learned gain per code (starting at `skip`): the
+    model predicts what changes, as where most cells stay (a tetris board's fixed cells)."""
     def __init__(self, hidden:int=128, embed:int=128, num_actions:int=4, cells:int=SNAKE_CELLS, codes:int=CODES,
                  rows:int=SNAKE_VIEW, # a frame is `rows` x `cells // rows`
                  skip:float=0.0): # the skip's initial gain; 0: no skip
@@ -148,7 +143,8 @@ def world_loss(model:WorldModel, batch:tuple, cfg:WorldConfig)->dict: # {'loss',
 def train_world_model(data:Trajectories, cfg:WorldConfig=WorldConfig(),
                       progress:bool=False, **dims)->tuple: # (WorldModel, history DataFrame)
     """Train a `WorldModel` on random windows of `data` (Adam), each window `context` real then `horizon` imagined
-    steps; `dims` are the model's frame and actions (a snake view's by default; `TETRIS_WORLD` for tetris boards)."""
+    steps; `dims` are the model's frame and actions (a snake view's by default; 96_dream_policy's `TETRIS_WORLD` for
+    tetris boards)."""
     torch.manual_seed(cfg.seed)
     L = cfg.context + cfg.horizon
     if data.obs.shape[1] <= L:
@@ -184,19 +180,6 @@ def open_loop_accuracy(model:WorldModel, data:Trajectories, ks=(1, 5, 15), conte
             hits[k] += [(pred[:, j-1] == true[:, j]).sum(), (true[:, context-1] == true[:, j]).sum()]
     n = len(starts) * model.config['cells']
     return {str(k): dict(model=float(h[0]/n), baseline=float(h[1]/n), n=len(starts)) for k, h in hits.items()}
-
-# %% ../nbs/23_dreaming.ipynb #810434ce
-TETRIS_WORLD = dict(num_actions=len(TETRIS_ACTIONS), cells=N_ROWS * N_COLS, codes=3, rows=N_ROWS,
-                    skip=4.0) # `WorldModel`'s dims
-
-def tetris_trajectories(root, seed:int, cfg:TetrisClipConfig, # `film_tetris`'s folder, seed and games
-                        noise:list)->Trajectories: # per board: the chance of a random key
-    """Tetris games of the placement planner filmed by `film_tetris` (95_video_models), read back from their truth:
-    boards (N, T, 20, 10) before each key, keys, rewards, game ends (a lost game restarts within the trajectory)."""
-    truths = [clip_truth(root, c, labels=False) for c in film_tetris(root, seed, cfg, noise)['clip']]
-    col = lambda k, dt: np.stack([t[k] for t in truths]).astype(dt)
-    return Trajectories(np.stack([t['board'][:-1] for t in truths]).astype(np.int8), col('action', np.int64),
-                        col('reward', np.float32), col('done', bool))
 
 # %% ../nbs/23_dreaming.ipynb #f1c72fc3
 def start_frames(data:Trajectories)->np.ndarray: # (m, 11, 11) int8
@@ -261,88 +244,6 @@ class DreamBridgeEnv(gym.vector.VectorEnv):
             infos['_final_observation'] = ended
             obs[ended] = self._start(np.flatnonzero(ended))
         return obs, r.numpy(), term, trunc, infos
-
-# %% ../nbs/23_dreaming.ipynb #0d1d413e
-class DreamVecEnv:
-    """PufferLib's vectorised-env interface (`async_reset`, `recv`, `send`: what PuffeRL drives, as `SnakeVecEnv` in
-    75_training) over a `DreamBridgeEnv`: each dream is one agent. Every `report_interval` steps `recv` returns an info
-    dict of the dreams that ended since the last one (`dream_return`, `dream_length`, `n`); `reports` keeps them."""
-    def __init__(self, bridge:DreamBridgeEnv, report_interval:int=128):
-        self.bridge, self.report_interval, n = bridge, report_interval, bridge.num_envs
-        self.single_observation_space = bridge.single_observation_space
-        self.single_action_space = bridge.single_action_space
-        self.num_agents = self.agents_per_batch = n
-        self.driver_env, self.agent_ids, self.masks, self.reports = self, np.arange(n), np.ones(n, bool), []
-
-    def async_reset(self, seed:int=0):
-        self.obs, _ = self.bridge.reset(seed=seed)
-        n = self.num_agents
-        self.rewards, self.terminals, self.truncations = np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool)
-        self.ret, self.length, self.ended, self.steps, self.infos = np.zeros(n), np.zeros(n), [], 0, []
-
-    def recv(self)->tuple: # PufferLib's (obs, rewards, terminals, truncations, infos, agent ids, masks)
-        infos, self.infos = self.infos, []
-        return self.obs, self.rewards, self.terminals, self.truncations, infos, self.agent_ids, self.masks
-
-    def send(self, actions):
-        self.obs, r, term, trunc, _ = self.bridge.step(actions)
-        self.rewards[:], self.terminals[:], self.truncations[:] = r, term, trunc
-        self.ret += r; self.length += 1; self.steps += 1
-        if (e := term | trunc).any():
-            self.ended += list(zip(self.ret[e], self.length[e])); self.ret[e] = 0; self.length[e] = 0
-        if self.steps % self.report_interval == 0 and self.ended:
-            ret, length = np.array(self.ended).T
-            self.infos = [dict(dream_return=float(ret.mean()), dream_length=float(length.mean()), n=float(len(ret)))]
-            self.reports.append(self.infos[0]); self.ended = []
-
-    def close(self): pass
-
-# %% ../nbs/23_dreaming.ipynb #569409cc
-def dream_pretrain(world:WorldModel, starts:np.ndarray, # the dreams' model and start frames (`start_frames`)
-                   cfg:PPOConfig, # the real run's settings: its seed and PPO hyperparameters (`hyper`) are used here
-                   steps:int, # agent-steps of PPO in dreams
-                   dreams:int=64, max_steps:int=200)->tuple: # (LinearLSTM, dream reports DataFrame, seconds)
-    """PuffeRL trains PufferLib's snake model in `dreams` dreams (`DreamVecEnv`) for `steps` agent-steps, from the
-    initialisation a `PPORun` with `cfg` starts from (`torch.manual_seed(cfg.seed)`, then `snake_model`)."""
-    torch.manual_seed(cfg.seed)
-    model = snake_model(pufferlib_config('snake')['hidden'])   # as `PPORun` builds it
-    env = DreamVecEnv(DreamBridgeEnv(world, starts, dreams, max_steps))
-    dream_cfg = PPOConfig(total_timesteps=max(steps, 1), num_envs=1, num_snakes=dreams, seed=cfg.seed, hyper=cfg.hyper)
-    trainer = PuffeRLTrainer(dream_cfg.train_settings(), env, model, TrainingLog('dream'))
-    t0 = time.perf_counter()
-    try:
-        while trainer.global_step < steps: trainer.evaluate(); trainer.train()
-    finally: trainer.utilization.stop()
-    return to_linear_lstm(model), pd.DataFrame(env.reports), time.perf_counter() - t0
-
-# %% ../nbs/23_dreaming.ipynb #d1cfbf1c
-def real_phase(cfg:PPOConfig, run_dir:str|Path, # the real run's settings (self-play) and its checkpoint folder
-               start:LinearLSTM|None=None)->tuple: # (curve DataFrame: agent_steps, score, n, ...; seconds)
-    """PuffeRL in the real arena for `cfg.total_timesteps` agent-steps (`PPORun`), from `start`'s weights (a dream
-    policy) or, with None, from the run's own initialisation (the control). The curve has one row per `SnakeVecEnv`
-    report: the agent-steps played by then, the mean length at death (`score`) of the `n` snakes that died since the
-    report before, their `episode_return`."""
-    run = PPORun(cfg, run_dir, display=None)
-    if start is not None: load_linear_lstm(run.model, start)
-    t0 = time.perf_counter()
-    try: run.train_for(cfg.total_timesteps)
-    finally: run.close()
-    env = run.vecenv
-    return pd.DataFrame([dict(agent_steps=(i + 1) * env.report_interval * env.num_agents, **r)
-                         for i, r in enumerate(env.reports)]), time.perf_counter() - t0
-
-# %% ../nbs/23_dreaming.ipynb #a746ec23
-def smoothed_score(curve:pd.DataFrame, window:int=16)->pd.Series: # one value per report; NaN before `window` reports
-    "A `real_phase` curve's score averaged over the last `window` reports, each weighted by its deaths `n`."
-    n = curve.n.fillna(0) if 'n' in curve else pd.Series(0.0, curve.index)
-    return (curve.get('score', n).fillna(0) * n).rolling(window).sum() / n.rolling(window).sum()
-
-def steps_to_score(curve:pd.DataFrame, # `real_phase`'s curve
-                   threshold:float, window:int=16)->int|None: # agent-steps, None if never reached
-    """Sample efficiency: the agent-steps of the first report where the score averaged over the last `window` reports
-    (`smoothed_score`) reaches `threshold`; None if it never does."""
-    hit = np.flatnonzero(smoothed_score(curve, window).to_numpy() >= threshold)
-    return int(curve.agent_steps.iloc[hit[0]]) if len(hit) else None
 
 # %% ../nbs/23_dreaming.ipynb #1d476e55
 class DreamPlanner(Policy):
