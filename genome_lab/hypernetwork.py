@@ -283,13 +283,14 @@ def _views(n:int, seed:int)->torch.Tensor: # made once per process: a 640x360 ma
     arena.close(); return torch.as_tensor(obs.copy())
 
 def probe_views(n:int=PROBE_VIEWS, seed:int=0)->torch.Tensor: # (n, 11, 11) int8 snake views
-    "The views of `n` snakes after 30 seeded random moves on PufferLib's training map: the fixed inputs of `probe_actions`."
+    "The views of `n` snakes after 30 seeded random moves on PufferLib's map: the fixed inputs of `probe_actions`."
     return _views(n, seed).clone()
 
 def probe_actions(hn:DiffusionHypernetwork, params:dict, views:torch.Tensor)->torch.Tensor: # (P, 4 * len(views))
-    "Each of the stacked policies `params`' first-move probabilities on `views` (their initial LSTM state; no game, no reward)."
+    "The first-move probabilities on `views` of each stacked policy of `params` (its initial state; no game, no reward)."
     with torch.no_grad():
-        return torch.stack([torch.softmax(hn.policy(params, i)(views)[0], -1).flatten() for i in range(len(params['h0']))])
+        return torch.stack([torch.softmax(hn.policy(params, i)(views)[0], -1).flatten()
+                            for i in range(len(params['h0']))])
 
 # %% ../nbs/50_hypernetwork.ipynb #c2c1d2a7
 def centred_ranks(x:torch.Tensor)->torch.Tensor: # (n,) -> (n,) in [-0.5, 0.5]
@@ -386,7 +387,7 @@ class ReplicatorConfig:
     dt: float = 0.5             # replicator step
     diffusion: float = 0.001    # D of the replicator-mutator equation
     use_estimator: bool = True  # replicator step on the estimator's fitness (else the measured one)?
-    surrogate: str = 'probe'    # the fitness estimator: 'probe' (`GPSurrogate` on the developed policies' `probe_actions`) or 'genome' (`FitnessEstimator` on the genomes)
+    surrogate: str = 'probe'    # the estimator: 'probe' (`GPSurrogate` on `probe_actions`) or 'genome' (`FitnessEstimator`)
     trust_window: int = 20      # the step is dt times the mean held-out R^2 of the estimator over this many generations, clipped to [0, 1]; no step at 0 (trust_window 0: always dt)
     estimator_members: int = 5  # networks in the 'genome' surrogate's ensemble
     estimator_epochs: int = 5   # its passes over the buffer per generation (the members keep training across generations)
@@ -550,7 +551,8 @@ class ReplicatorTrainingLoop:
         return row
 
     def features(self, genomes:torch.Tensor, params:dict|None=None)->torch.Tensor: # (P, the surrogate's input size)
-        "What the surrogate reads of `genomes` (P, genome_dim): the genomes, or the `probe_actions` of their developed policies (`params`: the 2P mirrored ones, averaged per genome; None: developed without noise)."
+        """What the surrogate reads of `genomes` (P, genome_dim): the genomes, or the `probe_actions` of their developed
+        policies (`params`: the 2P mirrored ones, averaged per genome; None: developed without noise)."""
         if self.cfg.surrogate == 'genome': return genomes
         if params is None: return probe_actions(self.pm.hn, self.pm.develop_mean(genomes), self.views)
         return probe_actions(self.pm.hn, params, self.views).view(2, len(genomes), -1).mean(0)
