@@ -21,10 +21,12 @@ measurement (issue 38).
 4. Modes: a Gaussian mixture (scikit-learn, components chosen by BIC) fitted to the genomes of the decoded policies
    that scored in the top third; each component's mean genome is decoded and played (`play` of bench/hypernetwork.py:
    adjacent food taken, what deaths ran into) and its nearest teacher in weights is named: the strategy it stands for.
-5. `--surrogate-only`: the surrogate's learning curve (`surrogate_study`) added to --out as 'surrogate'.
+5. The surrogate's learning curve (`surrogate_study`, 'surrogate'; `--surrogate-genomes 0`: none; `--surrogate-only`: it
+   alone, the transformer retrained). `--loop-only`: each `ReplicatorConfig.surrogate`'s held-out R^2 inside
+   `ReplicatorTrainingLoop` ('surrogate_in_loop'), the measurement behind the loop's default.
 Writes --out (nbs/measured/seed001.json). Usage: python bench/seed001.py [--train-steps 200] [--genomes 100]
 """
-import datetime, json, math, os, sys, time
+import datetime, json, math, os, shutil, sys, tempfile, time
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from typing import Annotated
@@ -38,7 +40,8 @@ from sklearn.decomposition import PCA
 from sklearn.mixture import GaussianMixture as SkMixture
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine
 from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, init_policy, policy_config, evaluate_population,
-                                     HypernetworkTrainer, TrainerConfig)
+                                     HypernetworkTrainer, TrainerConfig, probe_views, probe_actions, ReplicatorConfig,
+                                     ReplicatorTrainingLoop, SURROGATES)
 from genome_lab.policies import load_pufferlib_policy, RandomPolicy
 from genome_lab.evaluation import evaluate
 from genome_lab.arenas import SnakeArena
@@ -64,9 +67,13 @@ class Options:
     games: Annotated[int, "games per genome of the 'crn' fitness protocol"] = 4
     fitness_steps: Annotated[int, 'steps of a fitness game'] = 1024
     seed: Annotated[int, 'seeds data, training and genomes'] = 0
-    surrogate_genomes: Annotated[int, "new genomes beside the --genomes ones in --surrogate-only's fitness data"] = 300
-    surrogate_only: Annotated[bool, "retrain the transformer as --out's run did, measure the 'crn' fitness of more genomes and add the surrogates' learning curve to --out?"] = False
-    baseline_only: Annotated[bool, "add only the untrained initialisations' window fitness to --out (written by a full run)?"] = False
+    surrogate_genomes: Annotated[int, "new genomes beside the --genomes ones in the surrogates' fitness data (0: no surrogate study)"] = 300
+    surrogate_only: Annotated[bool, "retrain the transformer as --out's run did and redo only the surrogate study (a full run does it too)?"] = False
+    baseline_only: Annotated[bool, "redo only the untrained initialisations' window fitness in --out (a full run does it too)?"] = False
+    loop_generations: Annotated[int, "with --loop-only: generations of each surrogate's replicator run"] = 30
+    loop_steps: Annotated[int, "with --loop-only: arena steps per generation of those runs"] = 512
+    loop_only: Annotated[bool, "add only the surrogates' held-out R^2 inside `ReplicatorTrainingLoop` ('probe' against 'genome') to --out?"] = False
+    device: Annotated[str, "torch device of the denoisers' training ('cpu', 'cuda'); decoding and games run on the CPU"] = 'cpu'
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001.json')
 
 def teachers()->list: # [(name, state_dict)] of trained full-size snake policies
@@ -84,22 +91,32 @@ def dataset(hn:DiffusionHypernetwork, n:int, seed:int, tch:list)->tuple: # (toke
         toks.append(hn.to_tokens({k: alpha[i] * t.get(k, torch.zeros_like(v)) + (1 - alpha[i]) * v for k, v in init.items()}))
     return torch.stack(toks), z, alpha, which
 
-def train(cfg:HypernetConfig, data:torch.Tensor, z:torch.Tensor, o:Options)->tuple: # (hn, losses)
-    hn = DiffusionHypernetwork(cfg, seed=o.seed)
-    opt, g, losses = torch.optim.Adam(hn.parameters(), lr=o.lr), torch.Generator().manual_seed(o.seed + 1), []
+def train(cfg:HypernetConfig, data:torch.Tensor, z:torch.Tensor, o:Options)->tuple: # (hn on the CPU, losses)
+    "`o.train_steps` Adam steps of `denoising_loss` on `o.device` (a CUDA run draws other noise than a CPU run)."
+    dev = torch.device(o.device)
+    hn, data, z = DiffusionHypernetwork(cfg, seed=o.seed).to(dev), data.to(dev), z.to(dev)
+    opt, g, losses = torch.optim.Adam(hn.parameters(), lr=o.lr), torch.Generator(dev).manual_seed(o.seed + 1), []
     for s in range(o.train_steps):
-        i = torch.randint(len(data), (o.batch,), generator=g)
+        i = torch.randint(len(data), (o.batch,), generator=g, device=dev)
         opt.zero_grad(); loss = hn.denoising_loss(data[i], z[i], g); loss.backward()
-        torch.nn.utils.clip_grad_norm_(hn.parameters(), 1.0); opt.step(); losses.append(float(loss.detach()))
-    return hn, losses
+        torch.nn.utils.clip_grad_norm_(hn.parameters(), 1.0); opt.step(); losses.append(loss.detach())
+    return hn.cpu(), [float(v) for v in losses]
 
 def held_out_loss(hn, data, z, repeats:int=8)->float: # mean over fixed noise draws
     g = torch.Generator().manual_seed(999)
     with torch.no_grad(): return float(np.mean([float(hn.denoising_loss(data, z, g)) for _ in range(repeats)]))
 
-def scores(policies:list, o:Options, seed:int=202)->list: # mean length at death per policy, same map seed for all
-    return [evaluate(p, 'snake', seed=seed, max_steps=o.max_steps, progress=False, num_snakes=o.snakes).stats()['score']['mean']
-            for p in policies]
+def scores(policies:list, o:Options, seed:int=202)->list: # mean length of each snake's first episode per policy, same map seed for all
+    """Each snake's length at death, or at the step cap if it is still alive then (right-censored: a lower bound).
+    `EvalResult.stats` leaves the censored snakes out, as PufferLib's log does: an untrained policy whose snakes all circle
+    without dying had no score (NaN), and one whose few deaths came late was scored above the ones that circle."""
+    arena, out = SnakeArena(num_snakes=o.snakes), []
+    for p in policies:
+        r = evaluate(p, arena, seed=seed, max_steps=o.max_steps, progress=False)
+        alive = np.setdiff1d(np.arange(o.snakes), r.episodes.agent)   # censored: their length so far
+        out.append(float(np.concatenate([r.episodes.score, arena.running().score[alive]]).mean()))
+    arena.close()
+    return out
 
 def spread(x)->dict:
     x = np.asarray(x, float)
@@ -114,7 +131,7 @@ def fitness(hn:DiffusionHypernetwork, params:dict, seed:int, steps:int, per_map:
     for a in range(0, P, per_map):
         part = {k: v[a:a + per_map] for k, v in params.items()}
         n = len(part['h0'])
-        if n < per_map: part = {k: torch.cat([v, v[:per_map - n]]) for k, v in part.items()}   # fill the map
+        if n < per_map: part = {k: v[torch.arange(per_map) % n] for k, v in part.items()}   # fill the map
         out.append(evaluate_population(hn.policy_config, part, arena, steps, seed=seed, fitness='window')['fitness'][:n])
     arena.close()
     return torch.cat(out)
@@ -149,17 +166,6 @@ def surrogates(X:np.ndarray, y:np.ndarray, seed:int)->dict: # {name: 5-fold held
         pred['GP (RBF ARD + WhiteKernel)'][te] = gp.predict(X[te])
     return {k: r2(y, p) for k, p in pred.items()}
 
-def probe_views(n:int=256, seed:int=0)->torch.Tensor: # (n, 11, 11) snake views after 30 random moves (as 50_hypernetwork's probe)
-    arena = SnakeArena(width=640, height=360, num_snakes=n, num_food=4096)
-    obs, rng = arena.reset(seed), np.random.default_rng(seed)
-    for _ in range(30): obs, *_ = arena.step(rng.integers(0, 4, n).astype(np.int32))
-    arena.close(); return torch.as_tensor(obs.copy())
-
-def probe_actions(hn:DiffusionHypernetwork, params:dict, views:torch.Tensor)->np.ndarray: # (P, 4 * len(views)) action probabilities
-    "What each decoded policy does before it plays: its first move's probabilities on fixed views (no game, no reward)."
-    with torch.no_grad():
-        return np.stack([torch.softmax(hn.policy(params, i)(views)[0], -1).flatten().numpy() for i in range(len(params['h0']))])
-
 def surrogate_models(noise:np.ndarray, y:np.ndarray)->dict: # {name: (features 'genome' or 'probe', make(train_index) -> regressor)}
     "The surrogates compared by held-out R^2; `noise` (P,) is each genome's measured variance of its fitness mean `y` (P,)."
     gp = lambda alpha=1e-10: GaussianProcessRegressor(ConstantKernel(1.0) * RBF(np.ones(16), (1e-2, 1e3)) + WhiteKernel(0.1, (1e-5, 10)),
@@ -168,10 +174,11 @@ def surrogate_models(noise:np.ndarray, y:np.ndarray)->dict: # {name: (features '
         def fit(self, X, y):
             self.e = FitnessEstimator(X.shape[1], seed=0); self.e.add(torch.tensor(X), torch.tensor(y)); self.e.fit(epochs=100, holdout=0); return self
         def predict(self, X): return self.e.predict(torch.tensor(X))[0].numpy()
-    class ProbeGP: # a GP on the probe actions' first principal components
+    class ProbeGP: # a GP on the probe actions' first `k` principal components
+        def __init__(self, k:int): self.k = k
         def fit(self, X, y):
-            self.pca = PCA(8, random_state=0).fit(X)
-            self.gp = GaussianProcessRegressor(ConstantKernel(1.0) * RBF(np.ones(8), (1e-2, 1e3)) + WhiteKernel(0.1, (1e-5, 10)),
+            self.pca = PCA(self.k, random_state=0).fit(X)
+            self.gp = GaussianProcessRegressor(ConstantKernel(1.0) * RBF(np.ones(self.k), (1e-2, 1e3)) + WhiteKernel(0.1, (1e-5, 10)),
                                                normalize_y=True, n_restarts_optimizer=2, random_state=0).fit(self.pca.transform(X), y); return self
         def predict(self, X): return self.gp.predict(self.pca.transform(X))
     ridge = lambda: RidgeCV(alphas=np.logspace(-3, 4, 30))
@@ -180,7 +187,8 @@ def surrogate_models(noise:np.ndarray, y:np.ndarray)->dict: # {name: (features '
             'GP, heteroscedastic (per-genome noise + WhiteKernel)': ('genome', lambda tr: gp(noise[tr] / y[tr].var())),   # alpha in `normalize_y`'s units
             'ridge (genome)': ('genome', lambda tr: ridge()),
             'ridge (probe actions)': ('probe', lambda tr: ridge()),
-            'GP (probe actions, 8 principal components)': ('probe', lambda tr: ProbeGP())}
+            'GP (probe actions, 8 principal components)': ('probe', lambda tr: ProbeGP(8)),
+            'GP (probe actions, 16 principal components)': ('probe', lambda tr: ProbeGP(16))}
 
 def held_out_r2(feats:dict, y:np.ndarray, noise:np.ndarray, n:int, repeats:int=3)->dict: # {model: mean 5-fold R^2 over repeats}
     "5-fold held-out R^2 of every surrogate on the first `n` genomes, averaged over `repeats` fold splits."
@@ -194,22 +202,22 @@ def held_out_r2(feats:dict, y:np.ndarray, noise:np.ndarray, n:int, repeats:int=3
         out[name] = float(np.mean(r))
     return out
 
-def surrogate_study(o:Options, res:dict)->dict:
-    """The surrogate's learning curve: the transformer retrained as `res`'s run (same data, steps and seed), the 'crn'
-    fitness (test and retest seeds) of its --genomes genomes and --surrogate-genomes more, every surrogate's held-out R^2
-    at growing numbers of genomes against 0.7 and 0.7 r."""
+def surrogate_study(o:Options, hn:DiffusionHypernetwork|None=None)->dict:
+    """The surrogate's learning curve: the transformer `hn` of the full run (None: retrained as it is, same data, steps
+    and seed), the 'crn' fitness (test and retest seeds) of its --genomes genomes and --surrogate-genomes more, every
+    surrogate's held-out R^2 at growing numbers of genomes against 0.7 and 0.7 r."""
     tch = teachers()
     cfg = HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone='transformer')
     data, z, *_ = dataset(DiffusionHypernetwork(replace(cfg, backbone='mlp')), o.data + o.held_out, o.seed, tch)
-    hn, _ = train(cfg, data[:o.data], z[:o.data], o)
+    hn = hn or train(cfg, data[:o.data], z[:o.data], o)[0]
     ho = held_out_loss(hn, data[o.data:], z[o.data:])
-    print(f"retrained transformer: held-out loss {ho:.6f} (the stored run's {res['backbones']['transformer']['held_out_loss']:.6f})", flush=True)
+    print(f"transformer: held-out loss {ho:.6f}", flush=True)
     genomes = torch.cat([torch.randn(o.genomes, 16, generator=torch.Generator().manual_seed(o.seed + 12345)),
                          torch.randn(o.surrogate_genomes, 16, generator=torch.Generator().manual_seed(o.seed + 54321))])
     views, games, probe = probe_views(), {}, []
     for a in range(0, len(genomes), 100):
         params = hn.generate_weights(genomes[a:a + 100], torch.Generator().manual_seed(0), final_noise=False)
-        probe.append(probe_actions(hn, params, views))
+        probe.append(probe_actions(hn, params, views).numpy())
         for name, base in (('test', 1000), ('retest', 2000)):
             games.setdefault(name, []).append(torch.stack([fitness(hn, params, base + k, o.fitness_steps) for k in range(o.games)]))
         print(f"  {a + len(params['h0'])} genomes measured", flush=True)
@@ -223,13 +231,31 @@ def surrogate_study(o:Options, res:dict)->dict:
     for n, v in curve.items(): print(f"  {n} genomes: held-out R2 " + ', '.join(f"{k} {x:.3f}" for k, x in v.items()), flush=True)
     best = max(curve[len(y)], key=curve[len(y)].get)
     return dict(genomes=len(y), reliability=r, target=0.7, target_reliability=0.7 * r, retrained_held_out_loss=ho,
-                first_stored_test_correlation=float(np.corrcoef(y[:o.genomes], res['protocols']['crn']['test'][:o.genomes])[0, 1]),
                 r2=curve, chosen=best, chosen_r2=curve[len(y)][best], fitness_std=float(y.std()), test=y.tolist(), retest=retest.tolist())
+
+def stored_checks(sur:dict, res:dict, o:Options)->dict: # `sur` with its agreement with the full run `res`
+    "Is the study's hypernetwork the full run's? Its held-out loss, and its first --genomes genomes' 'crn' fitness against the run's."
+    print(f"surrogate study: held-out loss {sur['retrained_held_out_loss']:.6f}, the full run's {res['backbones']['transformer']['held_out_loss']:.6f}")
+    return sur | dict(first_stored_test_correlation=float(np.corrcoef(sur['test'][:o.genomes], res['protocols']['crn']['test'][:o.genomes])[0, 1]))
+
+def in_loop(o:Options)->dict: # {surrogate: {'r2': per generation, 'mean', 'mean_last_half', 'seconds'}}
+    "The held-out R^2 of each `ReplicatorConfig.surrogate` inside the training loop: `ReplicatorConfig()` but for generations, steps and surrogate."
+    out = {}
+    for s in SURROGATES:
+        t0, run_dir = time.perf_counter(), Path(tempfile.mkdtemp(prefix='seed001-loop-'))
+        cfg = ReplicatorConfig(generations=o.loop_generations, steps=o.loop_steps, eval_interval=0, checkpoint_every=1000, surrogate=s, seed=o.seed)
+        loop = ReplicatorTrainingLoop(cfg, run_dir); loop.run(progress=False); shutil.rmtree(run_dir)
+        r2 = [h['estimator_r2'] for h in loop.history]
+        out[s] = dict(r2=r2, mean=float(np.nanmean(r2)), mean_last_half=float(np.nanmean(r2[len(r2) // 2:])),
+                      trust=[h['trust'] for h in loop.history], seconds=time.perf_counter() - t0)
+        print(f"surrogate {s!r} in the loop: held-out R2 mean {out[s]['mean']:.3f}, last half {out[s]['mean_last_half']:.3f}; "
+              f"{out[s]['seconds']:.0f} s", flush=True)
+    return out
 
 def modes(hn:DiffusionHypernetwork, genomes:torch.Tensor, sc:list, tch:list, o:Options)->list: # one row per mode
     "The top third's genomes as a mixture (BIC over 1-4 components); each mode's mean genome decoded, scored and played."
     top = genomes[np.argsort(sc)[-len(sc) // 3:]].numpy().astype(np.float64)
-    fits = [SkMixture(k, covariance_type='diag', random_state=o.seed).fit(top) for k in range(1, 5)]
+    fits = [SkMixture(k, covariance_type='diag', random_state=o.seed).fit(top) for k in range(1, min(4, len(top)) + 1)]
     gm = min(fits, key=lambda m: m.bic(top))
     means = torch.tensor(gm.means_, dtype=torch.float32)
     params = hn.generate_weights(means, torch.Generator().manual_seed(0), final_noise=False)
@@ -244,11 +270,16 @@ def modes(hn:DiffusionHypernetwork, genomes:torch.Tensor, sc:list, tch:list, o:O
 def main():
     o = config_from_args(Options, config_parser(Options, description=__doc__.splitlines()[0]).parse_args())
     torch.set_num_threads(1); t0 = time.perf_counter()
-    if o.surrogate_only:
+    if o.surrogate_only:   # --out is read at the end: a full run with --surrogate-genomes 0 may write it meanwhile
+        sur = surrogate_study(o)
         res = json.loads(Path(o.out).read_text())
-        res['surrogate'] = sur = surrogate_study(o, res)
+        res['surrogate'] = sur = stored_checks(sur, res, o)
         print(f"surrogate: reliability r {sur['reliability']:.3f} over {sur['genomes']} genomes; chosen {sur['chosen']!r} with held-out R2 "
               f"{sur['chosen_r2']:.3f} (targets 0.7 and 0.7 r = {sur['target_reliability']:.3f}); {time.perf_counter() - t0:.0f} s")
+        atomic_write_json(o.out, res); return
+    if o.loop_only:
+        res = json.loads(Path(o.out).read_text())
+        res['surrogate_in_loop'] = in_loop(o)
         atomic_write_json(o.out, res); return
     if o.baseline_only:
         res = json.loads(Path(o.out).read_text())
@@ -304,6 +335,8 @@ def main():
                                       fitness_std=float(f1.std()), test=f1.tolist(), retest=f2.tolist())
         print(f"protocol {name!r}: test-retest r {r:.3f}; held-out R2 " + ', '.join(f"{k} {v:.3f}" for k, v in sur.items())
               + f" (targets 0.7 and 0.7 r = {0.7 * r:.3f})", flush=True)
+    res['untrained_init_window'] = init_window(o)
+    if o.surrogate_genomes: res['surrogate'] = stored_checks(surrogate_study(o, hn), res, o)
     res['seconds'] = time.perf_counter() - t0
     atomic_write_json(o.out, res)
     print(f"wrote {o.out}; {res['seconds']:.0f} s")

@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Annotated
 import psutil, torch
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine, run_lock
-from genome_lab.hypernetwork import ReplicatorConfig, ReplicatorTrainingLoop, seed001_bar, checkpoint_meta
+from genome_lab.hypernetwork import ReplicatorConfig, ReplicatorTrainingLoop, seed001_bar, checkpoint_meta, probe_views
 from genome_lab.training import PPOConfig, PPORun
 from genome_lab.evaluation import evaluate
 sys.path.insert(0, str(Path(__file__).parent))
 from hypernetwork import play
-from seed001 import probe_views
 
 @dataclass
 class Options:

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/hypernetwork.html.md"""
 
 # %% ../nbs/50_hypernetwork.ipynb #264c4cfb
 from __future__ import annotations
-import json, math, sys, time, warnings
+import functools, json, math, sys, time, warnings
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
@@ -20,19 +20,19 @@ from .arenas import SnakeArena, SNAKE_INPUT, tqdm
 from .policies import LinearLSTM, StackedLinearLSTM
 from .evaluation import evaluate, torch_threads
 from .registry import Genome, Registry
-from .replicator import make_distribution, FitnessEstimator, DISTRIBUTIONS
+from .replicator import make_distribution, FitnessEstimator, GPSurrogate, DISTRIBUTIONS
 from .core import (Producer, ProducerContext, log_scalars, machine, optimizer_tensors, load_optimizer, save_checkpoint,
                              checkpoint_header,
                              settings_diff, atomic_write, config_parser, config_from_args, run_lock, RunLocked)
 
 # %% auto #0
-__all__ = ['BACKBONES', 'FITNESS', 'CHECKPOINT_FORMAT', 'ADDED_SETTINGS', 'ADDED_NESTED', 'REMOVED_SETTINGS', 'REMOVED_VALUES',
-           'CONTROL_FILE', 'replicator_producer', 'policy_config', 'init_policy', 'target_layout', 'cosine_schedule',
-           'HypernetConfig', 'DenoiserBlock', 'DiffusionHypernetwork', 'evaluate_population', 'centred_ranks',
-           'TrainerConfig', 'drop_learning_rates', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager',
-           'current_config', 'checkpoint_meta', 'stored_config', 'ReplicatorTrainingLoop', 'register_best',
-           'ReplicatorSettings', 'produce_replicator', 'PolicyES', 'run_policy_es', 'train_replicator_cli',
-           'seed001_bar']
+__all__ = ['BACKBONES', 'FITNESS', 'PROBE_VIEWS', 'SURROGATES', 'CHECKPOINT_FORMAT', 'ADDED_SETTINGS', 'ADDED_NESTED',
+           'REMOVED_SETTINGS', 'REMOVED_VALUES', 'CONTROL_FILE', 'replicator_producer', 'policy_config', 'init_policy',
+           'target_layout', 'cosine_schedule', 'HypernetConfig', 'DenoiserBlock', 'DiffusionHypernetwork',
+           'evaluate_population', 'probe_views', 'probe_actions', 'centred_ranks', 'TrainerConfig',
+           'drop_learning_rates', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'current_config',
+           'checkpoint_meta', 'stored_config', 'ReplicatorTrainingLoop', 'register_best', 'ReplicatorSettings',
+           'produce_replicator', 'PolicyES', 'run_policy_es', 'train_replicator_cli', 'seed001_bar']
 
 # %% ../nbs/50_hypernetwork.ipynb #7b73bb24
 def policy_config(hidden:int=16)->dict: # `LinearLSTM` config of a developed snake genome
@@ -236,9 +236,9 @@ def denoising_loss(self:DiffusionHypernetwork, x0:torch.Tensor, # clean tokens (
                    genomes:torch.Tensor, # (B, genome_dim)
                    generator:torch.Generator|None=None)->torch.Tensor: # scalar, mean squared error per generated number
     "DDPM's simple loss, x0 parameterisation: `x0` noised to a uniform step t in 1..T, predicted back (Ho et al. 2020)."
-    t = torch.randint(1, self.cfg.T + 1, (len(x0),), generator=generator)
+    t = torch.randint(1, self.cfg.T + 1, (len(x0),), generator=generator, device=x0.device)
     ab = self.abar[t].view(-1, 1, 1)
-    xt = ab.sqrt() * x0 + (1 - ab).sqrt() * torch.randn(x0.shape, generator=generator)
+    xt = ab.sqrt() * x0 + (1 - ab).sqrt() * torch.randn(x0.shape, generator=generator, device=x0.device)
     return ((self.denoise(xt, t, genomes) - x0) ** 2)[:, self.mask].mean()
 
 
@@ -270,6 +270,26 @@ def evaluate_population(config:dict, # the `LinearLSTM` config shared by the pop
     per = lambda x: torch.tensor(x[slot].reshape(P, k).mean(1), dtype=torch.float32)
     episodes = per(np.ones(P * k) if first else deaths + 1)   # begun: each death starts one; 'first' counts one per snake
     return dict(fitness=per(ret), food=per(food), episodes=episodes, died=per(~alive), agent_steps=t * P * k)
+
+# %% ../nbs/50_hypernetwork.ipynb #37f05601
+PROBE_VIEWS = 256   # views of `probe_views`: a policy's probe actions are 4 x this many numbers
+
+@functools.cache
+def _views(n:int, seed:int)->torch.Tensor: # made once per process: a 640x360 map costs about a second
+    arena = SnakeArena(width=640, height=360, num_snakes=n, num_food=4096)
+    obs, rng = arena.reset(seed), np.random.default_rng(seed)
+    for _ in range(30): obs, *_ = arena.step(rng.integers(0, 4, n).astype(np.int32))
+    arena.close(); return torch.as_tensor(obs.copy())
+
+def probe_views(n:int=PROBE_VIEWS, seed:int=0)->torch.Tensor: # (n, 11, 11) int8 snake views
+    "The views of `n` snakes after 30 seeded random moves on PufferLib's map: the fixed inputs of `probe_actions`."
+    return _views(n, seed).clone()
+
+def probe_actions(hn:DiffusionHypernetwork, params:dict, views:torch.Tensor)->torch.Tensor: # (P, 4 * len(views))
+    "The first-move probabilities on `views` of each stacked policy of `params` (its initial state; no game, no reward)."
+    with torch.no_grad():
+        return torch.stack([torch.softmax(hn.policy(params, i)(views)[0], -1).flatten()
+                            for i in range(len(params['h0']))])
 
 # %% ../nbs/50_hypernetwork.ipynb #c2c1d2a7
 def centred_ranks(x:torch.Tensor)->torch.Tensor: # (n,) -> (n,) in [-0.5, 0.5]
@@ -353,6 +373,8 @@ def step(self:HypernetworkTrainer, genomes:torch.Tensor, dev:dict, fitness:torch
     return dict(loss=float(loss.detach()), grad_norm=gn, param_norm=pn, baseline=self.baseline)
 
 # %% ../nbs/50_hypernetwork.ipynb #c3404177
+SURROGATES = ('probe', 'genome')   # what the replicator's fitness estimator reads (see `ReplicatorConfig.surrogate`)
+
 @dataclass
 class ReplicatorConfig:
     "All settings of a replicator training run (seed 001's `ReplicatorConfig`, `PopulationConfig`, `EvalConfig`)."
@@ -364,9 +386,10 @@ class ReplicatorConfig:
     dt: float = 0.5             # replicator step
     diffusion: float = 0.001    # D of the replicator-mutator equation
     use_estimator: bool = True  # replicator step on the estimator's fitness (else the measured one)?
+    surrogate: str = 'probe'    # the estimator: 'probe' (`GPSurrogate` on `probe_actions`) or 'genome' (`FitnessEstimator`)
     trust_window: int = 20      # the step is dt times the mean held-out R^2 of the estimator over this many generations, clipped to [0, 1]; no step at 0 (trust_window 0: always dt)
-    estimator_members: int = 5  # networks in the fitness estimator's ensemble
-    estimator_epochs: int = 5   # passes over the buffer per generation (the members keep training across generations)
+    estimator_members: int = 5  # networks in the 'genome' surrogate's ensemble
+    estimator_epochs: int = 5   # its passes over the buffer per generation (the members keep training across generations)
     agents_each: int = 4        # snakes per developed policy per generation
     steps: int = 2048           # arena steps per generation (a snake first meets a wall after a few hundred)
     fitness: str = 'window'     # a policy's fitness: 'window' (reward over all `steps`) or 'first' (first episodes)
@@ -389,6 +412,7 @@ class ReplicatorConfig:
         if self.population < 2: raise ValueError("population must be at least 2")
         if self.trust_window < 0: raise ValueError(f"trust_window must be >= 0 (0: a plain step of dt), got {self.trust_window}")
         if self.eval_max_steps < 1: raise ValueError(f"eval_max_steps must be >= 1, got {self.eval_max_steps}")
+        if self.surrogate not in SURROGATES: raise ValueError(f"surrogate must be one of {SURROGATES}, not {self.surrogate!r}")
         if self.fitness not in FITNESS: raise ValueError(f"fitness must be one of {FITNESS}, not {self.fitness!r}")
         if self.distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution must be one of {sorted(DISTRIBUTIONS)}, not {self.distribution!r}")
@@ -428,7 +452,7 @@ def _write_checkpoint(path:Path, tensors:dict, cfg:ReplicatorConfig, **meta):
     save_checkpoint(path, 'replicator', tensors, dict(format=CHECKPOINT_FORMAT, config=asdict(cfg), **meta))
 
 # %% ../nbs/50_hypernetwork.ipynb #64a8cea7
-ADDED_SETTINGS = dict(trust_window=0, eval_max_steps=5000, fitness='first')   # added since format 2, at the values runs before them had
+ADDED_SETTINGS = dict(trust_window=0, eval_max_steps=5000, fitness='first', surrogate='genome')   # added since format 2, at the values runs before them had
 ADDED_NESTED = {('hypernet', 'backbone'): 'mlp'}   # added inside a group since format 2, at the runs' value before it
 REMOVED_SETTINGS = {('trainer', 'base_decay'): 0.0, ('hypernet', 'tied_codes'): False}   # removed: the value that ran as today's code runs
 REMOVED_VALUES = {'fitness': ('episode',)}   # values a setting no longer takes
@@ -483,7 +507,7 @@ def _read_checkpoint(path:Path, cfg:ReplicatorConfig, resume:bool)->tuple|None: 
 
 # %% ../nbs/50_hypernetwork.ipynb #90390a2f
 class ReplicatorTrainingLoop:
-    "Seed 001's training loop over a `PopulationManager`, a `FitnessEstimator` and the snake arena; checkpoints to `run_dir`."
+    "Seed 001's training loop over a `PopulationManager`, a fitness surrogate and the snake arena; checkpoints to `run_dir`."
     def __init__(self, cfg:ReplicatorConfig, # settings (a resumed run must have the same ones, `generations` aside)
                  run_dir:str|Path, # where `checkpoint.safetensors` is kept
                  resume:bool=False): # continue from the checkpoint in `run_dir`?
@@ -491,7 +515,10 @@ class ReplicatorTrainingLoop:
         self.path = self.dir / 'checkpoint.safetensors'
         stored = _read_checkpoint(self.path, cfg, resume)
         self.pm = PopulationManager(cfg)
-        self.est = FitnessEstimator(cfg.hypernet.genome_dim, members=cfg.estimator_members, seed=cfg.seed)
+        probe = cfg.surrogate == 'probe'
+        self.views = probe_views() if probe else None
+        self.est = (GPSurrogate(4 * PROBE_VIEWS, seed=cfg.seed) if probe else
+                    FitnessEstimator(cfg.hypernet.genome_dim, members=cfg.estimator_members, seed=cfg.seed))
         self.arena = cfg.arena()
         self.generation, self.history, self.curve, self.agent_steps, self.genomes = 0, [], [], 0, []
         if stored: self._load(*stored)
@@ -505,10 +532,12 @@ class ReplicatorTrainingLoop:
         genomes, dev = self.pm.next(self._gen(g))
         ev = evaluate_population(self.pm.hn.policy_config, dev['params'], self.arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
         f = ev['fitness'].view(2, -1).mean(0)   # a genome's fitness: the mean of its two policies
-        r2 = self.est.r2(genomes, f) if self.est.fitted else float('nan')   # held out: these genomes are new to it
-        self.est.add(genomes, f)
-        fit = self.est.fit(epochs=cfg.estimator_epochs, holdout=0) if len(self.est) >= 10 else {}
-        f_hat = self.est.predict(genomes)[0] if cfg.use_estimator and self.est.fitted else f
+        x = self.features(genomes, dev['params'])
+        r2 = self.est.r2(x, f) if self.est.fitted else float('nan')   # held out: these genomes are new to it
+        self.est.add(x, f)
+        fit = ((self.est.fit() if cfg.surrogate == 'probe' else self.est.fit(epochs=cfg.estimator_epochs, holdout=0))
+               if len(self.est) >= 10 else {})
+        f_hat = self.est.predict(x)[0] if cfg.use_estimator and self.est.fitted else f
         trust, d = self.trust(r2), self.pm.dist
         dist = d.update(genomes, f_hat, cfg.dt * trust) if trust > 0 else dict(entropy=d.entropy(), ess=d.ess())
         tr = self.pm.trainer.step(genomes, dev, ev['fitness'])
@@ -519,6 +548,13 @@ class ReplicatorTrainingLoop:
                    agent_steps=self.agent_steps, seconds=time.perf_counter() - t0)
         self.history.append(row); self.genomes.append(genomes); self.generation += 1
         return row
+
+    def features(self, genomes:torch.Tensor, params:dict|None=None)->torch.Tensor: # (P, the surrogate's input size)
+        """What the surrogate reads of `genomes` (P, genome_dim): the genomes, or the `probe_actions` of their developed
+        policies (`params`: the 2P mirrored ones, averaged per genome; None: developed without noise)."""
+        if self.cfg.surrogate == 'genome': return genomes
+        if params is None: return probe_actions(self.pm.hn, self.pm.develop_mean(genomes), self.views)
+        return probe_actions(self.pm.hn, params, self.views).view(2, len(genomes), -1).mean(0)
 
     def trust(self, r2:float)->float: # in [0, 1]
         "How far the replicator step trusts the estimator: its mean held-out R^2 over the last `trust_window` generations (`r2` is this one's), clipped to [0, 1]; 1 without an estimator or window."
@@ -533,7 +569,7 @@ class ReplicatorTrainingLoop:
 def top_genomes(self:ReplicatorTrainingLoop, k:int, samples:int=256, seed:int=0)->torch.Tensor: # (k, genome_dim)
     "The distribution's mean genome, then the `k`-1 of highest estimated fitness among `samples` draws from the distribution."
     cand = self.pm.dist.sample(samples, torch.Generator().manual_seed(seed))
-    if self.est.fitted: cand = cand[self.est.predict(cand)[0].argsort(descending=True)]
+    if self.est.fitted: cand = cand[self.est.predict(self.features(cand))[0].argsort(descending=True)]
     return torch.cat([self.pm.dist.mean()[None], cand[:k - 1]])
 
 @patch

@@ -6,19 +6,25 @@ Docs: https://genome-lab.github.io/genome_lab/replicator.html.md"""
 
 # %% ../nbs/40_replicator.ipynb #0e743a4a
 from __future__ import annotations
-import math
+import math, warnings
 from dataclasses import dataclass
 import pandas as pd
 import torch
 import torch.nn as nn
 import torch.nn.functional as Fn
 import zuko
+import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import ConstantKernel, RBF, WhiteKernel
 from .arenas import tqdm
 
 # %% auto #0
 __all__ = ['LOG2PI', 'ENTROPY_SEED', 'DISTRIBUTIONS', 'check_evaluations', 'standardise_fitness', 'replicate',
            'LatentDistribution', 'systematic_resample', 'ParticleDistribution', 'GaussianMixture', 'FlowDistribution',
-           'make_distribution', 'distribution_from_state_dict', 'Evolution', 'evolve', 'FitnessEstimator']
+           'make_distribution', 'distribution_from_state_dict', 'Evolution', 'evolve', 'EvaluationBuffer',
+           'FitnessEstimator', 'GPSurrogate']
 
 # %% ../nbs/40_replicator.ipynb #9c97be97
 LOG2PI = math.log(2 * math.pi)
@@ -370,34 +376,18 @@ def evolve(dist:LatentDistribution, # evolved in place
     if generations in snapshots: snaps[generations] = dist.sample(samples, g)
     return Evolution(pd.DataFrame(rows).set_index('generation'), torch.stack(means), snaps)
 
-# %% ../nbs/40_replicator.ipynb #4d627eaa
-class FitnessEstimator:
-    "An ensemble of `members` MLPs estimating fitness from genomes over a buffer of the last `capacity` evaluations; `predict` gives mean and member spread."
-    def __init__(self, dim:int, # genome dimension
-                 members:int=5, # ensemble members
-                 hidden:int=64, # width of the two hidden layers
-                 capacity:int=4096, # evaluations kept (the most recent)
-                 seed:int=0): # seed of initialisation, bootstrap, holdout split and minibatches
-        if members < 2: raise ValueError(f"members must be >= 2 for an uncertainty, got {members}")
-        if dim < 1 or hidden < 1 or capacity < 10: raise ValueError(f"need dim >= 1, hidden >= 1, capacity >= 10; got {dim}, {hidden}, {capacity}")
-        self.dim, self.members, self.hidden, self.capacity, self.seed = int(dim), int(members), int(hidden), int(capacity), int(seed)
-        self.generator = torch.Generator().manual_seed(self.seed)
+# %% ../nbs/40_replicator.ipynb #85648dca
+class EvaluationBuffer:
+    "The last `capacity` evaluations (inputs (n, `dim`), fitness (n,)) a surrogate learns from; `predict` is the subclass's."
+    def __init__(self, dim:int, # input dimension (a genome's, or a developed policy's features)
+                 capacity:int): # evaluations kept (the most recent)
+        if dim < 1 or capacity < 10: raise ValueError(f"need dim >= 1 and capacity >= 10; got {dim}, {capacity}")
+        self.dim, self.capacity = int(dim), int(capacity)
         self.X, self.y = torch.zeros(self.capacity, self.dim), torch.zeros(self.capacity)
         self.count = 0  # evaluations ever added; the buffer holds the last min(count, capacity)
-        self.stats = dict(x_mu=torch.zeros(self.dim), x_sd=torch.ones(self.dim), y_mu=torch.zeros(()), y_sd=torch.ones(()))
-        self.fitted = False
-        self._init_params()
-
-    def _init_params(self):
-        def layer(i, o):  # nn.Linear's default init, one per member
-            b = 1 / math.sqrt(i)
-            return [(torch.rand(self.members, i, o, generator=self.generator) * 2 - 1) * b,
-                    (torch.rand(self.members, 1, o, generator=self.generator) * 2 - 1) * b]
-        self.params = dict(zip(['W1', 'b1', 'W2', 'b2', 'W3', 'b3'],
-                               layer(self.dim, self.hidden) + layer(self.hidden, self.hidden) + layer(self.hidden, 1)))
 
     def __len__(self): return min(self.count, self.capacity)
-    def data(self)->tuple: # (genomes (n, dim), fitness (n,)), oldest first
+    def data(self)->tuple: # (inputs (n, dim), fitness (n,)), oldest first
         "The buffered evaluations, oldest first."
         n = len(self)
         idx = torch.arange(self.count - n, self.count) % self.capacity
@@ -410,6 +400,45 @@ class FitnessEstimator:
         idx = torch.arange(self.count, self.count + len(f)) % self.capacity
         self.X[idx], self.y[idx] = g, f
         self.count += len(f)
+
+    def _load_buffer(self, sd:dict): # from a state_dict's 'buffer.genomes', 'buffer.fitness' and 'count'
+        X, y = sd['buffer.genomes'], sd['buffer.fitness']
+        self.count = int(sd['count'])
+        idx = torch.arange(self.count - len(y), self.count) % self.capacity
+        self.X, self.y = torch.zeros(self.capacity, self.dim), torch.zeros(self.capacity)
+        self.X[idx], self.y[idx] = X, y
+
+    def r2(self, genomes:torch.Tensor, fitness:torch.Tensor)->float: # 1 - SS_res / SS_tot; nan if fitness is constant
+        "Coefficient of determination of the predicted mean on the given (held-out) evaluations."
+        g, f = check_evaluations(genomes, fitness, self.dim)
+        m, _ = self.predict(g)
+        tot = float(((f - f.mean()) ** 2).sum())
+        return 1 - float(((f - m) ** 2).sum()) / tot if tot > 0 else float('nan')
+
+# %% ../nbs/40_replicator.ipynb #4d627eaa
+class FitnessEstimator(EvaluationBuffer):
+    "An ensemble of `members` MLPs estimating fitness from genomes over a buffer of the last `capacity` evaluations; `predict` gives mean and member spread."
+    def __init__(self, dim:int, # genome dimension
+                 members:int=5, # ensemble members
+                 hidden:int=64, # width of the two hidden layers
+                 capacity:int=4096, # evaluations kept (the most recent)
+                 seed:int=0): # seed of initialisation, bootstrap, holdout split and minibatches
+        if members < 2: raise ValueError(f"members must be >= 2 for an uncertainty, got {members}")
+        if hidden < 1: raise ValueError(f"need hidden >= 1, got {hidden}")
+        super().__init__(dim, capacity)
+        self.members, self.hidden, self.seed = int(members), int(hidden), int(seed)
+        self.generator = torch.Generator().manual_seed(self.seed)
+        self.stats = dict(x_mu=torch.zeros(self.dim), x_sd=torch.ones(self.dim), y_mu=torch.zeros(()), y_sd=torch.ones(()))
+        self.fitted = False
+        self._init_params()
+
+    def _init_params(self):
+        def layer(i, o):  # nn.Linear's default init, one per member
+            b = 1 / math.sqrt(i)
+            return [(torch.rand(self.members, i, o, generator=self.generator) * 2 - 1) * b,
+                    (torch.rand(self.members, 1, o, generator=self.generator) * 2 - 1) * b]
+        self.params = dict(zip(['W1', 'b1', 'W2', 'b2', 'W3', 'b3'],
+                               layer(self.dim, self.hidden) + layer(self.hidden, self.hidden) + layer(self.hidden, 1)))
 
     def _forward(self, xn:torch.Tensor, p:dict|None=None)->torch.Tensor: # (members, n) standardised predictions
         p = p or self.params
@@ -462,13 +491,6 @@ class FitnessEstimator:
         p = self._forward((g - self.stats['x_mu']) / self.stats['x_sd']) * self.stats['y_sd'] + self.stats['y_mu']
         return p.mean(0), p.std(0, unbiased=False)
 
-    def r2(self, genomes:torch.Tensor, fitness:torch.Tensor)->float: # 1 - SS_res / SS_tot; nan if fitness is constant
-        "Coefficient of determination of the ensemble mean on the given (held-out) evaluations."
-        g, f = check_evaluations(genomes, fitness, self.dim)
-        m, _ = self.predict(g)
-        tot = float(((f - f.mean()) ** 2).sum())
-        return 1 - float(((f - m) ** 2).sum()) / tot if tot > 0 else float('nan')
-
     def state_dict(self)->dict: # {name: tensor}
         "Tensors only (for safetensors): configuration, weights, standardisation, buffer and generator state."
         cfg = {f'config.{k}': torch.tensor(getattr(self, k), dtype=torch.int64) for k in ('dim', 'members', 'hidden', 'capacity', 'seed')}
@@ -483,11 +505,7 @@ class FitnessEstimator:
             if int(sd[f'config.{k}']) != getattr(self, k): raise ValueError(f"config.{k} is {int(sd[f'config.{k}'])} in the state_dict, {getattr(self, k)} here; use FitnessEstimator.from_state_dict")
         self.params = {k: sd[f'param.{k}'].clone() for k in self.params}
         self.stats = {k: sd[f'stats.{k}'].clone() for k in self.stats}
-        X, y = sd['buffer.genomes'], sd['buffer.fitness']
-        self.count = int(sd['count'])
-        idx = torch.arange(self.count - len(y), self.count) % self.capacity
-        self.X, self.y = torch.zeros(self.capacity, self.dim), torch.zeros(self.capacity)
-        self.X[idx], self.y[idx] = X, y
+        self._load_buffer(sd)
         self.fitted = bool(int(sd['fitted']))
         self.generator.set_state(sd['generator'].clone())
 
@@ -495,5 +513,62 @@ class FitnessEstimator:
     def from_state_dict(cls, sd:dict)->'FitnessEstimator':
         "A new estimator with the configuration stored in `sd`, loaded from it."
         e = cls(**{k: int(sd[f'config.{k}']) for k in ('dim', 'members', 'hidden', 'capacity', 'seed')})
+        e.load_state_dict(sd)
+        return e
+
+# %% ../nbs/40_replicator.ipynb #8f39cb59
+class GPSurrogate(EvaluationBuffer):
+    "A Gaussian process on the first `components` principal components of its inputs, refitted from the last `capacity` evaluations."
+    def __init__(self, dim:int, # input dimension (e.g. 4 x the probe views of `probe_actions`)
+                 components:int=8, # principal components the GP reads
+                 capacity:int=256, # evaluations kept (the most recent)
+                 restarts:int=2, # extra starts of the kernel's optimiser (scikit-learn's n_restarts_optimizer)
+                 seed:int=0): # seed of PCA's solver and the optimiser's restarts
+        if components < 1 or restarts < 0: raise ValueError(f"need components >= 1 and restarts >= 0; got {components}, {restarts}")
+        super().__init__(dim, capacity)
+        self.components, self.restarts, self.seed, self.fitted = int(components), int(restarts), int(seed), False
+
+    def fit(self)->dict: # {'log_marginal_likelihood', 'noise' (the WhiteKernel's share, standardised units), 'n_train', 'components'}
+        "Fit the principal components and the GP to the buffer, afresh."
+        n = len(self)
+        if n < 10: raise ValueError(f"fit needs at least 10 buffered evaluations, has {n}; add more first")
+        X, y = (v.double().numpy() for v in self.data())
+        k = min(self.components, n - 1, self.dim)
+        self.pca = PCA(k, random_state=self.seed).fit(X)
+        kernel = ConstantKernel(1.0) * RBF(np.ones(k), (1e-2, 1e3)) + WhiteKernel(0.1, (1e-5, 10))
+        with warnings.catch_warnings():   # a length scale at its bound: that component does not matter
+            warnings.simplefilter('ignore', ConvergenceWarning)
+            self.gp = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=self.restarts,
+                                               random_state=self.seed).fit(self.pca.transform(X), y)
+        self.fitted = True
+        return dict(log_marginal_likelihood=float(self.gp.log_marginal_likelihood_value_),
+                    noise=float(self.gp.kernel_.k2.noise_level), n_train=n, components=k)
+
+    def predict(self, inputs:torch.Tensor)->tuple: # (mean (n,), std (n,)) in fitness units
+        "The GP's posterior mean and standard deviation (the evaluation noise included) at `inputs` (n, dim)."
+        if not self.fitted: raise ValueError("the surrogate is not fitted: add evaluations and call fit() first")
+        g = _as_tensor(inputs, 'inputs')
+        if g.ndim != 2 or g.shape[1] != self.dim: raise ValueError(f"inputs must have shape (n, {self.dim}), got {tuple(g.shape)}")
+        m, s = self.gp.predict(self.pca.transform(g.double().numpy()), return_std=True)
+        return torch.as_tensor(m, dtype=torch.float32), torch.as_tensor(s, dtype=torch.float32)
+
+    def state_dict(self)->dict: # {name: tensor}
+        "Tensors only (for safetensors): configuration and buffer; the fit is redone from them."
+        X, y = self.data()
+        return ({f'config.{k}': torch.tensor(getattr(self, k), dtype=torch.int64) for k in ('dim', 'components', 'capacity', 'restarts', 'seed')}
+                | {'buffer.genomes': X, 'buffer.fitness': y, 'count': torch.tensor(self.count), 'fitted': torch.tensor(int(self.fitted))})
+
+    def load_state_dict(self, sd:dict)->None:
+        "Load a `state_dict` of a surrogate with the same configuration (`ValueError` otherwise) and refit it if it was fitted."
+        for k in ('dim', 'components', 'capacity', 'restarts', 'seed'):
+            if int(sd[f'config.{k}']) != getattr(self, k): raise ValueError(f"config.{k} is {int(sd[f'config.{k}'])} in the state_dict, {getattr(self, k)} here; use GPSurrogate.from_state_dict")
+        self._load_buffer(sd)
+        self.fitted = False
+        if int(sd['fitted']): self.fit()
+
+    @classmethod
+    def from_state_dict(cls, sd:dict)->'GPSurrogate':
+        "A new surrogate with the configuration stored in `sd`, loaded from it."
+        e = cls(**{k: int(sd[f'config.{k}']) for k in ('dim', 'components', 'capacity', 'restarts', 'seed')})
         e.load_state_dict(sd)
         return e

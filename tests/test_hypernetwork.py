@@ -220,6 +220,25 @@ def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     assert raw.step()['trust'] == 1                          # measured fitness: the plain step dt
     assert not torch.equal(raw.pm.dist.state_dict()['means'], before['means'])
 
+def test_the_surrogate_option_chooses_what_the_estimator_reads(tmp_path):
+    from dataclasses import asdict
+    from genome_lab.hypernetwork import ReplicatorTrainingLoop, probe_actions, current_config, PROBE_VIEWS
+    from genome_lab.replicator import GPSurrogate, FitnessEstimator
+    small = dict(population=4, agents_each=1, steps=16, eval_interval=0, seed=5, hypernet=HypernetConfig(hidden=4, chunk=64, width=32))
+    probe = ReplicatorTrainingLoop(ReplicatorConfig(generations=4, surrogate='probe', **small), tmp_path/'probe')
+    probe.run(progress=False)
+    assert isinstance(probe.est, GPSurrogate) and probe.est.fitted and np.isfinite(probe.history[-1]['estimator_r2'])
+    X, y = probe.est.data()
+    assert X.shape == (16, 4 * PROBE_VIEWS) and torch.allclose(X.view(16, -1, 4).sum(-1), torch.ones(16, PROBE_VIEWS))
+    z = probe.genomes[-1]   # each genome's input: its two mirrored policies' probe actions, averaged
+    mean = probe_actions(probe.pm.hn, probe.pm.develop_mean(z), probe.views)
+    assert torch.allclose(probe.features(z), mean) and (X[-4:] - mean).abs().max() < 0.01   # the mirrored noise cancels to first order
+    genome = ReplicatorTrainingLoop(ReplicatorConfig(generations=1, surrogate='genome', **small), tmp_path/'genome')
+    assert isinstance(genome.est, FitnessEstimator) and torch.equal(genome.features(z), z)
+    stored = {k: v for k, v in asdict(probe.cfg).items() if k != 'surrogate'}   # a run from before the option
+    assert current_config(stored)['surrogate'] == 'genome'
+    with pytest.raises(ValueError, match='surrogate must be one of'): ReplicatorConfig(surrogate='gp')
+
 def test_resume_takes_the_stored_settings(tmp_path):
     run = lambda *a: subprocess.run([BIN/'genome-lab', 'train-replicator', '--run-dir', str(tmp_path), '--no-progress', *a],
                                     capture_output=True, text=True, env=ENV, timeout=300)
