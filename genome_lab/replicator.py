@@ -401,6 +401,23 @@ class EvaluationBuffer:
         self.X[idx], self.y[idx] = g, f
         self.count += len(f)
 
+    config_keys = ()   # the constructor's integer settings a state_dict stores as `config.<key>` (each subclass's own)
+    def _config_tensors(self)->dict:
+        return {f'config.{k}': torch.tensor(getattr(self, k), dtype=torch.int64) for k in self.config_keys}
+
+    def _check_config(self, sd:dict, skip:tuple=()): # ValueError where `sd` was made with other settings (but `skip`)
+        for k in self.config_keys:
+            if k not in skip and int(sd[f'config.{k}']) != getattr(self, k):
+                raise ValueError(f"config.{k} is {int(sd[f'config.{k}'])} in the state_dict, {getattr(self, k)} here; "
+                                 f"use {type(self).__name__}.from_state_dict")
+
+    @classmethod
+    def from_state_dict(cls, sd:dict):
+        "A new surrogate with the configuration stored in `sd`, loaded from it."
+        e = cls(**{k: int(sd[f'config.{k}']) for k in cls.config_keys})
+        e.load_state_dict(sd)
+        return e
+
     def _load_buffer(self, sd:dict): # from a state_dict's 'buffer.genomes', 'buffer.fitness' and 'count'
         X, y = sd['buffer.genomes'], sd['buffer.fitness']
         self.count = int(sd['count'])
@@ -418,6 +435,7 @@ class EvaluationBuffer:
 # %% ../nbs/40_replicator.ipynb #4d627eaa
 class FitnessEstimator(EvaluationBuffer):
     "An ensemble of `members` MLPs estimating fitness from genomes over a buffer of the last `capacity` evaluations; `predict` gives mean and member spread."
+    config_keys = ('dim', 'members', 'hidden', 'capacity', 'seed')
     def __init__(self, dim:int, # genome dimension
                  members:int=5, # ensemble members
                  hidden:int=64, # width of the two hidden layers
@@ -493,32 +511,25 @@ class FitnessEstimator(EvaluationBuffer):
 
     def state_dict(self)->dict: # {name: tensor}
         "Tensors only (for safetensors): configuration, weights, standardisation, buffer and generator state."
-        cfg = {f'config.{k}': torch.tensor(getattr(self, k), dtype=torch.int64) for k in ('dim', 'members', 'hidden', 'capacity', 'seed')}
         X, y = self.data()
-        return (cfg | {f'param.{k}': v.clone() for k, v in self.params.items()} | {f'stats.{k}': v.clone() for k, v in self.stats.items()}
+        return (self._config_tensors() | {f'param.{k}': v.clone() for k, v in self.params.items()} | {f'stats.{k}': v.clone() for k, v in self.stats.items()}
                 | {'buffer.genomes': X, 'buffer.fitness': y, 'count': torch.tensor(self.count), 'fitted': torch.tensor(int(self.fitted)),
                    'generator': self.generator.get_state()})
 
     def load_state_dict(self, sd:dict)->None:
         "Load a `state_dict` of an estimator with the same configuration (`ValueError` otherwise)."
-        for k in ('dim', 'members', 'hidden', 'capacity'):
-            if int(sd[f'config.{k}']) != getattr(self, k): raise ValueError(f"config.{k} is {int(sd[f'config.{k}'])} in the state_dict, {getattr(self, k)} here; use FitnessEstimator.from_state_dict")
+        self._check_config(sd, skip=('seed',))   # the generator's state is loaded below
         self.params = {k: sd[f'param.{k}'].clone() for k in self.params}
         self.stats = {k: sd[f'stats.{k}'].clone() for k in self.stats}
         self._load_buffer(sd)
         self.fitted = bool(int(sd['fitted']))
         self.generator.set_state(sd['generator'].clone())
 
-    @classmethod
-    def from_state_dict(cls, sd:dict)->'FitnessEstimator':
-        "A new estimator with the configuration stored in `sd`, loaded from it."
-        e = cls(**{k: int(sd[f'config.{k}']) for k in ('dim', 'members', 'hidden', 'capacity', 'seed')})
-        e.load_state_dict(sd)
-        return e
 
 # %% ../nbs/40_replicator.ipynb #8f39cb59
 class GPSurrogate(EvaluationBuffer):
     "A Gaussian process on the first `components` principal components of its inputs, refitted from the last `capacity` evaluations."
+    config_keys = ('dim', 'components', 'capacity', 'restarts', 'seed')
     def __init__(self, dim:int, # input dimension (e.g. 4 x the probe views of `probe_actions`)
                  components:int=8, # principal components the GP reads
                  capacity:int=256, # evaluations kept (the most recent)
@@ -555,20 +566,12 @@ class GPSurrogate(EvaluationBuffer):
     def state_dict(self)->dict: # {name: tensor}
         "Tensors only (for safetensors): configuration and buffer; the fit is redone from them."
         X, y = self.data()
-        return ({f'config.{k}': torch.tensor(getattr(self, k), dtype=torch.int64) for k in ('dim', 'components', 'capacity', 'restarts', 'seed')}
-                | {'buffer.genomes': X, 'buffer.fitness': y, 'count': torch.tensor(self.count), 'fitted': torch.tensor(int(self.fitted))})
+        return (self._config_tensors() | {'buffer.genomes': X, 'buffer.fitness': y, 'count': torch.tensor(self.count), 'fitted': torch.tensor(int(self.fitted))})
 
     def load_state_dict(self, sd:dict)->None:
         "Load a `state_dict` of a surrogate with the same configuration (`ValueError` otherwise) and refit it if it was fitted."
-        for k in ('dim', 'components', 'capacity', 'restarts', 'seed'):
-            if int(sd[f'config.{k}']) != getattr(self, k): raise ValueError(f"config.{k} is {int(sd[f'config.{k}'])} in the state_dict, {getattr(self, k)} here; use GPSurrogate.from_state_dict")
+        self._check_config(sd)
         self._load_buffer(sd)
         self.fitted = False
         if int(sd['fitted']): self.fit()
 
-    @classmethod
-    def from_state_dict(cls, sd:dict)->'GPSurrogate':
-        "A new surrogate with the configuration stored in `sd`, loaded from it."
-        e = cls(**{k: int(sd[f'config.{k}']) for k in ('dim', 'components', 'capacity', 'restarts', 'seed')})
-        e.load_state_dict(sd)
-        return e
