@@ -91,8 +91,7 @@ def main():
         print(f"threshold {threshold:.4f} (fixed from the controls before any dream run)", flush=True)
         parts = [record_trajectories(Path(tmp)/f'sessions-{s}', o.styles.split(','), o.per_style, o.steps, s,
                                      **ARENA) for s in ints(o.train_seeds)]
-        train = Trajectories(*(np.concatenate([getattr(p, f) for p in parts])
-                               for f in ('obs', 'action', 'reward', 'done')))
+        train = Trajectories.concat(parts)
         wo = DreamingOptions(styles=o.styles, per_style=o.per_style, steps=o.steps, train_seeds=o.train_seeds,
                              world=o.world)
         wwork = Path(o.world_work or work); wwork.mkdir(parents=True, exist_ok=True)

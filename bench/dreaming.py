@@ -172,8 +172,7 @@ def main():
         work = Path(o.work or tmp); work.mkdir(parents=True, exist_ok=True)
         rec = lambda s: record_trajectories(Path(tmp)/f'sessions-{s}', styles, o.per_style, o.steps, s, **ARENA)
         parts = [rec(s) for s in ints(o.train_seeds)]
-        train = Trajectories(*(np.concatenate([getattr(p, f) for p in parts])
-                               for f in ('obs', 'action', 'reward', 'done')))
+        train = Trajectories.concat(parts)
         held = rec(o.heldout_seed)
         print(f"recorded {len(train)} training and {len(held)} held-out trajectories of {o.steps} steps "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)

@@ -32,10 +32,10 @@ import numpy as np
 import torch
 from scipy.stats import ttest_rel
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
-from genome_lab.dreaming import WorldConfig, train_world_model, sign_test
+from genome_lab.dreaming import Trajectories, WorldConfig, train_world_model, sign_test
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.dungeon_master import (CurriculumConfig, FederatedConfig, SEASON_MAP, ROLES, make_backend,
-                                       train_curriculum, heldout_settings, heldout_scores, role_trajectories, join,
+                                       train_curriculum, heldout_settings, heldout_scores, role_trajectories,
                                        dream_specialist, register_specialist, federate, role_agreement, paired_sign)
 
 @dataclass
@@ -126,7 +126,7 @@ def federated(o:DungeonOptions, work:Path, tmp:Path, real_steps:int, rounds:int,
         train = role_trajectories(tmp_/'train', ROLES, o.per_role, o.role_steps, o.train_seed, **ROLE_MAP)
         held = role_trajectories(tmp_/'held', ROLES, o.per_role, o.role_steps, o.heldout_seed, **ROLE_MAP)
         wcfg = WorldConfig(hidden=o.hidden, embed=o.hidden, updates=o.updates)
-        world, hist = train_world_model(join(list(train.values())), wcfg)
+        world, hist = train_world_model(Trajectories.concat(list(train.values())), wcfg)
         first, last = float(hist['losses/loss'].head(20).mean()), float(hist['losses/loss'].tail(20).mean())
         print(f"world model: loss {first:.3f} -> {last:.3f} "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)

@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/dreaming.html.md"""
 # %% ../nbs/23_dreaming.ipynb #9e97ee8c
 from __future__ import annotations
 import json, math, time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 import numpy as np
 import torch
@@ -25,8 +25,8 @@ gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy 
 __all__ = ['gym', 'CODES', 'Trajectories', 'session_trajectories', 'record_trajectories', 'onehot_view', 'WorldModel',
            'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames',
            'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner', 'planner_labels',
-           'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill', 'register_distilled',
-           'sign_test', 'head_to_head']
+           'greedy_moves', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill',
+           'register_distilled', 'sign_test', 'head_to_head']
 
 # %% ../nbs/23_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes
@@ -39,6 +39,11 @@ class Trajectories:
     reward: np.ndarray # (N, T) float32
     done: np.ndarray # (N, T) bool: the snake died on this step (it respawns elsewhere)
     def __len__(self): return len(self.obs)
+
+    @classmethod
+    def concat(cls, parts:list)->'Trajectories':
+        "One `Trajectories` of the trajectories of all of `parts` (each of the same length T)."
+        return cls(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls)))
 
 # %% ../nbs/23_dreaming.ipynb #b778ed17
 def session_trajectories(sessions:list)->Trajectories:
@@ -360,7 +365,8 @@ def planner_labels(planner:DreamPlanner, obs, state, moves=None)->tuple: # (labe
 
 # %% ../nbs/23_dreaming.ipynb #64cb6516
 @torch.inference_mode()
-def _greedy_moves(policy:Policy, obs)->np.ndarray: # (n, T) int64: `policy`'s greedy moves along sequences obs (n, T, 11, 11)
+def greedy_moves(policy:Policy, obs)->np.ndarray: # (n, T) int64
+    "`policy`'s greedy moves along the view sequences `obs` (n, T, 11, 11), from its initial state."
     state, out = policy.initial_state(len(obs)), []
     for t in range(obs.shape[1]):
         a, state = policy.act(obs[:, t], state)
@@ -440,7 +446,7 @@ def distill(planner:DreamPlanner, data:Trajectories|None, cfg:DistillConfig=Dist
     torch.manual_seed(cfg.dagger_seed)
     student = LinearLSTM(**planner.prior.config); student.load_state_dict(planner.prior.state_dict())
     games, hist = [], []
-    agreement = lambda g: float((_greedy_moves(student, g[0]) == g[1]).mean())
+    agreement = lambda g: float((greedy_moves(student, g[0]) == g[1]).mean())
     for r in range(cfg.rounds + 1):
         if r == 0 and data is None: continue
         game = label_trajectories(planner, data, cfg.stored_steps) if r == 0 else \

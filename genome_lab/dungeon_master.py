@@ -17,7 +17,7 @@ from .policies import LinearLSTM, Policy
 from .registry import Registry, Genome, seed_founders
 from .sessions import record_bot_sessions, load_sessions, make_bot
 from .dreaming import (Trajectories, DreamBridgeEnv, DistillConfig, session_trajectories, imitate,
-                                 _greedy_moves, sign_test)
+                                 greedy_moves, sign_test)
 from .cloning import merge_genomes
 from .tournament import KillTracker, KILL_WALL, KILL_UNKNOWN
 from .training import PPORun, PPOConfig, PPOHyper, SnakeVecEnv
@@ -28,7 +28,7 @@ __all__ = ['SETTING_SPACE', 'SEASON_MAP', 'CAUSES', 'FOCUS_KNOBS', 'DM_PROGRAM',
            'ProposalError', 'check_proposal', 'settings_code', 'parse_proposal', 'curriculum_arena', 'probe',
            'offline_dungeon_master', 'make_backend', 'dm_request', 'dm_stage', 'uniform_settings', 'CurriculumConfig',
            'curriculum_run', 'swap_maps', 'train_curriculum', 'heldout_settings', 'heldout_scores',
-           'register_curriculum', 'role_trajectories', 'join', 'bot_labels', 'dream_game', 'FederatedConfig',
+           'register_curriculum', 'role_trajectories', 'bot_labels', 'dream_game', 'FederatedConfig',
            'dream_specialist', 'register_specialist', 'federate', 'role_agreement', 'paired_sign']
 
 # %% ../nbs/84_dungeon_master.ipynb #05b3979a
@@ -257,10 +257,6 @@ def role_trajectories(root:str|Path, roles=ROLES, per_role:int=8, steps:int=300,
     sessions = load_sessions(root, ids)
     return {r: session_trajectories([s for s in sessions if s.meta['style'] == r]) for r in roles}
 
-def join(parts:list)->Trajectories:
-    "One `Trajectories` of all of `parts` (equally long)."
-    return Trajectories(*(np.concatenate([getattr(p, f) for p in parts]) for f in ('obs', 'action', 'reward', 'done')))
-
 @torch.inference_mode()
 def bot_labels(bot:Policy, obs)->np.ndarray: # (...) int64
     "`bot`'s most likely move for each view of `obs` (..., 11, 11) (bots of 20_sessions are memoryless)."
@@ -339,7 +335,7 @@ def role_agreement(policies:dict, # {name: Policy}
     out = {}
     for role, t in held.items():
         labels = bot_labels(make_bot(role)[0], t.obs)
-        out[role] = {n: (_greedy_moves(p, t.obs) == labels).mean(1).tolist() for n, p in policies.items()}
+        out[role] = {n: (greedy_moves(p, t.obs) == labels).mean(1).tolist() for n, p in policies.items()}
     return out
 
 def paired_sign(a:list, b:list)->dict: # {'wins', 'losses', 'p_value'}
