@@ -7,16 +7,17 @@ games against copying the last board.
 trained on), board b with noise `--noise`[b mod its length]. The model (WorldConfig's flags, as bench/dreaming.py's)
 is kept in `--work` and read back from there when a run with the same settings stored it (resume).
 Writes the `world_model_tetris` ({"1": {model, baseline, n}, "5", "15"}, as `world_model`) and `world_model_tetris_run`
-(data, training, machine) keys of --out (default nbs/measured/dreaming.json), keeping the file's other keys.
+(data, training, machine) keys of --out (default nbs/measured/dreaming.json), keeping the file's other keys; with
+`--skip 0 --key world_model_tetris_no_skip`, the same model without its skip from the input board (the ablation).
 
     python bench/world_model_tetris.py
+    python bench/world_model_tetris.py --skip 0 --key world_model_tetris_no_skip
     python bench/world_model_tetris.py --boards 2 --steps 60 --train-seeds 1 --updates 3   # a smoke run
 """
 import datetime, json, tempfile, time
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
 from typing import Annotated
-import numpy as np
 import torch
 from safetensors.torch import save_file, load_file
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
@@ -33,8 +34,11 @@ class TetrisWorldOptions:
     train_seeds: Annotated[str, 'seeds of the training games, comma-separated'] = '1,2,3'
     heldout_seed: Annotated[int, 'seed of the held-out games'] = 9
     world: WorldConfig = field(default_factory=WorldConfig)
+    skip: Annotated[float, "the model's skip gain from the input board (TETRIS_WORLD's; 0: no skip, the ablation)"] = \
+        TETRIS_WORLD['skip']
+    key: Annotated[str, 'the key of --out the accuracies go to (the run under KEY_run)'] = 'world_model_tetris'
     work: Annotated[str, 'folder of the trained model (resume); default: a temporary folder'] = ''
-    out: Annotated[str, 'JSON whose world_model_tetris keys are written'] = str(measured_dir()/'dreaming.json')
+    out: Annotated[str, 'JSON whose --key keys are written'] = str(measured_dir()/'dreaming.json')
 
 def main():
     ap = config_parser(TetrisWorldOptions, description=__doc__.splitlines()[0])
@@ -42,25 +46,25 @@ def main():
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}", flush=True)
     t0, cfg = time.perf_counter(), TetrisClipConfig(boards=o.boards, steps=o.steps)
+    dims = TETRIS_WORLD | dict(skip=o.skip)
     noise = [float(x) for x in o.noise.split(',')]
     noise = [noise[b % len(noise)] for b in range(o.boards)]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(o.work or tmp); work.mkdir(parents=True, exist_ok=True)
         film = lambda s: tetris_trajectories(Path(tmp)/f'games-{s}', s, cfg, noise)
         parts = [film(int(s)) for s in o.train_seeds.split(',')]
-        train = Trajectories(*(np.concatenate([getattr(p, f) for p in parts])
-                               for f in ('obs', 'action', 'reward', 'done')))
+        train = Trajectories.concat(parts)
         held = film(o.heldout_seed)
         print(f"filmed {len(train)} training and {len(held)} held-out games of {o.steps} ticks in "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
-        path, meta = work/'tetris_world.safetensors', work/'tetris_world.json'
-        key = dict(world=asdict(o.world), dims=TETRIS_WORLD, data=[o.boards, o.steps, o.noise, o.train_seeds])
+        path, meta = work/f'{o.key}.safetensors', work/f'{o.key}.json'
+        key = dict(world=asdict(o.world), dims=dims, data=[o.boards, o.steps, o.noise, o.train_seeds])
         if path.exists() and json.loads(meta.read_text())['key'] == key:
-            model = WorldModel(o.world.hidden, o.world.embed, **TETRIS_WORLD); model.load_state_dict(load_file(path))
+            model = WorldModel(o.world.hidden, o.world.embed, **dims); model.load_state_dict(load_file(path))
             training = json.loads(meta.read_text())['training']
         else:
             t1 = time.perf_counter()
-            model, hist = train_world_model(train, o.world, **TETRIS_WORLD)
+            model, hist = train_world_model(train, o.world, **dims)
             training = dict(seconds=time.perf_counter() - t1, first_losses=hist.head(50).mean().to_dict(),
                             final_losses=hist.tail(50).mean().to_dict())
             save_file(model.state_dict(), path); atomic_write_json(meta, dict(key=key, training=training))
@@ -69,10 +73,10 @@ def main():
     run = dict(data=dict(boards=o.boards, steps=o.steps, noise=noise, train_seeds=o.train_seeds,
                          heldout_seed=o.heldout_seed, player='Dellacherie (film_tetris)',
                          train_trajectories=len(train), heldout_trajectories=len(held)),
-               world=asdict(o.world), dims=TETRIS_WORLD, training=training, seconds=time.perf_counter() - t0,
+               world=asdict(o.world), dims=dims, training=training, seconds=time.perf_counter() - t0,
                machine=machine(), date=str(datetime.date.today()))
     old = json.loads(Path(o.out).read_text()) if Path(o.out).exists() else {}
-    atomic_write_json(o.out, old | dict(world_model_tetris=acc, world_model_tetris_run=run))
+    atomic_write_json(o.out, old | {o.key: acc, f'{o.key}_run': run})
     print(f"wrote {o.out}")
 
 if __name__ == '__main__': main()
