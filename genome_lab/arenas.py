@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/arenas.html.md"""
 
 # %% ../nbs/00_arenas.ipynb #a1b4f8f1
 from __future__ import annotations
-import contextlib, importlib, io, os, sys, tempfile, types
+import contextlib, importlib, io, os, sys, tempfile, threading, types
 from importlib import metadata
 from fastcore.basics import patch
 from dataclasses import dataclass, field
@@ -23,23 +23,30 @@ __all__ = ['PUFFERLIB_VERSION', 'EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAK
 # %% ../nbs/00_arenas.ipynb #65f62f9c
 PUFFERLIB_VERSION = '3.0.0+genomelab.2' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
 
+_IMPORTING = threading.RLock()   # the working directory and `sys.stderr` belong to the process: imports from threads take turns
+
 def import_gymnasium()->types.ModuleType:
     """`gymnasium`, imported without the old gym's notice on stderr ('Gym has been unmaintained since 2022 ...'):
-    gymnasium's shimmy plugin and PufferLib import gym 0.23 (PufferLib pins it); the lab itself uses Gymnasium."""
-    if 'gym' not in sys.modules:
-        with contextlib.redirect_stderr(io.StringIO()): importlib.import_module('gym')
-    return importlib.import_module('gymnasium')
+    gymnasium's shimmy plugin and PufferLib import gym 0.23 (PufferLib pins it); the lab itself uses Gymnasium.
+    Thread-safe: two threads swapping `sys.stderr` at once could leave the process writing to a buffer."""
+    with _IMPORTING:
+        if 'gym' not in sys.modules:
+            with contextlib.redirect_stderr(io.StringIO()): importlib.import_module('gym')
+        return importlib.import_module('gymnasium')
 
 def import_pufferlib_module(name:str): # dotted module name, e.g. `pufferlib.ocean.snake.binding`
-    "Import `name` from PufferLib `PUFFERLIB_VERSION` without leaving its `resources` symlink in the working directory."
+    """Import `name` from PufferLib `PUFFERLIB_VERSION` without leaving its `resources` symlink in the working directory.
+    Thread-safe (an evolution run's evaluation threads import the bindings at once): without the lock a second thread
+    went back to the first one's deleted temporary directory and left the process without a working directory.
+    Raises ImportError, with the command that installs it, when PufferLib is missing or another version."""
     try: found = metadata.version('pufferlib')
     except metadata.PackageNotFoundError: found = None
     if found != PUFFERLIB_VERSION:
         raise ImportError(f"genome_lab needs PufferLib {PUFFERLIB_VERSION} (built from its sdist, each env with its own random "
                           f"stream), found {found}: run `bash tools/setup.sh`, which builds and installs it")
-    import_gymnasium()   # PufferLib imports gymnasium and the old gym
-    cwd = os.getcwd()
-    with tempfile.TemporaryDirectory() as tmp:
+    with _IMPORTING, tempfile.TemporaryDirectory() as tmp:
+        import_gymnasium()   # PufferLib imports gymnasium and the old gym
+        cwd = os.getcwd()
         os.chdir(tmp)
         try: return importlib.import_module(name)
         except ImportError as e:

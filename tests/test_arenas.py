@@ -1,5 +1,6 @@
 """A new arena is one class and one registration: evaluation, a tournament and the server accept it unchanged."""
-import time
+import importlib, os, time, types
+from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import torch
@@ -85,3 +86,16 @@ def test_evaluation_tournament_and_server_accept_a_new_arena(guess, tmp_path):
         assert job['status'] == 'done', job
         assert job['result']['guess']['leaderboard'][0]['name'] == 'bisect'
         assert {g['arena'] for g in http.get('/get_genome_manifest').json()['genomes']} == {'guess'}
+
+def test_imports_from_threads_keep_the_working_directory(tmp_path, monkeypatch):
+    "PufferLib imported from several threads at once (an evolution run's evaluation threads) leaves the working directory as it was."
+    import genome_lab.arenas as arenas
+    monkeypatch.chdir(tmp_path)
+    real = importlib.import_module
+    def slow(name):   # every import takes a while, so the threads' imports overlap
+        time.sleep(0.05); return real(name)
+    monkeypatch.setattr(arenas, 'importlib', types.SimpleNamespace(import_module=slow))
+    names = ['pufferlib', 'pufferlib.ocean.snake.binding', 'pufferlib.ocean.tetris.binding']*3
+    with ThreadPoolExecutor(len(names)) as ex: mods = list(ex.map(arenas.import_pufferlib_module, names))
+    assert [m.__name__ for m in mods] == names
+    assert os.getcwd() == str(tmp_path)
