@@ -64,11 +64,12 @@ class DungeonOptions:
     imitation_lr: Annotated[float, "specialists' Adam learning rate"] = 1e-4
     density: Annotated[float, "TIES' kept share of each task vector"] = 0.2
     work: Annotated[str, 'folder of finished runs (resume); default: a temporary folder'] = ''
-    parts: Annotated[str, 'parts to run, comma-separated (another process can fill `--work` with the other)'] = \
-        'curriculum,federated'
+    parts: Annotated[str, "parts to run, comma-separated: a part left out keeps its record in --out, or when --out has none "
+                          "nothing is written (another process can fill `--work` with it)"] = 'curriculum,federated'
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'dungeon_master.json')
 
 ROLE_MAP = {k: v for k, v in SEASON_MAP.items() if k != 'num_snakes'} # the season's map; the recorder sets the snakes
+FEDERATED = ('federated', 'federated_dreams_only', 'federated_real_only') # the federated part's records in --out
 
 def cached(path:Path, key:dict, make)->dict:
     "The record at `path` when its key is `key`; else `make()`, stored there."
@@ -168,12 +169,15 @@ def main():
         work = Path(o.work or tmp); work.mkdir(parents=True, exist_ok=True)
         parts = o.parts.split(',')
         if 'federated' in parts:
-            variants = dict(federated=(o.real_steps, o.rounds, o.epochs), federated_dreams_only=(0, o.rounds, o.epochs),
-                            federated_real_only=(o.real_steps, 0, o.epochs * (o.rounds + 1)))   # as many real passes
+            variants = dict(zip(FEDERATED, [(o.real_steps, o.rounds, o.epochs), (0, o.rounds, o.epochs),
+                                            (o.real_steps, 0, o.epochs * (o.rounds + 1))]))   # as many real passes
             fed = {k: federated(o, work, Path(tmp), *v) for k, v in variants.items()}
             for k, f in fed.items(): print(k, f['own_role'], f['mean_over_roles'], f['tests'], sep='\n', flush=True)
         if 'curriculum' in parts: cur = curriculum(o, work)
-    if set(parts) != {'curriculum', 'federated'}: return   # a part for another process's `--work`: nothing to write
+    kept = json.loads(Path(o.out).read_text()) if Path(o.out).exists() else {}
+    if 'federated' not in parts: fed = {k: kept[k] for k in FEDERATED if k in kept}
+    if 'curriculum' not in parts: cur = kept.get('curriculum')
+    if cur is None or len(fed) < len(FEDERATED): return   # a part for another process's `--work`: nothing to write
     record = dict(curriculum=cur, **fed, seconds=time.perf_counter() - t0, machine=machine(),
                   date=str(datetime.date.today()))
     atomic_write_json(o.out, record)

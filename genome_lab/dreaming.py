@@ -194,7 +194,8 @@ def start_frames(data:Trajectories)->np.ndarray: # (m, 11, 11) int8
 
 # %% ../nbs/23_dreaming.ipynb #29c5bc25
 class DreamEnv(gym.Env):
-    "One dream of a snake's view: each `step` is a `WorldModel` step; `reset` starts from a random real start frame."
+    """One dream of a snake's view: each `step` is a `WorldModel` step, terminated with the death head's probability
+    (drawn from `np_random`, seeded by `reset`; `infos['death_prob']`); `reset` starts from a random real start frame."""
     metadata = {'render_modes': []}
     def __init__(self, model:WorldModel, starts:np.ndarray, # (m, 11, 11) start frames (`start_frames`)
                  max_steps:int=200): # steps before truncation
@@ -212,12 +213,14 @@ class DreamEnv(gym.Env):
     def step(self, action):
         self.h, self.frame, codes, r, d = self.model.imagine(self.frame, torch.tensor([int(action)]), self.h)
         self.t += 1
-        return codes[0].numpy(), float(r[0]), bool(d[0] > 0.5), self.t >= self.max_steps, {'death_prob': float(d[0])}
+        term = bool(self.np_random.random() < float(d[0]))
+        return codes[0].numpy(), float(r[0]), term, self.t >= self.max_steps and not term, {'death_prob': float(d[0])}
 
 # %% ../nbs/23_dreaming.ipynb #1798faf3
 class DreamBridgeEnv(gym.vector.VectorEnv):
     """`num_envs` dreams stepped as one batch of `WorldModel` steps (gymnasium's vector API, same-step autoreset:
-    an ended dream's observation is already its next start; the last dreamed one is in `infos['final_observation']`)."""
+    an ended dream's observation is already its next start; the last dreamed one is in `infos['final_observation']`).
+    A dream terminates with the death head's probability (`infos['death_prob']`), drawn from the stream `reset(seed)` sets."""
     def __init__(self, model:WorldModel, starts:np.ndarray, # (m, 11, 11) start frames (`start_frames`)
                  num_envs:int=16, max_steps:int=200):
         self.model, self.starts, self.max_steps = model.eval(), np.asarray(starts, np.int8), max_steps
@@ -241,7 +244,7 @@ class DreamBridgeEnv(gym.vector.VectorEnv):
     def step(self, actions):
         self.h, self.frame, codes, r, d = self.model.imagine(self.frame, torch.as_tensor(np.asarray(actions)), self.h)
         self.t += 1
-        obs, term = codes.numpy().copy(), (d > 0.5).numpy()
+        obs, term = codes.numpy().copy(), self.rng.random(len(d)) < d.numpy()
         trunc = (self.t >= self.max_steps) & ~term
         infos = {'death_prob': d.numpy()}
         if (ended := term | trunc).any():

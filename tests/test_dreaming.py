@@ -13,7 +13,7 @@ def _dreams():
     torch.manual_seed(0)
     starts = np.random.default_rng(0).integers(0, 8, (5, 11, 11)).astype(np.int8)
     m = WorldModel(hidden=16, embed=16)
-    with torch.no_grad(): m.heads.bias[1] = -5.0   # deaths unlikely: dreams run to max_steps
+    with torch.no_grad(): m.heads.weight[1] = 0.0; m.heads.bias[1] = -30.0   # P(death) 1e-13: dreams run to max_steps
     return m, starts
 
 def test_dream_env_passes_gymnasium_checker():
@@ -34,6 +34,20 @@ def test_dream_bridge_env_autoresets_same_step():
     assert trunc.all() and info['_final_observation'].all()   # all truncated at step 3 ...
     assert all(any((o == s).all() for s in starts) for o in obs)   # ... and already restarted from real frames
     assert not (env.step(env.action_space.sample())[3]).any()
+
+def test_dreams_end_with_the_death_heads_probability_drawn_from_the_seed():
+    "A death head that says 0.2 everywhere ends a fifth of the dream steps (none would end at a 0.5 threshold)."
+    m, starts = _dreams()
+    with torch.no_grad(): m.heads.weight[1] = 0.0; m.heads.bias[1] = float(np.log(0.2 / 0.8))
+    def ends(seed, n=64, steps=50):
+        env = DreamBridgeEnv(m, starts, num_envs=n, max_steps=10**6)
+        env.reset(seed=seed); rng = np.random.default_rng(seed)
+        return np.stack([env.step(rng.integers(0, 4, n))[2] for _ in range(steps)])
+    a, b, c = ends(1), ends(1), ends(2)
+    assert abs(a.mean() - 0.2) < 0.03 and (a == b).all() and (a != c).any()   # 3,200 draws: s.d. 0.007
+    env = DreamEnv(m, starts, max_steps=10**6); env.reset(seed=3)
+    one = [env.step(0)[2] for _ in range(1000)]
+    assert abs(np.mean(one) - 0.2) < 0.05
 
 def test_bench_writes_the_issue_keys(tmp_path):
     out = tmp_path/'dreaming.json'
