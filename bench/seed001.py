@@ -23,7 +23,8 @@ measurement (issue 38).
    adjacent food taken, what deaths ran into) and its nearest teacher in weights is named: the strategy it stands for.
 5. The surrogate's learning curve (`surrogate_study`, 'surrogate'; `--surrogate-genomes 0`: none; `--surrogate-only`: it
    alone, the transformer retrained). `--loop-only`: each `ReplicatorConfig.surrogate`'s held-out R^2 inside
-   `ReplicatorTrainingLoop` ('surrogate_in_loop'), the measurement behind the loop's default.
+   `ReplicatorTrainingLoop` ('surrogate_in_loop'), the measurement behind the loop's default. `--within-only`: the loop
+   fitness's test-retest r among one generation's genomes ('within_generation'), the ceiling of that R^2.
 Writes --out (nbs/measured/seed001.json). Usage: python bench/seed001.py [--train-steps 200] [--genomes 100]
 """
 import datetime, json, math, os, shutil, sys, tempfile, time
@@ -73,6 +74,7 @@ class Options:
     loop_generations: Annotated[int, "with --loop-only: generations of each surrogate's replicator run"] = 30
     loop_steps: Annotated[int, "with --loop-only: arena steps per generation of those runs"] = 512
     loop_only: Annotated[bool, "add only the surrogates' held-out R^2 inside `ReplicatorTrainingLoop` ('probe' against 'genome') to --out?"] = False
+    within_only: Annotated[bool, "add only the loop fitness's within-generation reliability ('within_generation', --loop-generations of `ReplicatorConfig()`) to --out?"] = False
     device: Annotated[str, "torch device of the denoisers' training ('cpu', 'cuda'); decoding and games run on the CPU"] = 'cpu'
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001.json')
 
@@ -252,6 +254,34 @@ def in_loop(o:Options)->dict: # {surrogate: {'r2': per generation, 'mean', 'mean
               f"{out[s]['seconds']:.0f} s", flush=True)
     return out
 
+def within_generation(o:Options)->dict: # {'rows': one per measured generation, 'seconds'}
+    """Can the loop's surrogate predict anything? Every sixth of `--loop-generations` of a `ReplicatorConfig()` run
+    (the bar's settings; its start and end included), one population the loop would draw is played twice on other map
+    seeds: the test-retest r of its genomes' fitness (each the mean of its two mirrored policies, one game as in the
+    loop) bounds the held-out R^2 any surrogate can reach on it. Beside it, how far apart the genomes' decoded policies
+    are: the mean distance between the probe actions of two genomes, over that between a genome's two mirrored ones
+    (1/sqrt(2) if the genome adds nothing to its last step's mirrored exploration noise)."""
+    t0, run_dir = time.perf_counter(), Path(tempfile.mkdtemp(prefix='seed001-within-'))
+    cfg = ReplicatorConfig(generations=o.loop_generations, eval_interval=0, checkpoint_every=1000, seed=o.seed)
+    loop, views, rows = ReplicatorTrainingLoop(cfg, run_dir), probe_views(), []
+    for g in range(cfg.generations + 1):
+        if g % max(1, cfg.generations // 6) == 0:
+            genomes, dev = loop.pm.next(torch.Generator().manual_seed(10_007 + g))
+            f = [evaluate_population(loop.pm.hn.policy_config, dev['params'], loop.arena, cfg.steps, seed=900_001 + 2 * g + k,
+                                     fitness=cfg.fitness)['fitness'].view(2, -1).mean(0).numpy() for k in (0, 1)]
+            pa = probe_actions(loop.pm.hn, dev['params'], views).view(2, len(genomes), -1)
+            between = torch.cdist(pa[0], pa[0]).sum() / (len(genomes) * (len(genomes) - 1))
+            within = (pa[0] - pa[1]).norm(dim=1).mean()
+            rows.append(dict(generation=g, r=float(np.corrcoef(*f)[0, 1]), fitness_mean=float(np.mean(f)),
+                             fitness_std=float(np.std(f[0])), probe_between_over_within=float(between / within)))
+            print(f"generation {g}: within-generation test-retest r {rows[-1]['r']:.3f}; fitness {rows[-1]['fitness_mean']:.3f} "
+                  f"+- {rows[-1]['fitness_std']:.3f}; probe distance between genomes / within a genome "
+                  f"{rows[-1]['probe_between_over_within']:.3f}", flush=True)
+        if g < cfg.generations: loop.step()
+    shutil.rmtree(run_dir)
+    return dict(rows=rows, loop_r2=[h['estimator_r2'] for h in loop.history], trust=[h['trust'] for h in loop.history],
+                steps=cfg.steps, population=cfg.population, seconds=time.perf_counter() - t0)
+
 def modes(hn:DiffusionHypernetwork, genomes:torch.Tensor, sc:list, tch:list, o:Options)->list: # one row per mode
     "The top third's genomes as a mixture (BIC over 1-4 components); each mode's mean genome decoded, scored and played."
     top = genomes[np.argsort(sc)[-len(sc) // 3:]].numpy().astype(np.float64)
@@ -280,6 +310,10 @@ def main():
     if o.loop_only:
         res = json.loads(Path(o.out).read_text())
         res['surrogate_in_loop'] = in_loop(o)
+        atomic_write_json(o.out, res); return
+    if o.within_only:
+        res = json.loads(Path(o.out).read_text())
+        res['within_generation'] = within_generation(o)
         atomic_write_json(o.out, res); return
     if o.baseline_only:
         res = json.loads(Path(o.out).read_text())

@@ -1,6 +1,6 @@
 """Diffusion hypernetwork, replicator training loop, `genome-lab train-replicator` (SIGKILL, --resume, registration)
 and the replicator bench with tiny settings."""
-import json, os, signal, subprocess, sys, time, warnings
+import json, os, shutil, signal, subprocess, sys, time, warnings
 from pathlib import Path
 import numpy as np, pytest, torch
 from safetensors import safe_open
@@ -318,3 +318,15 @@ def test_control_killed_mid_run_resumes_from_its_checkpoint_to_the_uninterrupted
     assert untimed(hist.to_dict('records')) == untimed(full.to_dict('records')) and len(hist) == 5
     assert {'food_mean', 'died', 'seconds'} <= set(hist.columns) and (hist.food_mean >= 0).all() and hist.died.between(0, 1).all()
     assert torch.equal(es.theta, es_full.theta) and [g['lr'] for g in es.opt.param_groups] == pytest.approx([0.1 / 4])
+
+def test_within_generation_bench_mode_adds_its_key(tmp_path):
+    "bench/seed001.py --within-only keeps --out's figures and adds the loop fitness's within-generation reliability."
+    out = tmp_path/'seed001.json'; shutil.copy(ROOT/'nbs'/'measured'/'seed001.json', out)
+    before = json.loads(out.read_text())
+    subprocess.run([sys.executable, ROOT/'bench'/'seed001.py', '--within-only', '--loop-generations', '2', '--out', str(out)],
+                   check=True, capture_output=True, text=True, timeout=600)
+    after = json.loads(out.read_text())
+    assert {k: v for k, v in after.items() if k != 'within_generation'} == {k: v for k, v in before.items() if k != 'within_generation'}
+    rows = after['within_generation']['rows']
+    assert [r['generation'] for r in rows] == [0, 1, 2] and all(-1 <= r['r'] <= 1 and r['probe_between_over_within'] > 0 for r in rows)
+    assert len(after['within_generation']['loop_r2']) == 2
