@@ -24,7 +24,8 @@ measurement (issue 38).
 5. The surrogate's learning curve (`surrogate_study`, 'surrogate'; `--surrogate-genomes 0`: none; `--surrogate-only`: it
    alone, the transformer retrained). `--loop-only`: each `ReplicatorConfig.surrogate`'s held-out R^2 inside
    `ReplicatorTrainingLoop` ('surrogate_in_loop'), the measurement behind the loop's default. `--within-only`: the loop
-   fitness's test-retest r among one generation's genomes ('within_generation'), the ceiling of that R^2.
+   fitness's test-retest r among one generation's genomes ('within_generation'), the ceiling of that R^2; with
+   `--within-pretrained` from this bench's genome-conditioned transformer ('within_generation_pretrained').
 Writes --out (nbs/measured/seed001.json). Usage: python bench/seed001.py [--train-steps 200] [--genomes 100]
 """
 import datetime, json, math, os, shutil, sys, tempfile, time
@@ -75,6 +76,7 @@ class Options:
     loop_steps: Annotated[int, "with --loop-only: arena steps per generation of those runs"] = 512
     loop_only: Annotated[bool, "add only the surrogates' held-out R^2 inside `ReplicatorTrainingLoop` ('probe' against 'genome') to --out?"] = False
     within_only: Annotated[bool, "add only the loop fitness's within-generation reliability ('within_generation', --loop-generations of `ReplicatorConfig()`) to --out?"] = False
+    within_pretrained: Annotated[bool, "with --within-only: start the loop's decoder from the transformer this bench trains (--data, --train-steps, ...) at PufferLib's size, genome-conditioned from the start ('within_generation_pretrained')?"] = False
     device: Annotated[str, "torch device of the denoisers' training ('cpu', 'cuda'); decoding and games run on the CPU"] = 'cpu'
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001.json')
 
@@ -254,16 +256,19 @@ def in_loop(o:Options)->dict: # {surrogate: {'r2': per generation, 'mean', 'mean
               f"{out[s]['seconds']:.0f} s", flush=True)
     return out
 
-def within_generation(o:Options)->dict: # {'rows': one per measured generation, 'seconds'}
+def within_generation(o:Options, hn:DiffusionHypernetwork|None=None)->dict: # {'rows': one per measured generation, 'seconds'}
     """Can the loop's surrogate predict anything? Every sixth of `--loop-generations` of a `ReplicatorConfig()` run
     (the bar's settings; its start and end included), one population the loop would draw is played twice on other map
     seeds: the test-retest r of its genomes' fitness (each the mean of its two mirrored policies, one game as in the
     loop) bounds the held-out R^2 any surrogate can reach on it. Beside it, how far apart the genomes' decoded policies
     are: the mean distance between the probe actions of two genomes, over that between a genome's two mirrored ones
-    (1/sqrt(2) if the genome adds nothing to its last step's mirrored exploration noise)."""
+    (1/sqrt(2) if the genome adds nothing to its last step's mirrored exploration noise). With `hn` the loop's decoder
+    starts as a copy of it (its settings replace `ReplicatorConfig()`'s zero-initialised 16-wide one)."""
     t0, run_dir = time.perf_counter(), Path(tempfile.mkdtemp(prefix='seed001-within-'))
-    cfg = ReplicatorConfig(generations=o.loop_generations, eval_interval=0, checkpoint_every=1000, seed=o.seed)
+    cfg = ReplicatorConfig(generations=o.loop_generations, eval_interval=0, checkpoint_every=1000, seed=o.seed,
+                           **(dict(hypernet=hn.cfg) if hn is not None else {}))
     loop, views, rows = ReplicatorTrainingLoop(cfg, run_dir), probe_views(), []
+    if hn is not None: loop.pm.hn.load_state_dict(hn.state_dict())   # in place: the trainer's optimiser keeps its parameters
     for g in range(cfg.generations + 1):
         if g % max(1, cfg.generations // 6) == 0:
             genomes, dev = loop.pm.next(torch.Generator().manual_seed(10_007 + g))
@@ -312,8 +317,14 @@ def main():
         res['surrogate_in_loop'] = in_loop(o)
         atomic_write_json(o.out, res); return
     if o.within_only:
-        res = json.loads(Path(o.out).read_text())
-        res['within_generation'] = within_generation(o)
+        res, hn = json.loads(Path(o.out).read_text()), None
+        if o.within_pretrained:
+            cfg = HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone='transformer')
+            data, z, _, _ = dataset(DiffusionHypernetwork(cfg), o.data, o.seed, teachers())
+            hn, losses = train(cfg, data, z, o)
+            print(f"pretrained: denoising loss {np.mean(losses[:20]):.4f} -> {np.mean(losses[-20:]):.4f}; "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+        res['within_generation_pretrained' if hn is not None else 'within_generation'] = within_generation(o, hn)
         atomic_write_json(o.out, res); return
     if o.baseline_only:
         res = json.loads(Path(o.out).read_text())
