@@ -28,7 +28,7 @@ measurement (issue 38).
    `--within-pretrained` from this bench's genome-conditioned transformer ('within_generation_pretrained').
 Writes --out (nbs/measured/seed001.json). Usage: python bench/seed001.py [--train-steps 200] [--genomes 100]
 """
-import datetime, json, math, os, shutil, sys, tempfile, time
+import datetime, json, os, shutil, sys, tempfile, time
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from typing import Annotated
@@ -206,13 +206,17 @@ def held_out_r2(feats:dict, y:np.ndarray, noise:np.ndarray, n:int, repeats:int=3
         out[name] = float(np.mean(r))
     return out
 
+def transformer_data(o:Options)->tuple: # (HypernetConfig, tokens (data + held_out, L, C), genomes (data + held_out, 16))
+    "The full run's transformer settings and its data (`dataset`: --data training policies, then --held-out ones)."
+    cfg = HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone='transformer')
+    data, z, *_ = dataset(DiffusionHypernetwork(replace(cfg, backbone='mlp')), o.data + o.held_out, o.seed, teachers())
+    return cfg, data, z
+
 def surrogate_study(o:Options, hn:DiffusionHypernetwork|None=None)->dict:
     """The surrogate's learning curve: the transformer `hn` of the full run (None: retrained as it is, same data, steps
     and seed), the 'crn' fitness (test and retest seeds) of its --genomes genomes and --surrogate-genomes more, every
     surrogate's held-out R^2 at growing numbers of genomes against 0.7 and 0.7 r."""
-    tch = teachers()
-    cfg = HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone='transformer')
-    data, z, *_ = dataset(DiffusionHypernetwork(replace(cfg, backbone='mlp')), o.data + o.held_out, o.seed, tch)
+    cfg, data, z = transformer_data(o)
     hn = hn or train(cfg, data[:o.data], z[:o.data], o)[0]
     ho = held_out_loss(hn, data[o.data:], z[o.data:])
     print(f"transformer: held-out loss {ho:.6f}", flush=True)
@@ -319,9 +323,8 @@ def main():
     if o.within_only:
         res, hn = json.loads(Path(o.out).read_text()), None
         if o.within_pretrained:
-            cfg = HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone='transformer')
-            data, z, _, _ = dataset(DiffusionHypernetwork(cfg), o.data, o.seed, teachers())
-            hn, losses = train(cfg, data, z, o)
+            cfg, data, z = transformer_data(o)   # the full run's transformer, retrained as it was
+            hn, losses = train(cfg, data[:o.data], z[:o.data], o)
             print(f"pretrained: denoising loss {np.mean(losses[:20]):.4f} -> {np.mean(losses[-20:]):.4f}; "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
         res['within_generation_pretrained' if hn is not None else 'within_generation'] = within_generation(o, hn)
