@@ -150,7 +150,7 @@ class PlayGame:
         self.kt, self.obs = KillTracker(self.arena), self.arena.reset(seed)
         for i in range(1, self.n): self._fresh(i)
         self.t, self.key, self.pressed, self.over, self.killed, self.closed = 0, 3, False, False, None, False
-        self.kills, self.best = 0, 1   # enemies that ran into the person; the person's longest length
+        self.kills, self.length, self.best = 0, 1, 1   # enemies that ran into the person; its length (at death: the score); the longest
         self.recorder, self.tmp = None, None
         if record is not None:
             self.tmp = Path(tempfile.mkdtemp(prefix='play_session_'))
@@ -191,6 +191,7 @@ class PlayGame:
         shielded = self.shielded
         if shielded: self.key = protected_key(self.arena.c_state(), self.key)
         self.kt.before()
+        length = int(self.arena.c_state().length[0])   # the score if this step kills: the env respawns the snake at once
         acts, seen = self.actions(), self.obs.copy()
         self.obs, rew, died = self.arena.step(acts)
         killer = self.kt.after(acts, rew)[0] if died.any() else np.full(self.n, KILL_NONE)
@@ -201,7 +202,8 @@ class PlayGame:
         self.kills += int((killer[1:][died[1:]] == 0).sum())
         for i in np.flatnonzero(died[1:]) + 1:
             self.genome[i] = self._spawn(); self._fresh(i)
-        self.best = max(self.best, int(self.arena.c_state().length[0]))
+        self.length = length if dead else int(self.arena.c_state().length[0])
+        self.best = max(self.best, self.length)
         self.over = dead or self.t >= self.config.max_steps
         return dead
 
@@ -235,10 +237,10 @@ def frame(self:PlayGame, slots:dict)->dict: # the JSON of one frame
     known = len(slots)
     cells, heads = frame_cells(self, slots)
     names = [dict(slot=k, id=g, name=self.enemies.genomes[g]['name']) for g, k in slots.items() if k >= known]
-    length = self.arena.c_state().length
+    others = self.arena.c_state().length[1:]
     return dict(type='frame', t=self.t, cells=base64.b64encode(cells.tobytes()).decode(), heads=heads[1:].tolist(),
-                you=heads[0, :2].tolist(), length=int(length[0]), best=self.best, kills=self.kills,
-                rank=1 + int((length[1:] > length[0]).sum()), snakes=self.n,
+                you=heads[0, :2].tolist(), length=self.length, best=self.best, kills=self.kills,
+                rank=1 + int((others > self.length).sum()), snakes=self.n,
                 shield=max(0, self.config.protect_steps - self.t), genomes=names)
 
 # %% ../nbs/86_play.ipynb #bc698d45
@@ -251,7 +253,7 @@ def death(self:PlayGame)->dict: # the JSON of the death screen
     by = (self.enemies.genomes[g]['name'] if g else 'the wall' if k == KILL_WALL else 'yourself' if k == 0
           else None if k == KILL_NONE else 'a snake that died in the same step')
     return dict(type='death' if self.killed else 'end', t=self.t, killer=by, genome=g, win_rate=perf.get('win_rate'),
-                games=perf.get('games_played', 0), length=int(self.arena.c_state().length[0]), best=self.best,
+                games=perf.get('games_played', 0), length=self.length, best=self.best,
                 kills=self.kills)
 
 # %% ../nbs/86_play.ipynb #52ff31fa
@@ -639,4 +641,4 @@ def claim_player_name(body:PlayerIn, request:Request, response:Response)->Player
         new = True
     response.set_cookie(PLAYER_COOKIE, player_token(secret, body.player), max_age=365*86400, path='/', httponly=True,
                         samesite='strict', secure=request.url.scheme == 'https')
-    return PlayerOut(player=body.player, claimed=new)
+    return PlayerOut(player=body.player, claimed=new, records=True)
