@@ -184,35 +184,37 @@ class PlayGame:
             acts[idx] = a; _put(self.states[g], idx, new)
         return acts
 
-    def step(self)->bool: # did the person's game end in a death in this step?
-        """Advance one step; a dead enemy respawns with a newly drawn genome; the person's death ends the game (under
-        spawn protection the person's fatal moves are turned aside, and a death that could not be avoided does not)."""
-        if self.over: raise RuntimeError("the game is over")
-        shielded = self.shielded
-        if shielded: self.key = protected_key(self.arena.c_state(), self.key)
-        self.kt.before()
-        length = int(self.arena.c_state().length[0])   # the score if this step kills: the env respawns the snake at once
-        acts, seen = self.actions(), self.obs.copy()
-        self.obs, rew, died = self.arena.step(acts)
-        killer = self.kt.after(acts, rew)[0] if died.any() else np.full(self.n, KILL_NONE)
-        if self.recorder is not None: self.recorder.record(seen, acts, rew)
-        self.t += 1
-        dead = bool(died[0]) and not shielded
-        if dead: self.killed = (int(killer[0]), self.genome[int(killer[0])] if killer[0] > 0 else None)
-        self.kills += int((killer[1:][died[1:]] == 0).sum())
-        for i in np.flatnonzero(died[1:]) + 1:
-            self.genome[i] = self._spawn(); self._fresh(i)
-        self.length = length if dead else int(self.arena.c_state().length[0])
-        self.best = max(self.best, self.length)
-        self.over = dead or self.t >= self.config.max_steps
-        return dead
-
     def close(self)->str|None: # the recorded session's folder, or None
         "Close the arena (and the recording: its last chunk is written); closing again changes nothing."
         if not self.closed:
             if self.recorder is not None: self.recorder.close()
             self.arena.close(); self.closed = True
         return str(self.tmp/self.recorder.ids[0]) if self.recorder is not None else None
+
+# %% ../nbs/86_play.ipynb #ce5b36a0
+@patch
+def step(self:PlayGame)->bool: # did the person's game end in a death in this step?
+    """Advance one step; a dead enemy respawns with a newly drawn genome; the person's death ends the game (under
+    spawn protection the person's fatal moves are turned aside, and a death that could not be avoided does not)."""
+    if self.over: raise RuntimeError("the game is over")
+    shielded = self.shielded
+    if shielded: self.key = protected_key(self.arena.c_state(), self.key)
+    self.kt.before()
+    length = int(self.arena.c_state().length[0])   # the score if this step kills: the env respawns the snake at once
+    acts, seen = self.actions(), self.obs.copy()
+    self.obs, rew, died = self.arena.step(acts)
+    killer = self.kt.after(acts, rew)[0] if died.any() else np.full(self.n, KILL_NONE)
+    if self.recorder is not None: self.recorder.record(seen, acts, rew)
+    self.t += 1
+    dead = bool(died[0]) and not shielded
+    if dead: self.killed = (int(killer[0]), self.genome[int(killer[0])] if killer[0] > 0 else None)
+    self.kills += int((killer[1:][died[1:]] == 0).sum())
+    for i in np.flatnonzero(died[1:]) + 1:
+        self.genome[i] = self._spawn(); self._fresh(i)
+    self.length = length if dead else int(self.arena.c_state().length[0])
+    self.best = max(self.best, self.length)
+    self.over = dead or self.t >= self.config.max_steps
+    return dead
 
 # %% ../nbs/86_play.ipynb #8b7ab1a7
 PLAYER_CELL, GENOME_CELL = 15, 16 # frame codes: the person's snake; genome k's snakes are GENOME_CELL + k
