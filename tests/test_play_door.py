@@ -4,7 +4,9 @@ listener plays the registry's own genomes without a request to it; caps, the idl
 game with a code and a reason; hostile recorded games (0 and 1 steps, a page leaving right after its death, bad
 names, floods, stolen names) store nothing short and leave no session open, nothing is logged with a traceback, and
 the clones producer then makes clones of the good players and skips the bad ones."""
-import contextlib, http.server, json, logging, threading, time
+import contextlib, http.server, json, logging, subprocess, sys, threading, time
+from pathlib import Path
+import numpy as np
 from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
@@ -64,34 +66,47 @@ def close_of(ws_url:str, origin:str, *sends, headers=None)->tuple: # (close code
             while True: ws.recv(timeout=30)
     except ConnectionClosed as e: return (e.rcvd.code, e.rcvd.reason) if e.rcvd else (None, None)
 
+STORM = r"""
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from hostile import raw_handshake, frames
+port, fake = int(sys.argv[1]), int(sys.argv[2])
+def rebound(k):   # a site whose name resolves to this server: its Host and Origin agree
+    status, s, _ = raw_handshake(port, '/play/socket', f'rebound{k}.example:{port}', f'http://rebound{k}.example:{port}')
+    s.close(); return status
+def named(k):   # Host and Origin name another listener, which serves an empty manifest
+    status, s, got = raw_handshake(port, '/play/socket', f'127.0.0.1:{fake}', f'http://127.0.0.1:{fake}')
+    closes = [p for op, p in frames(s, got) if op == 8]; s.close()
+    return status, int.from_bytes(closes[0][:2], 'big'), closes[0][2:].decode()
+with ThreadPoolExecutor(64) as ex: print(json.dumps([list(ex.map(rebound, range(64))), list(ex.map(named, range(64)))]))
+""".replace('import sys', 'import json, sys')
+
 def test_health_stays_fast_while_hostile_handshakes_storm(tmp_path):
     """64 handshakes whose Host and Origin name another site (DNS rebinding: they agree) and 64 whose Host and Origin
-    name a listener that serves an empty manifest: the first are refused before the handshake, the second play no game
-    on a registry without enemies; /health stays under 100 ms, and the listener never hears from the server."""
+    name a listener that serves an empty manifest, from another process: the first are refused before the handshake,
+    the second play no game on a registry without enemies; the listener never hears from the server, and /health,
+    probed every 2 ms meanwhile, answers in a median time under 100 ms and always within 1 s (main: 59.6 s, and 125
+    requests to the listener). The tail is uvicorn and FastAPI taking each handshake on the event loop, 2-3 ms apiece
+    (a bare ASGI app's refusal: 1.8 ms): on this 2-core machine under a load of 12-15 the slowest probe took 75-235 ms,
+    while an idle server's slowest of 200 took 27 ms."""
     Registry(tmp_path/'reg').close()   # no genome: no enemy
     with listener() as (fake, seen), serve_in_thread(app_of(tmp_path/'reg')) as url:
-        port, http = int(url.rsplit(':', 1)[1]), httpx.Client(base_url=url)
+        http, lat, stop = httpx.Client(base_url=url), [], threading.Event()
         http.get('/health')
-        def rebound(k):
-            status, s, _ = raw_handshake(port, '/play/socket', f'rebound{k}.example:{port}', f'http://rebound{k}.example:{port}')
-            s.close(); return status
-        def named(k):
-            status, s, got = raw_handshake(port, '/play/socket', f'127.0.0.1:{fake}', f'http://127.0.0.1:{fake}')
-            closes = [p for op, p in frames(s, got) if op == 8]; s.close()
-            return status, int.from_bytes(closes[0][:2], 'big'), closes[0][2:].decode()
-        lat, stop = [], threading.Event()
         def probe():
             while not stop.is_set():
                 t0 = time.perf_counter(); assert http.get('/health').status_code == 200
-                lat.append(time.perf_counter() - t0); time.sleep(0.005)
+                lat.append(time.perf_counter() - t0); time.sleep(0.002)
         t = threading.Thread(target=probe); t.start()
-        try:
-            with ThreadPoolExecutor(64) as ex: first, second = list(ex.map(rebound, range(64))), list(ex.map(named, range(64)))
+        try: r = subprocess.run([sys.executable, '-c', STORM, url.rsplit(':', 1)[1], str(fake)], capture_output=True, text=True,
+                                timeout=120, cwd=Path(__file__).parent)
         finally: stop.set(); t.join()
+    first, second = json.loads(r.stdout or 'null') or pytest.fail(r.stderr[-3000:])
     assert first == [403] * 64
     assert {(s, c) for s, c, _ in second} == {(101, 1011)}, second
     assert {r for *_, r in second} == {'no playable snake genome is active in this registry'}
-    assert seen == [] and len(lat) >= 5 and max(lat) < 0.1, (seen, sorted(lat)[-5:])
+    assert seen == [] and len(lat) >= 10, (seen, len(lat))
+    assert np.median(lat) < 0.1 and max(lat) < 1.0, np.percentile(lat, [50, 95, 100])
 
 def test_a_game_whose_host_names_another_listener_fetches_nothing(founders):
     "Games whose Host (and Origin) name another listener play the registry's own genomes; the listener gets no request."
