@@ -110,4 +110,4 @@ def test_clones_and_clusters_skip_what_they_cannot_learn_from(tmp_path):
         with pytest.warns(UserWarning, match='clusters: skipped 2'): made = produce_clusters(ctx(ClusterSettings(3, 8, 1)))
         assert len(made) == 2 and all(reg.genome(i)['type'] == 'cluster' for i in made)
         report = json.loads((tmp_path/'work'/'clusters.skipped.json').read_text())
-        assert [s['input'] for s in report['skipped']] == [bo1, q], report
+        assert sorted(s['input'] for s in report['skipped']) == sorted([bo1, q]), report   # in session-id order
