@@ -160,10 +160,12 @@ class SQLiteStore:
 
 class Registry(SQLiteStore):
     """Genomes, their results and lineage in `root/registry.sqlite` + `root/genomes/*.safetensors`. `version()` grows with
-    every committed change of what the manifest shows (triggers on `VERSIONED`), whichever process wrote it."""
-    def __init__(self, root:str|Path, # folder; created if missing (unless `read_only`)
+    every committed change of what the manifest shows (triggers on `VERSIONED`), whichever process wrote it. `root` is
+    resolved to an absolute path once, here, so every path derived from it (genome files, sessions, producers' work)
+    stays put whatever the working directory later is."""
+    def __init__(self, root:str|Path, # folder (made absolute here); created if missing (unless `read_only`)
                  read_only:bool=False): # open an existing registry without writing anything (`mode=ro`)?
-        self.root = Path(root); self.genome_dir = self.root/'genomes'
+        self.root = Path(os.path.abspath(root)); self.genome_dir = self.root/'genomes'   # its paths never follow the working directory
         if self.root.exists() and not self.root.is_dir(): raise RegistryError(f"{self.root} is a file, not a registry folder")
         if not read_only: self.genome_dir.mkdir(parents=True, exist_ok=True)
         super().__init__(self.root/'registry.sqlite', SCHEMA, read_only)
