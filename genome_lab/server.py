@@ -27,17 +27,18 @@ from .selection import tournament_job
 
 # %% auto #0
 __all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'NAV', 'ASSET_TYPES', 'pages',
-           'API_DOCS', 'HEADER_GUARD', 'RegistryPool', 'retry_busy', 'arena_note', 'family_graph', 'leaderboard',
-           'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes', 'check_submission', 'arena_observation',
-           'check_fits_arena', 'TournamentRequest', 'JobOut', 'evaluation_job', 'JobCancelled', 'JobRunner',
-           'ManifestCache', 'FileCache', 'ErrorOut', 'registry_pool', 'token_refusal', 'require_token', 'TokenRoute',
-           'BodyGuard', 'validation_error', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut', 'PerformanceOut',
-           'GenomeOut', 'ManifestOut', 'HealthOut', 'get_genome_manifest', 'get_genome', 'health', 'GameResult',
-           'StatsUpdate', 'StatsUpdated', 'Submitted', 'update_genome_stats', 'submit_genome', 'retire_genome',
-           'run_tournament', 'cancel_job', 'tournament_status', 'page', 'json_script', 'page_part', 'asset', 'favicon',
-           'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'leaderboard_data',
-           'leaderboard_page', 'home_links', 'home_page', 'installed_routers', 'serve_options', 'create_app',
-           'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread', 'port_number', 'log_config', 'serve_cli']
+           'API_DOCS', 'HEADER_GUARD', 'SOCKET_EXTENSION', 'RegistryPool', 'retry_busy', 'arena_note', 'family_graph',
+           'leaderboard', 'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes', 'check_submission',
+           'arena_observation', 'check_fits_arena', 'TournamentRequest', 'JobOut', 'evaluation_job', 'JobCancelled',
+           'JobRunner', 'ManifestCache', 'FileCache', 'ErrorOut', 'registry_pool', 'token_refusal', 'require_token',
+           'TokenRoute', 'BodyGuard', 'validation_error', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut',
+           'PerformanceOut', 'GenomeOut', 'ManifestOut', 'HealthOut', 'get_genome_manifest', 'get_genome', 'health',
+           'GameResult', 'StatsUpdate', 'StatsUpdated', 'Submitted', 'update_genome_stats', 'submit_genome',
+           'retire_genome', 'run_tournament', 'cancel_job', 'tournament_status', 'page', 'json_script', 'page_part',
+           'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut',
+           'leaderboard_data', 'leaderboard_page', 'home_links', 'home_page', 'installed_routers', 'serve_options',
+           'create_app', 'connection_socket', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread', 'port_number',
+           'log_config', 'serve_cli']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -803,8 +804,15 @@ def create_app(registry:str|Path, # registry folder
 # %% ../nbs/72_server.ipynb #73cf3154
 HEADER_GUARD = 'genome_lab.server:HeaderTimeoutProtocol' # the server's uvicorn `http` (a string: workers import it)
 
+SOCKET_EXTENSION = 'genome_lab.socket' # the ASGI scope's extension that holds the request's socket
+
+def connection_socket(request:Request): # a socket-like object (`setsockopt`), or None
+    "The TCP socket of `request`'s connection where the server runs `HeaderTimeoutProtocol` (`serve_in_thread`, `genome-lab serve`), else None."
+    return request.scope.get('extensions', {}).get(SOCKET_EXTENSION)
+
 class HeaderTimeoutProtocol(HttpToolsProtocol):
-    "uvicorn's httptools protocol that closes a connection whose request line and headers take over `header_timeout_s`."
+    """uvicorn's httptools protocol that closes a connection whose request line and headers take over `header_timeout_s`,
+    and hands each request its TCP socket (`connection_socket`)."""
     header_timeout_s: float = 10.0 # seconds from the connection (or a kept-alive request's start) to the headers' end
     _header_timer = None
 
@@ -818,7 +826,9 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         if not self.transport.is_closing(): self.transport.close()
 
     def connection_made(self, transport): super().connection_made(transport); self._arm()
-    def on_message_begin(self): super().on_message_begin(); self._arm()
+    def on_message_begin(self):
+        super().on_message_begin(); self._arm()
+        self.scope.setdefault('extensions', {})[SOCKET_EXTENSION] = self.transport.get_extra_info('socket')
     def on_headers_complete(self): self._disarm(); super().on_headers_complete()
     def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
 
