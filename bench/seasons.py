@@ -2,8 +2,8 @@
 
 Season 1 runs every producer of the season for one round (their small defaults) and plays its tournaments at the
 stable settings (`SeasonConfig`'s defaults: until the top is stable or every pair met `max_meetings` times); then each
-producer works `--budget-s` wall-seconds between the seasons (`seasons.work_rounds`: round after round, a process each,
-the round running at the budget's end killed and its checkpoint left), one producer after another; season 2 trains
+producer works `--budget-s` wall-seconds between the seasons (`seasons.spawn_worker`: one process each, working for its
+budget from its checkpoint), one producer after another; season 2 trains
 nothing and plays the queue, each producer's newest 2 offers (`max_offers`; the older ones retired unplayed). The
 registry starts with the founders, the reference tetris players and the random reference creatures (added to a resumed
 registry that lacks them), so every arena has active genomes for the candidates to replace. Bot
@@ -65,7 +65,7 @@ def main():
     from genome_lab.player_loop import bot_players
     from genome_lab.registry import Registry, seed_founders
     from genome_lab.server import create_app
-    from genome_lab.seasons import SeasonConfig, run_season, season_table, ratings_by_season, work_rounds
+    from genome_lab.seasons import SeasonConfig, run_season, season_table, ratings_by_season, spawn_worker
     from genome_lab.tetris_players import tetris_baselines
     from genome_lab.creature_store import creature_baselines
     started = datetime.now(timezone.utc)
@@ -103,7 +103,7 @@ def main():
         if n in state.setdefault('between', {}): continue
         print(f'between the seasons: {n} for {budget} s', flush=True)
         sets = find_producer(n).settings(**settings_for([n], between)[n])
-        state['between'][n] = work_rounds(root, n, budget, a.seed, settings=sets)
+        state['between'][n] = spawn_worker(root, n, budget, a.seed, settings=sets)
         print(json.dumps(state['between'][n]), flush=True)
         atomic_write_json(state_file, state)
     if a.until == 'between': return
@@ -118,7 +118,7 @@ def main():
                                                              for k, v in vars(a).items()),
                budgets=dict(per_producer_s=budget, producers=producers, between_round_settings=between,
                             season1_round_settings=quick_round or 'defaults', threads=1,
-                            spent_s=round(sum(v['seconds'] for v in state['between'].values()), 1)),
+                            spent_s=round(sum(v.get('seconds', 0) for v in state['between'].values()), 1)),
                season_settings={r['id']: {k: v for k, v in r['config'].items() if k != 'producer_settings'}
                                 for r in reg.seasons() if r['id'] <= 2},
                between=state['between'], seasons=seasons,
@@ -128,7 +128,7 @@ def main():
     atomic_write_json(path, out)
     reg.close()
     print(json.dumps(dict(file=str(path), replaced_by_better=out['replaced_by_better'],
-                          between={n: (v['rounds'], len(v['offered']), v['stopped'])
+                          between={n: (v.get('steps'), len(v.get('offered', [])), v.get('stopped', v.get('error')))
                                    for n, v in state['between'].items()})))
 
 if __name__ == '__main__':

@@ -6,7 +6,8 @@ Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
 # %% ../nbs/03_core.ipynb #3e388884
 from __future__ import annotations
-import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, struct, tempfile, time, typing
+import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, signal, struct, tempfile
+import threading, time, typing
 from importlib import metadata
 from pathlib import Path
 from fastcore.docments import docments
@@ -14,11 +15,12 @@ from safetensors import safe_open
 import genome_lab
 
 # %% auto #0
-__all__ = ['PRODUCERS', 'SCALARS_DIR', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser', 'config_from_args',
-           'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer',
-           'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff', 'keep_after_save',
-           'ProducerContext', 'Producer', 'register_producer', 'find_producer', 'producer_names', 'after_season_hooks',
-           'log_scalars', 'read_events', 'notebooks_dir', 'measured_dir', 'first_sentence']
+__all__ = ['SCALARS_DIR', 'STATE_FORMAT', 'PRODUCERS', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser',
+           'config_from_args', 'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors',
+           'load_optimizer', 'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff',
+           'keep_after_save', 'scalar_writer', 'log_scalars', 'read_events', 'save_state', 'load_state', 'Loop',
+           'advance', 'ProducerContext', 'Rounds', 'Producer', 'register_producer', 'find_producer', 'producer_names',
+           'after_season_hooks', 'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -243,6 +245,144 @@ def keep_after_save(save:typing.Callable|None, # writes the checkpoint naming th
     if save is not None: save()
     if not registered(): register()
 
+# %% ../nbs/03_core.ipynb #73d7a0cf
+SCALARS_DIR = 'scalars' # under a registry folder: `<registry>/scalars/<producer>/<run>/events.out.tfevents.*`
+
+def _points(rows:list, step:str)->list: # [(tag, value, step)]: the namespaced, finite scalars of `rows`
+    return [(k, float(v), int(r[step])) for r in rows for k, v in r.items()
+            if '/' in k and v is not None and math.isfinite(float(v))]
+
+@contextlib.contextmanager
+def scalar_writer(root:str|Path, # a registry folder
+                  producer:str, # the producer's name ('hybrids', 'ppo', ...)
+                  run:str): # the run's name within the producer ('season-3', ...); yields write(rows, step)
+    """A run's TensorBoard event file (tensorboardX's `SummaryWriter`), opened at the first point written and named by
+    the time to the nanosecond (the files sort in the order written): `write(rows, step)` appends `rows` (dicts, one
+    per step: namespaced scalars, keys with a '/', and the step under the key `step`) and flushes, so that a reader
+    sees every step as it ends. Missing and non-finite values are left out."""
+    from tensorboardX import SummaryWriter
+    w = None
+    def write(rows:list, step:str):
+        nonlocal w
+        if not (points := _points(rows, step)): return   # nothing new: no empty event file
+        if w is None:   # not the second's name: reused
+            w = SummaryWriter(logdir=str(Path(root)/SCALARS_DIR/producer/run), filename_suffix=f'.{time.time_ns()}')
+        for k, v, s in points: w.add_scalar(k, v, s)
+        w.flush()
+    try: yield write
+    finally:
+        if w is not None: w.close()
+
+def log_scalars(root:str|Path, producer:str, run:str, # as `scalar_writer`'s
+                rows:list, # dicts, one per step: namespaced scalars (keys with a '/') and the step
+                step:str)->Path: # the key of `rows` holding the step (an epoch, agent steps); returns the run's folder
+    "Append `rows` to the run's TensorBoard event files in a file of their own (`scalar_writer`): the one home of every producer's scalars."
+    with scalar_writer(root, producer, run) as write: write(rows, step)
+    return Path(root)/SCALARS_DIR/producer/run
+
+# %% ../nbs/03_core.ipynb #cf27fa71
+def read_events(path:str|Path)->list: # [(tag, step, value)] in the file's order
+    """The scalars of one TensorBoard event file (TFRecord framing; the CRCs are not checked). A last record cut short
+    (a writer still at work) ends the list."""
+    from tensorboardX.proto.event_pb2 import Event   # imported on first use, as the writer
+    data, out, i = Path(path).read_bytes(), [], 0
+    while i + 12 <= len(data):
+        n = struct.unpack('<Q', data[i:i + 8])[0]
+        if i + 16 + n > len(data): break
+        ev = Event.FromString(data[i + 12:i + 12 + n]); i += 16 + n
+        out += [(v.tag, ev.step, v.simple_value) for v in ev.summary.value if v.HasField('simple_value')]
+    return out
+
+# %% ../nbs/03_core.ipynb #7438c3b9
+STATE_FORMAT = 1 # the layout of `save_state`'s files
+
+def _pack(x, name:str, tensors:dict): # JSON-able `x`, its tensors and arrays moved into `tensors` under their path
+    import torch, numpy as np
+    if isinstance(x, dict):
+        if all(isinstance(k, str) for k in x): return {k: _pack(v, f'{name}/{k}', tensors) for k, v in x.items()}
+        return {'__items__': [[k, _pack(v, f'{name}/{i}', tensors)] for i, (k, v) in enumerate(x.items())]}
+    if isinstance(x, (list, tuple)): return [_pack(v, f'{name}/{i}', tensors) for i, v in enumerate(x)]
+    if isinstance(x, torch.Tensor): tensors[name] = x.detach().cpu().clone().contiguous(); return {'__tensor__': name}
+    if isinstance(x, np.ndarray):
+        tensors[name] = torch.from_numpy(np.array(x, copy=True, order='C')); return {'__ndarray__': name}
+    return x.item() if isinstance(x, np.generic) else x
+
+def _unpack(x, tensors:dict):
+    if isinstance(x, list): return [_unpack(v, tensors) for v in x]
+    if not isinstance(x, dict): return x
+    if '__tensor__' in x: return tensors[x['__tensor__']]
+    if '__ndarray__' in x: return tensors[x['__ndarray__']].numpy()
+    if '__items__' in x: return {k: _unpack(v, tensors) for k, v in x['__items__']}
+    return {k: _unpack(v, tensors) for k, v in x.items()}
+
+def save_state(path:str|Path, # the checkpoint file (`.safetensors`)
+               key:str, # the metadata key naming the kind of run ('ppo', 'loop', ...)
+               state:dict)->Path: # a run's `state_dict()`
+    "Write a run's state at once (`save_checkpoint`): its tensors and numpy arrays as tensors, the rest as JSON."
+    tensors = {}
+    return save_checkpoint(path, key, tensors, dict(format=STATE_FORMAT, state=_pack(state, 'state', tensors)))
+
+def load_state(path:str|Path, key:str)->dict: # the state `save_state` wrote
+    "A run's state from `save_state`'s file; `ValueError` for another kind of file."
+    meta, tensors = load_checkpoint(path, key, STATE_FORMAT)
+    return _unpack(meta['state'], tensors)
+
+# %% ../nbs/03_core.ipynb #73378cf0
+@typing.runtime_checkable
+class Loop(typing.Protocol):
+    """A long-running loop over explicit state: `step()` does one unit of work and returns its metrics (namespaced
+    scalars, and the run's counter under `step_key`); `state_dict()` / `load_state_dict()` give and take the whole state.
+    A run with effects outside its state (a genome registered) keeps them in `pending` until `advance` has saved the
+    checkpoint that holds them, then calls `commit()`, which makes them and returns what it made (idempotent: a run
+    resumed with `pending` commits again)."""
+    step_key: str # the key of `step()`'s metrics that counts its progress ('agent_steps', 'generation', ...)
+    def state_dict(self)->dict: ...
+    def load_state_dict(self, state:dict): ...
+    def step(self)->dict: ...
+
+# %% ../nbs/03_core.ipynb #ee541eca
+@contextlib.contextmanager
+def _stop_on_sigterm(stop:threading.Event): # yields `stop`, set by SIGTERM while the block runs (main thread only)
+    if threading.current_thread() is not threading.main_thread(): yield stop; return
+    old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try: yield stop
+    finally: signal.signal(signal.SIGTERM, old)
+
+def advance(run:Loop, # the run to move
+            path:str|Path, # its checkpoint (`save_state`): resumed from when it exists
+            key:str='loop', # the checkpoint's metadata key
+            until:typing.Callable|None=None, # until(run) -> is it done? asked before every step
+            seconds:float|None=None, # wall-seconds of this call at most (a step running then ends first)
+            steps:int|None=None, # steps of this call at most
+            every_s:float=60.0, # seconds between checkpoints (one is also saved before a commit and at the end)
+            scalars:tuple|None=None, # (registry folder, producer, run name): each step's metrics as they end
+            on_commit:typing.Callable|None=None, # on_commit(what `run.commit()` returned)
+            stop:threading.Event|None=None)->dict: # set by another thread: stop after the step running
+    """Move `run` (a `Loop`) from its checkpoint until `until(run)`, `seconds` or `steps` (`stopped`: 'done', 'budget',
+    'steps'), SIGTERM or `stop` ('stop'). Returns {'steps', 'seconds', 'stopped', 'metrics'} (the last step's)."""
+    path, stop, t0 = Path(path), stop or threading.Event(), time.monotonic()
+    def save(): save_state(path, key, run.state_dict()); return time.monotonic()
+    def commit():
+        if getattr(run, 'pending', None) and (made := run.commit()) is not None and on_commit: on_commit(made)
+    if path.exists(): run.load_state_dict(load_state(path, key)); commit()
+    n, metrics, last = 0, {}, time.monotonic()
+    with contextlib.ExitStack() as es:
+        write = es.enter_context(scalar_writer(*scalars)) if scalars else None
+        halted = es.enter_context(_stop_on_sigterm(stop))
+        while True:
+            if until is not None and until(run): stopped = 'done'
+            elif seconds is not None and time.monotonic() - t0 >= seconds: stopped = 'budget'
+            elif steps is not None and n >= steps: stopped = 'steps'
+            elif halted.is_set(): stopped = 'stop'
+            else: stopped = None
+            if stopped: break
+            metrics = run.step(); n += 1
+            if write: write([metrics], run.step_key)
+            if getattr(run, 'pending', None): last = save(); commit()
+            elif time.monotonic() - last >= every_s: last = save()
+        save()
+    return dict(steps=n, seconds=round(time.monotonic() - t0, 3), stopped=stopped, metrics=metrics)
+
 # %% ../nbs/03_core.ipynb #43ce0687
 @dataclasses.dataclass
 class ProducerContext:
@@ -252,20 +392,42 @@ class ProducerContext:
     settings: typing.Any # an instance of the producer's settings dataclass
     work_dir: Path # where its runs continue across seasons
     seed: int = 0 # the base seed (a season's `seed`): its runs' seed
-    round: int = 0 # the round of its work this call does (its runs grow to round x their per-round share); 0: `season`
+    round: int = 0 # the round of its work this call does (`Rounds` counts them); 0: `season`
     @property
     def season_seed(self)->int: return self.seed*1000 + self.season   # a seed of its own per season
     @property
-    def work_round(self)->int: return self.round or self.season   # one round per season unless a worker counts them
+    def work_round(self)->int: return self.round or self.season   # one round per season unless `Rounds` counts them
     @property
     def round_seed(self)->int: return self.seed*1000 + self.work_round   # a seed of its own per round
 
 # %% ../nbs/03_core.ipynb #98ed6173
+class Rounds:
+    """A producer of rounds as a `Loop`: each step calls `produce` for the next round (`ProducerContext.round`, counted
+    in the state); the ids it returns are the step's commit."""
+    step_key = 'round'
+    def __init__(self, produce:typing.Callable, ctx:ProducerContext): # fn(ctx) -> genome ids; the producer's context
+        self.produce, self.ctx, self.round, self.pending = produce, ctx, 0, None
+    def state_dict(self)->dict: return dict(round=self.round, pending=self.pending)
+    def load_state_dict(self, state:dict): self.round, self.pending = state['round'], state['pending']
+    def step(self)->dict:
+        self.pending = dict(ids=list(self.produce(dataclasses.replace(self.ctx, round=self.round + 1))))
+        self.round += 1
+        return dict(round=self.round)
+    def commit(self)->list: # the round's genome ids (made by `produce` already)
+        made, self.pending = self.pending['ids'], None
+        return made
+
 @dataclasses.dataclass(frozen=True)
 class Producer:
-    "A producer plugin: `produce(ProducerContext) -> [genome ids]` and its settings dataclass (fields become flags)."
-    produce: typing.Callable # fn(ctx) -> list of genome ids, idempotent
+    """A producer plugin: its settings dataclass (fields become flags) and its work, either `loop(ctx)` (a `Loop` whose
+    commits are genome ids to offer) or `produce(ctx) -> [genome ids]` (one round a call, idempotent)."""
+    produce: typing.Callable|None # fn(ctx) -> list of genome ids, idempotent; None for a loop producer
     settings: type # its settings dataclass; field names start with the producer's name (one flag namespace)
+    loop: typing.Callable|None = None # fn(ctx) -> a `Loop` whose `commit()` returns genome ids
+    def __post_init__(self):
+        if (self.produce is None) == (self.loop is None): raise ValueError("a Producer has produce or loop, one of them")
+    def start(self, ctx:ProducerContext)->Loop: # the producer's work as a loop
+        return self.loop(ctx) if self.loop else Rounds(self.produce, ctx)
 
 # %% ../nbs/03_core.ipynb #4f70cdab
 PRODUCERS = {} # name -> Producer: those registered in this process and those loaded from entry points
@@ -297,39 +459,6 @@ def after_season_hooks()->list: # [fn(registry, season)], in entry-point name or
     `run_season`, each hook a recorded step; one that raises is reported and passed over): the entry points of the
     `genome_lab.after_season` group (92_highlights cuts the season's highlights), loaded."""
     return [e.load() for e in sorted(metadata.entry_points(group='genome_lab.after_season'), key=lambda e: e.name)]
-
-# %% ../nbs/03_core.ipynb #73d7a0cf
-SCALARS_DIR = 'scalars' # under a registry folder: `<registry>/scalars/<producer>/<run>/events.out.tfevents.*`
-
-def log_scalars(root:str|Path, # a registry folder
-                producer:str, # the producer's name ('hybrids', 'ppo', ...)
-                run:str, # the run's name within the producer ('season-3', ...)
-                rows:list, # dicts, one per step: namespaced scalars (keys with a '/') and the step
-                step:str)->Path: # the key of `rows` holding the step (an epoch, agent steps); returns the run's folder
-    """Append `rows` to the run's TensorBoard event files (tensorboardX's `SummaryWriter`): the one home of every
-    producer's scalars. Keys with a '/' are the scalars; missing and non-finite values are left out. Each call writes
-    a file of its own, named by the time to the nanosecond: the files sort in the order written."""
-    from tensorboardX import SummaryWriter
-    path = Path(root)/SCALARS_DIR/producer/run
-    points = [(k, float(v), int(r[step])) for r in rows for k, v in r.items()
-              if '/' in k and v is not None and math.isfinite(float(v))]
-    if not points: return path   # nothing new (a repeated round): no empty event file
-    with SummaryWriter(logdir=str(path), filename_suffix=f'.{time.time_ns()}') as w:   # not the second's name: reused
-        for k, v, s in points: w.add_scalar(k, v, s)
-    return path
-
-# %% ../nbs/03_core.ipynb #cf27fa71
-def read_events(path:str|Path)->list: # [(tag, step, value)] in the file's order
-    """The scalars of one TensorBoard event file (TFRecord framing; the CRCs are not checked). A last record cut short
-    (a writer still at work) ends the list."""
-    from tensorboardX.proto.event_pb2 import Event   # imported on first use, as the writer
-    data, out, i = Path(path).read_bytes(), [], 0
-    while i + 12 <= len(data):
-        n = struct.unpack('<Q', data[i:i + 8])[0]
-        if i + 16 + n > len(data): break
-        ev = Event.FromString(data[i + 12:i + 12 + n]); i += 16 + n
-        out += [(v.tag, ev.step, v.simple_value) for v in ev.summary.value if v.HasField('simple_value')]
-    return out
 
 # %% ../nbs/03_core.ipynb #876d80de
 def notebooks_dir()->Path:

@@ -6,7 +6,9 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, importlib, itertools, json, os, re, signal, subprocess, sys, tempfile, threading, time, warnings
+import argparse, contextlib, importlib, itertools, json, os, re, signal, subprocess, sys, tempfile, threading, time
+import traceback, warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +17,7 @@ import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from .core import (config_parser, config_from_args, config_argv, check_config, find_producer, producer_names,
-                             ProducerContext, run_lock, RunLocked, atomic_write_json, after_season_hooks)
+                             ProducerContext, run_lock, RunLocked, after_season_hooks, advance)
 from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
 from .tournament import run_tournament, StopRule
@@ -24,8 +26,8 @@ from .server import require_token, TokenRoute
 
 # %% auto #0
 __all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig',
-           'season_config', 'season_parser', 'season_config_from_args', 'rounds_done', 'produce', 'console_script',
-           'work_rounds', 'ProducerActor', 'ray_work_rounds', 'produce_cli', 'arena_plan', 'run_season', 'season_table',
+           'season_config', 'season_parser', 'season_config_from_args', 'work', 'console_script', 'spawn_worker',
+           'ProducerActor', 'ray_workers', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'abandon_season',
            'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn',
            'ScheduleOut', 'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'season_cli',
            'run_command', 'schedule_cli']
@@ -60,13 +62,14 @@ class SeasonConfig:
     max_active_creatures: int = 3 # active creature genomes at most
     producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
     max_offers: int = 0 # offers taken from each producer: its newest (older ones retired unplayed); 0: all
-    max_candidates: int = 0 # candidates a tournament takes per arena (the queue's, producer by producer, first); 0: all
+    max_candidates: int = 0 # candidates a tournament takes per arena besides each producer's newest offer; 0: all
+    producer_timeout_s: float = 0.0 # 0: each producer's round in this process; else a process, killed after this long
     RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
         max_meetings=(1, 1000), stable_tau=(-1.0, 1.0),
         snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
         snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
         creature_races=(1, 10**4), other_steps=(1, 10**6), n_replace=(0, 100), max_offers=(0, 10**6),
-        max_candidates=(0, 10**6),
+        max_candidates=(0, 10**6), producer_timeout_s=(0.0, 10.0**7),
         max_per_type=(1, 1000), max_active_snake=(1, 1000), max_active_tetris=(1, 1000), max_active_creatures=(1, 1000))
     def __post_init__(self):
         check_config(self, self.RANGES)
@@ -113,30 +116,37 @@ def season_config_from_args(given:dict)->SeasonConfig: # `given`: the parsed fla
     return replace(cfg, producer_settings=settings)
 
 # %% ../nbs/85_seasons.ipynb #5de2c9d9
-def rounds_done(work_dir:str|Path, name:str)->int: # 0 before its first round
-    "Rounds producer `name` has finished in `work_dir` (its `<name>.rounds.json`, written by `produce`)."
-    path = Path(work_dir)/f'{name}.rounds.json'
-    return json.loads(path.read_text())['rounds'] if path.exists() else 0
-
-# %% ../nbs/85_seasons.ipynb #a9c71981
-def produce(registry:Registry, name:str, # a producer (`producer_names()`)
-            settings=None, # its settings dataclass; its defaults if None
-            seed:int=0, # its runs' base seed (a season's `seed`)
-            work_dir:str|Path|None=None, # where its runs continue; default `<registry>/season_work`
-            season:int|None=None)->list: # the genome ids newly offered; `season` defaults to `Registry.next_season`
-    """Run producer `name`'s next round (`rounds_done` + 1) for the coming season, holding its lock
-    (`<work_dir>/<name>.lock`; a second worker raises `RunLocked`), offer the candidates it made to the registry's
-    candidate queue, then count the round. A muted producer (`Registry.mute_producer`) runs nothing, offers nothing."""
-    p, work = find_producer(name), Path(work_dir or registry.root/'season_work')
-    if name in registry.muted_producers(): return []
-    with run_lock(work/f'{name}.lock'):
-        k = rounds_done(work, name) + 1
-        ids = p.produce(ProducerContext(registry, season or registry.next_season(), settings or p.settings(), work,
-                                        seed, k))
-        # a genome it made before may be active by now, or offered already
-        offered = [i for i in ids if registry.genome(i)['status'] == 'candidate' and registry.offer(i, name)]
-        atomic_write_json(work/f'{name}.rounds.json', dict(rounds=k))
-    return offered
+def work(registry:Registry, name:str, # a producer (`producer_names()`)
+         settings=None, # its settings dataclass; its defaults if None
+         seed:int=0, # its runs' base seed (a season's `seed`)
+         work_dir:str|Path|None=None, # its folder (checkpoint, lock, runs); default `<registry>/season_work`
+         season:int|None=None, # the season its offers are for; default `Registry.next_season`
+         offers:int|None=None, # stop after this many commits (a season's round: 1); None: no limit
+         budget_s:float|None=None, # wall-seconds at most (the step running then ends first); None: no limit
+         idle:int=2, # commits in a row that offer nothing new: then it stops
+         every_s:float=60.0, # seconds between checkpoints
+         stop:threading.Event|None=None)->dict: # set by another thread: stop after the step running
+    """Producer `name` at work in this process: its loop advanced from `<work_dir>/<name>.safetensors` (`advance`,
+    holding `<work_dir>/<name>.lock`: a second worker raises `RunLocked`), every commit's genomes offered to the
+    candidate queue, each step's metrics logged as scalars of run 'main', until `offers` commits, `budget_s`, `idle`
+    commits that offered nothing new ('nothing new'), SIGTERM or `stop`. A muted producer (`Registry.mute_producer`)
+    does nothing. Returns {'producer', 'offered' (ids), 'steps', 'stopped', 'seconds', 'metrics' (the last step's)}."""
+    p, wd = find_producer(name), Path(work_dir or registry.root/'season_work')
+    if name in registry.muted_producers():
+        return dict(producer=name, offered=[], steps=0, stopped='muted', seconds=0.0, metrics={})
+    offered, commits, quiet = [], 0, 0
+    def on_commit(ids:list):
+        nonlocal commits, quiet
+        new = [i for i in ids if registry.genome(i)['status'] == 'candidate' and registry.offer(i, name)]
+        offered.extend(new); commits += 1; quiet = 0 if new else quiet + 1
+    done = lambda run: quiet >= idle or (offers is not None and commits >= offers)
+    with run_lock(wd/f'{name}.lock'):
+        ctx = ProducerContext(registry, season or registry.next_season(), settings or p.settings(), wd, seed)
+        out = advance(p.start(ctx), wd/f'{name}.safetensors', 'producer', until=done, seconds=budget_s,
+                      every_s=every_s, scalars=(registry.root, name, 'main'), on_commit=on_commit, stop=stop)
+    stopped = 'nothing new' if quiet >= idle else 'offers' if out['stopped'] == 'done' else out['stopped']
+    return dict(producer=name, offered=offered, steps=out['steps'], stopped=stopped, seconds=out['seconds'],
+                metrics=out['metrics'])
 
 # %% ../nbs/85_seasons.ipynb #94bf8f05
 def console_script()->Path:
@@ -145,79 +155,86 @@ def console_script()->Path:
 
 
 # %% ../nbs/85_seasons.ipynb #0f58f806
-def work_rounds(registry_root:str|Path, name:str, # the registry folder and a producer (`producer_names()`)
-                budget_s:float, # wall-seconds to spend (rounds, process starts included)
-                seed:int=0, # its runs' base seed
-                work_dir:str|Path|None=None, # its runs' folder; default `<registry>/season_work`
-                settings=None, # its settings dataclass; its defaults if None
-                threads:int=1, # torch threads of each round
-                idle_rounds:int=2, # rounds in a row that offered nothing new: then it stops
-                stop:threading.Event|None=None, # set by another thread: stop now
-               )->dict: # {'producer', 'rounds', 'offered', 'stopped', 'seconds'}
-    """Producer `name` between seasons: round after round, each a `genome-lab produce NAME` process of its own (its
-    process group killed with SIGKILL when the budget ends: the producer's checkpoint stays, the round is not counted
-    and the next call resumes it), until `budget_s` wall-seconds are spent (`stopped` 'budget') or `idle_rounds`
-    rounds in a row offered nothing new ('nothing new'), or `stop` is set ('stop': the round running is killed as at the
-    budget's end). `RuntimeError` with the round's error for a failed round."""
+def spawn_worker(registry_root:str|Path, name:str, # the registry folder and a producer (`producer_names()`)
+                 budget_s:float|None=None, # its wall-seconds (`work`'s); None: one round (its first commit)
+                 seed:int=0, # its runs' base seed
+                 work_dir:str|Path|None=None, # its folder; default `<registry>/season_work`
+                 settings=None, # its settings dataclass; its defaults if None
+                 threads:int=1, # torch threads
+                 timeout_s:float|None=None, # killed (SIGKILL) after this long; default `budget_s` + `grace_s`
+                 grace_s:float=120.0, # after SIGTERM (`stop`, or the budget overrun), seconds before SIGKILL
+                 stop:threading.Event|None=None)->dict: # set by another thread: SIGTERM now
+    """Producer `name` at work in a process of its own (`genome-lab produce NAME --budget-s S`: `work`), for its whole
+    budget; `stop` sends it SIGTERM (it saves its last step and exits), and a process that outlives its time is killed
+    with its process group. Never raises: a failed worker (exit status, no result, killed) is
+    {'producer', 'error', 'seconds'}, else the result `produce_cli` prints (`work`'s, with the offers' names)."""
     cmd = [str(console_script()), 'produce', name, f'--registry={registry_root}', f'--seed={seed}',
-           f'--threads={threads}', *([f'--work-dir={work_dir}'] if work_dir else []),
-           *config_argv(settings or find_producer(name).settings())]
-    t0, rounds, offered, idle, stopped = time.monotonic(), 0, [], 0, 'budget'
-    halted = lambda: stop is not None and stop.is_set()
-    while (left := budget_s - (time.monotonic() - t0)) > 0 and not halted():
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        end, out = time.monotonic() + left, None
-        while out is None:
-            try: out, err = proc.communicate(timeout=max(0.0, min(end - time.monotonic(), 0.5)))
-            except subprocess.TimeoutExpired:
-                if time.monotonic() >= end or halted(): os.killpg(proc.pid, signal.SIGKILL); proc.communicate(); break
-        if out is None: break
-        if proc.returncode:
-            raise RuntimeError(f"producer {name}'s round {rounds + 1} failed (status {proc.returncode}): "
-                               f"{err.strip()[-2000:]}")
-        new = json.loads(out.strip().splitlines()[-1])['offered']
-        rounds, offered, idle = rounds + 1, offered + new, 0 if new else idle + 1
-        if idle >= idle_rounds: stopped = 'nothing new'; break
-    if halted(): stopped = 'stop'
-    return dict(producer=name, rounds=rounds, offered=offered, stopped=stopped, seconds=round(time.monotonic() - t0, 2))
-
+           f'--threads={threads}', *([f'--budget-s={budget_s}'] if budget_s else []),
+           *([f'--work-dir={work_dir}'] if work_dir else []), *config_argv(settings or find_producer(name).settings())]
+    t0 = time.monotonic()
+    limit = timeout_s if timeout_s is not None else (budget_s or 3600.0) + grace_s
+    failed = lambda why: dict(producer=name, error=why, seconds=round(time.monotonic() - t0, 2))
+    try: proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+    except OSError as e: return failed(f'cannot start {cmd[0]}: {type(e).__name__}: {e}')
+    termed, killed, out = None, False, None
+    while out is None:
+        try: out, err = proc.communicate(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if termed is None and ((stop is not None and stop.is_set()) or now - t0 > limit):
+                proc.send_signal(signal.SIGTERM); termed = now
+            elif termed is not None and now - termed > grace_s or now - t0 > limit + grace_s:
+                os.killpg(proc.pid, signal.SIGKILL); out, err = proc.communicate(); killed = True
+    if killed: return failed(f'killed after {time.monotonic() - t0:.0f} s (its limit {limit:.0f} s)')
+    if termed is not None and proc.returncode == -signal.SIGTERM:   # asked to stop before its loop began
+        return dict(producer=name, offered=[], steps=0, stopped='stop', seconds=round(time.monotonic() - t0, 2))
+    if proc.returncode: return failed(f'exit status {proc.returncode}: {err.strip()[-2000:]}')
+    try: return json.loads(out.strip().splitlines()[-1])
+    except (IndexError, ValueError): return failed(f'no result on its output: {out.strip()[-500:]!r}')
 
 # %% ../nbs/85_seasons.ipynb #cb26ccbb
 class ProducerActor:
-    "A producer working on a node of a Ray cluster (`ray_work_rounds`): `work_rounds` there, each round a process."
-    def work(self, *args, **kw)->dict: return work_rounds(*args, **kw)
+    "A producer working on a node of a Ray cluster (`ray_workers`): `work` in the actor's process, on its registry."
+    def work(self, registry_root:str, name:str, **kw)->dict: # `kw` go to `work`
+        with Registry(registry_root) as reg: return work(reg, name, **kw)
 
 # %% ../nbs/85_seasons.ipynb #2bbd6e5a
-def ray_work_rounds(address:str, # `ray.init`'s: 'auto', 'ray://HOST:10001', or 'local' (a new cluster here)
-                    registry_root:str|Path, names:list, # the registry folder and the producers
-                    budget_s:float, seed:int=0, work_dir:str|Path|None=None, # as `work_rounds`
-                    settings:dict|None=None, # {producer: its settings dataclass}; defaults where missing
-                    threads:int=1)->list: # one `work_rounds` result per producer, in the order of `names`
-    """Producers `names` working at once, each a Ray actor (`ProducerActor`, `threads` CPUs) on the cluster at
-    `address`, each spending `budget_s` as `work_rounds` does on one machine. Every node must see the registry folder
-    at the same path (a shared file system) and have genome_lab installed."""
+def ray_workers(address:str, # `ray.init`'s: 'auto', 'ray://HOST:10001', or 'local' (a new cluster here)
+                registry_root:str|Path, names:list, # the registry folder and the producers
+                budget_s:float, seed:int=0, work_dir:str|Path|None=None, # as `work`'s
+                settings:dict|None=None, # {producer: its settings dataclass}; defaults where missing
+                threads:int=1)->list: # one result per producer, in the order of `names` (`work`'s, or its error)
+    """Producers `names` working at once, each a Ray actor (`ProducerActor`, `threads` CPUs and an equal share of
+    the cluster's GPUs, if it has any) on the cluster at `address`, each spending `budget_s` as `work` does. Every node must see the
+    registry folder at the same path (a shared file system) and have genome_lab installed. A failed actor is
+    {'producer', 'error'}: the others' results stand."""
     import ray
     if not ray.is_initialized(): ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    actor, root = ray.remote(num_cpus=threads)(ProducerActor), str(Path(registry_root).resolve())
-    workers = [actor.remote() for _ in names]
-    return ray.get([w.work.remote(root, n, budget_s, seed, work_dir, (settings or {}).get(n), threads)
-                    for w, n in zip(workers, names)])
+    gpus = min(1.0, ray.cluster_resources().get('GPU', 0) / max(len(names), 1))
+    actor, root = ray.remote(num_cpus=threads, num_gpus=gpus)(ProducerActor), str(Path(registry_root).resolve())
+    calls = [actor.remote().work.remote(root, n, settings=(settings or {}).get(n), seed=seed, work_dir=work_dir,
+                                        budget_s=budget_s) for n in names]
+    out = []
+    for n, c in zip(names, calls):
+        try: out.append(ray.get(c))
+        except Exception as e: out.append(dict(producer=n, error=f'{type(e).__name__}: {e}'))   # its failure alone
+    return out
 
 # %% ../nbs/85_seasons.ipynb #83d1521a
-def produce_cli(argv:list|None=None)->int: # exit status
+def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a producer failed, 2 for a usage error
     """`genome-lab produce (NAME | --all) --registry DIR [--budget-s S [--address A]] [--work-dir DIR] [--seed N]
-    [--threads N] [settings]`: one round of NAME (or of each of the season's producers) offered to the coming season;
-    with `--budget-s`, rounds until each producer has spent S wall-seconds (`work_rounds`), one producer after
-    another, or all at once as Ray actors on the cluster at `--address` (`ray_work_rounds`)."""
+    [--threads N] [settings]`: NAME at work in this process (`work`) until its first commit (one round for the coming
+    season) or, with `--budget-s`, for S wall-seconds; `--all`: each of the season's producers, each a process of its
+    own working at once (`spawn_worker`), or a Ray actor on the cluster at `--address` (`ray_workers`). Prints one
+    JSON line per producer; a producer that fails is reported (its 'error') and the others go on."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog='genome-lab produce', description=produce_cli.__doc__)
     ap.add_argument('name', nargs='?', choices=producer_names(), help='the producer')
     ap.add_argument('--all', action='store_true',
-                    help=f"the season's producers, one after another: {SeasonConfig.producers}")
+                    help=f"the season's producers, at once: {SeasonConfig.producers}")
     ap.add_argument('--budget-s', type=float, default=0.0,
-                    help="wall-seconds per producer, spent round after round, each round a process of its own; "
-                         "the round running when they end is killed and resumed next time "
-                         "(default 0: one round, in this process)")
+                    help="wall-seconds each producer works, in one process (default 0: until its first commit)")
     ap.add_argument('--registry', required=True, help='the registry folder (it must exist)')
     ap.add_argument('--work-dir', default=None,
                     help="the producer's runs (default: <registry>/season_work, as a season's)")
@@ -232,23 +249,29 @@ def produce_cli(argv:list|None=None)->int: # exit status
     a = ap.parse_args(argv)
     if a.all == bool(a.name): ap.error('give one producer NAME or --all')
     if a.budget_s < 0: ap.error(f'--budget-s must be at least 0, not {a.budget_s}')
-    if a.address and not a.budget_s: ap.error('--address needs --budget-s (the actors work round after round)')
+    if a.address and not a.budget_s: ap.error('--address needs --budget-s (the actors work for a budget)')
     try:
         settings = {n: check_config(config_from_args(find_producer(n).settings, vars(a))) for n in names}
         Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
-        if a.address:
-            for out in ray_work_rounds(a.address, a.registry, names, a.budget_s, a.seed, a.work_dir, settings,
-                                       a.threads): print(json.dumps(out), flush=True)
-        for n in names if not a.address else []:
-            if a.budget_s: out = work_rounds(a.registry, n, a.budget_s, a.seed, a.work_dir, settings[n], a.threads)
-            else:
-                with Registry(a.registry) as reg, torch_threads(a.threads):
-                    ids = produce(reg, n, settings[n], a.seed, a.work_dir)
-                    out = dict(producer=n, season=reg.next_season(), offered=[reg.genome(i)['name'] for i in ids])
-            print(json.dumps(out), flush=True)
-    except (ValueError, FileNotFoundError, RegistryError, RunLocked, RuntimeError) as e:
+        if a.address: outs = ray_workers(a.address, a.registry, names, a.budget_s, a.seed, a.work_dir, settings, a.threads)
+        elif a.all:
+            with ThreadPoolExecutor(len(names)) as pool:
+                outs = list(pool.map(lambda n: spawn_worker(a.registry, n, a.budget_s or None, a.seed, a.work_dir,
+                                                            settings[n], a.threads), names))
+        else:
+            with Registry(a.registry) as reg, torch_threads(a.threads):
+                try: outs = [work(reg, a.name, settings[a.name], a.seed, a.work_dir, budget_s=a.budget_s or None,
+                                  offers=None if a.budget_s else 1)]
+                except RunLocked: raise
+                except Exception as e:   # the producer's own failure: reported, with its traceback on stderr
+                    traceback.print_exc(); outs = [dict(producer=a.name, error=f'{type(e).__name__}: {e}')]
+    except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
         print(f"genome-lab produce: error: {e}", file=sys.stderr); return 2
-    return 0
+    with Registry(a.registry, read_only=True) as reg:
+        for out in outs:
+            if 'offered' in out: out['names'] = [reg.genome(i)['name'] for i in out['offered']]
+            print(json.dumps(out, default=str), flush=True)
+    return 1 if any('error' in o for o in outs) else 0
 
 # %% ../nbs/85_seasons.ipynb #9dc9de82
 # seed 000's required types, per arena
@@ -324,17 +347,19 @@ def _take_queue(reg:Registry, n:int, keep:int)->dict: # {genome id: producer}, t
 # %% ../nbs/85_seasons.ipynb #78c5bef8
 def _entrants(reg:Registry, arena:str, queued:dict, # {genome id: producer}: the season's offers, in the order offered
               cap:int)->list: # genome ids, in the registry's order (`Registry.ids`)
-    """The genomes of `arena` a season's tournament plays: every active one, and its candidates, at most `cap` of them
-    (0: all): the queue's offers first, each producer's newest in turn, then the newest of the other candidates
-    (registered by hand or by a chapter); the candidates left out stay candidates for a later season."""
+    """The genomes of `arena` a season's tournament plays: every active one and at most `cap` candidates (0: all), the
+    queue's offers first, each producer's newest in turn, then the newest of the other candidates (registered by hand or
+    by a chapter); every producer's newest offer is taken, beyond `cap` if need be, so that no producer is starved by
+    the others' offers. The candidates left out stay candidates for a later season."""
     pool = [i for s in ('active', 'candidate') for i in reg.ids(s) if reg.genome(i)['arena'] == arena]
     cands = [i for i in pool if reg.genome(i)['status'] == 'candidate']
     by = {}
     for i, p in queued.items():
         if i in cands: by.setdefault(p, []).insert(0, i)   # newest first
     turns = [i for row in itertools.zip_longest(*by.values()) for i in row if i]
-    order = turns + [i for i in reversed(cands) if i not in queued]
-    taken = set(order[:cap] if cap else order)
+    newest = turns[:len(by)]   # each producer's newest offer
+    rest = turns[len(by):] + [i for i in reversed(cands) if i not in queued]
+    taken = set(newest + (rest[:max(cap - len(newest), 0)] if cap else rest))
     return [i for i in pool if reg.genome(i)['status'] == 'active' or i in taken]
 
 # %% ../nbs/85_seasons.ipynb #2c2b2631
@@ -352,55 +377,79 @@ def _after_season(reg:Registry, n:int, say):
             say(why); warnings.warn(why)
         reg.finish_season_step(n, step, dict(seconds=round(time.perf_counter() - t0, 2), **failed))
 
+# %% ../nbs/85_seasons.ipynb #611c9c88
+def _round(reg:Registry, name:str, cfg:SeasonConfig, work_dir:Path, n:int)->dict: # the step's record
+    """Producer `name`'s round for season `n` (`work` until its first commit), in this process or, with
+    `producer_timeout_s`, in a process of its own (`spawn_worker`). Its failure (an exception, an exit status, the
+    timeout) is the record's `error`; a producer at work in another process is `passed_over` (its offers come through
+    the queue)."""
+    t0, settings = time.perf_counter(), cfg.settings_of(name)
+    try:
+        if cfg.producer_timeout_s:
+            out = spawn_worker(reg.root, name, None, cfg.seed, work_dir, settings, timeout_s=cfg.producer_timeout_s)
+            if 'error' in out and 'in use by another process' in out['error']: raise RunLocked(out['error'])
+        else: out = work(reg, name, settings, cfg.seed, work_dir, n, offers=1)
+        why = {'error': out['error']} if 'error' in out else {}
+    except RunLocked as e: out, why = {}, dict(passed_over=f"producer {name} is at work in another process: {e}")
+    except Exception as e:   # the producer's own failure: recorded, and the season goes on
+        out, why = {}, dict(error=f'{type(e).__name__}: {e}')
+        warnings.warn(f"season {n}: producer {name} failed: {why['error']}")
+    return dict(ids=out.get('offered', []), seconds=round(time.perf_counter() - t0, 2), **why)
+
 # %% ../nbs/85_seasons.ipynb #8b866f54
 def run_season(registry:Registry,
                cfg:SeasonConfig|None=None, # the settings of a new season (a resumed one keeps its own)
                work_dir:str|Path|None=None, # where producers keep runs across seasons; default `<registry>/season_work`
                log=None)->dict: # log(message) hears each step; returns the season's row
-    """Play one season (or finish the one left running): a round of each of its producers (one at work in another
-    process, its lock held, is passed over: its offers come through the queue), the candidate queue taken, tournaments
-    in every arena (among its active genomes and candidates, `_entrants`), selection per arena, the after-season hooks
-    (`_after_season`). Every step is recorded as it ends: a season killed half-way resumes after its last one.
-    Holds the registry's season lock: a second season at the same time raises `RunLocked` and changes nothing."""
+    """Play one season (or finish the one left running): a round of each of its producers (`_round`: one that fails
+    is recorded and skipped), the candidate queue taken, tournaments in every arena (among its active genomes and
+    candidates, `_entrants`), selection per arena, the after-season hooks (`_after_season`). A step that fails in an
+    arena is recorded with its error and the season goes on to the next. Every step is recorded as it ends: a season
+    killed half-way resumes after its last one. Holds the registry's season lock: a second season at the same time
+    raises `RunLocked` and changes nothing."""
     reg, say = registry, log or (lambda m: None)
     with run_lock(reg.root/SEASON_LOCK):
         n, cfg = _current_season(reg, cfg or SeasonConfig(), say)
-        work = Path(work_dir or reg.root/'season_work'); work.mkdir(parents=True, exist_ok=True)
+        work_dir = Path(work_dir or reg.root/'season_work'); work_dir.mkdir(parents=True, exist_ok=True)
         for name in cfg.producer_names():
             if f'produce:{name}' in reg.season_steps(n): continue
-            say(f'season {n}: producer {name}'); t0 = time.perf_counter()
-            try: ids, busy = produce(reg, name, cfg.settings_of(name), cfg.seed, work, n), {}
-            except RunLocked as e:   # a worker of the server (or `produce --budget-s`) has it: the queue brings its offers
-                ids, busy = [], dict(passed_over=f"producer {name} is at work in another process: {e}")
-                say(f"season {n}: {busy['passed_over']}")
-            seconds = round(time.perf_counter() - t0, 2)
-            reg.finish_season_step(n, f'produce:{name}', dict(ids=ids, seconds=seconds, **busy))
+            say(f'season {n}: producer {name}')
+            rec = _round(reg, name, cfg, work_dir, n)
+            if why := rec.get('error') or rec.get('passed_over'): say(f'season {n}: producer {name}: {why}')
+            reg.finish_season_step(n, f'produce:{name}', rec)
         # the workers' offers and its own
         if 'queue' not in reg.season_steps(n): reg.finish_season_step(n, 'queue', _take_queue(reg, n, cfg.max_offers))
         queued = reg.season_steps(n)['queue']
         for arena in sorted({reg.genome(i)['arena'] for s in ('active', 'candidate') for i in reg.ids(s)}):
             entrants = _entrants(reg, arena, queued, cfg.max_candidates)
-            done = reg.season_steps(n)
-            if f'tournament:{arena}' not in done and len(entrants) < 2: continue
+            if f'tournament:{arena}' not in reg.season_steps(n) and len(entrants) < 2: continue
             kw, rules = arena_plan(cfg, arena, len(entrants))
-            if f'tournament:{arena}' not in done:
-                say(f'season {n}: {arena} tournament among {len(entrants)} genomes')
-                reg.finish_season_step(n, f'tournament:{arena}',
-                                       _tournament(reg, n, arena, cfg.seed*1000 + n, kw | dict(ids=entrants)))
-            if f'select:{arena}' not in reg.season_steps(n):
-                reg.finish_season_step(n, f'select:{arena}',
-                             _selection(reg, reg.season_steps(n)[f'tournament:{arena}']['evaluation'], rules))
+            for step, do in ((f'tournament:{arena}', lambda: _tournament(reg, n, arena, cfg.seed*1000 + n,
+                                                                          kw | dict(ids=entrants))),
+                             (f'select:{arena}', lambda: _selection(reg, reg.season_steps(n)[f'tournament:{arena}']
+                                                                    ['evaluation'], rules))):
+                if step in reg.season_steps(n): continue
+                say(f'season {n}: {step} among {len(entrants)} genomes')
+                try: reg.finish_season_step(n, step, do())
+                except Exception as e:   # recorded; the arena's later steps are passed over, the season goes on
+                    reg.finish_season_step(n, step, dict(error=f'{type(e).__name__}: {e}'))
+                    say(f"season {n}: {step} failed: {type(e).__name__}: {e}"); warnings.warn(f"season {n}: {step}: {e}")
+                if 'error' in reg.season_steps(n)[step]: break
         _after_season(reg, n, say)
         return _close_season(reg, n)
 
 # %% ../nbs/85_seasons.ipynb #14d2e4c4
 def _close_season(reg:Registry, n:int)->dict:
-    """Retire the candidates no selection chose and write the season's row (candidates, games, replacements, violations).
-    Its candidates are those the season decided: played in a tournament, or retired unplayed (`max_offers`); an offer
-    left waiting (`max_candidates`, or no tournament in its arena) is counted by the season that plays it."""
+    """Retire the candidates no selection chose and write the season's row (candidates, games, replacements, violations,
+    and each failed step's error among the violations). Its candidates are those the season decided: played in a
+    tournament, or retired unplayed (`max_offers`); an offer left waiting (`max_candidates`, or no tournament in its
+    arena) is counted by the season that plays it."""
     done = reg.season_steps(n)
-    made = [i for k, v in done.items() if k.startswith('produce:') for i in v['ids']] + list(done.get('queue', {}))
-    tours = [v for k, v in done.items() if k.startswith('tournament:')]
+    steps = lambda kind: [(k.split(':', 1)[1], v) for k, v in done.items() if k.startswith(kind + ':')]
+    failed = [f"{kind}:{k}: {v['error']}" for kind in ('produce', 'tournament', 'select') for k, v in steps(kind)
+              if 'error' in v]
+    made = [i for _, v in steps('produce') for i in v['ids']] + list(done.get('queue', {}))
+    tours = [v for _, v in steps('tournament') if 'error' not in v]
     evals, entered = [t['evaluation'] for t in tours], [i for t in tours for i in t['candidates']]
     by = {o['genome']: o['producer'] for o in reg.offers()}   # who offered it, whichever season took the offer
     waiting = lambda i: i not in entered and reg.genome(i)['status'] == 'candidate'
@@ -409,9 +458,10 @@ def _close_season(reg:Registry, n:int)->dict:
              for i in dict.fromkeys([*made, *entered]) if reg.has(i) and not waiting(i)]
     games = sum(reg.games_rated(e) for e in evals)
     name = lambda i: reg.genome(i)['name'] if i and reg.has(i) else None
-    selects = [(k.split(':')[1], v) for k, v in done.items() if k.startswith('select:')]
+    selects = [(arena, v) for arena, v in steps('select') if 'error' not in v]
     swaps = [dict(arena=arena, removed=name(r), added=name(a)) for arena, v in selects for r, a in v['changes']]
-    violations = [f"{arena}: {x}" for arena, v in selects for x in v['violations']]
+    violations = [f"{arena}: {x}" for arena, v in selects for x in v['violations']] + [f'failed {f}' for f in failed]
+    violations += [f"abandoned: {done['abandoned']['why']}"] if 'abandoned' in done else []
     reg.close_season(n, retire=entered, games=games, candidates=cands, replacements=swaps, violations=violations)
     return season_table(reg).loc[n].to_dict() | dict(id=n)
 
@@ -426,6 +476,16 @@ def season_table(registry:Registry)->pd.DataFrame: # one row per season, index i
                           if step.startswith('tournament:') and (s := (res or {}).get('stability'))}
     cols = ['id', 'started', 'finished', 'status', 'candidates', 'games', 'replacements', 'violations', 'stability']
     return pd.DataFrame(rows, columns=cols + ['config']).set_index('id')[cols[1:]]
+
+# %% ../nbs/85_seasons.ipynb #a9d683ea
+def abandon_season(registry:Registry, why:str='closed by hand')->int|None: # the season closed; None: none was running
+    """Close the season left running as far as it got (its tournaments and selections stand, `_close_season`), its
+    violations saying it was abandoned and why: the next season starts anew with its own settings."""
+    with run_lock(registry.root/SEASON_LOCK):
+        if (r := next((r for r in registry.seasons() if r['status'] == 'running'), None)) is None: return None
+        registry.finish_season_step(r['id'], 'abandoned', dict(why=why))
+        _close_season(registry, r['id'])
+        return r['id']
 
 # %% ../nbs/85_seasons.ipynb #5dfde085
 def ratings_by_season(registry:Registry)->pd.DataFrame: # season, arena, version, genome, name, mu, sigma, ordinal
@@ -527,8 +587,8 @@ def _describe(job)->ScheduleOut:
 class ProducerWorkers:
     "Producers a writable `genome-lab serve` runs in the background (`producer_workers`); none by default."
     producers: str = '' # comma-separated producers to run between seasons, '' for none
-    producer_budget_s: float = 3600.0 # wall-seconds each producer works (round after round) after the server starts
-    producer_threads: int = 1 # torch threads of each round
+    producer_budget_s: float = 3600.0 # wall-seconds each producer works (in a process of its own) after the server starts
+    producer_threads: int = 1 # torch threads of each producer
     RANGES: ClassVar[dict] = dict(producer_budget_s=(0.0, 10.0**9), producer_threads=(1, 256))
     def __post_init__(self):
         check_config(self, self.RANGES)
@@ -538,17 +598,14 @@ class ProducerWorkers:
 # %% ../nbs/85_seasons.ipynb #7c224f18
 @contextlib.contextmanager
 def producer_workers(registry_root:str|Path, # the registry folder
-                     cfg:ProducerWorkers): # yields {producer: its `work_rounds` result}, filled as each ends
-    """The producers of `cfg` working in the background while the block runs, each in a thread of its own
-    (`work_rounds`: every round a process); leaving the block stops them (the rounds running are killed) and waits
-    for the threads. A producer whose round fails (or cannot start) ends with {'producer', 'error'}."""
+                     cfg:ProducerWorkers): # yields {producer: its `spawn_worker` result}, filled as each ends
+    """The producers of `cfg` working in the background while the block runs, each a process of its own
+    (`spawn_worker`) watched by a thread; leaving the block asks them to stop (SIGTERM: each saves its last step) and
+    waits for them. A producer that fails (or cannot start) ends with {'producer', 'error'}; the others go on."""
     stop, out = threading.Event(), {}
-    def work(name):
-        try: out[name] = work_rounds(registry_root, name, cfg.producer_budget_s, threads=cfg.producer_threads,
-                                     stop=stop)
-        except Exception as e:   # a failed round, or no round at all (`genome-lab` missing, ...): said, not lost
-            out[name] = dict(producer=name, error=f'{type(e).__name__}: {e}')
-    threads = [threading.Thread(target=work, args=(n,), name=f'producer {n}', daemon=True) for n in cfg.names()]
+    def watch(name): out[name] = spawn_worker(registry_root, name, cfg.producer_budget_s, threads=cfg.producer_threads,
+                                              stop=stop)
+    threads = [threading.Thread(target=watch, args=(n,), name=f'producer {n}', daemon=True) for n in cfg.names()]
     for t in threads: t.start()
     try: yield out
     finally:
@@ -615,19 +672,26 @@ def put_schedule(request:Request, body:ScheduleIn)->ScheduleOut:
 
 # %% ../nbs/85_seasons.ipynb #758ff5ba
 def season_cli(argv:list|None=None)->int: # exit status
-    """`genome-lab season --registry DIR [--create] [--work-dir DIR] [SeasonConfig and producer flags]`: play one
-    season (or finish the one left running)."""
+    """`genome-lab season --registry DIR [--create] [--work-dir DIR] [--abandon] [SeasonConfig and producer flags]`:
+    play one season (or finish the one left running); `--abandon` first closes the season left running as far as it
+    got (`abandon_season`), so that the settings given play a new one."""
     ap = season_parser(prog='genome-lab season', description=season_cli.__doc__)
     ap.add_argument('--registry', required=True, help='the registry folder')
     ap.add_argument('--create', action='store_true',
                     help='create the registry if it does not exist (without it, a missing one is an error)')
     ap.add_argument('--work-dir', default=None, help="producers' runs across seasons (default: <registry>/season_work)")
+    ap.add_argument('--abandon', action='store_true',
+                    help='close the season left running as far as it got, then play a new one with these settings')
     a = ap.parse_args(argv)
     try:
-        cfg = season_config_from_args({k: v for k, v in vars(a).items() if k not in ('registry', 'work_dir', 'create')})
+        cfg = season_config_from_args({k: v for k, v in vars(a).items() if k not in ('registry', 'work_dir', 'create',
+                                                                                 'abandon')})
         # a mistyped folder must not become an empty registry
         if not a.create: Registry(a.registry, read_only=True).close()
-        with Registry(a.registry) as reg: row = run_season(reg, cfg, a.work_dir, log=lambda m: print(m, flush=True))
+        with Registry(a.registry) as reg:
+            if a.abandon and (k := abandon_season(reg, 'abandoned with genome-lab season --abandon')):
+                print(f'season {k}: abandoned', flush=True)
+            row = run_season(reg, cfg, a.work_dir, log=lambda m: print(m, flush=True))
     except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
         missing = isinstance(e, (FileNotFoundError, RegistryError))
         hint = ' (give an existing registry folder, or --create for a new one)' if missing else ''

@@ -72,7 +72,7 @@ def test_a_worker_offers_between_seasons_and_the_season_takes_the_queue(tmp_path
     assert '"offered": []' in capsys.readouterr().out
     with Registry(root) as reg: reg.mute_producer('mutants', False)
     assert produce_cli(['mutants', '--registry', str(root), '--mutant-sigma', '0.01']) == 0
-    assert '"offered": ["Mutant-S1"]' in capsys.readouterr().out
+    assert '"names": ["Mutant-S1"]' in capsys.readouterr().out
     with Registry(root) as reg:
         [gid] = reg.waiting_offers()
         cfg = SeasonConfig(producers='', batch=4, snake_steps=60, snake_agents=2, snake_width=32, snake_height=24,

@@ -211,20 +211,21 @@ def test_two_seasons_at_once_fail_clearly(tmp_path, capsys):
         assert not reg.db.execute("SELECT 1 FROM sqlite_master WHERE name='seasons'").fetchone()   # nothing changed
 
 def test_a_producer_between_seasons_stops_at_its_budget_or_when_it_has_nothing_new(tmp_path):
-    """`work_rounds`: the round running when the budget ends is killed at once (its lock freed, the round not counted);
-    a producer with nothing new to offer (clones, no sessions uploaded) stops after `idle_rounds` rounds."""
+    """`spawn_worker`: a worker that outlives its budget is asked to stop, then killed with its process group (its
+    lock freed, nothing counted); a producer with nothing new to offer (clones, no sessions uploaded) stops after
+    `idle` commits that offered nothing."""
     from genome_lab.core import run_lock
-    from genome_lab.seasons import work_rounds, rounds_done
+    from genome_lab.seasons import spawn_worker
     from genome_lab.training import PPOSettings
     root = tmp_path/'reg'
     with Registry(root) as reg: seed_founders(reg)
-    out = work_rounds(root, 'ppo', 3.0, settings=PPOSettings(ppo_steps=10**6))   # a round far longer than 3 s
-    assert (out['stopped'], out['rounds'], out['offered']) == ('budget', 0, []) and out['seconds'] < 6, out
-    assert rounds_done(root/'season_work', 'ppo') == 0
-    with run_lock(root/'season_work'/'ppo.lock'): pass   # the killed round's process group is gone with its lock
-    out = work_rounds(root, 'clones', 120.0, idle_rounds=2)
-    assert (out['stopped'], out['rounds'], out['offered']) == ('nothing new', 2, []), out
-    assert rounds_done(root/'season_work', 'clones') == 2
+    t0 = time.monotonic()
+    out = spawn_worker(root, 'ppo', 3.0, settings=PPOSettings(ppo_steps=10**7), grace_s=2.0)   # a step far longer than 3 s
+    assert 'killed after' in out['error'] and time.monotonic() - t0 < 15, out
+    with run_lock(root/'season_work'/'ppo.lock'): pass   # the killed worker's process group is gone with its lock
+    with Registry(root, read_only=True) as reg: assert reg.waiting_offers() == {}
+    out = spawn_worker(root, 'clones', 120.0)
+    assert (out['stopped'], out['steps'], out['offered']) == ('nothing new', 2, []), out
 
 def test_serve_runs_its_producers_and_stops_them_with_the_app(tmp_path, capsys):
     """Issue 29: a writable server given producers (`ProducerWorkers`, `genome-lab serve --producers ...`) runs them in
