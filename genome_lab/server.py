@@ -96,8 +96,8 @@ def arena_note(registry:Registry, arena:str, rows:list)->str|None: # a line for 
     if top is None or top['type'] != 'baseline': return None
     g = registry.genome(top['id'])
     random = g['arch'] == 'random' or g['description'].lower().startswith(('random', 'uniform random'))
-    return (f"The evolved and trained {arena} genomes do not yet beat {'a random reference' if random else 'a hand-written baseline'}: "
-            f"{top['name']} ({'random play' if random else g['description'] or 'hand-written'}) leads this arena.")
+    return (f"In {arena}, no evolved or trained genome beats {'a random reference' if random else 'a hand-written baseline'} yet: "
+            f"{top['name']} ({'random play' if random else g['description'] or 'hand-written'}) leads.")
 
 def _replacements(registry:Registry, seasons:int)->list: # rows, newest first
     "The swaps of the last `seasons` seasons (the last 20 swaps where no season made them)."
@@ -740,11 +740,12 @@ API_DOCS = [('/docs', "The API's operations, their parameters and answers, each 
             ('/openapi.json', "The OpenAPI 3 schema, for generating clients")]
 
 def home_links(app:FastAPI)->tuple: # ([(path, summary)] of the HTML pages, [(path, summary)] of the JSON answers)
-    """The `GET` operations of the app's OpenAPI schema without path parameters (but `/`), split into HTML pages and
-    JSON data, each with the first sentence of its description (the endpoint's docstring), in the schema's order."""
+    """The `GET` operations of the app's OpenAPI schema that a browser can open as they are (no path parameter, no
+    required query parameter; not `/` itself), split into HTML pages and JSON data, each with the first sentence of its
+    description (the endpoint's docstring), in the schema's order."""
     pages, data = [], []
     for path, ops in app.openapi()['paths'].items():
-        if 'get' not in ops or '{' in path or path == '/': continue
+        if 'get' not in ops or '{' in path or path == '/' or any(p.get('required') for p in ops['get'].get('parameters', [])): continue
         html_page = 'text/html' in ops['get'].get('responses', {}).get('200', {}).get('content', {})
         (pages if html_page else data).append((path, first_sentence(ops['get'].get('description')).replace('`', '')))
     return pages, data
