@@ -16,11 +16,11 @@ import genome_lab
 from .core import notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence
 
 # %% auto #0
-__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'NOISE', 'ACTIONS', 'HELP_CACHE', 'list_notebooks', 'notebook_parameters',
-           'did_you_mean', 'parse_override', 'resolve_parameters', 'cell_flags', 'skip_flagged', 'NotebookFailed',
-           'new_run_id', 'kernel_config', 'run_pipeline', 'snapshot_registry', 'restore_registry', 'noisy_outputs',
-           'run_summary', 'run_cli', 'commands', 'command_summary', 'usage', 'usage_spec', 'check_usage',
-           'source_digest', 'command_help', 'cached_usage', 'main']
+__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'HELP_CACHE', 'list_notebooks',
+           'notebook_parameters', 'did_you_mean', 'parse_override', 'resolve_parameters', 'cell_flags', 'skip_flagged',
+           'NotebookFailed', 'new_run_id', 'kernel_config', 'run_pipeline', 'snapshot_registry', 'restore_registry',
+           'noisy_outputs', 'run_summary', 'run_cli', 'commands', 'command_summary', 'usage', 'usage_spec',
+           'check_usage', 'source_digest', 'command_help', 'cached_usage', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -205,12 +205,22 @@ def restore_registry(run_dir:Path):
     shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(run_dir/'registry.before', tmp)
     shutil.rmtree(old, ignore_errors=True); os.replace(run_dir/'registry', old); os.replace(tmp, run_dir/'registry'); shutil.rmtree(old)
 
+DISPLAY_SETUP = """# genome_lab.pipeline: how a run's notebooks show numbers (an IPython startup file of the run's kernels)
+try:
+    import pandas as pd
+    pd.set_option('display.precision', 3)   # tables with 3 decimals, not pandas' 6
+except ImportError: pass
+""" # run by every kernel of a run before its first cell
+
 def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool):
     """Run the notebooks not yet done. Before each one the registry is snapshotted; a notebook that was running or
-    failed when the run stopped (a SIGKILL included) starts again from the registry as it was before it."""
+    failed when the run stopped (a SIGKILL included) starts again from the registry as it was before it. The kernels
+    start with `DISPLAY_SETUP` (an IPython profile in `run_dir/.ipython`)."""
     def save(): atomic_write(run_dir/'run.json', json.dumps(record, indent=1, default=str))
     record['status'] = 'running'; save()
-    with mock.patch.dict(os.environ, TQDM_DISABLE=os.environ.get('TQDM_DISABLE', '1')):   # kernels inherit it: no bars
+    ipython = run_dir/'.ipython'
+    atomic_write(ipython/'profile_default'/'startup'/'00-display.py', DISPLAY_SETUP)
+    with mock.patch.dict(os.environ, TQDM_DISABLE=os.environ.get('TQDM_DISABLE', '1'), IPYTHONDIR=str(ipython.resolve())):   # kernels inherit both: no bars
         _run_each(run_dir, notebooks, params, record, flags, progress, save)
     record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
 
