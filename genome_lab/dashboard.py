@@ -31,7 +31,7 @@ def read_scalars(root:str|Path)->dict: # {producer: {run: {tag: [(step, value)] 
 
 # %% ../nbs/87_dashboard.ipynb #4b4daa6e
 def policy_ops(registry:Registry)->list: # one dict per producer, by name
-    """Each producer's policy-ops row (seed 002 section 1.2): `versions` offered, the `newest`, how many are `active`,
+    """Each producer's policy-ops row: `versions` offered, the `newest`, how many are `active`,
     the `best` rated one and its `ordinal`, `last_offer` (UTC ISO time of its newest version) and `muted`."""
     rt, muted, offered = registry.ratings(), registry.muted_producers(), {}
     for o in registry.offers(): offered.setdefault(o['producer'], []).append(o)
@@ -82,7 +82,7 @@ router = APIRouter(tags=['pages'], route_class=TokenRoute)   # its write checks 
 
 @router.get('/dashboard', response_class=HTMLResponse, operation_id='dashboard_page')
 def dashboard_page(request:Request, pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
-    "The run dashboard: the policy-ops table, then each producer's curves, one chart per scalar, runs overlaid."
+    "The run dashboard: each producer's curves, one chart per scalar with its runs overlaid (as TensorBoard's scalars page), then the policy-ops table."
     writable = request.app.state.token is not None
     return HTMLResponse(dashboard_html(read_scalars(pool.root), policy_ops(pool.get()), writable))
 
@@ -98,7 +98,7 @@ class MuteIn(BaseModel):
              responses={k: ERRORS[k] for k in (401, 403, 404)})
 def mute_producer(body:MuteIn, producer:str=PathParam(description="a producer's name (`genome-lab produce --help`)"),
                   pool:RegistryPool=Depends(registry_pool))->dict:
-    "Set a producer's mute switch (seed 002 section 1.2): while muted it runs no round and offers nothing."
+    "Set a producer's mute switch: while muted it runs no round and offers nothing."
     if producer not in producer_names():
         raise HTTPException(404, f"unknown producer {producer!r}: known are {producer_names()}")
     retry_busy(pool.get().mute_producer, producer, body.muted)

@@ -38,7 +38,7 @@ __all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes',
            'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut',
            'leaderboard_data', 'leaderboard_page', 'home_links', 'home_page', 'installed_routers', 'serve_options',
            'create_app', 'connection_socket', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread', 'port_number',
-           'log_config', 'serve_cli']
+           'log_config', 'serve_cli', 'app_from_environment']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -465,7 +465,7 @@ class RatingOut(BaseModel):
     games: int = Field(description="tournament games the rating counts")
 
 class PerformanceOut(BaseModel):
-    "Seed 000's performance block: tournament statistics (the protocol of the rating), engagement, rating, and statistics by kind."
+    "A genome's performance block in the manifest: tournament statistics (the protocol of the rating), engagement, rating, and statistics by kind."
     avg_score: Optional[float] = None
     avg_survival_time: Optional[float] = Field(None, description="steps alive per episode")
     kill_ratio: Optional[float] = None
@@ -506,7 +506,7 @@ reads = APIRouter(tags=['read'])
            responses={200: {'links': {'GetGenome': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/genomes/0/id'}}}},
                       304: {'description': "not modified (If-None-Match matched the ETag: the registry's version)"}})
 async def get_genome_manifest(request:Request, pool:RegistryPool=Depends(registry_pool)):
-    "The manifest of seed 000: the active genomes with metadata, stats and rank, `max_active` and `last_tournament`; `ETag` names its registry version."
+    "The manifest game clients read: the active genomes with metadata, stats and rank, `max_active` and `last_tournament`; `ETag` names its registry version."
     cache = request.app.state.manifest   # answered on the event loop when fresh (one indexed read); rebuilt on a worker thread
     body, etag = cache.fresh(pool.get()) or await run_in_threadpool(lambda: cache.get(pool.get()))
     if etag in [t.strip() for t in request.headers.get('if-none-match', '').split(',')]:
@@ -923,3 +923,8 @@ def serve_cli(argv:list)->int: # exit status
         os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=str(a.registry), max_upload_bytes=int(a.max_upload_mb * 2**20), job=a.job))
         uvicorn.run('genome_lab.server:app_from_environment', factory=True, workers=a.workers, **run)
     return 0
+
+def app_from_environment()->FastAPI:
+    "The app each process of `genome-lab serve --workers N` builds: `create_app` with the settings in `GENOME_LAB_SERVE` (JSON) and no token."
+    s = json.loads(os.environ['GENOME_LAB_SERVE'])
+    return create_app(s['registry'], max_upload_bytes=s['max_upload_bytes'], job=_load_job(s['job']))
