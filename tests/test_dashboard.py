@@ -38,13 +38,18 @@ def test_dashboard_draws_runs_as_tensorboard_does_and_mutes_a_producer(tmp_path)
     # a quick run's producer: one round in season 1 (one point), three in season 2, large values
     log_scalars(root, 'ppo', 'season-1', [{'round': 1, 'charts/agent_steps': 400_000.0}], 'round')
     log_scalars(root, 'ppo', 'season-2', [{'round': r, 'charts/agent_steps': 250_000.0 * r} for r in (1, 2, 3)], 'round')
+    # a producer whose seasons go on counting its generations (season 2 starts at generation 3)
+    for s, g0 in ((1, 0), (2, 3)): log_scalars(root, 'creatures', f'season-{s}', [{'generation': g, 'charts/fitness_best': 1.0 + g} for g in range(g0, g0 + 3)], 'generation')
     with serve_in_thread(create_app(root, token='dashboard-token')) as url, Page(tmp_path/'chromium', 1280, 900) as p:
         p.goto(f'{url}/')
         linked = p.js("[...document.querySelectorAll('#pages a')].map(a => a.getAttribute('href'))")
         p.goto(f'{url}/dashboard')
-        p.wait("Number(document.body.dataset.charts) === 3")
+        p.wait("Number(document.body.dataset.charts) === 4")
+        xs = lambda: p.js("window.charts.find(u => u.producer === 'creatures').data[0]")
+        overlaid = xs()
+        p.page.select_option('#x-axis', 'step'); logged_x = xs(); p.page.select_option('#x-axis', 'relative')
         smoothed = p.js(CHARTS)
-        one_point = pixel_near(p, 'ppo', 'charts/agent_steps', 'season-1', 1, 400_000)
+        one_point = pixel_near(p, 'ppo', 'charts/agent_steps', 'season-1', 0, 400_000)
         p.page.screenshot(path=tmp_path/'dashboard.png', full_page=True)
         # hover: the legend shows each run's value at the step under the pointer
         p.js("(() => { const u = window.charts.find(u => u.tag === 'losses/bc'); u.setCursor({left: u.valToPos(3, 'x'), top: 20}); })()")
@@ -68,7 +73,8 @@ def test_dashboard_draws_runs_as_tensorboard_does_and_mutes_a_producer(tmp_path)
     assert '/dashboard' in linked and errors == [], errors
     by = lambda charts: {(c['producer'], c['tag']): c for c in charts}
     s = by(smoothed)
-    assert sorted(s) == [('hybrids', 'charts/accuracy'), ('hybrids', 'losses/bc'), ('ppo', 'charts/agent_steps')]
+    assert sorted(s) == [('creatures', 'charts/fitness_best'), ('hybrids', 'charts/accuracy'), ('hybrids', 'losses/bc'), ('ppo', 'charts/agent_steps')]
+    assert overlaid == [0, 1, 2] and logged_x == [0, 1, 2, 3, 4, 5], (overlaid, logged_x)   # seasons overlaid, not end to end
     loss = s[('hybrids', 'losses/bc')]
     # each run on its own step axis (both from epoch 1), smoothed (default 0.6) over its faint raw curve
     assert [(x['label'], x['raw']) for x in loss['series']] == [('season-1 raw', True), ('season-1', False), ('season-2 raw', True), ('season-2', False)]
