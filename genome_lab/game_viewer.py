@@ -44,7 +44,8 @@ def viewer_index_html(registry:Registry, clips:list, # the highlight store's cli
     for r in registry.evaluations('tournament', 'snake', limit=tournaments):
         links = ''.join(f'<li><a href="/viewer?evaluation={g.evaluation}&amp;game={g.game}">game {g.game}</a>: '
                         f'{e(" vs ".join(g.names))}</li>' for g in tournament_games(registry, r['id']))
-        out.append(f'<h3>tournament {r["id"]} <span class="muted">({e(r["created"])})</span></h3><ol class="games">{links}</ol>')
+        out.append(f'<details{" open" if not out else ""}><summary><b>tournament {r["id"]}</b> <span class="muted">({e(r["created"])}, '
+                   f'{links.count("<li>")} games)</span></summary><ol class="games">{links}</ol></details>')   # the newest open
     hl = ''.join(f'<li><a href="/viewer?evaluation={c.evaluation}&amp;game={c.game}&amp;t={c.t0 or 0}">'
                  f'{e(c.kind)}: {e(c.title)}</a></li>' for c in clips if c.evaluation is not None and c.game is not None)
     return page('games', f'<h1>Games</h1><p class="muted">Every stored snake tournament game can be played again here, step '

@@ -86,12 +86,14 @@ def _body(g:dict)->str: # what the genome is: a program's source, or its archite
                    for k, v in g['config'].items())
     return f"<h2>Architecture</h2><p><code>{html.escape(g['arch'])}</code></p>" + (f'<table id="config">{rows}</table>' if rows else '')
 
-def _games_html(games:list)->str: # the stored tournament games, snake's linked to the viewer
+def _games_html(games:list, shown:int=12)->str: # the newest stored tournament games, snake's linked to the viewer
     if not games: return '<p class="muted" id="stored-games">No stored tournament game yet.</p>'
+    more = f'<p class="muted">and {len(games) - shown} more (<code>/api/genome/...</code> lists them)</p>' if len(games) > shown else ''
+    games = games[:shown]
     item = lambda x: (f'<a href="/viewer?evaluation={x["evaluation"]}&amp;game={x["game"]}">tournament {x["evaluation"]}, game '
                       f'{x["game"]}</a>' if x['arena'] == 'snake' else f'tournament {x["evaluation"]}, game {x["game"]}')
     return ('<ol id="stored-games">' + ''.join(f'<li>{item(x)}: score {x["score"]:.1f}, place {(x["place"] or 0) + 1} '
-            f'<span class="muted">({html.escape(x["created"])})</span></li>' for x in games) + '</ol>')
+            f'<span class="muted">({html.escape(x["created"])})</span></li>' for x in games) + '</ol>' + more)
 
 # %% ../nbs/88_genome_page.ipynb #da2a7666
 def genome_page_html(rep:dict)->str:
