@@ -92,7 +92,7 @@ def main(argv=None):
     from genome_lab.broadcast import StreamConfig
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     app = create_app(a.registry, token=TOKEN)
-    app.state.stream_config = StreamConfig(fps=a.fps, idle_seconds=3.0)
+    app.state.stream_config = StreamConfig(fps=a.fps, idle_seconds=3.0, stamp=True)   # the latency is read from the stamps
     chromium = shutil.which('chromium')
     if chromium is None: raise SystemExit("chromium is not installed: run tools/setup_chromium.sh")
     with serve_in_thread(app) as url, sync_playwright() as p:   # on exit the app's shutdown stops its broadcast and waits for its threads

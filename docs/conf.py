@@ -45,7 +45,7 @@ def md_to_rst(text:str)->str:
 def add_docments(app, what, name, obj, options, lines):
     "Append the docments (`x:int=3, # what x is`) of a function, method or class as `:param:` and `:returns:` fields."
     if what == 'module': lines[:] = [l for l in lines if not l.startswith('Docs: ')]  # nbdev's link to its Quarto page
-    lines[:] = [md_to_rst(l) for l in lines]
+    lines[:] = md_to_rst('\n'.join(lines)).split('\n')   # whole: a `code` span may run over a line's end
     if what not in ('function', 'method', 'class'): return
     try: docs = docments(obj, full=True)
     except (TypeError, ValueError, OSError, SyntaxError): return  # builtins and objects without source

@@ -42,7 +42,11 @@ class StreamConfig:
     reload_seconds: float = 5.0 # how often the registry's active set is compared with the playing genomes
     idle_seconds: float = 10.0 # the game, renderer and encoders stop this long after the last viewer leaves
     max_viewers: int = 16 # viewers at once, all formats together
+    max_viewers_per_client: int = 4 # viewers at once from one client address
+    stalled_seconds: float = 2.0 # a viewer whose connection has taken nothing this long gives its slot to a new viewer when the stream is full
     send_timeout_seconds: float = 10.0 # an MJPEG viewer whose connection takes nothing for this long is dropped
+    send_buffer_bytes: int = 256 << 10 # the kernel's send buffer of an MJPEG connection (Linux would grow it to megabytes of pictures nobody reads)
+    stamp: bool = False # draw the server's clock as a barcode in each frame's corner (latency measurements: bench/live_view.py)
 
 def active_snakes(registry:Registry, k:int)->list: # [(id, name, ordinal or None)], best first
     "The `k` best-rated active snake genomes (OpenSkill ordinal; unrated ones after the rated, by age)."
@@ -95,10 +99,12 @@ def waiting_card(canvas:Canvas, message:str, stamp_ms:int|None=None)->Canvas:
 FORMATS = ('h264', 'jpeg')
 
 class Viewer:
-    "One viewer's bounded queue of H.264 packets (`kind` 'h264') or JPEG pictures ('jpeg'), filled from the renderer's thread."
-    def __init__(self, kind:str, loop:asyncio.AbstractEventLoop, maxsize:int=90):
+    """One viewer's bounded queue of H.264 packets (`kind` 'h264') or JPEG pictures ('jpeg'), filled from the renderer's
+    thread; `took` is when its connection last asked for the next item (a connection blocked in a send asks for none)."""
+    def __init__(self, kind:str, loop:asyncio.AbstractEventLoop, maxsize:int=90, client:str|None=None): # `client`: its address
         if kind not in FORMATS: raise ValueError(f"kind must be one of {FORMATS}, not {kind!r}")
-        self.kind, self.loop, self.queue, self.closed = kind, loop, asyncio.Queue(maxsize), False
+        self.kind, self.loop, self.queue, self.closed, self.client = kind, loop, asyncio.Queue(maxsize), False, client
+        self.took = time.monotonic()
         self.waiting_key, self.received, self.dropped, self.wants_key = kind == 'h264', 0, 0, kind == 'h264'
 
     def offer(self, item, keyframe:bool=False):
@@ -118,8 +124,18 @@ class Viewer:
                 self.waiting_key = self.wants_key = True; self.dropped += 1; return
         self.queue.put_nowait(item); self.received += 1
 
-    async def get(self): return await self.queue.get()
-    def close(self): self.closed = True
+    async def get(self): # the next item; None once the viewer is closed (its connection should end)
+        self.took = time.monotonic()
+        return None if self.closed else await self.queue.get()
+
+    def close(self):
+        "Stop the viewer: from any thread; a `get` waiting on the viewer's loop returns None."
+        self.closed = True
+        def wake():
+            while not self.queue.empty(): self.queue.get_nowait()
+            self.queue.put_nowait(None)
+        try: self.loop.call_soon_threadsafe(wake)
+        except RuntimeError: pass   # its loop has stopped: nobody waits
 
 # %% ../nbs/91_broadcast.ipynb #dff5a431
 class Broadcast:
@@ -143,12 +159,20 @@ class Broadcast:
         self.threads = []
 
     # -- viewers
-    def subscribe(self, kind:str, loop:asyncio.AbstractEventLoop)->Viewer:
-        "A new viewer of `kind` ('h264' or 'jpeg') on `loop`; starts the stream if it was idle. `RuntimeError` when full."
+    def subscribe(self, kind:str, loop:asyncio.AbstractEventLoop, client:str|None=None)->Viewer: # `client`: the connection's address
+        """A new viewer of `kind` ('h264' or 'jpeg') on `loop`; starts the stream if it was idle. When the stream is full the
+        viewer that has taken nothing for longest, past `stalled_seconds`, is closed to make room; `RuntimeError` when
+        none has stalled, or when `client` already has `max_viewers_per_client` viewers."""
+        c = self.config
         with self.lock:
-            if len(self.viewers) >= self.config.max_viewers:
-                raise RuntimeError(f"the stream has its maximum of {self.config.max_viewers} viewers")
-            v = Viewer(kind, loop); self.viewers.append(v)
+            self.viewers = [v for v in self.viewers if not v.closed]
+            if client is not None and sum(v.client == client for v in self.viewers) >= c.max_viewers_per_client:
+                raise RuntimeError(f"this address already has {c.max_viewers_per_client} viewers of the stream, the most one client may have")
+            if len(self.viewers) >= c.max_viewers:
+                stalled = [v for v in self.viewers if time.monotonic() - v.took > c.stalled_seconds]
+                if not stalled: raise RuntimeError(f"the stream has its maximum of {c.max_viewers} viewers")
+                gone = min(stalled, key=lambda v: v.took); gone.close(); self.viewers.remove(gone); self.counts['evicted'] += 1
+            v = Viewer(kind, loop, client=client); self.viewers.append(v)
             if not self.running: self._start()
         return v
 
@@ -219,8 +243,9 @@ class Broadcast:
             t0, ms = time.perf_counter(), int(time.time() * 1000)
             game = self.game
             try:
-                if game is None: waiting_card(canvas, 'waiting for active snake genomes in the registry', ms)
-                else: render_snake(canvas, *game.moment, c.view, stamp_ms=ms)
+                stamp = ms if c.stamp else None
+                if game is None: waiting_card(canvas, 'waiting for active snake genomes in the registry', stamp)
+                else: render_snake(canvas, *game.moment, c.view, stamp_ms=stamp)
                 self.times['render'].append(time.perf_counter() - t0)
                 self.counts['frames'] += 1; self.drawn.append(time.monotonic())
                 h264 = self._send_h264(canvas, h264)

@@ -13,12 +13,11 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 from .core import SCALARS_DIR, log_scalars, read_events, producer_names
 from .registry import Registry
-from .server import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ERRORS
+from .server import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ERRORS, page, page_part, json_script
 
 # %% auto #0
-__all__ = ['RUN_COLOURS', 'DASHBOARD_STYLE', 'DASHBOARD_SCRIPT', 'router', 'read_scalars', 'curves_svg', 'runs_html',
-           'policy_ops', 'policy_ops_html', 'dashboard_html', 'dashboard_page', 'scalars_data', 'MuteIn',
-           'mute_producer']
+__all__ = ['router', 'read_scalars', 'policy_ops', 'policy_ops_html', 'dashboard_html', 'dashboard_page', 'scalars_data',
+           'MuteIn', 'mute_producer']
 
 # %% ../nbs/87_dashboard.ipynb #0cc2e0cc
 def read_scalars(root:str|Path)->dict: # {producer: {run: {tag: [(step, value)] by step}}}
@@ -30,61 +29,9 @@ def read_scalars(root:str|Path)->dict: # {producer: {run: {tag: [(step, value)] 
         for tag, step, v in read_events(f): tags.setdefault(tag, {})[step] = v
     return {p: {r: {t: sorted(s.items()) for t, s in tags.items()} for r, tags in runs.items()} for p, runs in out.items()}
 
-# %% ../nbs/87_dashboard.ipynb #454cbcc3
-RUN_COLOURS = ('#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf')
-
-def curves_svg(tag:str, # the scalar's name, the chart's title
-               runs:dict, # {run: [(step, value)]}
-               width:int=460, height:int=240)->str: # an <svg> element
-    "The runs' curves of one scalar on shared axes, a colour (and past ten, a dash) per run, with a legend."
-    pts = [p for s in runs.values() for p in s]
-    x0, x1 = min(s for s, _ in pts), max(s for s, _ in pts); y0, y1 = min(v for _, v in pts), max(v for _, v in pts)
-    x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + 1)
-    L, R, T, B = 52, 10, 24, 34 + 16 * len(runs)
-    X = lambda s: L + (width - L - R) * (s - x0) / (x1 - x0)
-    Y = lambda v: T + (height - B - T) * (y1 - v) / (y1 - y0)
-    out = [f'<svg class="chart" data-tag="{html.escape(tag)}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-           f'height="{height}" viewBox="0 0 {width} {height}"><text x="{L}" y="15" class="title">{html.escape(tag)}</text>']
-    for v in (y0, (y0 + y1) / 2, y1):
-        out.append(f'<line x1="{L}" x2="{width - R}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" class="grid"/>'
-                   f'<text x="{L - 5}" y="{Y(v) + 4:.1f}" text-anchor="end" class="tick">{v:.3g}</text>')
-    for s in (x0, x1):
-        out.append(f'<text x="{X(s):.1f}" y="{height - B + 14}" text-anchor="middle" class="tick">{s:g}</text>')
-    for k, (run, series) in enumerate(runs.items()):
-        c, dash = RUN_COLOURS[k % 10], '' if k < 10 else ' stroke-dasharray="5 3"'
-        line = ' '.join(f'{X(s):.1f},{Y(v):.1f}' for s, v in series)
-        out.append(f'<polyline points="{line}" fill="none" stroke="{c}" stroke-width="1.8"{dash} data-run="{html.escape(run)}">'
-                   f'<title>{html.escape(run)}</title></polyline>')
-        ly = height - B + 30 + 16 * k
-        out.append(f'<line x1="{L}" x2="{L + 18}" y1="{ly - 4}" y2="{ly - 4}" stroke="{c}" stroke-width="2.5"{dash}/>'
-                   f'<text x="{L + 24}" y="{ly}" class="legend">{html.escape(run)}</text>')
-    return ''.join(out) + '</svg>'
-
-# %% ../nbs/87_dashboard.ipynb #77408b39
-DASHBOARD_STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222} .muted{color:#666}
-.charts{display:flex;flex-wrap:wrap;gap:1em} .chart{border:1px solid #e4e4e4;background:#fff}
-.chart .grid{stroke:#eee} .chart .tick{font-size:11px;fill:#555} .chart .title{font-size:13px;font-weight:600}
-.chart .legend{font-size:12px} code{font-size:.95em}
-table.ops{border-collapse:collapse;font-size:14px} .ops th,.ops td{padding:.3em .7em;border-bottom:1px solid #e4e4e4;
-text-align:left} .ops td.num{text-align:right} .ops tr.is-muted td{color:#999} #ops-status{min-height:1.2em}"""
-
-def runs_html(scalars:dict)->str: # a <div id="runs">
-    "The curves of `read_scalars`' answer: a section per producer, a chart per scalar with every run overlaid."
-    parts = []
-    for producer, runs in sorted(scalars.items()):
-        tags = sorted({t for r in runs.values() for t in r})
-        charts = ''.join(curves_svg(t, {r: s[t] for r, s in sorted(runs.items()) if t in s}) for t in tags)
-        p = html.escape(producer)
-        parts.append(f'<section class="producer" id="runs-{p}" data-producer="{p}"><h3>{p}</h3>'
-                     f'<p class="muted">{len(runs)} run(s): '
-                     f'{html.escape(", ".join(sorted(runs)))}</p><div class="charts">{charts}</div></section>')
-    return '<div id="runs">' + (''.join(parts) or (
-        '<p class="muted" id="empty">No producer has logged scalars yet: they appear here after a season '
-        '(<code>genome-lab season</code>) or <code>genome-lab produce NAME</code>.</p>')) + '</div>'
-
 # %% ../nbs/87_dashboard.ipynb #4b4daa6e
 def policy_ops(registry:Registry)->list: # one dict per producer, by name
-    """Each producer's policy-ops row (seed 002 section 1.2): `versions` offered, the `newest`, how many are `active`,
+    """Each producer's policy-ops row: `versions` offered, the `newest`, how many are `active`,
     the `best` rated one and its `ordinal`, `last_offer` (UTC ISO time of its newest version) and `muted`."""
     rt, muted, offered = registry.ratings(), registry.muted_producers(), {}
     for o in registry.offers(): offered.setdefault(o['producer'], []).append(o)
@@ -122,37 +69,20 @@ def policy_ops_html(rows:list, # `policy_ops`' answer
             '<p id="ops-status" class="muted"></p></section>')
 
 # %% ../nbs/87_dashboard.ipynb #defecb94
-DASHBOARD_SCRIPT = """const tok = document.getElementById('token'), say = document.getElementById('ops-status');
-if (tok) { tok.value = sessionStorage.getItem('genome_lab_token') || '';
-  tok.onchange = () => sessionStorage.setItem('genome_lab_token', tok.value); }
-document.querySelectorAll('input.mute').forEach(b => b.onchange = async () => {
-  const r = await fetch(`/api/producers/${encodeURIComponent(b.dataset.producer)}/mute`, {method: 'POST',
-    headers: {'Content-Type': 'application/json', 'Authorization': 'Bearer ' + (tok ? tok.value : '')},
-    body: JSON.stringify({muted: b.checked})});
-  if (r.ok) { b.closest('tr').classList.toggle('is-muted', b.checked);
-    say.textContent = `${b.dataset.producer} ${b.checked ? 'muted' : 'unmuted'}`; }
-  else { b.checked = !b.checked; say.textContent = `not changed: ${(await r.json()).detail}`; } });
-setInterval(async () => { if (document.hidden) return;   // live curves: re-read the runs
-  const page = new DOMParser().parseFromString(await (await fetch('/dashboard')).text(), 'text/html');
-  document.getElementById('runs').replaceWith(page.getElementById('runs')); }, 20000);"""
-
 def dashboard_html(scalars:dict, # `read_scalars`' answer
                    ops:list=(), # `policy_ops`' answer
                    writable:bool=False)->str: # the page; `writable`: can the mute switches write?
-    "The run dashboard: the policy-ops table (`policy_ops_html`), then each producer's curves (`runs_html`)."
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>genome_lab runs</title>'
-            f'<style>{DASHBOARD_STYLE}</style></head><body><p><a href="/">home</a> · <a href="/leaderboard">leaderboard</a>'
-            f'</p><h1>Runs</h1>{policy_ops_html(ops, writable) if ops else ""}<h2>Curves</h2><p class="muted">Each '
-            f'producer\'s training curves, one run per season (TensorBoard event files under '
-            f'<code>&lt;registry&gt;/{SCALARS_DIR}/</code>; <code>tensorboard --logdir</code> opens them too), runs '
-            f'overlaid.</p>{runs_html(scalars)}<script>{DASHBOARD_SCRIPT}</script></body></html>')
+    "The run dashboard: each producer's curves drawn by uPlot (the part `pages/dashboard.html`), then the policy-ops table (`policy_ops_html`)."
+    return page('runs', f'<h1>Runs</h1>{json_script(scalars, "scalars")}{page_part("dashboard.html")}'
+                f'{policy_ops_html(ops, writable) if ops else ""}', head='<link rel="stylesheet" href="/assets/uPlot.min.css">',
+                current='/dashboard')
 
 # %% ../nbs/87_dashboard.ipynb #a7020e25
 router = APIRouter(tags=['pages'], route_class=TokenRoute)   # its write checks the token before reading the body
 
 @router.get('/dashboard', response_class=HTMLResponse, operation_id='dashboard_page')
 def dashboard_page(request:Request, pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
-    "The run dashboard: the policy-ops table, then each producer's curves, one chart per scalar, runs overlaid."
+    "The run dashboard: each producer's curves, one chart per scalar with its runs overlaid (as TensorBoard's scalars page), then the policy-ops table."
     writable = request.app.state.token is not None
     return HTMLResponse(dashboard_html(read_scalars(pool.root), policy_ops(pool.get()), writable))
 
@@ -168,7 +98,7 @@ class MuteIn(BaseModel):
              responses={k: ERRORS[k] for k in (401, 403, 404)})
 def mute_producer(body:MuteIn, producer:str=PathParam(description="a producer's name (`genome-lab produce --help`)"),
                   pool:RegistryPool=Depends(registry_pool))->dict:
-    "Set a producer's mute switch (seed 002 section 1.2): while muted it runs no round and offers nothing."
+    "Set a producer's mute switch: while muted it runs no round and offers nothing."
     if producer not in producer_names():
         raise HTTPException(404, f"unknown producer {producer!r}: known are {producer_names()}")
     retry_busy(pool.get().mute_producer, producer, body.muted)

@@ -208,6 +208,7 @@ class DreamEnv(gym.Env):
 
     @torch.inference_mode()
     def step(self, action):
+        "One dreamed step of `action`: the model's next cell codes, reward, a death drawn with the model's probability, truncation at `max_steps`, and `death_prob`."
         self.h, self.frame, codes, r, d = self.model.imagine(self.frame, torch.tensor([int(action)]), self.h)
         self.t += 1
         term = bool(self.np_random.random() < float(d[0]))
@@ -239,6 +240,7 @@ class DreamBridgeEnv(gym.vector.VectorEnv):
 
     @torch.inference_mode()
     def step(self, actions):
+        "One dreamed step of every env: cell codes, rewards, deaths drawn with the model's probabilities, truncations, and infos (same-step autoreset)."
         self.h, self.frame, codes, r, d = self.model.imagine(self.frame, torch.as_tensor(np.asarray(actions)), self.h)
         self.t += 1
         obs, term = codes.numpy().copy(), self.rng.random(len(d)) < d.numpy()

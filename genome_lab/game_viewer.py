@@ -6,18 +6,18 @@ Docs: https://genome-lab.github.io/genome_lab/game_viewer.html.md"""
 
 # %% ../nbs/94_game_viewer.ipynb #e92d6501
 from __future__ import annotations
-import html, importlib.resources, json
+import html, json
 import numpy as np
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Path as PathParam
 from fastapi.responses import HTMLResponse
 from .registry import Registry
 from .highlights import tournament_games, replay
 from .streaming import genome_colours
-from .server import RegistryPool, registry_pool, retry_busy
+from .server import RegistryPool, registry_pool, retry_busy, page, page_part, json_script
 from .stream_server import stored_clips
 
 # %% auto #0
-__all__ = ['router', 'game_view', 'viewer_index_html', 'game_data', 'game_viewer']
+__all__ = ['router', 'EVALUATION', 'GAME', 'game_view', 'viewer_index_html', 'game_data', 'game_viewer']
 
 # %% ../nbs/94_game_viewer.ipynb #8f903a42
 def game_view(registry:Registry, evaluation:int, # a snake tournament's evaluation id
@@ -37,37 +37,36 @@ def game_view(registry:Registry, evaluation:int, # a snake tournament's evaluati
                 events=[[int(x) for x in e] for e in rec.events], frames=frames, verified=rec.verified)
 
 # %% ../nbs/94_game_viewer.ipynb #c7650e1b
-def viewer_index_html(registry:Registry, clips:list, # the highlight store's clips (`stream_server.stored_clips`)
+def viewer_index_html(registry:Registry, clips:list, # the highlight store's clips (`stream_server.stored_clips`: `ClipOut`s)
                       tournaments:int=5)->str: # the page
-    "The viewer's index: the games of the latest `tournaments` snake tournaments and the highlights, as links."
+    "The viewer's index: the highlights and the games of the latest `tournaments` snake tournaments, as links."
     e, out = html.escape, []
-    for r in registry.db.execute("SELECT id, created FROM evaluations WHERE kind='tournament' AND arena='snake' "
-                                 "ORDER BY id DESC LIMIT ?", (tournaments,)).fetchall():
-        gs = tournament_games(registry, r['id'])
+    for r in registry.evaluations('tournament', 'snake', limit=tournaments):
         links = ''.join(f'<li><a href="/viewer?evaluation={g.evaluation}&amp;game={g.game}">game {g.game}</a>: '
-                        f'{e(" vs ".join(g.names))}</li>' for g in gs)
-        out.append(f'<h3>tournament {r["id"]} <span class="muted">({e(r["created"])})</span></h3><ol class="games">{links}</ol>')
-    hl = ''.join(f'<li><a href="/viewer?evaluation={c["evaluation"]}&amp;game={c["game"]}&amp;t={c["t0"] or 0}">'
-                 f'{e(c["kind"])}: {e(c["title"])}</a></li>' for c in clips if c.get('evaluation') is not None)
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>genome_lab games</title><style>'
-            f'body{{font-family:system-ui,sans-serif;margin:1.5em;color:#222}} .muted{{color:#666}}</style></head><body>'
-            f'<p><a href="/">home</a></p><h1>Games</h1><h2>Highlights</h2><ul id="highlights">'
-            f'{hl or "<li class=muted>none kept yet</li>"}</ul><h2>Tournament games</h2>'
-            f'{"".join(out) or "<p class=muted>No snake tournament yet.</p>"}</body></html>')
+                        f'{e(" vs ".join(g.names))}</li>' for g in tournament_games(registry, r['id']))
+        out.append(f'<details{" open" if not out else ""}><summary><b>tournament {r["id"]}</b> <span class="muted">({e(r["created"])}, '
+                   f'{links.count("<li>")} games)</span></summary><ol class="games">{links}</ol></details>')   # the newest open
+    hl = ''.join(f'<li><a href="/viewer?evaluation={c.evaluation}&amp;game={c.game}&amp;t={c.t0 or 0}">'
+                 f'{e(c.kind)}: {e(c.title)}</a></li>' for c in clips if c.evaluation is not None and c.game is not None)
+    return page('games', f'<h1>Games</h1><p class="muted">Every stored snake tournament game can be played again here, step '
+                f'by step: a game is its genomes, seed and settings.</p><h2>Highlights</h2><ul id="highlights">'
+                f'{hl or "<li class=muted>none kept yet</li>"}</ul><h2>Tournament games</h2>'
+                f'{"".join(out) or "<p class=muted>No snake tournament yet.</p>"}', current='/viewer')
 
 router = APIRouter(tags=['pages'])
+EVALUATION = dict(ge=1, le=2**63 - 1, description='a snake tournament (its evaluation id)') # SQLite's integers: a larger id is a 422, not an overflow
+GAME = dict(ge=0, le=2**31 - 1, description='a game of it, from 0')
 
-@router.get('/api/game/{evaluation}/{game}', operation_id='game_data')
-def game_data(evaluation:int, game:int, pool:RegistryPool=Depends(registry_pool))->dict:
+@router.get('/api/game/{evaluation}/{game}', operation_id='game_data', responses={404: {'description': 'no such tournament or game'}})
+def game_data(evaluation:int=PathParam(**EVALUATION), game:int=PathParam(**GAME), pool:RegistryPool=Depends(registry_pool))->dict:
     "A stored snake tournament game replayed, step by step (`game_view`): the viewer's data."
     try: return retry_busy(game_view, pool.get(), evaluation, game)
     except ValueError as err: raise HTTPException(404, str(err)) from None
 
 @router.get('/viewer', response_class=HTMLResponse, operation_id='game_viewer')
-def game_viewer(evaluation:int|None=Query(None, description='a snake tournament'),
-                game:int|None=Query(None, description='a game of it'), pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
+def game_viewer(evaluation:int|None=Query(None, **EVALUATION), game:int|None=Query(None, **GAME),
+                pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
     "The game viewer: pick a stored tournament game or highlight, scrub it step by step, click a snake to follow it."
-    if evaluation is None or game is None: return HTMLResponse(viewer_index_html(pool.get(), stored_clips(pool)))
+    if evaluation is None or game is None: return HTMLResponse(retry_busy(viewer_index_html, pool.get(), stored_clips(pool)))
     data = game_data(evaluation, game, pool)
-    page = importlib.resources.files('genome_lab').joinpath('pages/viewer.html').read_text()
-    return HTMLResponse(page.replace('__DATA__', json.dumps(data).replace('<', '\\u003c')))
+    return HTMLResponse(page(f'tournament {evaluation}, game {game}', json_script(data) + page_part('viewer.html'), current='/viewer'))

@@ -11,25 +11,31 @@ from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import HTMLResponse
 from fastapi import Path as PathParam
 from .registry import Registry, RegistryError, KINDS
-from .server import RegistryPool, registry_pool, retry_busy, ID_PATTERN
+from .server import RegistryPool, registry_pool, retry_busy, page
 from .seasons import ratings_by_season
 
 # %% auto #0
-__all__ = ['GENOME_PAGE_STYLE', 'router', 'genome_report', 'rating_svg', 'genome_page_html', 'genome_page', 'genome_data']
+__all__ = ['router', 'GENOME_REF', 'find_genome', 'genome_report', 'rating_svg', 'program_html', 'genome_page_html',
+           'genome_page', 'genome_data']
 
 # %% ../nbs/88_genome_page.ipynb #5a2d2447
-def genome_report(registry:Registry, gid:str)->dict: # genome, rating, ratings, stats, parents, children, root, download
-    "What the genome page shows of `gid`; raises `RegistryError` for an unknown id."
+def find_genome(registry:Registry, ref:str)->str: # the genome's id
+    "The id of the genome whose id is `ref`, else of the newest genome named `ref`; `RegistryError` when neither exists."
+    if registry.has(ref): return ref
+    if (gid := registry.by_name(ref)) is not None: return gid
+    raise RegistryError(f"no genome with id or name {ref!r} in the registry")
+
+def genome_report(registry:Registry, ref:str)->dict: # genome, rating, ratings, stats, games, parents, children, root, download
+    "What the genome page shows of the genome `ref` (an id or a name, `find_genome`); raises `RegistryError` for an unknown one."
+    gid = find_genome(registry, ref)
     g = registry.genome(gid)
     name = lambda i: registry.genome(i)['name'] if registry.has(i) else None
     parents = [dict(p, name=name(p['id']), kind='genome' if registry.has(p['id']) else 'player') for p in g['parents']]
-    children = [dict(r) for r in registry.db.execute("""SELECT l.child id, g.name, l.relation, g.status FROM lineage l
-        JOIN genomes g ON g.id = l.child WHERE l.parent = ? ORDER BY g.created, g.rowid""", (gid,))]
     stats = {k: v[gid] for k in KINDS if gid in (v := registry.stats(gid, kind=k))}
     rh = ratings_by_season(registry)
     ratings = rh[rh.genome == gid][['season', 'version', 'mu', 'sigma', 'ordinal']].to_dict('records')
-    return dict(genome=g, rating=registry.ratings().get(gid), ratings=ratings, stats=stats,
-                parents=parents, children=children, root=dict(id=(r := registry.lineage_root(gid)), name=name(r)),
+    return dict(genome=g, rating=registry.ratings().get(gid), ratings=ratings, stats=stats, games=registry.games_played(gid),
+                parents=parents, children=registry.children(gid), root=dict(id=(r := registry.lineage_root(gid)), name=name(r)),
                 download=f'/get_genome/{gid}')
 
 # %% ../nbs/88_genome_page.ipynb #6c25fa23
@@ -61,20 +67,37 @@ def rating_svg(ratings:list, # rows {'season', 'mu', 'sigma', 'ordinal'} of `gen
             f'<text x="{L}" y="{height - 4}" class="tick">season · ordinal (solid), mu (dashed), mu ± sigma (band)'
             '</text></svg>')
 
-# %% ../nbs/88_genome_page.ipynb #da2a7666
-GENOME_PAGE_STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:64em;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.2em} td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
-th{background:#f3f3f3} .num{text-align:right} .muted{color:#666} code{font-size:.95em} a{color:#1a5fb4}
-#rating-plot .grid{stroke:#eee} #rating-plot .tick{font-size:11px;fill:#555} #rating-plot .band{fill:#1a5fb422}
-#rating-plot .mu{fill:none;stroke:#1a5fb4;stroke-dasharray:4 3}
-#rating-plot .ordinal{fill:none;stroke:#222;stroke-width:2} #rating-plot .point{fill:#222}
-.download{display:inline-block;padding:.35em .8em;border:1px solid #1a5fb4;border-radius:4px}"""
-
+# %% ../nbs/88_genome_page.ipynb #0853ebab
 def _link(i:str, name:str|None)->str:
     return f'<a href="/genome/{html.escape(i)}">{html.escape(name or i)}</a>' if name else f'{html.escape(i)} (player)'
 
+def program_html(source:str)->str: # a <div class="source">
+    "A program genome's Python source, highlighted by Pygments (inline styles: no stylesheet of its own)."
+    from pygments import highlight
+    from pygments.lexers import PythonLexer
+    from pygments.formatters import HtmlFormatter
+    return f'<div class="source" id="program">{highlight(source, PythonLexer(), HtmlFormatter(noclasses=True, nobackground=True))}</div>'
+
+def _body(g:dict)->str: # what the genome is: a program's source, or its architecture's settings
+    if g['arch'] == 'program' and isinstance(g['config'].get('source'), str):
+        return (f"<h2>Program</h2><p class=\"muted\">What it plays: Python source run in the sandbox (sha256 "
+                f"<code>{html.escape(str(g['config'].get('sha256', ''))[:16])}</code>...).</p>{program_html(g['config']['source'])}")
+    rows = ''.join(f"<tr><td>{html.escape(str(k))}</td><td><code>{html.escape(json.dumps(v)[:200])}</code></td></tr>"
+                   for k, v in g['config'].items())
+    return f"<h2>Architecture</h2><p><code>{html.escape(g['arch'])}</code></p>" + (f'<table id="config">{rows}</table>' if rows else '')
+
+def _games_html(games:list, shown:int=12)->str: # the newest stored tournament games, snake's linked to the viewer
+    if not games: return '<p class="muted" id="stored-games">No stored tournament game yet.</p>'
+    more = f'<p class="muted">and {len(games) - shown} more (<code>/api/genome/...</code> lists them)</p>' if len(games) > shown else ''
+    games = games[:shown]
+    item = lambda x: (f'<a href="/viewer?evaluation={x["evaluation"]}&amp;game={x["game"]}">tournament {x["evaluation"]}, game '
+                      f'{x["game"]}</a>' if x['arena'] == 'snake' else f'tournament {x["evaluation"]}, game {x["game"]}')
+    return ('<ol id="stored-games">' + ''.join(f'<li>{item(x)}: score {x["score"]:.1f}, place {(x["place"] or 0) + 1} '
+            f'<span class="muted">({html.escape(x["created"])})</span></li>' for x in games) + '</ol>' + more)
+
+# %% ../nbs/88_genome_page.ipynb #da2a7666
 def genome_page_html(rep:dict)->str:
-    "The genome page of a `genome_report`: header, rating plot and table, games by kind, lineage, download link."
+    "The genome page of a `genome_report`: header, what it is (a program's source), rating plot and table, games by kind, stored games, lineage, download."
     g, e = rep['genome'], html.escape
     fmt = lambda v, d=2: '' if v is None else f'{v:.{d}f}'
     rt = rep['rating']
@@ -93,10 +116,7 @@ def genome_page_html(rep:dict)->str:
             or '<li class="muted">none yet</li>')
     r0 = rep['root']
     root = '' if r0['id'] == g['id'] else f"<p>Lineage root (first parents up): {_link(r0['id'], r0['name'])}</p>"
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(g['name'])}: genome_lab</title>
-<style>{GENOME_PAGE_STYLE}</style></head><body>
-<p><a href="/">home</a> · <a href="/leaderboard">leaderboard</a></p>
-<h1 id="genome-name">{e(g['name'])}</h1>
+    return page(g['name'], f"""<h1 id="genome-name">{e(g['name'])}</h1>
 <p class="muted"><code>{e(g['id'])}</code> · {e(g['type'])} · arena {e(g['arena'])} · {e(g['arch'])} ·
 {e(g['status'])} · made by {e(g['source'])} on {e(g['created'])}</p>
 <p>{e(g['description'].splitlines()[0] if g['description'] else '')}</p>
@@ -109,24 +129,24 @@ def genome_page_html(rep:dict)->str:
 <h2>Games</h2><table id="games-table"><thead><tr><th>kind</th><th>games</th><th>avg score</th><th>avg survival</th>
 <th>kill ratio</th><th>win rate</th></tr></thead>
 <tbody>{games or '<tr><td colspan="6" class="muted">no games yet</td></tr>'}</tbody></table>
-<h2>Lineage</h2><h3>Parents</h3><ul id="parents">{par}</ul><h3>Children</h3><ul id="children">{kids}</ul>{root}
-</body></html>"""
+<h3>Stored tournament games</h3>{_games_html(rep['games'])}
+{_body(g)}
+<h2>Lineage</h2><h3>Parents</h3><ul id="parents">{par}</ul><h3>Children</h3><ul id="children">{kids}</ul>{root}""")
 
 # %% ../nbs/88_genome_page.ipynb #5d757162
 router = APIRouter(tags=['pages'])
+GENOME_REF = PathParam(min_length=1, max_length=100, description="a genome's id, or its name (the newest genome of that name)")
 
-def _report(pool:RegistryPool, gid:str)->dict:
-    try: return retry_busy(genome_report, pool.get(), gid)
-    except RegistryError: raise HTTPException(404, f"no genome {gid!r} in the registry") from None
+def _report(pool:RegistryPool, ref:str)->dict:
+    try: return retry_busy(genome_report, pool.get(), ref)
+    except RegistryError as err: raise HTTPException(404, str(err)) from None
 
-@router.get('/genome/{genome_id}', response_class=HTMLResponse, operation_id='genome_page')
-def genome_page(genome_id:str=PathParam(pattern=ID_PATTERN, description="a genome id"),
-                pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
+@router.get('/genome/{genome_ref:path}', response_class=HTMLResponse, operation_id='genome_page')
+def genome_page(genome_ref:str=GENOME_REF, pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
     "One genome's page: its rating over the seasons' tournaments, games, parents and children, and its file."
-    return HTMLResponse(genome_page_html(_report(pool, genome_id)))
+    return HTMLResponse(genome_page_html(_report(pool, genome_ref)))
 
-@router.get('/api/genome/{genome_id}', operation_id='genome_data')
-def genome_data(genome_id:str=PathParam(pattern=ID_PATTERN, description="a genome id"),
-                pool:RegistryPool=Depends(registry_pool))->dict:
-    "The genome page's data (`genome_report`): row, rating after each season, stats by kind, lineage, download path."
-    return _report(pool, genome_id)
+@router.get('/api/genome/{genome_ref:path}', operation_id='genome_data')
+def genome_data(genome_ref:str=GENOME_REF, pool:RegistryPool=Depends(registry_pool))->dict:
+    "The genome page's data (`genome_report`): row, rating after each season, stats by kind, games, lineage, download path."
+    return _report(pool, genome_ref)

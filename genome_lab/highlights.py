@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, asdict, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 import numpy as np
-from .registry import Registry, SQLiteStore, utcnow, GAMES_SCHEMA
+from .registry import Registry, SQLiteStore, utcnow
 from .tournament import play_game, SnakeGame, MODEL
 from .streaming import Canvas, Scene, SnakeFrame, snake_frame, render_snake, kill_events, genome_colours, write_clip
 
@@ -30,20 +30,17 @@ class StoredGame:
     snakes_per_genome: int; steps: int
     settings: dict = field(default_factory=dict) # `SnakeArena` arguments
 
-def _rating_before(db, gid:str, evaluation:int, game:int)->tuple: # (mu, sigma)
-    r = db.execute('SELECT mu, sigma FROM rating_history WHERE genome=? AND (evaluation<? OR (evaluation=? AND game<?)) '
-                   'ORDER BY evaluation DESC, game DESC LIMIT 1', (gid, evaluation, evaluation, game)).fetchone()
-    if r: return r['mu'], r['sigma']
+def _rating_before(registry:Registry, gid:str, evaluation:int, game:int)->tuple: # (mu, sigma)
+    "`gid`'s rating before game `game` of `evaluation`; a new genome's default rating before its first."
+    if (r := registry.rating_before(gid, evaluation, game)) is not None: return r
     d = MODEL.rating(); return d.mu, d.sigma
 
 def tournament_games(registry:Registry, evaluation:int|None=None)->list: # [StoredGame]
     "The games of snake tournament `evaluation` (default: the latest); `ValueError` if there is none."
-    db = registry.db; db.executescript(GAMES_SCHEMA)
-    q = "SELECT id, settings FROM evaluations WHERE kind='tournament' AND arena='snake'"
-    row = db.execute(q + (' AND id=?' if evaluation else ' ORDER BY id DESC LIMIT 1'), (evaluation,) if evaluation else ()).fetchone()
-    if row is None: raise ValueError(f"no snake tournament {evaluation or ''} in the registry: run one first (`run_tournament`)")
-    s, eid = json.loads(row['settings']), row['id']
-    rows = db.execute('SELECT genome, score FROM results WHERE evaluation=? ORDER BY rowid', (eid,)).fetchall()
+    found = registry.evaluations('tournament', 'snake', limit=1, evaluation=evaluation)
+    if not found: raise ValueError(f"no snake tournament {evaluation or ''} in the registry: run one first (`run_tournament`)")
+    s, eid = found[0]['settings'], found[0]['id']
+    rows = registry.evaluation_results(eid)
     G = s['genomes_per_game']
     if len(rows) % G: raise ValueError(f"tournament {eid} has {len(rows)} results, not a multiple of its {G} genomes per game")
     names = {g: registry.genome(g)['name'] for g in {r['genome'] for r in rows}}
@@ -52,7 +49,7 @@ def tournament_games(registry:Registry, evaluation:int|None=None)->list: # [Stor
         part = rows[k*G:(k+1)*G]
         ids = [r['genome'] for r in part]
         games.append(StoredGame(eid, k, s['seed']*100003 + k, ids, [names[i] for i in ids], np.array([r['score'] for r in part]),
-                                [_rating_before(db, i, eid, k) for i in ids], s['agents_per_genome'], s['steps'], s.get('settings') or {}))
+                                [_rating_before(registry, i, eid, k) for i in ids], s['agents_per_genome'], s['steps'], s.get('settings') or {}))
     return games
 
 # %% ../nbs/92_highlights.ipynb #64fde4d0

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 
 # %% ../nbs/99_pipeline.ipynb #dc2279ef
 from __future__ import annotations
-import argparse, ast, contextlib, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
+import argparse, ast, contextlib, difflib, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
 import time, uuid
 from unittest import mock
 from datetime import datetime, timezone
@@ -16,10 +16,11 @@ import genome_lab
 from .core import notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence
 
 # %% auto #0
-__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'NOISE', 'HELP_CACHE', 'list_notebooks', 'notebook_parameters', 'parse_override',
-           'resolve_parameters', 'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'kernel_config',
-           'run_pipeline', 'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_cli', 'commands',
-           'command_summary', 'usage', 'source_digest', 'command_help', 'main']
+__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'HELP_CACHE', 'list_notebooks',
+           'notebook_parameters', 'did_you_mean', 'parse_override', 'resolve_parameters', 'cell_flags', 'skip_flagged',
+           'NotebookFailed', 'new_run_id', 'kernel_config', 'run_pipeline', 'snapshot_registry', 'restore_registry',
+           'noisy_outputs', 'run_summary', 'run_cli', 'commands', 'command_summary', 'usage', 'usage_spec',
+           'check_usage', 'source_digest', 'command_help', 'cached_usage', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -39,6 +40,13 @@ def notebook_parameters(path:Path)->dict: # {name: {'type': 'int'|'float'|'str'|
         raise ValueError(f"{path.name}: papermill cannot parse parameters {missed}; write `name: type = value  # help` "
                          "with no ':' or '=' in the help text")
     return out
+
+# %% ../nbs/99_pipeline.ipynb #c6657124
+def did_you_mean(name:str, known:list)->str: # ": did you mean 'x'?" or ''
+    "A hint for a mistyped `name`: the closest of `known` (difflib's ratio), or a notebook named without its number (`registry` for `10_registry`)."
+    by_stem = [k for k in known if k.split('_', 1)[-1] == name]
+    close = by_stem or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f": did you mean {close[0]!r}?" if close else ''
 
 # %% ../nbs/99_pipeline.ipynb #c112236c
 PRESETS = {
@@ -94,7 +102,9 @@ def resolve_parameters(notebooks:list, # names in run order
     nbs = Path(nbs or notebooks_dir())
     if preset not in PRESETS: raise ValueError(f"unknown preset {preset!r}: choose one of {sorted(PRESETS)}")
     unknown_nb = [n for n in notebooks if not (nbs/f'{n}.ipynb').exists()]
-    if unknown_nb: raise ValueError(f"no notebooks {unknown_nb} in {nbs}; available: {list_notebooks(nbs)}")
+    if unknown_nb:
+        hints = ', '.join(f'{n!r}{did_you_mean(n, list_notebooks(nbs))}' for n in unknown_nb)
+        raise ValueError(f"no notebooks {hints} in {nbs}; available: {list_notebooks(nbs)}")
     declared = {n: notebook_parameters(nbs/f'{n}.ipynb') for n in notebooks}
     out = {n: {} for n in notebooks}
     for n, vals in PRESETS[preset].items():
@@ -107,7 +117,7 @@ def resolve_parameters(notebooks:list, # names in run order
         targets = [n for n in notebooks if name in declared[n]]
         if not targets:
             known = sorted({k for d in declared.values() for k in d} - set(RUN_INJECTED))
-            raise ValueError(f"unknown parameter {name!r} for notebooks {notebooks}; known parameters: {known}")
+            raise ValueError(f"unknown parameter {name!r}{did_you_mean(name, known)} for notebooks {notebooks}; known parameters: {known}")
         for n in targets: out[n][name] = _typed(value, declared[n][name]['type'], name)
     return out
 
@@ -194,19 +204,30 @@ def restore_registry(run_dir:Path):
     shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(run_dir/'registry.before', tmp)
     shutil.rmtree(old, ignore_errors=True); os.replace(run_dir/'registry', old); os.replace(tmp, run_dir/'registry'); shutil.rmtree(old)
 
+DISPLAY_SETUP = """# genome_lab.pipeline: how a run's notebooks show numbers (an IPython startup file of the run's kernels)
+try:
+    import pandas as pd
+    pd.set_option('display.precision', 3)   # tables with 3 decimals, not pandas' 6
+except ImportError: pass
+""" # run by every kernel of a run before its first cell
+
 def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool):
     """Run the notebooks not yet done. Before each one the registry is snapshotted; a notebook that was running or
-    failed when the run stopped (a SIGKILL included) starts again from the registry as it was before it."""
+    failed when the run stopped (a SIGKILL included) starts again from the registry as it was before it. The kernels
+    start with `DISPLAY_SETUP` (an IPython profile in `run_dir/.ipython`)."""
     def save(): atomic_write(run_dir/'run.json', json.dumps(record, indent=1, default=str))
     record['status'] = 'running'; save()
-    with mock.patch.dict(os.environ, TQDM_DISABLE=os.environ.get('TQDM_DISABLE', '1')):   # kernels inherit it: no bars
+    ipython = run_dir/'.ipython'
+    atomic_write(ipython/'profile_default'/'startup'/'00-display.py', DISPLAY_SETUP)
+    with mock.patch.dict(os.environ, TQDM_DISABLE=os.environ.get('TQDM_DISABLE', '1'), IPYTHONDIR=str(ipython.resolve())):   # kernels inherit both: no bars
         _run_each(run_dir, notebooks, params, record, flags, progress, save)
     record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
 
 def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, save):
     "`_run_notebooks`' loop: each notebook not done yet, its registry snapshot first; `save()` writes `run.json`."
     import papermill as pm, nbformat
-    nbs = notebooks_dir()
+    nbs, tty = notebooks_dir(), sys.stdout.isatty()
+    say = lambda text, last=True: print(('\r' if tty and last else '') + text, end='' if tty and not last else '\n', flush=True)
     for k, n in enumerate(notebooks, 1):
         if record['results'].get(n, {}).get('status') == 'ok': continue
         if record['results'].get(n, {}).get('snapshot'): restore_registry(run_dir)
@@ -216,7 +237,7 @@ def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set,
         record['results'][n] = dict(status='running', parameters=p, snapshot=True); save()
         t0 = time.perf_counter()
         line = f"[genome-lab] {k}/{len(notebooks)} {n}"
-        if progress: print(f"{line} ...", end='', flush=True)
+        if progress: say(f"{line} ...", last=False)   # on a terminal the line is finished in place; in a log, a line each
         try:
             nb = nbformat.read(nbs/f'{n}.ipynb', as_version=4)
             record['results'][n]['skipped_cells'] = skip_flagged(nb, flags)
@@ -226,11 +247,11 @@ def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set,
             msg = f"notebook {n} failed in cell {e.exec_count} (cell index {e.cell_index}): {e.ename}: {e.evalue}"
             record['results'][n].update(status='failed', seconds=time.perf_counter()-t0, error=msg)
             record['status'] = 'failed'; save()
-            if progress: print(f"\r{line} failed", flush=True)
+            if progress: say(f"{line} failed")
             raise NotebookFailed(f"{msg}\nexecuted notebook kept at {run_dir/f'{n}.ipynb'}") from None
         record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False,
                                     noise=noisy_outputs(run_dir/f'{n}.ipynb')); save()
-        if progress: print(f"\r{line} done in {record['results'][n]['seconds']} s", flush=True)
+        if progress: say(f"{line} done in {record['results'][n]['seconds']} s")
 
 # %% ../nbs/99_pipeline.ipynb #f971b761
 NOISE = {'FutureWarning': r'(Future|Pandas\d)Warning', 'gym notice': r'Gym has been unmaintained',
@@ -244,6 +265,41 @@ def noisy_outputs(path:str|Path)->list: # [[cell index, kind of noise]]
                        for o in c.get('outputs', []))
         out += [[i, kind] for kind, pat in NOISE.items() if re.search(pat, text)]
     return out
+
+# %% ../nbs/99_pipeline.ipynb #990996b8
+def _minutes(s:float)->str: return f"{int(s // 60)}m{round(s % 60):02d}s" if s >= 60 else f"{s:.1f} s"
+
+def run_summary(run_dir:str|Path)->str: # lines for the console
+    """What run `run_dir` did: its notebooks and time, the seasons, per arena the genomes rated and replaced and the top
+    active one (the leaderboard's note where a baseline leads), where the figures are and how to serve them."""
+    from genome_lab.server import leaderboard
+    from genome_lab.registry import Registry, RegistryError
+    run_dir = Path(run_dir); rec = json.loads((run_dir/'run.json').read_text())
+    res = rec['results']; ok = [n for n in rec['notebooks'] if res.get(n, {}).get('status') == 'ok']
+    secs = sum(res[n].get('seconds') or 0 for n in ok)
+    slow = sorted(ok, key=lambda n: -(res[n].get('seconds') or 0))[:3]
+    slowest = ', '.join(f"{n} {_minutes(res[n].get('seconds') or 0)}" for n in slow)
+    out = [f"[genome-lab] run {rec['run_id']} ({rec['preset']} preset): {len(ok)} of {len(rec['notebooks'])} notebooks ran "
+           f"in {_minutes(secs)}" + (f"; the slowest: {slowest}" if slow else '')]
+    try: reg = Registry(run_dir/'registry', read_only=True)
+    except (FileNotFoundError, RegistryError): reg = None
+    if reg is not None:
+        with reg:
+            seasons, lb, rt, log = reg.seasons(), leaderboard(reg, top=1), reg.ratings(), reg.replacement_log()
+            arena_of = {g['id']: g['arena'] for g in reg.genome_rows()}
+        if seasons: out.append(f"  seasons: {len(seasons)} ({sum(s['status'] == 'done' for s in seasons)} done), "
+                               f"{sum(len(s['candidates']) for s in seasons)} candidates offered, {len(log)} replacements")
+        rows = [(a, sum(arena_of.get(g) == a for g in rt), sum(r['arena'] == a for r in log),
+                 next((r for r in lb['arenas'][a] if r['status'] == 'active'), None)) for a in sorted(lb['arenas'])]
+        if rows: out.append(f"  {'arena':<10} {'rated':>5} {'replaced':>8}  top active genome (ordinal, type)")
+        for a, n, m, top in rows:
+            best = f"{top['name']} ({top['ordinal']:.2f}, {top['type']})" if top else 'none active is rated'
+            out.append(f"  {a:<10} {n:>5} {m:>8}  {best}")
+            if a in lb['notes']: out.append(f"  {'':<26}{lb['notes'][a]}")
+    out.append(f"  figures: the executed notebooks in {run_dir}/ (10_registry first, then 70_tournament and 85_seasons);"
+               f" as a site: bash tools/docs.sh --from-run {run_dir}")
+    out.append(f"  look at it: genome-lab serve --registry {run_dir/'registry'} --read-only, then open http://127.0.0.1:8000/")
+    return '\n'.join(out)
 
 # %% ../nbs/99_pipeline.ipynb #56d0af31
 def run_cli(argv:list|None=None):
@@ -264,9 +320,10 @@ def run_cli(argv:list|None=None):
     try: run = run_pipeline(names or None, a.preset, a.param, a.runs_dir, a.run_id, a.resume, a.flags)
     except (ValueError, FileNotFoundError, FileExistsError, NotebookFailed, RunLocked) as e:
         print(f"genome-lab run: error: {e}", file=sys.stderr); return 1
-    print(f"[genome-lab] run finished: {run}")
+    try: print(run_summary(run))
+    except Exception as e:   # the run is done and kept: a summary that cannot be made must not fail it
+        print(f"[genome-lab] run finished: {run} (no summary: {type(e).__name__}: {e})")
     return 0
-
 
 # %% ../nbs/99_pipeline.ipynb #a1db9dd1
 def commands()->dict: # {name: 'module:function'}
@@ -295,6 +352,52 @@ def usage()->str: # the listing `genome-lab --help` prints
     lines += [f"  {n:<{w}}  {command_summary(t)}" for n, t in sorted(cmds.items())]
     return '\n'.join(lines + ["", "`genome-lab COMMAND --help` lists a command's options."])
 
+# %% ../nbs/99_pipeline.ipynb #80d9a107
+ACTIONS = {'_StoreAction': 'store', '_StoreTrueAction': 'store_true', '_StoreFalseAction': 'store_false', '_AppendAction': 'append',
+           '_CountAction': 'count', '_StoreConstAction': 'store_const', 'BooleanOptionalAction': 'boolean'} # argparse's actions `usage_spec` describes
+
+def usage_spec(parser:argparse.ArgumentParser)->dict|None: # JSON; None when the parser holds an action it cannot describe
+    "A description of what command lines `parser` takes, for `check_usage`: its options and positionals with action, nargs, choices, required and type."
+    acts = []
+    for a in parser._actions:
+        if isinstance(a, argparse._HelpAction): continue
+        if (kind := ACTIONS.get(type(a).__name__)) is None: return None
+        t = a.type
+        typ = 'int' if t is int else 'float' if t is float else 'bounded' if callable(t) and hasattr(t, 'bounds') else 'text'
+        choices = list(a.choices) if a.choices is not None else None
+        if not all(isinstance(c, (str, int, float)) for c in choices or ()) or not isinstance(a.const, (str, int, float, type(None))): return None
+        acts.append(dict(flags=[f for f in a.option_strings if not (kind == 'boolean' and f.startswith('--no-'))], dest=a.dest,
+                         action=kind, nargs=a.nargs, const=a.const, required=a.required, choices=choices, type=typ,
+                         bounds=list(t.bounds) if typ == 'bounded' else None))
+    return dict(prog=parser.prog, allow_abbrev=parser.allow_abbrev, actions=acts)
+
+class _Refused(Exception): "A command line `check_usage`'s parser refused; the message is argparse's usage and error."
+
+def _bounded(lo:int, hi:int):
+    def value(text:str)->int:
+        v = int(text)
+        if not lo <= v <= hi: raise argparse.ArgumentTypeError(f"{v} is not within {lo} to {hi}")
+        return v
+    return value
+
+def check_usage(spec:dict, # `usage_spec`'s answer
+                argv:list)->str|None: # argparse's usage line and error, or None when the command line fits
+    "Check a command line against a command's `usage_spec` as its own parser would, without importing the command."
+    class Parser(argparse.ArgumentParser):
+        def error(self, message): raise _Refused(f"{self.format_usage()}{self.prog}: error: {message}")
+    ap = Parser(prog=spec['prog'], allow_abbrev=spec['allow_abbrev'], add_help=False)
+    for a in spec['actions']:
+        kw = dict(action=argparse.BooleanOptionalAction if a['action'] == 'boolean' else a['action'])
+        if a['action'] in ('store', 'append'):
+            types = {'int': int, 'float': float, 'text': None}
+            kw.update(nargs=a['nargs'], choices=a['choices'], type=types[a['type']] if a['type'] in types else _bounded(*a['bounds']))
+        if a['action'] == 'store_const': kw['const'] = a['const']
+        if a['flags']: ap.add_argument(*a['flags'], dest=a['dest'], required=a['required'], **kw)
+        else: ap.add_argument(a['dest'], **kw)
+    try: ap.parse_args(argv)
+    except _Refused as e: return str(e)
+    return None
+
 # %% ../nbs/99_pipeline.ipynb #b96101bc
 HELP_CACHE = Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'genome_lab'/'help' # a folder per source_digest
 
@@ -307,27 +410,41 @@ def source_digest()->str: # 16 hex digits
 def command_help(name:str, # a command of `commands()`
                  cache:Path|None=None)->str: # its `--help` text (argparse's)
     """The `--help` text of command `name`: read from `cache` (default `HELP_CACHE`) when this package's sources are
-    the ones it was written from, else made by running the command with `--help` (its module imported) and kept."""
+    the ones it was written from, else made by running the command with `--help` (its module imported) and kept, with
+    the `usage_spec` of the parser that printed it (`name.json`, read by `cached_usage`)."""
     mod, fn = commands()[name].split(':')
     path = Path(cache or HELP_CACHE)/source_digest()/f'{name}.txt'
     if mod.split('.')[0] == 'genome_lab' and path.exists(): return path.read_text()
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+    out, parsers, printed = io.StringIO(), [], argparse.ArgumentParser.print_help
+    def spy(parser, file=None): parsers.append(parser); return printed(parser, file)
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit), mock.patch.object(argparse.ArgumentParser, 'print_help', spy):
         getattr(importlib.import_module(mod), fn)(['--help'])
     if mod.split('.')[0] == 'genome_lab':
-        with contextlib.suppress(OSError): atomic_write(path, out.getvalue())   # a read-only home still gets its help
+        with contextlib.suppress(OSError):   # a read-only home still gets its help
+            atomic_write(path.with_suffix('.json'), json.dumps(usage_spec(parsers[-1]) if parsers else None))
+            atomic_write(path, out.getvalue())
     return out.getvalue()
 
+def cached_usage(name:str, cache:Path|None=None)->dict|None: # `usage_spec` of the command's parser, None when not cached
+    "The `usage_spec` `command_help` kept for command `name` with this package's sources (nothing is imported)."
+    path = Path(cache or HELP_CACHE)/source_digest()/f'{name}.json'
+    try: return json.loads(path.read_text())
+    except (OSError, ValueError): return None
+
 # %% ../nbs/99_pipeline.ipynb #23327bba
-def main(argv:list|None=None)->int: # exit status
+def main(argv:list|None=None, # the command line after `genome-lab` (default: `sys.argv[1:]`)
+         cache:Path|None=None)->int: # exit status; `cache`: the help cache (default `HELP_CACHE`)
     """Entry point of the `genome-lab` command: `genome-lab COMMAND [ARGS]`; no arguments or `--help`: `usage()`;
-    `COMMAND --help`: `command_help`."""
+    `COMMAND --help`: `command_help`. A command line is checked against the command's cached `usage_spec` before its
+    module (and torch with it) is imported."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ('-h', '--help'): print(usage()); return 0
     if argv[0] == '--version': print(f"genome-lab {genome_lab.__version__}"); return 0
     cmds = commands()
     if argv[0] not in cmds:
-        print(f"{usage()}\n\ngenome-lab: error: unknown command {argv[0]!r}", file=sys.stderr); return 2
-    if argv[1:] in (['-h'], ['--help']): print(command_help(argv[0]), end=''); return 0
+        print(f"{usage()}\n\ngenome-lab: error: unknown command {argv[0]!r}{did_you_mean(argv[0], sorted(cmds))}", file=sys.stderr); return 2
+    if argv[1:] in (['-h'], ['--help']): print(command_help(argv[0], cache), end=''); return 0
     mod, fn = cmds[argv[0]].split(':')
+    if mod.split('.')[0] == 'genome_lab' and not {'-h', '--help'} & set(argv[1:]) and (spec := cached_usage(argv[0], cache)):
+        if (refused := check_usage(spec, argv[1:])) is not None: print(refused, file=sys.stderr); return 2
     return getattr(importlib.import_module(mod), fn)(argv[1:])

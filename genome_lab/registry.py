@@ -21,8 +21,8 @@ from .arenas import arena_version
 # %% auto #0
 __all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'NAME_MAX', 'STATUSES', 'NEUTRAL_ENGAGEMENT',
            'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA', 'SEASONS_SCHEMA', 'GAMES_SCHEMA', 'RESULT_COLUMNS',
-           'GenomeFormatError', 'utcnow', 'Genome', 'check_params', 'genome_to_bytes', 'genome_from_bytes',
-           'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
+           'GenomeFormatError', 'utcnow', 'Genome', 'shape_mismatch', 'check_params', 'genome_to_bytes',
+           'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -57,16 +57,20 @@ class Genome:
                 raise GenomeFormatError(f"parent {p} must be {{'id', 'relation'}} with a relation in {RELATIONS}")
 
 # %% ../nbs/10_registry.ipynb #01d909ec
+def shape_mismatch(arch:str, want:dict, got:dict)->str|None: # the message; None when they match
+    "What differs between parameter shapes `got` and the shapes `want` of architecture `arch` (name -> shape): missing, unexpected and wrong-shaped names."
+    if got == want: return None
+    missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
+    wrong = sorted(k for k in set(want) & set(got) if want[k] != got[k])
+    return (f"parameters do not match architecture {arch!r} with its config: missing {missing}, unexpected {extra}, "
+            f"wrong shape {[(k, got[k], want[k]) for k in wrong]}")
+
 def check_params(genome:Genome, params:dict):
     "Raise `GenomeFormatError` unless `params` has exactly the names and shapes of `genome.arch` with `genome.config`."
     try: want = param_shapes(genome.arch, genome.config)
     except ValueError as e: raise GenomeFormatError(str(e)) from None
-    got = {k: tuple(v.shape) for k, v in params.items()}
-    if got != want:
-        missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
-        wrong = sorted(k for k in set(want) & set(got) if want[k] != got[k])
-        raise GenomeFormatError(f"parameters do not match architecture {genome.arch!r}: missing {missing}, "
-                                f"unexpected {extra}, wrong shape {[(k, got[k], want[k]) for k in wrong]}")
+    if (why := shape_mismatch(genome.arch, want, {k: tuple(v.shape) for k, v in params.items()})) is not None:
+        raise GenomeFormatError(why)
 
 def genome_to_bytes(genome:Genome, params:dict)->bytes: # safetensors bytes
     "Serialise `genome` and its `params` (name -> tensor) as safetensors with the metadata in the header."
@@ -640,6 +644,69 @@ def rating_history(self:Registry, tag:str)->list: # [{tag, 'arena', 'version', '
            h.game FROM rating_history h JOIN evaluations e ON e.id = h.evaluation JOIN genomes g ON g.id = h.genome
            WHERE tagged IS NOT NULL ORDER BY e.id, h.game"""
     return [{tag: r['tagged'], **{k: r[k] for k in r.keys() if k != 'tagged'}} for r in self.db.execute(q, (tag,))]
+
+# %% ../nbs/10_registry.ipynb #415b3842
+@patch
+def genome_rows(self:Registry, statuses:tuple=STATUSES)->list: # [row dict (no `parents`, `config` as JSON text)], oldest first
+    "The genomes' rows whose status is one of `statuses`, in the order they were created."
+    q = f"SELECT * FROM genomes WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY created, rowid"
+    return [dict(r) for r in self.db.execute(q, tuple(statuses))]
+
+@patch
+def children(self:Registry, gid:str)->list: # [{'id', 'name', 'relation', 'status'}], oldest first
+    "The genomes with `gid` among their parents, and how each was made from it."
+    q = """SELECT l.child id, g.name, l.relation, g.status FROM lineage l JOIN genomes g ON g.id = l.child
+           WHERE l.parent = ? ORDER BY g.created, g.rowid"""
+    return [dict(r) for r in self.db.execute(q, (gid,))]
+
+@patch
+def genome_file(self:Registry, gid:str)->Path: # the genome's safetensors file
+    "The stored file of genome `gid`; `RegistryError` for an unknown genome or a missing file."
+    path = self._genome_path(gid)
+    if not self.has(gid) or not path.is_file(): raise RegistryError(f"no file of genome {gid!r} in the registry")
+    return path
+
+# %% ../nbs/10_registry.ipynb #741260d7
+@patch
+def evaluations(self:Registry, kind:str|None=None, arena:str|None=None, # only this kind of `KINDS`, this arena
+                limit:int|None=None, # the newest `limit` only
+                evaluation:int|None=None)->list: # [{'id', 'kind', 'arena', 'version', 'settings' (a dict), 'created', ...}], newest first
+    "The evaluations (tournaments among them) of `kind` in `arena`, or the one numbered `evaluation`."
+    where = [(c, v) for c, v in (('kind=?', kind), ('arena=?', arena), ('id=?', evaluation)) if v is not None]
+    q = ('SELECT * FROM evaluations' + (' WHERE ' + ' AND '.join(c for c, _ in where) if where else '') + ' ORDER BY id DESC'
+         + (' LIMIT ?' if limit is not None else ''))
+    rows = self.db.execute(q, (*(v for _, v in where), *([limit] if limit is not None else [])))
+    return [dict(r, settings=json.loads(r['settings'])) for r in rows]
+
+@patch
+def evaluation_results(self:Registry, evaluation:int)->list: # [{'genome', 'score', 'survival', 'kills', 'game', 'place', ...}]
+    "The results of evaluation `evaluation` in the order they were stored (a tournament's: game by game)."
+    return [dict(r) for r in self.db.execute('SELECT * FROM results WHERE evaluation=? ORDER BY rowid', (evaluation,))]
+
+@patch
+def games_played(self:Registry, gid:str, limit:int=50)->list: # [{'evaluation', 'game', 'arena', 'created', 'score', 'place'}], newest first
+    "The tournament games genome `gid` played (at most `limit`), each with its score and place (0: won)."
+    q = """SELECT r.evaluation, r.game, e.arena, e.created, r.score, r.place FROM results r JOIN evaluations e
+           ON e.id = r.evaluation WHERE r.genome = ? AND e.kind = 'tournament' AND r.game IS NOT NULL
+           ORDER BY r.evaluation DESC, r.game LIMIT ?"""
+    return [dict(r) for r in self.db.execute(q, (gid, limit))]
+
+@patch
+def rating_before(self:Registry, gid:str, evaluation:int, game:int)->tuple|None: # (mu, sigma), None before any
+    "Genome `gid`'s rating just before game `game` of tournament `evaluation` (its last update in an earlier game)."
+    if not self.has_table('rating_history'): return None
+    r = self.db.execute('SELECT mu, sigma FROM rating_history WHERE genome=? AND (evaluation<? OR (evaluation=? AND game<?)) '
+                        'ORDER BY evaluation DESC, game DESC LIMIT 1', (gid, evaluation, evaluation, game)).fetchone()
+    return (r['mu'], r['sigma']) if r else None
+
+@patch
+def replacement_log(self:Registry)->list: # [{'season', 'arena', 'created', 'removed', 'removed_name', 'added', ...}], newest first
+    "Every change selection made (`71_selection`): the genome removed (None: a free place) and the one added, with names, ordinals, arena and season."
+    if not self.has_table('replacements'): return []
+    return [dict(r) for r in self.db.execute("""SELECT json_extract(e.settings, '$.tags.season') season, e.arena, r.created,
+        r.removed, gr.name removed_name, r.added, ga.name added_name, r.removed_ordinal, r.added_ordinal
+        FROM replacements r LEFT JOIN evaluations e ON e.id = r.evaluation LEFT JOIN genomes gr ON gr.id = r.removed
+        LEFT JOIN genomes ga ON ga.id = r.added WHERE r.added IS NOT NULL AND r.note = '' ORDER BY r.id DESC""")]
 
 # %% ../nbs/10_registry.ipynb #075ee992
 GAMES_SCHEMA = """

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 
 # %% ../nbs/72_server.ipynb #e04185e0
 from __future__ import annotations
-import argparse, contextlib, functools, hashlib, hmac, importlib, importlib.resources, json, os, random, sqlite3, sys, threading, time, uuid
+import argparse, contextlib, functools, hashlib, hmac, html, importlib, importlib.resources, json, os, random, sqlite3, sys, threading, time, uuid
 from pathlib import Path
 from typing import Annotated, Callable, Literal, Optional, Union
 import numpy as np, torch
@@ -20,24 +20,25 @@ from pydantic import BaseModel, Field, ConfigDict, field_validator, model_valida
 from starlette.concurrency import run_in_threadpool
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from .registry import (Registry, RegistryError, Genome, GenomeFormatError, genome_from_bytes, FORMAT,
-                                 GENOME_TYPES, RELATIONS, utcnow, seed_founders)
+                                 GENOME_TYPES, RELATIONS, utcnow, seed_founders, shape_mismatch)
 from .policies import ARCHITECTURES, build_policy, find_architecture
 from .arenas import find_arena, make_arena
 from .selection import tournament_job
 
 # %% auto #0
-__all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'pages', 'API_DOCS', 'HOME_PAGE',
-           'HEADER_GUARD', 'RegistryPool', 'retry_busy', 'family_graph', 'leaderboard', 'SubmissionError', 'ParentRef',
-           'GenomeMeta', 'meta_param_shapes', 'check_submission', 'arena_observation', 'check_fits_arena', 'ErrorOut',
-           'StatsOut', 'ParentOut', 'RatingOut', 'PerformanceOut', 'GenomeOut', 'ManifestOut', 'GameResult',
-           'StatsUpdate', 'StatsUpdated', 'Submitted', 'TournamentRequest', 'JobOut', 'HealthOut', 'LeaderRow',
-           'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'evaluation_job', 'JobCancelled',
-           'JobRunner', 'ManifestCache', 'FileCache', 'registry_pool', 'token_refusal', 'require_token', 'TokenRoute',
-           'BodyGuard', 'validation_error', 'genome_row', 'get_genome_manifest', 'get_genome', 'health',
-           'update_genome_stats', 'submit_genome', 'retire_genome', 'run_tournament', 'cancel_job', 'tournament_status',
-           'leaderboard_page_html', 'leaderboard_data', 'leaderboard_page', 'home_links', 'home_page',
-           'installed_routers', 'serve_options', 'create_app', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread',
-           'serve_cli', 'app_from_environment']
+__all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes', 'jobs', 'NAV', 'ASSET_TYPES', 'pages',
+           'API_DOCS', 'HEADER_GUARD', 'SOCKET_EXTENSION', 'RegistryPool', 'retry_busy', 'arena_note', 'family_graph',
+           'leaderboard', 'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes', 'check_submission',
+           'arena_observation', 'check_fits_arena', 'TournamentRequest', 'JobOut', 'evaluation_job', 'JobCancelled',
+           'JobRunner', 'ManifestCache', 'FileCache', 'ErrorOut', 'registry_pool', 'token_refusal', 'require_token',
+           'TokenRoute', 'BodyGuard', 'validation_error', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut',
+           'PerformanceOut', 'GenomeOut', 'ManifestOut', 'HealthOut', 'get_genome_manifest', 'get_genome', 'health',
+           'GameResult', 'StatsUpdate', 'StatsUpdated', 'Submitted', 'update_genome_stats', 'submit_genome',
+           'retire_genome', 'run_tournament', 'cancel_job', 'tournament_status', 'page', 'json_script', 'page_part',
+           'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut',
+           'leaderboard_data', 'leaderboard_page', 'home_links', 'home_page', 'installed_routers', 'serve_options',
+           'create_app', 'connection_socket', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread', 'port_number',
+           'log_config', 'serve_cli', 'app_from_environment']
 
 # %% ../nbs/72_server.ipynb #d052c9d9
 class RegistryPool:
@@ -77,23 +78,30 @@ def _finite(x):
     "`x` as a float, or None when missing or NaN/inf (JSON has no NaN)."
     return float(x) if x is not None and x == x and abs(x) != float('inf') else None
 
-def _rated(registry:Registry, top:int)->dict: # {arena: [rows]} in rating order
-    "The rated genomes of each arena that are active or candidates, best ordinal first, at most `top` each."
+def _rated(registry:Registry, top:int)->dict: # {arena: [rows]}: active genomes in rating order, then candidates
+    "The rated genomes of each arena, the active ones and the candidates apart, each best ordinal first and ranked from 1, at most `top` of each."
     rt, tour, arenas = registry.ratings(), registry.stats(kind='tournament'), {}
-    for g in registry.db.execute("SELECT id, name, type, arena, status, source, created FROM genomes WHERE status != 'retired' ORDER BY created, rowid"):
+    for g in registry.genome_rows(('active', 'candidate')):
         if (r := rt.get(g['id'])) is None: continue
         s = tour.get(g['id']) or {}
-        arenas.setdefault(g['arena'], []).append(dict(g, mu=r['mu'], sigma=r['sigma'], ordinal=r['ordinal'], games=r['games'],
-                                                      win_rate=_finite(s.get('win_rate')), avg_score=_finite(s.get('avg_score'))))
-    return {a: [dict(g, rank=k) for k, g in enumerate(sorted(gs, key=lambda g: -g['ordinal'])[:top], 1)] for a, gs in arenas.items()}
+        arenas.setdefault(g['arena'], []).append(dict({k: g[k] for k in ('id', 'name', 'type', 'arena', 'status', 'source', 'created')},
+            mu=r['mu'], sigma=r['sigma'], ordinal=r['ordinal'], games=r['games'], win_rate=_finite(s.get('win_rate')),
+            avg_score=_finite(s.get('avg_score'))))
+    rank = lambda gs: [dict(g, rank=k) for k, g in enumerate(sorted(gs, key=lambda g: -g['ordinal'])[:top], 1)]
+    return {a: [r for st in ('active', 'candidate') for r in rank([g for g in gs if g['status'] == st])] for a, gs in arenas.items()}
+
+def arena_note(registry:Registry, arena:str, rows:list)->str|None: # a line for the page, or None
+    "Say so when the best active genome of `arena` (`rows` as `_rated` gives them) is a random reference or a hand-written baseline."
+    top = next((r for r in rows if r['status'] == 'active'), None)
+    if top is None or top['type'] != 'baseline': return None
+    g = registry.genome(top['id'])
+    random = g['arch'] == 'random' or g['description'].lower().startswith(('random', 'uniform random'))
+    return (f"In {arena}, no evolved or trained genome beats {'a random reference' if random else 'a hand-written baseline'} yet: "
+            f"{top['name']} ({'random play' if random else g['description'] or 'hand-written'}) leads.")
 
 def _replacements(registry:Registry, seasons:int)->list: # rows, newest first
     "The swaps of the last `seasons` seasons (the last 20 swaps where no season made them)."
-    if not registry.has_table('replacements'): return []
-    rows = [dict(r) for r in registry.db.execute("""SELECT json_extract(e.settings, '$.tags.season') season, e.arena, r.created,
-        r.removed, gr.name removed_name, r.added, ga.name added_name, r.removed_ordinal, r.added_ordinal
-        FROM replacements r LEFT JOIN evaluations e ON e.id = r.evaluation LEFT JOIN genomes gr ON gr.id = r.removed
-        LEFT JOIN genomes ga ON ga.id = r.added WHERE r.added IS NOT NULL AND r.note = '' ORDER BY r.id DESC""")]
+    rows = registry.replacement_log()
     last = sorted({r['season'] for r in rows if r['season'] is not None}, reverse=True)[:seasons]
     return [r for r in rows if r['season'] in last] if last else rows[:20]
 
@@ -112,10 +120,12 @@ def family_graph(registry:Registry)->tuple: # (nodes, edges)
             else: todo.append(p['id'])
     return sorted(nodes.values(), key=lambda n: (n['kind'] != 'player', n['name'], n['id'])), edges
 
-def leaderboard(registry:Registry, top:int=10, seasons:int=3)->dict: # {'arenas', 'replacements', 'players', 'nodes', 'edges', 'top'}
-    "Per arena its rated genomes in rating order, the last `seasons` seasons' replacements, player contributions and the family tree of the active genomes."
+def leaderboard(registry:Registry, top:int=10, seasons:int=3)->dict: # {'arenas', 'notes', 'replacements', 'players', 'nodes', 'edges', 'top'}
+    "Per arena its rated genomes (active, then candidates) and a note where a baseline leads, the last `seasons` seasons' replacements, player contributions and the family tree of the active genomes."
     nodes, edges = family_graph(registry)
-    return dict(arenas=_rated(registry, top), replacements=_replacements(registry, seasons), players=registry.players(),
+    arenas = _rated(registry, top)
+    notes = {a: n for a, rows in arenas.items() if (n := arena_note(registry, a, rows))}
+    return dict(arenas=arenas, notes=notes, replacements=_replacements(registry, seasons), players=registry.players(),
                 nodes=nodes, edges=edges, top=top)
 
 # %% ../nbs/72_server.ipynb #7b3435dc
@@ -183,11 +193,7 @@ def check_submission(data:bytes, # the uploaded file
                                                      and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v['shape'])))
     if odd: raise SubmissionError(f"not a safetensors file: tensors {odd[:5]} lack a dtype string and a shape list of non-negative ints")
     got = {k: tuple(v['shape']) for k, v in header.items()}
-    if got != want:
-        missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
-        wrong = sorted(k for k in set(want) & set(got) if want[k] != got[k])
-        raise SubmissionError(f"tensors do not match architecture {gm.arch!r} with its config: missing {missing}, "
-                              f"unexpected {extra}, wrong shape {[(k, got[k], want[k]) for k in wrong]}")
+    if (why := shape_mismatch(gm.arch, want, got)) is not None: raise SubmissionError(why)
     bad = sorted(k for k, v in header.items() if v.get('dtype') not in ('F32', 'F16', 'BF16'))
     if bad: raise SubmissionError(f"tensors {bad} are not floating point (F32, F16 or BF16)")
     try: genome, params = genome_from_bytes(data)
@@ -219,88 +225,6 @@ def check_fits_arena(arch:str, config:dict, params:dict, arena:str):
         raise SubmissionError(f"{arch!r} with config {config} gives {tuple(logits.shape)[1:]} action scores; {arena} has {cls.num_actions} actions")
 
 # %% ../nbs/72_server.ipynb #4aa0e208
-class ErrorOut(BaseModel):
-    detail: str = Field(description="what was wrong")
-
-class StatsOut(BaseModel):
-    games: int
-    avg_score: Optional[float] = None
-    std_score: Optional[float] = Field(None, description="sample std (ddof=1); null for fewer than 2 games")
-    avg_survival: Optional[float] = None
-    kill_ratio: Optional[float] = None
-    avg_lines: Optional[float] = None
-    std_lines: Optional[float] = None
-    win_rate: Optional[float] = Field(None, description="share of its tournament games won (place 0); null without tournament games")
-    @field_validator('*', mode='before')
-    @classmethod
-    def _no_nan(cls, v): return _finite(v) if isinstance(v, float) else v
-
-class ParentOut(BaseModel):
-    id: str; relation: str
-
-class RatingOut(BaseModel):
-    mu: float; sigma: float
-    ordinal: float = Field(description="mu - 3 sigma: the rating order of its arena")
-    games: int = Field(description="tournament games the rating counts")
-
-class PerformanceOut(BaseModel):
-    "Seed 000's performance block: tournament statistics (the protocol of the rating), engagement, rating, and statistics by kind."
-    avg_score: Optional[float] = None
-    avg_survival_time: Optional[float] = Field(None, description="steps alive per episode")
-    kill_ratio: Optional[float] = None
-    win_rate: Optional[float] = None
-    games_played: int = Field(description="tournament games")
-    player_engagement: float = Field(description="share of players' reported games after which they played again")
-    engagement_source: Literal['reports', 'neutral'] = Field(description="'neutral': no report names the genome, 0.5 is the neutral value")
-    engagement_reports: int
-    rating: Optional[RatingOut] = None
-    by_kind: dict[Literal['evaluation', 'tournament', 'client'], StatsOut]
-    @field_validator('avg_score', 'avg_survival_time', 'kill_ratio', 'win_rate', mode='before')
-    @classmethod
-    def _no_nan(cls, v): return _finite(v) if isinstance(v, float) else v
-
-class GenomeOut(BaseModel):
-    id: str; name: str; type: str; arena: str; arch: str
-    config: dict
-    source: str; created: str; description: str
-    status: Literal['candidate', 'active', 'retired']
-    sha256: str = Field(description="hex sha256 of the genome file: its ETag and cache key")
-    size_bytes: int = Field(description="size of the genome file in bytes")
-    parents: list[ParentOut]
-    performance: PerformanceOut
-    rank: Optional[int] = Field(None, description="1 = first in its arena's rating order (OpenSkill ordinal) among the active genomes; null: not rated yet")
-
-class ManifestOut(BaseModel):
-    genomes: list[GenomeOut]
-    max_active: int
-    last_tournament: Optional[str] = None
-
-class GameResult(BaseModel):
-    "One finished game of a genome, as a game client saw it."
-    model_config = ConfigDict(extra='forbid', strict=True)
-    score: float = Field(ge=-1e9, le=1e9, allow_inf_nan=False, description="the arena's score (snake: length at death)")
-    survival: float = Field(ge=0, le=1e9, allow_inf_nan=False, description="steps alive")
-    ret: float = Field(0.0, ge=-1e9, le=1e9, allow_inf_nan=False, description="episode return")
-    kills: int = Field(0, ge=0, le=1_000_000)
-    lines: float = Field(0.0, ge=0, le=1e9, allow_inf_nan=False, description="lines cleared (tetris)")
-
-class StatsUpdate(BaseModel):
-    model_config = ConfigDict(extra='forbid', strict=True)
-    genome_id: str = Field(pattern=ID_PATTERN)
-    results: list[GameResult] = Field(min_length=1, max_length=1000)
-    player: Optional[str] = Field(None, pattern=ID_PATTERN, description="who played (counted on the leaderboard)")
-
-class StatsUpdated(BaseModel):
-    genome_id: str
-    recorded: int = Field(description="games stored by this request")
-    evaluation: int = Field(description="the registry's evaluation id of these games")
-    stats: StatsOut
-
-class Submitted(BaseModel):
-    id: str; name: str
-    status: Literal['candidate']
-    sha256: str; size_bytes: int
-
 class TournamentRequest(BaseModel):
     "Settings of a tournament (or evaluation) job: the arena or every arena, agents, steps, seed and the arena's own settings."
     model_config = ConfigDict(extra='forbid', strict=True)
@@ -331,38 +255,6 @@ class JobOut(BaseModel):
     finished: Optional[str] = None
     result: Optional[dict] = None
     error: Optional[str] = None
-
-class HealthOut(BaseModel):
-    ok: bool; genomes: int; writable: bool
-
-class LeaderRow(BaseModel):
-    id: str; name: str; type: str; arena: str; status: str; source: str; created: str
-    rank: int; mu: float; sigma: float; ordinal: float
-    games: int = Field(description="tournament games its rating counts")
-    win_rate: Optional[float] = None; avg_score: Optional[float] = None
-
-class ReplacementOut(BaseModel):
-    season: Optional[int] = None; arena: Optional[str] = None; created: str
-    removed: Optional[str] = None; removed_name: Optional[str] = None; added: str; added_name: Optional[str] = None
-    removed_ordinal: Optional[float] = None; added_ordinal: Optional[float] = None
-
-class PlayerOut(BaseModel):
-    player: str; games: int; genomes: int
-
-class NodeOut(BaseModel):
-    id: str; name: str; kind: Literal['genome', 'player', 'missing']
-    type: Optional[str] = None; status: Optional[str] = None; arena: Optional[str] = None
-
-class EdgeOut(BaseModel):
-    parent: str; child: str; relation: str
-
-class LeaderboardOut(BaseModel):
-    arenas: dict[str, list[LeaderRow]]
-    replacements: list[ReplacementOut]
-    players: list[PlayerOut]
-    nodes: list[NodeOut]
-    edges: list[EdgeOut]
-    top: int
 
 # %% ../nbs/72_server.ipynb #41a80205
 def evaluation_job(registry:Registry, # this thread's registry connection
@@ -475,6 +367,9 @@ class FileCache:
         return data
 
 # %% ../nbs/72_server.ipynb #0654eddb
+class ErrorOut(BaseModel):
+    detail: str = Field(description="what was wrong")
+
 ERRORS = {s: {'model': ErrorOut} for s in (400, 401, 403, 404, 409, 413)}
 BINARY = {'application/octet-stream': {'schema': {'type': 'string', 'format': 'binary'}}}
 _bearer = HTTPBearer(auto_error=False, description="the token the server was started with")
@@ -547,6 +442,63 @@ def genome_row(reg:Registry, gid:str)->dict:
     try: return reg.genome(gid)
     except RegistryError: raise HTTPException(404, f"no genome {gid!r} in the registry") from None
 
+# %% ../nbs/72_server.ipynb #ab6b05cf
+class StatsOut(BaseModel):
+    games: int
+    avg_score: Optional[float] = None
+    std_score: Optional[float] = Field(None, description="sample std (ddof=1); null for fewer than 2 games")
+    avg_survival: Optional[float] = None
+    kill_ratio: Optional[float] = None
+    avg_lines: Optional[float] = None
+    std_lines: Optional[float] = None
+    win_rate: Optional[float] = Field(None, description="share of its tournament games won (place 0); null without tournament games")
+    @field_validator('*', mode='before')
+    @classmethod
+    def _no_nan(cls, v): return _finite(v) if isinstance(v, float) else v
+
+class ParentOut(BaseModel):
+    id: str; relation: str
+
+class RatingOut(BaseModel):
+    mu: float; sigma: float
+    ordinal: float = Field(description="mu - 3 sigma: the rating order of its arena")
+    games: int = Field(description="tournament games the rating counts")
+
+class PerformanceOut(BaseModel):
+    "A genome's performance block in the manifest: tournament statistics (the protocol of the rating), engagement, rating, and statistics by kind."
+    avg_score: Optional[float] = None
+    avg_survival_time: Optional[float] = Field(None, description="steps alive per episode")
+    kill_ratio: Optional[float] = None
+    win_rate: Optional[float] = None
+    games_played: int = Field(description="tournament games")
+    player_engagement: float = Field(description="share of players' reported games after which they played again")
+    engagement_source: Literal['reports', 'neutral'] = Field(description="'neutral': no report names the genome, 0.5 is the neutral value")
+    engagement_reports: int
+    rating: Optional[RatingOut] = None
+    by_kind: dict[Literal['evaluation', 'tournament', 'client'], StatsOut]
+    @field_validator('avg_score', 'avg_survival_time', 'kill_ratio', 'win_rate', mode='before')
+    @classmethod
+    def _no_nan(cls, v): return _finite(v) if isinstance(v, float) else v
+
+class GenomeOut(BaseModel):
+    id: str; name: str; type: str; arena: str; arch: str
+    config: dict
+    source: str; created: str; description: str
+    status: Literal['candidate', 'active', 'retired']
+    sha256: str = Field(description="hex sha256 of the genome file: its ETag and cache key")
+    size_bytes: int = Field(description="size of the genome file in bytes")
+    parents: list[ParentOut]
+    performance: PerformanceOut
+    rank: Optional[int] = Field(None, description="1 = first in its arena's rating order (OpenSkill ordinal) among the active genomes; null: not rated yet")
+
+class ManifestOut(BaseModel):
+    genomes: list[GenomeOut]
+    max_active: int
+    last_tournament: Optional[str] = None
+
+class HealthOut(BaseModel):
+    ok: bool; genomes: int; writable: bool
+
 # %% ../nbs/72_server.ipynb #53f3fbc6
 reads = APIRouter(tags=['read'])
 
@@ -554,7 +506,7 @@ reads = APIRouter(tags=['read'])
            responses={200: {'links': {'GetGenome': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/genomes/0/id'}}}},
                       304: {'description': "not modified (If-None-Match matched the ETag: the registry's version)"}})
 async def get_genome_manifest(request:Request, pool:RegistryPool=Depends(registry_pool)):
-    "The manifest of seed 000: the active genomes with metadata, stats and rank, `max_active` and `last_tournament`; `ETag` names its registry version."
+    "The manifest game clients read: the active genomes with metadata, stats and rank, `max_active` and `last_tournament`; `ETag` names its registry version."
     cache = request.app.state.manifest   # answered on the event loop when fresh (one indexed read); rebuilt on a worker thread
     body, etag = cache.fresh(pool.get()) or await run_in_threadpool(lambda: cache.get(pool.get()))
     if etag in [t.strip() for t in request.headers.get('if-none-match', '').split(',')]:
@@ -569,9 +521,8 @@ def get_genome(request:Request, genome_id:str=PathParam(pattern=ID_PATTERN, desc
     "One genome's weights as safetensors bytes, with `ETag` (the sha256) and `Content-Length`."
     reg = pool.get()
     g = genome_row(reg, genome_id)
-    path = reg._genome_path(genome_id).resolve()
-    if path.parent != reg.genome_dir.resolve() or not path.is_file():
-        raise HTTPException(404, f"the file of genome {genome_id!r} is missing")
+    try: path = reg.genome_file(genome_id)
+    except RegistryError: raise HTTPException(404, f"the file of genome {genome_id!r} is missing") from None
     etag = f'"{g["sha256"]}"'
     if etag in [t.strip() for t in request.headers.get('if-none-match', '').split(',')]:
         return Response(status_code=304, headers={'ETag': etag})
@@ -583,6 +534,33 @@ def get_genome(request:Request, genome_id:str=PathParam(pattern=ID_PATTERN, desc
 def health(request:Request, pool:RegistryPool=Depends(registry_pool))->HealthOut:
     "Liveness, genome count and whether writes are enabled."
     return dict(ok=True, genomes=len(pool.get().ids()), writable=request.app.state.token is not None)
+
+# %% ../nbs/72_server.ipynb #0e19d8d9
+class GameResult(BaseModel):
+    "One finished game of a genome, as a game client saw it."
+    model_config = ConfigDict(extra='forbid', strict=True)
+    score: float = Field(ge=-1e9, le=1e9, allow_inf_nan=False, description="the arena's score (snake: length at death)")
+    survival: float = Field(ge=0, le=1e9, allow_inf_nan=False, description="steps alive")
+    ret: float = Field(0.0, ge=-1e9, le=1e9, allow_inf_nan=False, description="episode return")
+    kills: int = Field(0, ge=0, le=1_000_000)
+    lines: float = Field(0.0, ge=0, le=1e9, allow_inf_nan=False, description="lines cleared (tetris)")
+
+class StatsUpdate(BaseModel):
+    model_config = ConfigDict(extra='forbid', strict=True)
+    genome_id: str = Field(pattern=ID_PATTERN)
+    results: list[GameResult] = Field(min_length=1, max_length=1000)
+    player: Optional[str] = Field(None, pattern=ID_PATTERN, description="who played (counted on the leaderboard)")
+
+class StatsUpdated(BaseModel):
+    genome_id: str
+    recorded: int = Field(description="games stored by this request")
+    evaluation: int = Field(description="the registry's evaluation id of these games")
+    stats: StatsOut
+
+class Submitted(BaseModel):
+    id: str; name: str
+    status: Literal['candidate']
+    sha256: str; size_bytes: int
 
 # %% ../nbs/72_server.ipynb #87f8fada
 writes = APIRouter(tags=['write'], dependencies=[Depends(require_token)], route_class=TokenRoute)
@@ -665,26 +643,94 @@ def tournament_status(request:Request, job_id:str=PathParam(pattern=r'^[0-9a-f]{
     if j is None: raise HTTPException(404, f"no job {job_id!r} (jobs are kept in memory until the server stops)")
     return j
 
-# %% ../nbs/72_server.ipynb #e6801564
-def leaderboard_page_html()->str:
-    "The leaderboard page's HTML template, package data `genome_lab/pages/leaderboard.html` (its data goes in at `__DATA__`)."
-    return importlib.resources.files('genome_lab').joinpath('pages/leaderboard.html').read_text()
+# %% ../nbs/72_server.ipynb #38f839c7
+NAV = (('/leaderboard', 'leaderboard'), ('/dashboard', 'dashboard'), ('/viewer', 'games'), ('/stream', 'live'),
+       ('/stream/playlist', 'highlights'), ('/play', 'play'), ('/docs', 'API')) # the navigation bar's links after 'genome_lab' (home)
 
+def page(title:str, # the page's title (escaped here)
+         body:str, # the page's markup inside <main> (HTML, trusted: escape what came from data)
+         head:str='', # more markup for <head> (a page's own script or stylesheet)
+         dark:bool=False, # a dark page around a video (the live stream, the playlist)?
+         current:str|None=None)->str: # the path of the navigation link to mark as this page
+    "A page of the server: `body` in the shared frame (navigation bar, `/assets/style.css`, icon)."
+    nav = ''.join(f'<a href="{p}"' + (' aria-current="page"' if p == current else '') + f'>{t}</a>' for p, t in NAV)
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, '
+            f'initial-scale=1"><title>{html.escape(title)} · genome_lab</title><link rel="icon" href="/assets/favicon.svg" '
+            f'type="image/svg+xml"><link rel="stylesheet" href="/assets/style.css">{head}</head><body'
+            f'{" class=dark" if dark else ""}><nav class="site"><a class="brand" href="/">genome_lab</a>{nav}</nav>'
+            f'<main>{body}</main></body></html>')
+
+def json_script(data, # anything JSON can carry
+                id:str='data')->str: # a <script type="application/json"> element a page's script reads with JSON.parse
+    "`data` as JSON inside a script element, every `<` escaped so no value can close the element."
+    return f'<script id="{id}" type="application/json">{json.dumps(data).replace("<", chr(92) + "u003c")}</script>'
+
+def page_part(name:str)->str: # the file's text
+    "A page's markup kept as package data, `genome_lab/pages/<name>`."
+    return importlib.resources.files('genome_lab').joinpath(f'pages/{name}').read_text()
+
+# %% ../nbs/72_server.ipynb #a65fd149
+ASSET_TYPES = {'.css': 'text/css', '.js': 'text/javascript', '.svg': 'image/svg+xml'} # what `/assets/<name>` serves
 pages = APIRouter(tags=['pages'])
 
+@pages.get('/assets/{name}', include_in_schema=False)
+def asset(name:str=PathParam(pattern=r'^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$'))->Response:
+    "A file of `genome_lab/pages/assets/` (the stylesheet, the charting library, the icon); 404 for any other name."
+    f = importlib.resources.files('genome_lab').joinpath(f'pages/assets/{name}')
+    kind = ASSET_TYPES.get(Path(name).suffix)
+    if kind is None or not f.is_file(): raise HTTPException(404, f"no asset {name!r}")
+    return Response(f.read_bytes(), media_type=kind, headers={'Cache-Control': 'public, max-age=3600'})
+
+@pages.get('/favicon.ico', include_in_schema=False)
+def favicon()->Response:
+    "The icon browsers ask for by themselves (an SVG: every current browser draws it)."
+    return asset('favicon.svg')
+
+# %% ../nbs/72_server.ipynb #db0979bc
+class LeaderRow(BaseModel):
+    id: str; name: str; type: str; arena: str; status: str; source: str; created: str
+    rank: int = Field(description="1 = best rated of its arena among the genomes of its status (active, or candidate)")
+    mu: float; sigma: float; ordinal: float
+    games: int = Field(description="tournament games its rating counts")
+    win_rate: Optional[float] = None; avg_score: Optional[float] = None
+
+class ReplacementOut(BaseModel):
+    season: Optional[int] = None; arena: Optional[str] = None; created: str
+    removed: Optional[str] = None; removed_name: Optional[str] = None; added: str; added_name: Optional[str] = None
+    removed_ordinal: Optional[float] = None; added_ordinal: Optional[float] = None
+
+class PlayerOut(BaseModel):
+    player: str; games: int; genomes: int
+
+class NodeOut(BaseModel):
+    id: str; name: str; kind: Literal['genome', 'player', 'missing']
+    type: Optional[str] = None; status: Optional[str] = None; arena: Optional[str] = None
+
+class EdgeOut(BaseModel):
+    parent: str; child: str; relation: str
+
+class LeaderboardOut(BaseModel):
+    arenas: dict[str, list[LeaderRow]] = Field(description="per arena: its active genomes in rating order, then its candidates")
+    notes: dict[str, str] = Field(default_factory=dict, description="per arena, a line when a baseline leads it")
+    replacements: list[ReplacementOut]
+    players: list[PlayerOut]
+    nodes: list[NodeOut]
+    edges: list[EdgeOut]
+    top: int
+
+# %% ../nbs/72_server.ipynb #e6801564
 @pages.get('/api/leaderboard', response_model=LeaderboardOut, operation_id='leaderboard_data')
-def leaderboard_data(top:int=Query(10, ge=1, le=100, description='rows per arena'), pool:RegistryPool=Depends(registry_pool))->LeaderboardOut:
+def leaderboard_data(top:int=Query(10, ge=1, le=100, description='rows per arena and status'), pool:RegistryPool=Depends(registry_pool))->LeaderboardOut:
     "The leaderboard's data: top genomes per arena, player contributions, lineage graph."
     return retry_busy(leaderboard, pool.get(), top)
 
 @pages.get('/leaderboard', response_class=HTMLResponse, operation_id='leaderboard_page')
 def leaderboard_page(pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
-    "The leaderboard page: top 10 per arena, player contributions and the family tree."
-    data = LeaderboardOut(**retry_busy(leaderboard, pool.get(), 10)).model_dump_json()
-    return HTMLResponse(leaderboard_page_html().replace('__DATA__', data.replace('<', '\\u003c')))
+    "The leaderboard page: the top 10 active genomes and candidates per arena, the replacements, the players and the family tree."
+    data = LeaderboardOut(**retry_busy(leaderboard, pool.get(), 10)).model_dump(mode='json')
+    return HTMLResponse(page('leaderboard', json_script(data) + page_part('leaderboard.html'), current='/leaderboard'))
 
 # %% ../nbs/72_server.ipynb #1e31cc77
-import html
 from fastapi_offline import FastAPIOffline
 from .core import first_sentence, config_parser, config_from_args
 
@@ -694,28 +740,17 @@ API_DOCS = [('/docs', "The API's operations, their parameters and answers, each 
             ('/openapi.json', "The OpenAPI 3 schema, for generating clients")]
 
 def home_links(app:FastAPI)->tuple: # ([(path, summary)] of the HTML pages, [(path, summary)] of the JSON answers)
-    """The `GET` operations of the app's OpenAPI schema without path parameters (but `/`), split into HTML pages and
-    JSON data, each with the first sentence of its description (the endpoint's docstring), in the schema's order."""
+    """The `GET` operations of the app's OpenAPI schema that a browser can open as they are (no path parameter, no
+    required query parameter; not `/` itself), split into HTML pages and JSON data, each with the first sentence of its
+    description (the endpoint's docstring), in the schema's order."""
     pages, data = [], []
     for path, ops in app.openapi()['paths'].items():
-        if 'get' not in ops or '{' in path or path == '/': continue
+        if 'get' not in ops or '{' in path or path == '/' or any(p.get('required') for p in ops['get'].get('parameters', [])): continue
         html_page = 'text/html' in ops['get'].get('responses', {}).get('200', {}).get('content', {})
         (pages if html_page else data).append((path, first_sentence(ops['get'].get('description')).replace('`', '')))
     return pages, data
 
 # %% ../nbs/72_server.ipynb #b4dad776
-HOME_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>genome_lab</title>
-<style>body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:60em;padding:0 1em;color:#222}
-li{margin:.35em 0} a{font-family:ui-monospace,monospace;font-weight:600} .muted{color:#666}</style></head><body>
-<h1>genome_lab genome server</h1>
-<p>__DESCRIPTION__</p><p class="muted" id="mode">__MODE__</p>
-<h2>Pages</h2><ul id="pages">__PAGES__</ul>
-<h2>API documentation</h2><ul id="api-docs">__DOCS__</ul>
-<h2>Data</h2><p class="muted">JSON answers a browser can open; the API documentation lists every operation.</p>
-<ul id="data">__DATA__</ul>
-</body></html>"""
-
 @pages.get('/', response_class=HTMLResponse, operation_id='home_page')
 def home_page(request:Request)->HTMLResponse:
     "The home page: a link to each page, the API documentation and the JSON data of this server, one line each."
@@ -723,10 +758,11 @@ def home_page(request:Request)->HTMLResponse:
     pg, data = home_links(request.app)
     mode = ("read-only: every write answers 403" if request.app.state.read_only
             else "writes need the bearer token (Authorization: Bearer ...)")
-    out = HOME_PAGE
-    for k, v in dict(DESCRIPTION=html.escape(request.app.description), MODE=mode, PAGES=items(pg),
-                     DOCS=items(API_DOCS), DATA=items(data)).items(): out = out.replace(f'__{k}__', v)
-    return HTMLResponse(out)
+    return HTMLResponse(page('home', f'<h1>genome_lab genome server</h1><p>{html.escape(request.app.description)}</p>'
+        f'<p class="muted" id="mode">{mode}</p><h2>Pages</h2><ul id="pages" class="links">{items(pg)}</ul>'
+        f'<h2>API documentation</h2><ul id="api-docs" class="links">{items(API_DOCS)}</ul><h2>Data</h2><p class="muted">'
+        f'JSON answers a browser can open; the API documentation lists every operation.</p><ul id="data" class="links">'
+        f'{items(data)}</ul>', current='/'))
 
 # %% ../nbs/72_server.ipynb #c32e7b71
 def installed_routers()->list: # [APIRouter]
@@ -769,8 +805,15 @@ def create_app(registry:str|Path, # registry folder
 # %% ../nbs/72_server.ipynb #73cf3154
 HEADER_GUARD = 'genome_lab.server:HeaderTimeoutProtocol' # the server's uvicorn `http` (a string: workers import it)
 
+SOCKET_EXTENSION = 'genome_lab.socket' # the ASGI scope's extension that holds the request's socket
+
+def connection_socket(request:Request): # a socket-like object (`setsockopt`), or None
+    "The TCP socket of `request`'s connection where the server runs `HeaderTimeoutProtocol` (`serve_in_thread`, `genome-lab serve`), else None."
+    return request.scope.get('extensions', {}).get(SOCKET_EXTENSION)
+
 class HeaderTimeoutProtocol(HttpToolsProtocol):
-    "uvicorn's httptools protocol that closes a connection whose request line and headers take over `header_timeout_s`."
+    """uvicorn's httptools protocol that closes a connection whose request line and headers take over `header_timeout_s`,
+    and hands each request its TCP socket (`connection_socket`)."""
     header_timeout_s: float = 10.0 # seconds from the connection (or a kept-alive request's start) to the headers' end
     _header_timer = None
 
@@ -784,7 +827,9 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         if not self.transport.is_closing(): self.transport.close()
 
     def connection_made(self, transport): super().connection_made(transport); self._arm()
-    def on_message_begin(self): super().on_message_begin(); self._arm()
+    def on_message_begin(self):
+        super().on_message_begin(); self._arm()
+        self.scope.setdefault('extensions', {})[SOCKET_EXTENSION] = self.transport.get_extra_info('socket')
     def on_headers_complete(self): self._disarm(); super().on_headers_complete()
     def connection_lost(self, exc): self._disarm(); super().connection_lost(exc)
 
@@ -818,11 +863,28 @@ def _load_job(spec:str)->Callable:
     if not fn: raise ValueError(f"--job must be module:function, not {spec!r}")
     return getattr(importlib.import_module(mod), fn)
 
+def port_number(text:str)->int: # an argparse `type`
+    "A TCP port to listen on, 1 to 65535 (the socket layer would wrap a larger number round to another port)."
+    p = int(text)
+    if not port_number.bounds[0] <= p <= port_number.bounds[1]:
+        raise argparse.ArgumentTypeError(f"{p} is not a TCP port: give {port_number.bounds[0]} to {port_number.bounds[1]}")
+    return p
+port_number.bounds = (1, 65535)   # read by `genome-lab`'s check of a command line before the command's module is imported
+
+def log_config(access_log:bool=True)->dict: # uvicorn's `log_config`
+    "uvicorn's logging for `genome-lab serve`: warnings and errors on stderr; with `access_log`, one line per request on stdout (time, client, request line, status)."
+    from uvicorn.config import LOGGING_CONFIG
+    cfg = json.loads(json.dumps(LOGGING_CONFIG))
+    cfg['formatters']['access'].update(fmt='%(asctime)s %(client_addr)s "%(request_line)s" %(status_code)s', datefmt='%Y-%m-%dT%H:%M:%S')
+    cfg['loggers']['uvicorn']['level'] = cfg['loggers']['uvicorn.error']['level'] = 'WARNING'
+    cfg['loggers']['uvicorn.access']['level'] = 'INFO' if access_log else 'WARNING'
+    return cfg
+
 def serve_cli(argv:list)->int: # exit status
     "`genome-lab serve`: the genome server over a registry folder."
     ap = argparse.ArgumentParser(prog='genome-lab serve', description=serve_cli.__doc__, allow_abbrev=False)
     ap.add_argument('--registry', required=True, help='registry folder (created if missing)')
-    ap.add_argument('--port', type=int, default=8000)
+    ap.add_argument('--port', type=port_number, default=8000, help='TCP port, 1 to 65535 (default: 8000)')
     ap.add_argument('--host', default='127.0.0.1', help='interface to listen on (default: loopback only)')
     ap.add_argument('--token-file', default=None, help='file holding the bearer token for writes (else the environment variable GENOME_LAB_TOKEN); at least 8 characters')
     ap.add_argument('--read-only', action='store_true', help='serve without a token: every write answers 403')
@@ -830,6 +892,7 @@ def serve_cli(argv:list)->int: # exit status
     ap.add_argument('--seed-founders', action='store_true', help="add the founding genomes the registry lacks, as active")
     ap.add_argument('--job', default='genome_lab.selection:tournament_job', help='run_tournament job as module:function (default: a snake tournament, then selection)')
     ap.add_argument('--workers', type=int, default=1, help='server processes (more than 1 needs --read-only: tournament jobs live in one process)')
+    ap.add_argument('--access-log', action=argparse.BooleanOptionalAction, default=True, help='print a line per request on stdout')
     options = serve_options()
     config_parser(*options, parser=ap)
     a = ap.parse_args(argv)
@@ -853,12 +916,12 @@ def serve_cli(argv:list)->int: # exit status
     except (ValueError, ImportError, AttributeError, OSError, sqlite3.Error) as e: return err(str(e))
     import uvicorn
     print(f"genome-lab serve: {a.registry} on http://{a.host}:{a.port} ({'read-only' if token is None else 'writes need the token'})", file=sys.stderr)
-    if a.workers == 1:
-        uvicorn.run(app, host=a.host, port=a.port, log_level='warning', timeout_graceful_shutdown=5, http=HEADER_GUARD)
+    run = dict(host=a.host, port=a.port, log_config=log_config(a.access_log), log_level=None, access_log=a.access_log,
+               timeout_graceful_shutdown=5, http=HEADER_GUARD)
+    if a.workers == 1: uvicorn.run(app, **run)
     else:
         os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=str(a.registry), max_upload_bytes=int(a.max_upload_mb * 2**20), job=a.job))
-        uvicorn.run('genome_lab.server:app_from_environment', factory=True, workers=a.workers, host=a.host, port=a.port,
-                    log_level='warning', timeout_graceful_shutdown=5, http=HEADER_GUARD)
+        uvicorn.run('genome_lab.server:app_from_environment', factory=True, workers=a.workers, **run)
     return 0
 
 def app_from_environment()->FastAPI:

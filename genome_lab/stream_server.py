@@ -6,21 +6,21 @@ Docs: https://genome-lab.github.io/genome_lab/stream_server.html.md"""
 
 # %% ../nbs/93_stream_server.ipynb #41de4c5a
 from __future__ import annotations
-import asyncio, contextlib, importlib.resources, threading, time
+import asyncio, contextlib, socket, threading, time
 from pathlib import Path
 from typing import Literal, Optional
 from fastapi import APIRouter, Depends, HTTPException, Request, Path as PathParam
 from fastapi.responses import HTMLResponse, FileResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from .registry import Registry
-from .server import RegistryPool, registry_pool, require_token, TokenRoute, ERRORS
+from .server import RegistryPool, registry_pool, require_token, TokenRoute, ERRORS, page, page_part, connection_socket
 from .broadcast import Broadcast, StreamConfig, Viewer
 from .highlights import HighlightStore, HighlightConfig, record_highlights, HIGHLIGHTS_DIR
 
 # %% auto #0
-__all__ = ['stream', 'broadcast', 'page_html', 'Offer', 'Answer', 'live_page', 'clock', 'offer', 'DeadlineStream', 'mjpeg',
-           'Times', 'GameOut', 'StreamHealth', 'Fault', 'stream_health', 'stream_fault', 'ClipOut', 'HighlightsOut',
-           'highlight_dir', 'stored_clips', 'highlights', 'start_highlights', 'clip_file', 'playlist_page']
+__all__ = ['stream', 'broadcast', 'Offer', 'Answer', 'live_page', 'clock', 'offer', 'DeadlineStream', 'mjpeg', 'Times', 'GameOut',
+           'StreamHealth', 'Fault', 'stream_health', 'stream_fault', 'ClipOut', 'HighlightsOut', 'highlight_dir',
+           'stored_clips', 'highlights', 'start_highlights', 'clip_file', 'playlist_page']
 
 # %% ../nbs/93_stream_server.ipynb #9e2fd977
 @contextlib.asynccontextmanager
@@ -43,10 +43,6 @@ def broadcast(request:Request, pool:RegistryPool=Depends(registry_pool))->Broadc
 
 _lock = threading.Lock()
 
-def page_html(name:str)->str:
-    "A page of the package data `genome_lab/pages/`."
-    return importlib.resources.files('genome_lab').joinpath(f'pages/{name}').read_text()
-
 # %% ../nbs/93_stream_server.ipynb #13f733b1
 class Offer(BaseModel):
     "A browser's WebRTC offer."
@@ -60,19 +56,24 @@ class Answer(BaseModel):
 @stream.get('', response_class=HTMLResponse, operation_id='live_page')
 def live_page()->HTMLResponse:
     "The live page: WebRTC, or MJPEG as the fallback (`?mode=mjpeg`), with the measured latency."
-    return HTMLResponse(page_html('live.html'))
+    return HTMLResponse(page('live', page_part('live.html'), dark=True, current='/stream'))
 
 @stream.get('/clock', operation_id='stream_clock')
 def clock()->dict:
     "The server's clock in milliseconds since the epoch (the page compares the frames' stamps with it)."
     return {'ms': time.time() * 1000}
 
+def _client(request:Request)->str|None: return request.client.host if request.client else None
+
 def _packet_track(viewer:Viewer):
     from aiortc import MediaStreamTrack
+    from aiortc.mediastreams import MediaStreamError
     class PacketTrack(MediaStreamTrack):
         "A video track of the broadcast's encoded H.264 packets (aiortc packs them, nothing is encoded again)."
         kind = 'video'
-        async def recv(self): return await viewer.get()
+        async def recv(self):
+            if (p := await viewer.get()) is None: raise MediaStreamError("the viewer was closed")
+            return p
     return PacketTrack()
 
 @stream.post('/offer', response_model=Answer, operation_id='stream_offer', responses={k: ERRORS[k] for k in (400,)} | {503: ERRORS[400]})
@@ -88,7 +89,7 @@ async def offer(request:Request, body:Offer, b:Broadcast=Depends(broadcast))->An
     except Exception as e:   # aiortc rejects a malformed or H.264-less offer with assorted errors
         await pc.close()
         raise HTTPException(400, f"cannot answer this offer ({type(e).__name__}: {e}); an H.264 (constrained baseline) receiver is needed, or use /stream?mode=mjpeg") from None
-    try: viewer = b.subscribe('h264', asyncio.get_running_loop())   # only an answered offer becomes a viewer
+    try: viewer = b.subscribe('h264', asyncio.get_running_loop(), _client(request))   # only an answered offer becomes a viewer
     except RuntimeError as e:
         await pc.close(); raise HTTPException(503, str(e)) from None
     tr.sender.replaceTrack(_packet_track(viewer))
@@ -112,14 +113,15 @@ class DeadlineStream(StreamingResponse):
         finally: await self.body_iterator.aclose()
 
 @stream.get('/mjpeg', include_in_schema=False)
-async def mjpeg(b:Broadcast=Depends(broadcast)):
+async def mjpeg(request:Request, b:Broadcast=Depends(broadcast)):
     "The fallback: an endless `multipart/x-mixed-replace` of JPEG pictures (out of the schema: a response that never ends)."
-    try: viewer = b.subscribe('jpeg', asyncio.get_running_loop())
+    try: viewer = b.subscribe('jpeg', asyncio.get_running_loop(), _client(request))
     except RuntimeError as e: raise HTTPException(503, str(e)) from None
+    if (sock := connection_socket(request)) is not None:   # a client that stops reading stalls within a second
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, b.config.send_buffer_bytes)
     async def parts():
         try:
-            while True:
-                jpg = await viewer.get()
+            while (jpg := await viewer.get()) is not None:   # None: the slot went to a new viewer (this one had stalled)
                 yield b'--frame\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n%s\r\n' % (len(jpg), jpg)
         finally: b.unsubscribe(viewer)
     return DeadlineStream(parts(), b.config.send_timeout_seconds, media_type='multipart/x-mixed-replace; boundary=frame',
@@ -217,4 +219,4 @@ def clip_file(clip_id:str=PathParam(pattern=r'^[0-9a-f]{12}$'), pool:RegistryPoo
 @stream.get('/playlist', response_class=HTMLResponse, operation_id='playlist_page')
 def playlist_page()->HTMLResponse:
     "The playlist page: the kept clips in a loop, strongest first, each with its metadata."
-    return HTMLResponse(page_html('playlist.html'))
+    return HTMLResponse(page('highlights', page_part('playlist.html'), dark=True, current='/stream/playlist'))

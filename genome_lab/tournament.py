@@ -442,9 +442,15 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    ids:list|None=None, # genome ids; default: the active + candidate genomes of `arena` in the registry
                    policies:list|None=None, # with `registry=None`: the entrants' policies (ids name them)
                    arena:str='snake', # the arena of every entrant
-                   genomes_per_game:int=3, agents_per_genome:int=8, steps:int=400, meetings:int=1, seed:int=0,
+                   genomes_per_game:int=3, # genomes meeting in one game (fewer when there are fewer entrants)
+                   agents_per_genome:int=8, # each genome's agents in a game (snakes on the map, tetris boards, ...)
+                   steps:int=400, # steps of a game
+                   meetings:int=1, # games each pair of entrants meets in, at least
+                   seed:int=0, # the schedule's and the games' seed (game k plays `game_seed(seed, k)`)
                    settings:dict|None=None, # the arena's arguments (map size, ...); default its `game_settings`
-                   backend:str='local', ray_address:str|None=None, progress:bool=True,
+                   backend:str='local', # 'local' (this process) or 'ray' (games spread over a Ray cluster)
+                   ray_address:str|None=None, # the Ray cluster to join; None starts a local one (`ray.init()`)
+                   progress:bool=True, # show a progress bar of the batches?
                    batch:int=64, # games played (and stored) as one batch
                    tags:dict|None=None, # more to keep in the tournament's record (a season's number, say)
                    quantised:bool=False, # play `quantise`d copies of the policies (bfloat16 matrix products)?

@@ -34,6 +34,9 @@ class Page:
         self.context = self._pw.chromium.launch_persistent_context(self.profile, executable_path=chromium(), headless=True,
                                                                    args=CHROMIUM_FLAGS[1:], viewport=self.size)
         self.page = self.context.pages[0] if self.context.pages else self.context.new_page()
+        self.errors = []   # the console's errors and the page's uncaught exceptions, as they come
+        self.page.on('console', lambda m: self.errors.append(f"console: {m.text} ({m.location.get('url')} on {self.page.url})") if m.type == 'error' else None)
+        self.page.on('pageerror', lambda e: self.errors.append(f'exception: {e}'))
         return self
 
     def __exit__(self, *exc):

@@ -31,6 +31,8 @@ def site(run, tmp_path_factory):
     r = subprocess.run([sys.executable, ROOT/'tools'/'docs.py', '--from-run', run, '--out', out, '--work', out.parent/'docs-work'],
                        capture_output=True, text=True, env=ENV, timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    said = [l for l in (r.stdout + r.stderr).splitlines() if re.search(r'WARNING|ERROR|CRITICAL|SEVERE', l)]
+    assert said == [], f"the docs build printed {len(said)} warnings or errors (a docstring's RST, a broken reference): {said[:10]}"
     return out
 
 def test_quarto_config_names_files_that_exist():

@@ -54,4 +54,4 @@ def test_leaderboard_sorts_filters_and_links_genome_pages(root, tmp_path):
     gid = shown['path'].rsplit('/', 1)[1]
     assert shown['name'] == kept[0] and shown['points'] == 2 and shown['rows'] == 2 and gid in rt
     assert 'PufferSnake' in shown['parents'] and 'finetune' in shown['parents']
-    with Registry(root, read_only=True) as reg: assert data == reg._genome_path(gid).read_bytes()
+    with Registry(root, read_only=True) as reg: assert data == reg.genome_file(gid).read_bytes()

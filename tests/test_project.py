@@ -36,10 +36,12 @@ def test_cli_run_writes_run_folder(cli_run):
     assert rec['status'] == 'ok' and rec['results']['00_arenas']['parameters'] == {'seed': 3}
     assert rec['versions']['pufferlib'] == PUFFERLIB_VERSION and (tmp_path/'r1'/'00_arenas.ipynb').exists()
     assert not (tmp_path/'resources').exists() and not (tmp_path/'r1'/'resources').exists()
-    # the console: one line for the notebook, one for the run; no kernel warning (CurveZMQ keys, see 99_pipeline)
-    lines = out.rstrip('\n').split('\n')   # the notebook's line is rewritten after a carriage return: one line
-    assert len(lines) == 2 and lines[0].startswith('[genome-lab] 1/1 00_arenas ...\r[genome-lab] 1/1 00_arenas done in '), lines
-    assert lines[1] == f"[genome-lab] run finished: {tmp_path/'r1'}"
+    # the console (a pipe, not a terminal: whole lines, no carriage return): the notebook started and done, then the
+    # run's summary; no kernel warning (CurveZMQ keys, see 99_pipeline)
+    lines = out.rstrip('\n').split('\n')
+    assert '\r' not in out and lines[0] == '[genome-lab] 1/1 00_arenas ...' and lines[1].startswith('[genome-lab] 1/1 00_arenas done in '), lines
+    assert lines[2].startswith('[genome-lab] run r1 (quick preset): 1 of 1 notebooks ran in '), lines
+    assert lines[-1] == f"  look at it: genome-lab serve --registry {tmp_path/'r1'/'registry'} --read-only, then open http://127.0.0.1:8000/", lines
     assert 'without encryption' not in err and err.strip() == '', err
 
 def test_cli_rejects_unknown_parameter(tmp_path):
@@ -128,7 +130,7 @@ def test_a_module_imports_only_modules_of_earlier_notebooks():
             else: continue
             bad += [f"{mod} ({n:02d}) imports {x} ({nbs[x]:02d}), line {node.lineno}" for x in names if x in nbs and nbs[x] >= n]
     assert not bad, "a notebook may import only modules of earlier notebooks:\n" + '\n'.join(bad)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 5.0   # an AST walk of the package: well under a second on an idle machine
 
 KILLED = """
 import json, os, signal, sys

@@ -130,3 +130,48 @@ def test_streaming_benchmark_runs(tmp_path):
     out = json.loads((tmp_path/'s.json').read_text())
     assert out['render']['x_real_time'] > 0 and out['encode']['bitrate_kbps'] > 0 and 'render + encode' in r.stdout
     assert all(row['fps_per_viewer'][0] > 0 for rows in out['viewers'].values() for row in rows), out['viewers']
+
+def test_reopened_idle_connections_do_not_deny_real_viewers(tmp_path):
+    """Issue 45: sockets that ask for /stream/mjpeg, never read, and are opened again every 8 s (within the 10 s send
+    timeout, so none is ever dropped) held every viewer slot and refused 2 of 3 real viewers. A viewer whose connection
+    has taken nothing for `stalled_seconds` (2 s) now gives its slot to the next viewer when the stream is full: three
+    real viewers, each asking once as the live page does, all get in and keep watching while the idle sockets come back."""
+    import socket, threading, time, httpx
+    from genome_lab.server import serve_in_thread
+    registry = tmp_path/'registry'
+    with Registry(registry) as reg: seed_founders(reg)
+    app = create_app(registry)
+    app.state.stream_config = StreamConfig(max_viewers=3, fps=10, idle_seconds=1, width=640, height=360)   # send timeout 10 s
+    stop, opened, results = threading.Event(), [0], {}
+    with serve_in_thread(app) as url:
+        host, port = url.split('//')[1].split(':')
+        def idle_sockets():   # one hostile client, from another loopback address
+            socks = []
+            while not stop.is_set():
+                for s in socks: s.close()
+                socks = []
+                for _ in range(3):
+                    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096); s.bind(('127.0.0.2', 0))
+                    s.connect((host, int(port))); s.sendall(b'GET /stream/mjpeg HTTP/1.1\r\nHost: x\r\n\r\n'); socks.append(s)
+                    opened[0] += 1
+                stop.wait(8.0)
+            for s in socks: s.close()
+        def watch(k):   # a real viewer: the live page asks once (an <img> whose request is refused stays blank)
+            t0 = time.monotonic()
+            with httpx.stream('GET', url + '/stream/mjpeg', timeout=10) as r:
+                got = 0
+                if r.status_code == 200:
+                    for chunk in r.iter_bytes():
+                        got += chunk.count(b'\xff\xd8\xff')
+                        if time.monotonic() - t0 > 6: break   # the idle sockets come back meanwhile (at 8 s)
+                results[k] = (r.status_code, got)
+        attacker = threading.Thread(target=idle_sockets, daemon=True); attacker.start()
+        try:
+            time.sleep(4.0)   # the idle sockets hold every slot, and have taken nothing for over 2 s
+            viewers = [threading.Thread(target=watch, args=(k,), daemon=True) for k in range(3)]
+            for v in viewers: v.start(); time.sleep(0.5)
+            for v in viewers: v.join(20)
+        finally:
+            stop.set(); attacker.join(10)
+    assert len(results) == 3 and all(code == 200 and got >= 30 for code, got in results.values()), f"real viewers denied: {results}"
+    assert opened[0] >= 6, opened   # the idle sockets came back while the viewers watched

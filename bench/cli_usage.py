@@ -1,0 +1,41 @@
+"""How long `genome-lab` takes to refuse a wrong command line: checked against the command's cached usage
+(`genome_lab.pipeline.check_usage`, nothing imported) against the baseline of the same run, the command's own parser
+after its module (torch, PufferLib) is imported, as every wrong usage was before (an empty help cache gives that path).
+
+Each wrong usage runs `--repeats` times each way as a subprocess; the figures are the median wall seconds.
+Usage: python bench/cli_usage.py [--repeats 3] [--out nbs/measured/cli_usage.json]
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WRONG = [['serve', '--registry', 'none', '--port', '99999'], ['serve', '--registry', 'none', '--bogus'],
+         ['season', '--nope'], ['train-ppo', '--total-timesteps', 'x']] # wrong usages of commands that import torch
+
+def timed(argv:list, cache:Path)->tuple: # (seconds, exit status, last line of stderr)
+    env = {**os.environ, 'XDG_CACHE_HOME': str(cache), 'OMP_NUM_THREADS': '1'}
+    t0 = time.perf_counter()
+    r = subprocess.run([Path(sys.executable).parent/'genome-lab', *argv], capture_output=True, text=True, env=env, timeout=300)
+    return time.perf_counter() - t0, r.returncode, (r.stderr.strip().splitlines() or [''])[-1]
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--repeats', type=int, default=3, help='runs of each wrong usage, each way')
+    ap.add_argument('--out', type=Path, default=ROOT/'nbs'/'measured'/'cli_usage.json', help='the figures file')
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as cold:
+        for cmd in sorted({w[0] for w in WRONG}): timed([cmd, '--help'], Path(warm))   # caches each command's usage
+        rows = []
+        for argv in WRONG:
+            checked = [timed(argv, Path(warm)) for _ in range(a.repeats)]
+            imported = [timed(argv, Path(cold)) for _ in range(a.repeats)]
+            rows.append(dict(argv=argv, checked_s=statistics.median(s for s, _, _ in checked), imported_s=statistics.median(s for s, _, _ in imported),
+                             status=[checked[0][1], imported[0][1]], checked_says=checked[0][2], imported_says=imported[0][2]))
+            r = rows[-1]
+            print(f"genome-lab {' '.join(argv):45s} checked {r['checked_s']:5.2f} s, imported (baseline) {r['imported_s']:5.2f} s | {r['checked_says'][:70]}")
+    out = dict(rows=rows, repeats=a.repeats, cpus=os.cpu_count(), load_1min=os.getloadavg()[0],
+               note='wall seconds, median of the repeats; the same machine and run for both ways')
+    a.out.write_text(json.dumps(out, indent=1) + '\n')
+    print(f"wrote {a.out}")
+
+if __name__ == '__main__': main()

@@ -1,0 +1,118 @@
+"""Every page a newcomer reaches, walked in headless Chromium (tests/loopback.py) on a registry that holds what the quick
+pipeline makes: every arena's founders and baselines rated by a tournament tagged as a season, an evolved program, a
+league-named genome, candidates beside the active genomes, a highlight clip, producers' scalars of 1 to 3 points.
+The walk opens every page the home page links, then what those pages link a person on to (a genome page of each kind,
+by id and by name, a stored game and a highlight in the viewer, a genome's games), and fails on any answer of 500 or
+more and on any console error or uncaught exception. `GENOME_LAB_WALK_REGISTRY=runs/<id>/registry` walks a real run's
+registry too (copied, served read-only)."""
+import os, shutil, urllib.parse
+import httpx, pytest
+from genome_lab.core import log_scalars
+from genome_lab.registry import Registry, Genome, seed_founders
+from genome_lab.policies import RandomPolicy
+from genome_lab.tetris_players import tetris_baselines
+from genome_lab.creature_store import creature_baselines
+from genome_lab.sandbox import program_genome
+from genome_lab.tournament import run_tournament
+from genome_lab.highlights import HighlightStore, HighlightConfig, record_highlights, HIGHLIGHTS_DIR
+from genome_lab.server import create_app, serve_in_thread
+from loopback import Page
+
+OUTSIDE = 'https://cdn.redoc.ly/redoc/logo-mini.svg' # ReDoc's own "API docs by Redocly" logo: the one request that leaves the server (tests/test_home.py)
+
+@pytest.fixture(scope='module')
+def quick_registry(tmp_path_factory):
+    "What a quick run leaves, made in seconds."
+    root = tmp_path_factory.mktemp('pages')/'registry'
+    with Registry(root) as reg:
+        ids = seed_founders(reg) | tetris_baselines(reg) | creature_baselines(reg)
+        rnd = dict(type='rl', arena='snake', arch='random', config=dict(num_actions=4))
+        reg.add(Genome(name='main-exploiter-0-1536', source='league', parents=[dict(id=ids['PufferSnake'], relation='self-play')], **rnd),
+                RandomPolicy(4).state_dict(), status='active')
+        farmer = reg.add(Genome(name=reg.child_name(ids['PufferSnake'], 'Farmer1'), source='hybrids', **dict(rnd, type='hybrid'),
+                                parents=[dict(id=ids['PufferSnake'], relation='finetune')]), RandomPolicy(4).state_dict())
+        reg.offer(farmer.id, 'hybrids')
+        prog = reg.add(program_genome('program_search_seed1/prog_00021', 'tetris', reg.genome(ids['Dellacherie'])['config']['source'],
+                                      parents=[dict(id=ids['Dellacherie'], relation='mutation')]), {})
+        reg.offer(prog.id, 'programs')
+        small = dict(width=24, height=16, num_food=12)
+        t = run_tournament(reg, arena='snake', agents_per_genome=2, steps=40, progress=False, settings=small, tags=dict(season=1))
+        in_arena = lambda a: [i for i in reg.ids('active') if reg.genome(i)['arena'] == a]
+        run_tournament(reg, [*in_arena('snake'), farmer.id], arena='snake', agents_per_genome=2, steps=40, seed=1, progress=False,
+                       settings=small, tags=dict(season=2))
+        run_tournament(reg, arena='creatures', steps=50, progress=False, tags=dict(season=1))
+        run_tournament(reg, [*in_arena('tetris'), prog.id], arena='tetris', agents_per_genome=1, steps=50, progress=False, tags=dict(season=1))
+        with HighlightStore(root/HIGHLIGHTS_DIR) as store:
+            record_highlights(reg, store, t.evaluation, HighlightConfig(width=320, height=180, before=5, after=2, min_record=2), max_games=1)
+            assert store.clips(), "no highlight was cut"
+    log_scalars(root, 'ppo', 'season-1', [{'round': 1, 'charts/agent_steps': 16384.0}], 'round')
+    log_scalars(root, 'hybrids', 'season-1', [{'epoch': e, 'losses/bc': 1.0 / e} for e in (1, 2, 3)], 'epoch')
+    return root
+
+def links(p:Page, selector:str)->list: # the hrefs, in page order, without repeats
+    return list(dict.fromkeys(p.js(f"[...document.querySelectorAll({selector!r})].map(a => a.getAttribute('href')).filter(h => h)")))
+
+def walk(url:str, p:Page, shots)->dict: # {path: status} of every page opened
+    "Open every page `/` links, then those a person goes on to; `shots`: where the screenshots go."
+    bad, seen = [], {}
+    p.page.on('response', lambda r: bad.append((r.status, r.url)) if r.status >= 500 else None)
+    def visit(path:str, ready:str="document.readyState === 'complete'", shot:str|None=None):
+        if path in seen: return
+        r = p.page.goto(url + path, wait_until='load', timeout=60_000)
+        seen[path] = r.status
+        p.wait(ready, 60)
+        if shot: p.page.screenshot(path=shots/shot, full_page=True)
+    p.goto(f'{url}/')
+    home, data = links(p, '#pages a') + links(p, '#api-docs a'), links(p, '#data a')
+    p.page.screenshot(path=shots/'home.png', full_page=True)
+    schema = httpx.get(f'{url}/openapi.json').json()['paths']
+    for h in data:   # JSON a browser opens: an answer, or a refusal the API documents (/schedule: 409 on a server without a scheduler)
+        r = httpx.get(url + h, timeout=60); seen[h] = r.status_code
+        if r.status_code != 200 and str(r.status_code) not in schema[h]['get'].get('responses', {}): bad.append((r.status_code, url + h))
+    for h in home:
+        ready = {'/leaderboard': "document.body.dataset.rendered === 'yes'", '/dashboard': "Number(document.body.dataset.charts) > 0",
+                 '/docs': "document.querySelectorAll('.opblock').length > 0", '/stream/playlist': "window.playlistStats && window.playlistStats.played.length > 0",
+                 '/stream': "window.streamStats && window.streamStats.connected"}.get(h, "document.readyState === 'complete'")
+        visit(h, ready, {'/leaderboard': 'leaderboard.png', '/dashboard': 'dashboard.png', '/viewer': 'viewer-index.png',
+                         '/stream/playlist': 'playlist.png'}.get(h))
+        if h == '/leaderboard': genomes = links(p, 'table.top a')
+        if h == '/viewer': games = links(p, '#highlights a') + links(p, 'ol.games a')[:1]
+        if h == '/stream/playlist': clips = links(p, '#list a')
+    return dict(seen=seen, bad=bad, home=home + data, genomes=genomes, games=games, clips=clips, visit=visit)
+
+def check_walk(url:str, p:Page, shots, registry):
+    w = walk(url, p, shots)
+    with Registry(registry, read_only=True) as reg:
+        kinds = {}
+        for h in w['genomes']:   # a genome page of each type and status (a program, a creature, a league genome, a candidate ...)
+            g = reg.genome(urllib.parse.unquote(h.rsplit('/', 1)[1]))
+            kinds.setdefault((g['type'], g['status']), (h, g))
+    for (kind, status), (h, g) in sorted(kinds.items()):
+        w['visit'](f'/{h.lstrip("/")}', shot='program.png' if kind == 'program' else None)
+        played = links(p, '#stored-games a')   # its games, in the viewer
+        w['visit'](f'/genome/{urllib.parse.quote(g["name"])}')   # the page by name too
+        if played: w['visit'](played[0], "document.body.dataset.rendered === 'yes'")
+    for h in w['games'][:2] + w['clips'][:1]: w['visit'](h, "document.body.dataset.rendered === 'yes'", shot='viewer-game.png')
+    return w, kinds
+
+def test_every_page_a_newcomer_reaches_works(quick_registry, tmp_path):
+    with serve_in_thread(create_app(quick_registry)) as url, Page(tmp_path/'chromium', 1280, 900) as p:
+        w, kinds = check_walk(url, p, tmp_path, quick_registry)
+        errors = [e for e in p.errors if OUTSIDE not in e]
+        notes = p.js("fetch('/api/leaderboard').then(r => r.json()).then(d => d.notes)")
+    assert {'/leaderboard', '/dashboard', '/viewer', '/stream', '/stream/playlist', '/docs', '/health'} <= set(w['home']), w['home']
+    assert w['bad'] == [] and errors == [], (w['bad'], errors)
+    assert all(s == 200 for k, s in w['seen'].items() if k != '/schedule'), {k: s for k, s in w['seen'].items() if s != 200}
+    assert {('program', 'candidate'), ('baseline', 'active'), ('rl', 'active'), ('hybrid', 'candidate')} <= set(kinds), sorted(kinds)
+    assert w['games'] and w['clips'] and any('/viewer?evaluation=' in h for h in w['seen']), w['seen']
+    assert 'creatures' in notes and 'random reference' in notes['creatures'], notes   # every creature is random here
+
+@pytest.mark.skipif(not os.environ.get('GENOME_LAB_WALK_REGISTRY'), reason='set GENOME_LAB_WALK_REGISTRY to walk a real run')
+def test_a_real_runs_pages_work(tmp_path):
+    root = shutil.copytree(os.environ['GENOME_LAB_WALK_REGISTRY'], tmp_path/'registry')
+    with serve_in_thread(create_app(root)) as url, Page(tmp_path/'chromium', 1280, 900) as p:
+        w, kinds = check_walk(url, p, tmp_path, root)
+        errors = [e for e in p.errors if OUTSIDE not in e]
+    print(f"walked {len(w['seen'])} pages of {root} ({len(kinds)} kinds of genome); screenshots in {tmp_path}")
+    assert w['bad'] == [] and errors == [], (w['bad'], errors)
+    assert all(s == 200 for k, s in w['seen'].items() if k != '/schedule'), {k: s for k, s in w['seen'].items() if s != 200}
