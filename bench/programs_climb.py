@@ -27,10 +27,11 @@ from genome_lab.tetris_players import TetrisGame, tetris_baselines
 from genome_lab.tournament import run_tournament, schedule_games
 
 # where the climb's producer differs from `ProgramSettings()`, and why
-PRESET = dict(program_ticks=1000, program_games=4, program_children=6, program_generations=3,
+PRESET = dict(program_ticks=1000, program_games=8, program_children=6, program_generations=3,
               program_cma_generations=5, program_cma_popsize=8)
-PRESET_WHY = ("training games as long as the season's tetris games (1000 ticks), 4 of them per program, 6 children a "
-              "generation and CMA-ES of bench/program_search.py's size (5 generations of 8) after every 2 generations")
+PRESET_WHY = ("training games as long as the season's tetris games (1000 ticks), 8 of them per program (with 4 the best "
+              "offer lost boards the 4 had not shown: nbs/measured/programs_climb_games4.json), 6 children a generation "
+              "and CMA-ES of bench/program_search.py's size (5 generations of 8) after every 2 generations")
 FOUNDERS = ('Dellacherie', 'ElTetris', 'PufferTetris') # the non-random tetris founders
 SEASON = SeasonConfig(producers='') # the season's tetris settings, its defaults: the check tournament's and solo games'
 
