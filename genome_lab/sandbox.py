@@ -438,6 +438,7 @@ class SandboxedREPL:
                  passthrough:tuple=()): # exception types of `functions` that end the turn and reach the caller
         self.functions, self.shared, self.passthrough = dict(functions), shared or dict, passthrough
         self.child = SandboxedPlayer('', limits, repl=dict(functions=sorted(self.functions), imports=imports))
+        weakref.finalize(self, self.child.kill).atexit = False   # killed when the REPL is collected
     @property
     def alive(self)->bool: return self.child.proc.returncode is None
     def _answer(self, line:str)->tuple: # ('ret', result) or ('err', message) for one call line of the child
@@ -551,7 +552,7 @@ def program_env(arena:str, max_ticks:int=0)->ProgramEnv:
 
 # %% ../nbs/80_sandbox.ipynb #42102ffe
 # a program genome's child (one tournament batch): its pace, 10 ms per agent and step on average after 2 s of credit,
-# bounds a game's time (issue 45: a program just under the former 50 ms pace slowed seasons about 26x)
+# bounds a game's time (issue 45: a program just under the former 50 ms pace was promoted and slowed every season)
 PROGRAM_LIMITS = SandboxLimits(cpu_s=3600, wall_s=3600.0, step_timeout_s=10.0, mean_step_s=0.01, burst_s=2.0)
 
 _AGENTS_WRAPPER = """
