@@ -844,6 +844,9 @@ class ProgramSearch:
     def state_dict(self)->dict:
         return dict(settings=asdict(self.ctx.settings), run=self.run.state_dict(), pending=self.pending, offered=self.offered)
     def load_state_dict(self, st:dict):
+        if 'run' not in st:   # a checkpoint of the earlier round-based producer (its search kept JSON files of its own)
+            raise ValueError(f"{self.ctx.work_dir/'programs.safetensors'} is the earlier programs producer's checkpoint, "
+                             "which this one cannot continue: remove it (and the folder programs/ beside it) to start anew")
         if d := settings_diff(st['settings'], asdict(self.ctx.settings)):
             raise ValueError(f"the programs producer's search in {self.ctx.work_dir} has other settings ({d}): give it "
                              "its own settings, or another --work-dir for these")

@@ -387,3 +387,11 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     n = len(reg.ids())
     assert loop.commit() == [gid] and len(reg.ids()) == n   # registered once, whatever the resumes
     with pytest.raises(ValueError, match='other settings'): work(reg, 'programs', replace(s, program_ticks=200), offers=1)
+
+def test_the_earlier_round_producers_checkpoint_is_a_clear_error(tmp_path):
+    from genome_lab.core import save_state
+    from genome_lab.llm_evolution import ProgramSettings
+    from genome_lab.seasons import work
+    reg = Registry(tmp_path/'reg')
+    save_state(reg.root/'season_work'/'programs.safetensors', 'producer', dict(round=3, pending=None))   # main's Rounds state
+    with pytest.raises(ValueError, match="earlier programs producer's checkpoint"): work(reg, 'programs', ProgramSettings(), offers=1)
