@@ -39,9 +39,6 @@ class BenchOptions:
     heldout_games: Annotated[int, 'held-out games per player and search seed'] = 8
     heldout_ticks: Annotated[int, 'tick cap of a held-out game (10,000: the env limit)'] = 10_000
     heldout_seed0: Annotated[int, 'first held-out game seed (disjoint from the training seeds)'] = 100_000
-    cma_generations: Annotated[int, "CMA-ES generations over the search's best program (0: no tuning)"] = 5
-    cma_popsize: Annotated[int, 'constant vectors per CMA-ES generation'] = 8
-    cma_sigma: Annotated[float, "CMA-ES step, relative to each constant's size (at least 1)"] = 0.1
     out: Annotated[str, 'JSON file for the figures, e.g. nbs/measured/program_search.json'] = ''
 
 def speedup(cfg:EvolutionConfig, o:BenchOptions)->dict: # serial and parallel seconds of one batch, and their ratio
@@ -90,8 +87,8 @@ def search(seed:int, cfg:EvolutionConfig, o:BenchOptions, elt:dict)->dict: # one
     run_dir = Path(tempfile.mkdtemp(prefix=f'bench_ps_seed{seed}_'))
     t = time.perf_counter(); run = EvolutionRun(run_dir, replace(cfg, seed=seed)); s = run.run()
     searched = run.db[s['best_id']]
-    tuned = (run.db[run.tune_constants(searched.id, o.cma_generations, o.cma_popsize, o.cma_sigma)]
-             if o.cma_generations else searched)
+    tuned = (run.db[run.tune_constants(searched.id, cfg.cma_generations, cfg.cma_popsize, cfg.cma_sigma)]
+             if cfg.cma_generations else searched)   # CMA-ES (EvolutionConfig's cma_*) over the search's best, at the end
     secs = time.perf_counter() - t
     rows = heldout([tuned.code] + ([searched.code] if searched.id != tuned.id else []), o)
     e, b = rows[0], rows[-1]
@@ -106,7 +103,7 @@ def search(seed:int, cfg:EvolutionConfig, o:BenchOptions, elt:dict)->dict: # one
                 eltetris_train=next((p.metrics for p in run.db.values() if p.notes.endswith('ElTetris')), None),
                 descends_from=sorted(r['notes'] for r in lin if r['strategy'] == 'seed'),
                 steps=[r['strategy'] for r in lin], run_name=f'program_search_seed{seed}', lineage=lin,
-                cma=dict(generations=o.cma_generations, popsize=o.cma_popsize, sigma=o.cma_sigma),
+                cma=dict(generations=cfg.cma_generations, popsize=cfg.cma_popsize, sigma=cfg.cma_sigma),
                 search_seconds=secs, programs=s['programs'], failed=s['failed'], searched_id=searched.id,
                 searched_train=searched.metrics, cache=dict(run.cache_counts), seed_score=s['seed_score'],
                 history=history)

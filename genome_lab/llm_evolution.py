@@ -1,4 +1,4 @@
-"""A root LLM, in a persistent REPL, steers child LLMs that write and mutate game-playing programs; programs are played in a sandbox, kept in a program database, checkpointed per generation.
+"""A root LLM, in a sandboxed persistent REPL, steers child LLMs that write and mutate game-playing programs; programs are played in a sandbox and kept in a program database; a run is a loop of generations with one checkpoint, and the `programs` producer runs the search between seasons.
 
 Docs: https://genome-lab.github.io/genome_lab/llm_evolution.html.md"""
 
@@ -6,30 +6,33 @@ Docs: https://genome-lab.github.io/genome_lab/llm_evolution.html.md"""
 
 # %% ../nbs/83_llm_evolution.ipynb #e36b37d5
 from __future__ import annotations
-import ast, contextlib, copy, difflib, hashlib, io, json, os, re, shutil, sqlite3, time, traceback
+import ast, contextlib, copy, dataclasses, difflib, hashlib, json, os, re, sqlite3, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 import cma
 from fastcore.basics import patch_to
-from .sandbox import play_games, SandboxLimits, FAILURE_KINDS, program_env, program_genome
+from .sandbox import (play_games, SandboxLimits, SandboxFailure, SandboxedREPL, FAILURE_KINDS, PROGRAM_LIMITS,
+                                REPL_IMPORTS, program_env, program_genome)
 from .registry import Registry
 from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS,
                                        EL_TETRIS_WEIGHTS, MAX_TICKS)
 from .llm_backends import OfflineMutator, OpenAIBackend, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
-from .core import atomic_write_json, Producer, ProducerContext, log_scalars
+from .core import (atomic_write_json, Producer, ProducerContext, advance, load_state, save_state,
+                             settings_diff)
 from .arenas import PUFFERLIB_VERSION
 from . import __version__
 
 # %% auto #0
-__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'DIFF_BLOCK', 'REPL_IMPORTS', 'ROOT_SYSTEM_PROMPT',
-           'RELATION_OF_STRATEGY', 'programs_producer', 'POSITIVE', 'Program', 'ProgramDatabase', 'EvolutionLimitError',
-           'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig',
-           'normalised_code', 'EvalCache', 'play_program', 'migrate', 'behaviour', 'MapElites', 'near_duplicate',
-           'pareto_front', 'apply_diff', 'EvolutionRun', 'code_diversity', 'tunable_vector', 'weight_diversity',
-           'with_tunables', 'plot_run', 'pufferlib_games', 'compare_heldout', 'register_program', 'register_programs',
-           'ProgramSettings', 'produce_programs', 'check_evolution_config', 'evolve_cli']
+__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'DIFF_BLOCK', 'CHECKPOINT', 'GENERATION_SCALARS',
+           'REPL_FUNCTIONS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY', 'programs_producer', 'POSITIVE', 'Program',
+           'ProgramDatabase', 'EvolutionLimitError', 'GenerationLimitExceeded', 'ChildCallLimitExceeded',
+           'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig', 'normalised_code', 'EvalCache', 'play_program',
+           'migrate', 'behaviour', 'MapElites', 'near_duplicate', 'pareto_front', 'apply_diff', 'EvolutionRun',
+           'code_diversity', 'tunable_vector', 'weight_diversity', 'with_tunables', 'plot_run', 'pufferlib_games',
+           'compare_heldout', 'register_program', 'register_programs', 'ProgramSettings', 'program_search_config',
+           'ProgramSearch', 'check_evolution_config', 'evolve_cli']
 
 # %% ../nbs/83_llm_evolution.ipynb #a000baf1
 @dataclass
@@ -39,14 +42,14 @@ class Program:
     code: str
     generation: int
     parents: list = field(default_factory=list)
-    strategy: str = 'seed' # seed, mutate, crossover, llm
+    strategy: str = 'seed' # seed, mutate, crossover, cma, llm:...
     focus: str = ''
     metrics: dict = field(default_factory=dict) # avg_score, avg_lines, std_lines, avg_survival, games ...
     ok: bool = True # played without failing?
     failure: str = '' # reason (one of sandbox.FAILURE_KINDS, or 'duplicate': not played, `near_duplicate`) when not ok
     notes: str = ''
-    created: float = 0.0
     island: int = 0 # the island it was bred on (`migrate`)
+    tokens: int = 0 # prompt and completion tokens of the child call that wrote it
     @property
     def score(self)->float: return self.metrics.get('avg_score', float('-inf')) if self.ok else float('-inf')
 
@@ -60,11 +63,13 @@ class ProgramDatabase(dict):
     def of_generation(self, g:int)->list: return [p for p in self.values() if p.generation == g]
     def to_list(self)->list: return [asdict(p) for p in self.values()]
     @classmethod
-    def from_list(cls, rows:list): db = cls(); [db.add(Program(**r)) for r in rows]; return db
+    def from_list(cls, rows:list): # rows of `to_list` (keys a `Program` lacks, from older runs, are left out)
+        keys = {f.name for f in dataclasses.fields(Program)}
+        db = cls(); [db.add(Program(**{k: v for k, v in r.items() if k in keys})) for r in rows]; return db
 
 # %% ../nbs/83_llm_evolution.ipynb #6512710d
 class EvolutionLimitError(RuntimeError): "A hard limit of the run was reached; the run ends cleanly."
-class GenerationLimitExceeded(EvolutionLimitError): "`advance_generation` past `max_generations`."
+class GenerationLimitExceeded(EvolutionLimitError): "`step` of a run that is done (`max_generations` played, or stopped)."
 class ChildCallLimitExceeded(EvolutionLimitError): "More than `max_child_calls_per_generation` `spawn_rllm` calls in one generation."
 class WallTimeExceeded(EvolutionLimitError): "The run's wall time passed `max_wall_s`."
 class BudgetExceeded(EvolutionLimitError): "Tokens or cost passed `max_tokens` / `max_cost`."
@@ -93,7 +98,7 @@ class EvolutionConfig:
     api_key_env: str = 'OPENAI_API_KEY' # openai: the environment variable holding the key (the key itself is never written to the run)
     llm_timeout_s: float = 120.0 # openai: seconds per request before the client gives up and retries
     llm_max_retries: int = 3 # openai: the client's retries (timeouts, connection errors, 408/409/429/5xx)
-    cpu_s: int = 120 # sandbox CPU seconds per evaluation
+    cpu_s: int = 120 # sandbox CPU seconds per evaluation (and of the root's REPL over its life)
     wall_s: float = 300.0 # sandbox wall seconds per evaluation
     workers: int = 2 # sandboxed evaluations at once (1: one after another; results are the same)
     islands: int = 1 # islands of the population (`migrate`)
@@ -101,6 +106,10 @@ class EvolutionConfig:
     archive_bins: int = 4 # MAP-Elites cells per behaviour descriptor (`MapElites`); parents are drawn from it
     novelty_rtol: float = 1e-3 # a child whose constants all lie this close to a program's is a near-duplicate
     seed_references: bool = False # start generation 0 from the env's reference players too (`reference_programs`)?
+    tune_every: int = 0 # every k-th generation (k > 0) is CMA-ES over the best program's constants, not a root turn; 0: never
+    cma_generations: int = 5 # CMA-ES generations of such a tuning (`tune_constants`)
+    cma_popsize: int = 8 # constant vectors per CMA-ES generation
+    cma_sigma: float = 0.1 # CMA-ES's step, relative to each constant's size (at least 1)
 
 HARD_LIMITS = ('max_generations', 'max_child_calls_per_generation', 'max_wall_s', 'max_tokens', 'max_cost')
 SOFT_PARAMETERS = ('children_per_generation', 'games_per_eval', 'max_ticks', 'mutation_sigma')
@@ -224,66 +233,57 @@ def apply_diff(code:str, answer:str)->str: # the edited program
     return code
 
 # %% ../nbs/83_llm_evolution.ipynb #793cf823
+CHECKPOINT = 'evolution.safetensors' # a run's checkpoint in its folder (`save_state` under the key 'evolution')
+
 class EvolutionRun:
-    "One evolution run in `run_dir` (resumed from its last checkpoint when `resume`)."
-    def __init__(self, run_dir:str|Path, config:EvolutionConfig|None=None, resume:bool=False,
-                 backend=None, # an `OfflineMutator` / `OpenAIBackend`; None builds one from the config
-                 progress:bool=False):
-        self.dir = Path(run_dir); self.dir.mkdir(parents=True, exist_ok=True)
-        ck = sorted((self.dir/'checkpoints').glob('checkpoint_gen_*.json')) if resume else []
-        if resume and (self.dir/'config.json').exists(): config = EvolutionConfig(**json.loads((self.dir/'config.json').read_text()))
-        self.cfg = config or EvolutionConfig()
-        self.env = program_env(self.cfg.env, self.cfg.max_ticks)
-        self.backend = backend or (OfflineMutator(self.env, self.cfg.mutation_sigma) if self.cfg.backend == 'offline' else
-                                   OpenAIBackend(self.cfg.model or None, self.cfg.base_url or None, os.environ.get(self.cfg.api_key_env),
-                                                 timeout=self.cfg.llm_timeout_s,
-                                                 max_retries=self.cfg.llm_max_retries, cache_path=self.dir/'llm_cache.jsonl',
-                                                 replay_only=self.cfg.replay_only))
-        self.progress = progress
-        self.db, self.gen, self.tokens, self.cost, self.history = ProgramDatabase(), 0, 0, 0.0, []
-        self.rng = np.random.default_rng(self.cfg.seed)
-        self.elapsed0, self.stop_reason, self.terminated = 0.0, '', False
-        self.cache, self.cache_counts = EvalCache(self.dir/'eval_cache.sqlite'), dict(hits=0, misses=0)
+    """One program search in `run_dir`, a loop of the house's protocol (`core.Loop`): `step()` plays one generation
+    and returns its metrics; `state_dict()` / `load_state_dict()` give and take the whole run (settings, program
+    database, counters, islands, archive, random stream, the root's turns), which `run()` checkpoints in one file
+    (`CHECKPOINT`). The folder also holds the evaluation cache, the generations' scalars and, at the end, the best
+    program and the plots. `EvolutionRun(run_dir)` of a folder with a checkpoint is the stored run, its settings included."""
+    step_key = 'generation'
+    def __init__(self, run_dir:str|Path, config:EvolutionConfig|None=None, # None: the stored run's, or the defaults
+                 backend=None): # an `OfflineMutator` / `OpenAIBackend`; None builds one from the config
+        self.dir, self._backend, self._given = Path(run_dir), backend, config is not None
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.cache, self.repl = EvalCache(self.dir/'eval_cache.sqlite'), None
+        self._configure(config or EvolutionConfig())
+        self.db, self.gen, self.tokens, self.cost, self.history, self.root_turns = ProgramDatabase(), 0, 0, 0.0, [], []
+        self.cache_counts, self.stop_reason, self.terminated = dict(hits=0, misses=0), '', False
         self.islands, self.archive = [[] for _ in range(max(1, self.cfg.islands))], MapElites(self.cfg.archive_bins)
-        if ck: self._restore(json.loads(ck[-1].read_text()))
-        else:
-            for sub in ('generations', 'rllm_logs', 'checkpoints', 'visualizations'):
-                if (self.dir/sub).exists(): shutil.rmtree(self.dir/sub)
-                (self.dir/sub).mkdir()
-            atomic_write_json(self.dir/'config.json', asdict(self.cfg))
-            for f in ('evolution_log.jsonl', 'root_llm_log.jsonl'): (self.dir/f).write_text('')
-        self.t0 = time.monotonic()
-        self.child_calls = 0
-        self._pending_log = []
-        self.closed_gen = self.gen - 1
-        self.repl = self._make_repl()
-        self._update_summary()
+        self.rng = np.random.default_rng(self.cfg.seed)
+        self.elapsed0, self.t0, self.child_calls, self.closing = 0.0, time.monotonic(), 0, False
+        if config is None and (self.dir/CHECKPOINT).exists(): self.load_state_dict(load_state(self.dir/CHECKPOINT, 'evolution'))
 
-    # ---- state, checkpoints ----
-    def _state(self)->dict:
-        return dict(generation=self.gen, programs=self.db.to_list(), tokens=self.tokens, cost=self.cost, history=self.history,
-                    rng=self.rng.bit_generator.state, elapsed=self.elapsed(), cfg=asdict(self.cfg),
-                    soft={k: getattr(self.cfg, k) for k in SOFT_PARAMETERS}, cache=self.cache_counts,
-                    islands=self.islands, archive=self.archive.cells)
-    def _restore(self, st:dict):
-        self.db, self.gen = ProgramDatabase.from_list(st['programs']), st['generation'] + 1
-        self.tokens, self.cost, self.history = st['tokens'], st['cost'], st['history']
-        self.rng.bit_generator.state = st['rng']; self.elapsed0 = st['elapsed']
-        self.cache_counts = dict(st.get('cache', self.cache_counts))
-        self.islands, self.archive.cells = st.get('islands', self.islands), dict(st.get('archive', {}))
-        for k, v in st['soft'].items(): setattr(self.cfg, k, v)
-        self.env.max_ticks = self.cfg.max_ticks
-        done = st['generation']
-        for f in ('evolution_log.jsonl', 'root_llm_log.jsonl'):  # drop lines of generations not checkpointed
-            p = self.dir/f
-            lines = [l for l in p.read_text().splitlines() if l.strip() and json.loads(l).get('generation', -1) <= done] if p.exists() else []
-            p.write_text(''.join(l + "\n" for l in lines))
-        for d in (self.dir/'generations').glob('gen_*'):
-            if int(d.name.split('_')[1].split('.')[0]) > done: shutil.rmtree(d)
-        for f in (self.dir/'rllm_logs').glob('gen_*'):
-            if int(f.name.split('_')[1]) > done: f.unlink()
+    def _configure(self, cfg:EvolutionConfig):
+        "The settings, the env the programs play and the backend that writes them."
+        self.cfg, self.env = cfg, program_env(cfg.env, cfg.max_ticks)
+        self.backend = self._backend or (OfflineMutator(self.env, cfg.mutation_sigma) if cfg.backend == 'offline' else
+                       OpenAIBackend(cfg.model or None, cfg.base_url or None, os.environ.get(cfg.api_key_env),
+                                     timeout=cfg.llm_timeout_s, max_retries=cfg.llm_max_retries,
+                                     cache_path=self.dir/'llm_cache.jsonl', replay_only=cfg.replay_only))
 
-    def elapsed(self)->float: return self.elapsed0 + (time.monotonic() - self.t0 if hasattr(self, 't0') else 0.0)
+    @property
+    def done(self)->bool: return bool(self.stop_reason)   # `max_generations` played, a hard limit met, or terminated
+
+    def state_dict(self)->dict:
+        return dict(config=asdict(self.cfg), generation=self.gen, programs=self.db.to_list(), tokens=self.tokens,
+                    cost=self.cost, history=self.history, root_turns=self.root_turns, rng=self.rng.bit_generator.state,
+                    elapsed=self.elapsed(), cache=self.cache_counts, islands=self.islands, archive=self.archive.cells,
+                    stop_reason=self.stop_reason, terminated=self.terminated)
+
+    def load_state_dict(self, st:dict):
+        "Take the run of `state_dict` (the root REPL's own variables are not in it: a resumed REPL starts afresh)."
+        if self.repl is not None: self.repl.close(); self.repl = None
+        self._configure(EvolutionConfig(**st['config'])); self._given = False
+        self.db, self.gen = ProgramDatabase.from_list(st['programs']), st['generation']
+        self.tokens, self.cost, self.history, self.root_turns = st['tokens'], st['cost'], st['history'], st['root_turns']
+        self.rng.bit_generator.state = st['rng']
+        self.elapsed0, self.t0, self.cache_counts = st['elapsed'], time.monotonic(), dict(st['cache'])
+        self.islands, self.archive = [list(m) for m in st['islands']], MapElites(self.cfg.archive_bins, cells=st['archive'])
+        self.stop_reason, self.terminated, self.child_calls, self.closing = st['stop_reason'], st['terminated'], 0, False
+
+    def elapsed(self)->float: return self.elapsed0 + time.monotonic() - self.t0
     def _check_wall(self):
         if self.elapsed() > self.cfg.max_wall_s: raise WallTimeExceeded(f"wall time {self.elapsed():.0f} s > max_wall_s={self.cfg.max_wall_s}")
     def _charge(self, reply:dict):
@@ -305,13 +305,15 @@ def eval_settings(self, games:int|None=None)->dict: # what an evaluation is a fu
 @patch_to(EvolutionRun)
 def evaluate_programs(self, codes:list, games:int|None=None)->list: # one `evaluate_program` dict per code, in order
     """Evaluate `codes` on the training seeds: the cache answers what it holds, the distinct rest is played by
-    `cfg.workers` sandboxed evaluations at once (`play_program`); a program met twice in `codes` is played once."""
+    `cfg.workers` sandboxed evaluations at once (`play_program`), each held to a program genome's pace in a tournament
+    (`PROGRAM_LIMITS`); a program met twice in `codes` is played once."""
     self._check_wall()
     st, out, todo = self.eval_settings(games), [None]*len(codes), {}
     for i, code in enumerate(codes):
         if (hit := self.cache.get(code, st)) is not None: out[i] = hit | dict(cached=True)
         else: todo.setdefault(EvalCache.key(code, st), []).append(i)
-    lim = SandboxLimits(cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s)
+    lim = SandboxLimits(cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s, mean_step_s=PROGRAM_LIMITS.mean_step_s,
+                        burst_s=PROGRAM_LIMITS.burst_s)
     firsts = [ix[0] for ix in todo.values()]
     play = lambda i: play_program(codes[i], self.env, st['seeds'], lim)
     with ThreadPoolExecutor(max(1, min(self.cfg.workers, len(firsts)))) as ex: played = list(ex.map(play, firsts))
@@ -332,6 +334,7 @@ def cache_hit_rate(self)->float: # hits / lookups of the run (resumes included);
     n = self.cache_counts['hits'] + self.cache_counts['misses']
     return self.cache_counts['hits']/n if n else float('nan')
 
+# %% ../nbs/83_llm_evolution.ipynb #fe9f0c9a
 @patch_to(EvolutionRun)
 def _child_messages(self, prompt, parents, strategy, focus):
     sys_msg = ("You are a child LLM that writes Python player programs. " + self.env.describe() +
@@ -343,8 +346,9 @@ def _child_messages(self, prompt, parents, strategy, focus):
 @patch_to(EvolutionRun)
 def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='',
                island:int=0)->tuple:
-    "Child program `pid` (not played yet), its request, the reply, its code (None: no code block); hard limits raise."
+    "Child program `pid` (not played yet) and its code (None: no code block); hard limits raise."
     self._check_wall()
+    if self.closing: raise ValueError(f"generation {self.gen} is closed (advance_generation was called): spawn in the next turn")
     if not 0 <= island < len(self.islands):
         raise ValueError(f"island must be in 0..{len(self.islands) - 1} (EvolutionConfig.islands), not {island}")
     if self.child_calls >= self.cfg.max_child_calls_per_generation:
@@ -360,9 +364,9 @@ def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='
     try: code = apply_diff(ps[0].code, reply['text']) if DIFF_BLOCK.search(reply['text']) else extract_code(reply['text'])
     except ValueError as e: code, why = None, str(e)
     p = Program(pid, code or '', self.gen, [q.id for q in ps], strategy if self.backend.name == 'offline' else f'llm:{strategy}',
-                focus, notes=prompt[:500], created=round(self.elapsed(), 3), island=island)
+                focus, notes=str(prompt)[:500], island=island, tokens=reply['prompt_tokens'] + reply['completion_tokens'])
     if code is None: p.ok, p.failure, p.notes = False, 'syntax', why or 'the child answered without a code block'
-    return p, request, reply, code
+    return p, code
 
 @patch_to(EvolutionRun)
 def spawn_rllms(self, children:list)->list: # the new programs' ids, in order
@@ -374,7 +378,7 @@ def spawn_rllms(self, children:list)->list: # the new programs' ids, in order
         for c in children: made.append(self._ask_child(f"prog_{len(self.db) + len(made):05d}", **c))
     except EvolutionLimitError as e: stop = e
     played = []
-    for p, _, _, code in made:
+    for p, code in made:
         if code is None: continue
         known = {q.id: q.code for q in self.db.values() if q.ok} | {q.id: q.code for q in played}
         if (twin := near_duplicate(code, known, self.cfg.novelty_rtol)) is None: played.append(p)
@@ -382,9 +386,9 @@ def spawn_rllms(self, children:list)->list: # the new programs' ids, in order
     for p, ev in zip(played, self.evaluate_programs([p.code for p in played]) if played else []):
         p.ok, p.failure, p.metrics = ev['ok'], ev['failure'], ev['metrics']
         if not ev['ok']: p.notes += f"\nfailure: {ev['message'][:500]}"
-    for p, request, reply, _ in made: self._record_child(p, request, reply)
+    for p, _ in made: self._record(p)
     if stop is not None: raise stop
-    return [p.id for p, *_ in made]
+    return [p.id for p, _ in made]
 
 @patch_to(EvolutionRun)
 def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='',
@@ -392,6 +396,7 @@ def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', 
     "Ask a child for a program derived from `parents` (ids), evaluate it, add it to the database; raises the hard-limit errors."
     return self.spawn_rllms([dict(prompt=prompt, parents=parents, strategy=strategy, focus=focus, island=island)])[0]
 
+# %% ../nbs/83_llm_evolution.ipynb #ca2afc40
 @patch_to(EvolutionRun)
 def _admit(self, p:Program, islands:list|None=None):
     "A program that played joins its island (or `islands`) and competes for its MAP-Elites cell."
@@ -400,29 +405,18 @@ def _admit(self, p:Program, islands:list|None=None):
     self.archive.add(p.id, behaviour(p.metrics, self.env.max_ticks), p.score)
 
 @patch_to(EvolutionRun)
-def _record_child(self, p:Program, request:dict, reply:dict):
-    "Add the played child `p` to the database and its logs."
-    pid, focus = p.id, p.focus
-    self.db.add(p)
-    self._admit(p)
-    atomic_write_json(self.dir/'rllm_logs'/f"gen_{self.gen:03d}_{pid}.json",
-           dict(generation=self.gen, program=pid, request=request['messages'], answer=reply['text'],
-                prompt_tokens=reply['prompt_tokens'], completion_tokens=reply['completion_tokens'], cached=reply.get('cached', False)))
-    self._pending_log.append(dict(event='program', generation=self.gen, id=pid, parents=p.parents, strategy=p.strategy,
-                                  focus=focus, ok=p.ok, failure=p.failure, metrics=p.metrics,
-                                  prompt_tokens=reply['prompt_tokens'], completion_tokens=reply['completion_tokens']))
-    self._update_summary()
+def _record(self, p:Program):
+    "Add the program `p` (played, or failed with its reason) to the database, its island and the archive."
+    self.db.add(p); self._admit(p)
 
 @patch_to(EvolutionRun)
-def _update_summary(self):
+def summary_now(self)->dict: # the REPL's `metrics_summary`
+    "Programs, failures, the best so far, the generation, tokens, cost and the cache's hit rate."
     best = self.db.best(1)
-    ms = self.repl['metrics_summary'] if hasattr(self, 'repl') else {}
-    ms.clear()
-    ms.update(programs=len(self.db), failed=sum(not p.ok for p in self.db.values()),
-              best_id=best[0].id if best else None, best_score=best[0].score if best else None,
-              generation=self.gen, tokens=self.tokens, cost=round(self.cost, 6), elapsed_s=round(self.elapsed(), 1),
-              cache_hit_rate=self.cache_hit_rate() if hasattr(self, 'cache') else float('nan'))
-    return ms
+    return dict(programs=len(self.db), failed=sum(not p.ok for p in self.db.values()),
+                best_id=best[0].id if best else None, best_score=best[0].score if best else None,
+                generation=self.gen, tokens=self.tokens, cost=round(self.cost, 6), elapsed_s=round(self.elapsed(), 1),
+                cache_hit_rate=self.cache_hit_rate())
 
 @patch_to(EvolutionRun)
 def get_performance_analysis(self, k:int=4)->dict:
@@ -458,8 +452,14 @@ def modify_parameters(self, **kw)->dict: # the soft parameters after the change
 
 @patch_to(EvolutionRun)
 def terminate_evolution(self, reason:str='the root asked'):
-    "End the run after the current root turn."
-    self.terminated, self.stop_reason = True, f"terminated: {reason}"
+    "End the run once the current generation closes."
+    self.terminated, self.stop_reason = True, f"terminated: {str(reason)[:200]}"
+
+@patch_to(EvolutionRun)
+def advance_generation(self)->int: # the generation the next turn plays
+    "End the current generation: its children are all asked (a later spawn in this turn is refused); the step closes it."
+    self.closing = True
+    return self.gen + 1
 
 # %% ../nbs/83_llm_evolution.ipynb #99fd5253
 def code_diversity(codes:list)->float: # 0 (all equal) .. 1
@@ -489,9 +489,10 @@ def weight_diversity(codes:list, names:tuple)->float: # mean pairwise distance, 
     X = np.array([[v.get(k, 0.0) for k in keys] for v in vs])
     return float(np.mean([np.linalg.norm(X[i] - X[j]) for i in range(len(X)) for j in range(i + 1, len(X))]))
 
+# %% ../nbs/83_llm_evolution.ipynb #cb8d307f
 @patch_to(EvolutionRun)
-def _close_generation(self):
-    "Write the current generation's folder, log lines and checkpoint (the folder is renamed into place)."
+def _close_generation(self)->dict: # the generation's summary, one row of `history`
+    "Close the current generation: its summary joins `history`, the islands migrate, the next generation begins."
     g = self.gen
     progs = self.db.of_generation(g)
     scores = [p.score for p in progs if p.ok]
@@ -502,95 +503,72 @@ def _close_generation(self):
                 best_score=max(scores) if scores else None, mean_score=float(np.mean(scores)) if scores else None,
                 best_so_far=best_all[0].score if best_all else None, best_id=best_all[0].id if best_all else None,
                 diversity=code_diversity([p.code for p in progs]),
-                weight_diversity=weight_diversity([p.code for p in progs], self.env.tunable_names), tokens=self.tokens, cost=self.cost,
-                elapsed_s=round(self.elapsed(), 2), child_calls=self.child_calls, migrations=moves,
+                weight_diversity=weight_diversity([p.code for p in progs], self.env.tunable_names), tokens=self.tokens,
+                cost=self.cost, child_calls=self.child_calls, migrations=[list(m) for m in moves],
                 archive_coverage=self.archive.coverage(), island_sizes=[len(m) for m in self.islands],
                 cache=dict(self.cache_counts))   # the run's cache hits and misses so far
-    final = self.dir/'generations'/f"gen_{g:03d}"; tmp = self.dir/'generations'/f"gen_{g:03d}.tmp"
-    if tmp.exists(): shutil.rmtree(tmp)
-    for p in progs:
-        d = tmp/'programs'/p.id
-        atomic_write_json(d/'metadata.json', dict(id=p.id, generation=p.generation, strategy=p.strategy, focus=p.focus, ok=p.ok,
-                                       failure=p.failure, notes=p.notes, created=p.created))
-        (d/'code.py').write_text(p.code)
-        atomic_write_json(d/'metrics.json', p.metrics)
-        atomic_write_json(d/'parent_info.json', dict(parents=p.parents, parent_scores={q: self.db[q].score for q in p.parents if q in self.db}))
-    atomic_write_json(tmp/'generation_summary.json', summ)
-    if final.exists(): shutil.rmtree(final)
-    os.replace(tmp, final)
-    with open(self.dir/'evolution_log.jsonl', 'a') as f:
-        for e in self._pending_log + [dict(event='generation', **summ)]: f.write(json.dumps(e, default=float) + "\n")
-    self._pending_log = []
     self.history.append(summ)
-    atomic_write_json(self.dir/'checkpoints'/f"checkpoint_gen_{g:03d}.json", self._state())
-    self.closed_gen = g
+    self.gen, self.child_calls, self.closing = g + 1, 0, False
+    return summ
 
-@patch_to(EvolutionRun)
-def advance_generation(self)->int: # the new current generation
-    "Close the current generation (folder, logs, checkpoint) and start the next; past `max_generations` raises `GenerationLimitExceeded`."
-    if self.gen > self.cfg.max_generations:
-        raise GenerationLimitExceeded(f"max_generations={self.cfg.max_generations} generations are done")
-    self._check_wall()
-    self._close_generation()
-    self.gen, self.child_calls = self.gen + 1, 0
-    self.repl['current_generation'] = self.gen
-    self._update_summary()
-    return self.gen
+GENERATION_SCALARS = ('best_so_far', 'best_score', 'mean_score', 'failed', 'diversity', 'weight_diversity',
+                      'archive_coverage') # a generation's figures logged as `charts/<name>` (TensorBoard scalars)
 
-@patch_to(EvolutionRun)
-def _make_repl(self)->dict:
-    "The persistent namespace of the root's code: injected functions and shared variables."
-    import builtins
-    def root_import(name, globals=None, locals=None, fromlist=(), level=0):
-        if level or name.split('.')[0] not in REPL_IMPORTS: raise ImportError(f"the REPL allows importing only {REPL_IMPORTS}")
-        return builtins.__import__(name, globals, locals, fromlist, level)
-    safe = {k: v for k, v in vars(builtins).items() if k not in ('open', 'input', 'breakpoint', 'exit', 'quit', 'help')}
-    safe['__import__'] = root_import
-    ns = dict(__builtins__=safe, program_database=self.db, current_generation=self.gen, metrics_summary={}, np=np, json=json)
-    for f in ('spawn_rllm', 'spawn_rllms', 'evaluate_program', 'evaluate_programs', 'get_performance_analysis',
-              'get_historical_trends', 'advance_generation', 'terminate_evolution', 'modify_parameters',
-              'tune_constants'):
-        ns[f] = getattr(self, f)
-    return ns
-
-REPL_IMPORTS = ('math', 'random', 'json', 'statistics', 'collections', 'itertools', 'functools', 'numpy', 're')
+# %% ../nbs/83_llm_evolution.ipynb #a3d62a23
+REPL_FUNCTIONS = ('spawn_rllm', 'spawn_rllms', 'evaluate_program', 'evaluate_programs', 'get_performance_analysis',
+                  'get_historical_trends', 'advance_generation', 'terminate_evolution', 'modify_parameters',
+                  'tune_constants') # what the root's code may call
 
 ROOT_SYSTEM_PROMPT = """You are the root LLM of an evolution of game-playing programs. Your Python code runs in a persistent REPL.
 Injected functions: spawn_rllm(prompt, parents=[ids], strategy='mutate'|'crossover'|..., focus=str) -> new program id (a child LLM
 writes it, the system plays and scores it; island=k breeds it on island k); spawn_rllms([dict(prompt=..., parents=...,
 strategy=..., focus=..., island=...)]) -> ids (the same, played in parallel); evaluate_program(code) -> metrics dict;
 evaluate_programs(codes) -> list; get_performance_analysis() -> dict (top, recent, islands' best, MAP-Elites elites..);
-get_historical_trends() -> list; advance_generation() -> int; terminate_evolution(reason); modify_parameters(**soft);
-tune_constants(id, generations=3, popsize=6) -> id (CMA-ES over the program's numeric constants, no LLM call).
-Shared variables: program_database (id -> Program with .code .metrics .score .parents), current_generation, metrics_summary.
+get_historical_trends() -> list; advance_generation() -> int (ends this generation's spawning); terminate_evolution(reason);
+modify_parameters(**soft); tune_constants(id, generations=3, popsize=6) -> id (CMA-ES over the program's numeric constants,
+no LLM call). Shared variables: program_database (id -> program with .code .metrics .score .parents), current_generation,
+metrics_summary. The REPL is sandboxed: no files, no network, no processes; arguments and results are JSON data.
 Hard limits (generations, child calls per generation, wall time, tokens) are enforced by the system: exceeding one ends the run.
 Answer with one ```python block that spawns this generation's children and then calls advance_generation()."""
 
 @patch_to(EvolutionRun)
+def _shared(self)->dict: # the REPL's shared variables: database rows it has not seen yet, the generation, the summary
+    rows = list(self.db.values())[self._sent:]
+    self._sent += len(rows)
+    return dict(programs=[asdict(p) | dict(score=p.score) for p in rows], current_generation=self.gen,
+                metrics_summary=self.summary_now())
+
+@patch_to(EvolutionRun)
+def _start_repl(self)->SandboxedREPL:
+    """The root's REPL: a sandboxed child (`SandboxedREPL`) with the run's sandbox limits, the `REPL_FUNCTIONS` and
+    the shared variables; a hard limit met by a call ends the turn and reaches the run."""
+    self._sent = 0
+    lim = SandboxLimits(cpu_s=self.cfg.cpu_s, wall_s=self.cfg.max_wall_s, step_timeout_s=60.0)
+    return SandboxedREPL({f: getattr(self, f) for f in REPL_FUNCTIONS}, self._shared, lim, REPL_IMPORTS,
+                         passthrough=(EvolutionLimitError,))
+
+@patch_to(EvolutionRun)
 def _root_turn(self):
-    "One root turn: ask the root (LLM or offline strategy) for code and run it in the REPL."
-    self._check_wall()
-    g = self.gen
-    analysis = self.get_performance_analysis()
+    """One root turn: the root (LLM or offline strategy) is asked for code, which runs in the sandboxed REPL; the
+    turn (code, output, error, and the sandbox's verdict if it broke a rule) joins `root_turns`."""
+    g, analysis = self.gen, self.get_performance_analysis()
+    trends = [{k: h[k] for k in ('generation', 'best_score', 'mean_score', 'failed', 'diversity')} for h in self.history[-5:]]
     messages = [dict(role='system', content=ROOT_SYSTEM_PROMPT + "\n\n" + self.env.describe()),
-                dict(role='user', content=f"Generation {self.gen}. Performance analysis:\n{json.dumps(analysis, default=float)}\n"
-                                          f"Trends:\n{json.dumps([{k: h[k] for k in ('generation', 'best_score', 'mean_score', 'failed', 'diversity')} for h in self.history[-5:]], default=float)}")]
+                dict(role='user', content=f"Generation {g}. Performance analysis:\n{json.dumps(analysis, default=float)}\n"
+                                          f"Trends:\n{json.dumps(trends, default=float)}")]
     if self.cfg.max_tokens - self.tokens <= 0: raise BudgetExceeded(f"no tokens left (max_tokens={self.cfg.max_tokens})")
     reply = self.backend.root(messages, self.rng)
     self._charge(reply)
     code = extract_code(reply['text']) or ''
-    out, err = io.StringIO(), ''
+    turn = dict(generation=g, code=code, stdout='', error='', failure='', prompt_tokens=reply['prompt_tokens'],
+                completion_tokens=reply['completion_tokens'], cached=reply.get('cached', False))
     try:
-        with contextlib.redirect_stdout(out): exec(compile(code, f'<root gen {self.gen}>', 'exec'), self.repl)
-    except EvolutionLimitError: raise
-    except Exception as e: err = ''.join(traceback.format_exception_only(type(e), e))[-1000:]
-    finally:
-        # written when the turn ends, under the generation it started in (a resume drops lines past the checkpoint)
-        with open(self.dir/'root_llm_log.jsonl', 'a') as f:
-            f.write(json.dumps(dict(generation=g, code=code, stdout=out.getvalue()[-2000:], error=err,
-                                    prompt_tokens=reply['prompt_tokens'], completion_tokens=reply['completion_tokens'],
-                                    cached=reply.get('cached', False)), default=float) + "\n")
+        if self.repl is None or not self.repl.alive: self.repl = self._start_repl()
+        turn.update(self.repl.run(code))
+    except SandboxFailure as e: turn.update(failure=e.kind, error=e.message)   # refused: the next turn starts a new REPL
+    finally: self.root_turns.append(turn)
 
+# %% ../nbs/83_llm_evolution.ipynb #a713421e
 @patch_to(EvolutionRun)
 def _seed_generation(self):
     """Generation 0: the env's player template and, with `cfg.seed_references`, its reference players, played as one
@@ -601,40 +579,60 @@ def _seed_generation(self):
         p = Program(self.db.next_id(), code, 0, [], 'seed', '', ev['metrics'], ev['ok'], ev['failure'], note)
         self.db.add(p)
         self._admit(p, islands=range(len(self.islands)))
-        self._pending_log.append(dict(event='program', generation=0, id=p.id, parents=[], strategy='seed', focus='',
-                                      ok=p.ok, failure=p.failure, metrics=p.metrics, prompt_tokens=0,
-                                      completion_tokens=0))
-    self.advance_generation()
 
 @patch_to(EvolutionRun)
-def run(self)->dict: # the run's summary (also in summary.json)
-    "Evolve until `max_generations`, a hard limit, or `terminate_evolution`; always ends with summary, best program and plots."
+def step(self)->dict: # {'generation': g, 'charts/<name>': value} for `GENERATION_SCALARS` and the cache's hit rate
+    """Play one generation: generation 0 the seed programs, then the root's turn, or, every `tune_every`-th, CMA-ES
+    over the best program's constants (`tune_constants`); then close it. A hard limit met ends the run
+    (`stop_reason`) keeping what the generation made; so does `max_generations` reached ('completed')."""
+    if self.done: raise GenerationLimitExceeded(f"the run is done ({self.stop_reason})")
+    g = self.gen
     try:
+        self._check_wall()
         if not self.db: self._seed_generation()
-        while self.gen <= self.cfg.max_generations and not self.terminated:
-            g = self.gen
-            self._root_turn()
-            if self.gen == g: self.advance_generation()  # the root did not close its generation: the system does
-        if not self.stop_reason: self.stop_reason = 'completed'
-    except EvolutionLimitError as e:
-        self.stop_reason = f"{type(e).__name__}: {e}"
-        if self.db.of_generation(self.gen) and self.closed_gen < self.gen: self._close_generation()
+        elif self.cfg.tune_every and g % self.cfg.tune_every == 0:
+            self.tune_constants(self.db.best(1)[0].id, self.cfg.cma_generations, self.cfg.cma_popsize, self.cfg.cma_sigma)
+        else: self._root_turn()
+    except EvolutionLimitError as e: self.stop_reason = f"{type(e).__name__}: {e}"
+    if self.stop_reason and not self.db.of_generation(g) and not self.terminated: return dict(generation=g)
+    summ = self._close_generation()
+    if not self.stop_reason and self.gen > self.cfg.max_generations: self.stop_reason = 'completed'
+    return {'generation': g, **{f'charts/{k}': summ[k] for k in GENERATION_SCALARS},
+            'charts/cache_hit_rate': self.cache_hit_rate()}
+
+# %% ../nbs/83_llm_evolution.ipynb #648df4ae
+@patch_to(EvolutionRun)
+def run(self, every_s:float=0.0)->dict: # the run's `summary`
+    """Advance the run (`core.advance`) from its checkpoint in its folder until it is done, checkpointing every
+    `every_s` seconds (0: every generation) and logging each generation's scalars under `<run_dir>/scalars/evolve`;
+    then `finish`. A folder holding a run with other settings than the ones given raises `ValueError`."""
+    ck = self.dir/CHECKPOINT
+    if ck.exists() and self._given and (d := settings_diff(load_state(ck, 'evolution')['config'], asdict(self.cfg))):
+        raise ValueError(f"{self.dir} holds a run with other settings ({d}): resume it with EvolutionRun(run_dir).run(), "
+                         "or choose a new folder")
+    advance(self, ck, 'evolution', until=lambda r: r.done, every_s=every_s, scalars=(self.dir, 'evolve', self.dir.name))
     return self.finish()
 
 @patch_to(EvolutionRun)
-def finish(self)->dict:
-    "Write `summary.json`, `best_program.py` and the plots."
+def summary(self)->dict:
+    "Why the run stopped, its size, failures by kind, the best program and its training games, tokens, cost, the cache."
     best = self.db.best(1)
-    summ = dict(stop_reason=self.stop_reason, env=self.env.name, backend=self.backend.name,
-                generations_completed=len(self.history), programs=len(self.db),
-                failed=sum(not p.ok for p in self.db.values()),
-                failures={k: sum(p.failure == k for p in self.db.values()) for k in FAILURE_KINDS if any(p.failure == k for p in self.db.values())},
+    fails = [p.failure for p in self.db.values() if not p.ok]
+    return dict(stop_reason=self.stop_reason, env=self.env.name, backend=self.backend.name,
+                generations_completed=len(self.history), programs=len(self.db), failed=len(fails),
+                failures={k: fails.count(k) for k in FAILURE_KINDS + ('duplicate',) if k in fails},
                 best_id=best[0].id if best else None, best_metrics=best[0].metrics if best else {},
                 seed_score=next(iter(self.db.values())).score if self.db else None,
+                root_refused=sum(bool(t['failure']) for t in self.root_turns),
                 tokens=self.tokens, cost=self.cost, elapsed_s=round(self.elapsed(), 2),
                 cache=dict(self.cache_counts, hit_rate=self.cache_hit_rate()))
+
+@patch_to(EvolutionRun)
+def finish(self)->dict: # the `summary`
+    "Write `best_program.py` and the plots (`plot_run`) into the run's folder; end the root's REPL."
+    if self.repl is not None: self.repl.close(); self.repl = None
+    summ, best = self.summary(), self.db.best(1)
     if best: (self.dir/'best_program.py').write_text(best[0].code)
-    atomic_write_json(self.dir/'summary.json', summ)
     try: plot_run(self)
     except Exception as e: summ['plot_error'] = repr(e)
     return summ
@@ -660,10 +658,11 @@ def tune_constants(self, program_id:str, generations:int=3, popsize:int=6,
                    sigma:float=0.3)->str: # the tuned program's id, or `program_id` when nothing beat it
     """CMA-ES over the tunable constants of program `program_id` (`c + y * max(1, abs(c))`, `y` from CMA-ES with
     step `sigma`), `generations` x `popsize` evaluations on the training seeds; the best becomes a new program
-    (strategy 'cma')."""
+    (strategy 'cma') of the current generation."""
     p = self.db[program_id]
     x0 = tunable_vector(p.code, self.env.tunable_names)
     if not x0: raise ValueError(f"{program_id} has no tunable constants ({self.env.tunable_names}) to tune")
+    if not (0 < generations*popsize <= 1000 and popsize >= 2): raise ValueError("tune_constants takes 2 to 1000 evaluations, popsize at least 2")
     keys = sorted(x0); scale = np.array([max(1.0, abs(x0[k])) for k in keys])
     opts = dict(popsize=popsize, seed=int(self.rng.integers(1, 2**31)), verbose=-9)
     es = cma.CMAEvolutionStrategy(np.zeros(len(keys)), sigma, opts)
@@ -679,9 +678,8 @@ def tune_constants(self, program_id:str, generations:int=3, popsize:int=6,
             if s > best_score: best, best_score, best_metrics = c, s, ev['metrics']
     if best == p.code: return program_id
     q = Program(self.db.next_id(), best, self.gen, [program_id], 'cma', p.focus, best_metrics, island=p.island,
-                notes=f"CMA-ES over {len(keys)} constants: {generations} x {popsize} evaluations, sigma {sigma}",
-                created=round(self.elapsed(), 3))
-    self._record_child(q, dict(messages=[]), dict(text=q.notes, prompt_tokens=0, completion_tokens=0))
+                notes=f"CMA-ES over {len(keys)} constants: {generations} x {popsize} evaluations, sigma {sigma}")
+    self._record(q)
     return q.id
 
 # %% ../nbs/83_llm_evolution.ipynb #56eb9fbb
@@ -766,70 +764,111 @@ def compare_heldout(programs:dict, # name -> player program source
 # %% ../nbs/83_llm_evolution.ipynb #947bc8b5
 RELATION_OF_STRATEGY = {'crossover': 'crossover'} # other strategies (mutate, cma, llm variants) are mutations
 
-def _program_genome_id(registry:Registry, db:ProgramDatabase, run:dict, p:Program, status:str)->str:
-    "The genome of program `p` (its ancestors first), registered unless a genome of its name and source exists."
-    name, sha = f"{run['name']}/{p.id}", hashlib.sha256(p.code.encode()).hexdigest()
-    for gid, _ in registry.named(name):
-        if registry.genome(gid)['config'].get('sha256') == sha: return gid
-    relation = RELATION_OF_STRATEGY.get(p.strategy.split(':')[-1], 'mutation')
-    parents = [dict(id=_program_genome_id(registry, db, run, db[q], 'retired'), relation=relation)
-               for q in p.parents if q in db]
-    text = (f"program {p.id} of evolution run {run['name']} ({run['env']}, generation {p.generation}, strategy "
-            f"{p.strategy}{', focus ' + p.focus if p.focus else ''}{', ' + p.notes if p.strategy == 'seed' else ''}, "
-            f"{run['backend']} backend); training games: {json.dumps(p.metrics, default=float)}")
-    g = program_genome(name, run['env'], p.code, origin='llm_evolution', parents=parents, description=text)
-    return registry.add(g, {}, status=status).id
+def _ancestry(registry:Registry, db:ProgramDatabase, p:Program, env:str, known:dict)->tuple: # ([programs], genome id or None)
+    """The programs from `p` back along first parents to its nearest ancestor that is a genome: a program registered
+    before (`known`), or the registered reference player a seed program stands for ('reference player NAME')."""
+    path, q = [], p
+    while True:
+        if q is not p and registry.has(known.get(q.id, '')): return path, known[q.id]
+        path.append(q)
+        name = q.notes.removeprefix('reference player ')
+        if q.strategy == 'seed' and name != q.notes and (b := registry.by_name(name)) and registry.genome(b)['arena'] == env:
+            return path, b
+        if not q.parents or q.parents[0] not in db: return path, None
+        q = db[q.parents[0]]
 
 def register_program(registry:Registry, db:ProgramDatabase, # a search's programs: a run's `db`, or stored rows
                      pid:str, # the program to register
-                     run_name:str, # the search run, part of each genome's name
                      env:str, # the arena
-                     backend:str='offline', status:str='candidate')->str: # the program's genome id
-    """Register program `pid` of `db` as a `program` genome, with its lineage: the programs it came from (in `db`)
-    as retired genomes, back to the run's seed programs."""
-    gid = _program_genome_id(registry, db, dict(name=run_name, env=env, backend=backend), db[pid], status)
-    if registry.genome(gid)['status'] == 'retired' and registry.games(gid) == 0:   # an ancestor now among the best
-        registry.set_status(gid, status)
-    return gid
+                     key:str, # the search (its folder, a bench's run name): with `pid` and the source, the genome's id
+                     known:dict|None=None, # program id -> genome id of the search's programs registered before
+                     origin:str='program_search', status:str='candidate')->str: # the program's genome id
+    """Register program `pid` of `db` as a `program` genome with a short readable name: a child
+    (`Registry.child_name`, tag 'p' and its number) of its nearest ancestor that is a genome (`_ancestry`), else
+    'Program-p<number>'; its description gives the steps since that ancestor and its training games. Registering it
+    again returns the same genome: its id follows from `key`, `pid` and the source."""
+    p = db[pid]
+    gid = hashlib.sha256(f"{key}\0{pid}\0{p.code}".encode()).hexdigest()[:16]
+    if registry.has(gid): return gid
+    path, anc = _ancestry(registry, db, p, env, known or {})
+    tag = f"p{int(pid.rsplit('_', 1)[-1])}"
+    steps = ' <- '.join(f"{q.strategy} {q.id}" for q in path) + (f" <- {registry.genome(anc)['name']}" if anc else '')
+    text = (f"program {pid} of a {env} program search, generation {p.generation}: {steps}; "
+            f"training games: {json.dumps(p.metrics, default=float)}")
+    rel = RELATION_OF_STRATEGY.get(p.strategy.split(':')[-1], 'mutation')
+    g = program_genome(registry.child_name(anc, tag) if anc else f"Program-{tag}", env, p.code, origin=origin,
+                       parents=[dict(id=anc, relation=rel)] if anc else [], description=text)
+    return registry.add(dataclasses.replace(g, id=gid), {}, status=status).id
 
 def register_programs(run:EvolutionRun, registry:Registry,
                       top:int=3, # the run's best programs that played without failing
                       status:str='candidate')->list: # their genome ids, best first
-    "Register the `top` best programs of `run` as `program` genomes with their lineage (`register_program`)."
-    return [register_program(registry, run.db, p.id, run.dir.name, run.env.name, run.backend.name, status)
-            for p in run.db.best(top)]
+    "Register the `top` best programs of `run` as `program` genomes (`register_program`, keyed by the run's folder)."
+    key, known = str(run.dir.resolve()), {}
+    for p in sorted(run.db.best(top), key=lambda p: p.id):   # ancestors first: a descendant names its registered ancestor
+        known[p.id] = register_program(registry, run.db, p.id, run.env.name, key, known, status=status)
+    return [known[p.id] for p in run.db.best(top)]
 
 # %% ../nbs/83_llm_evolution.ipynb #bd7859db
 @dataclass
 class ProgramSettings:
-    "Settings of the programs producer (a season's share of a program search)."
-    program_generations: int = 1 # generations the search runs per season
-    program_children: int = 2 # programs per generation
-    program_ticks: int = 200 # tetris ticks per training game of a program
+    """Settings of the programs producer: chapter 83's search of tetris players as `bench/program_search.py` measured
+    it (the reference players as seeds, islands, MAP-Elites, CMA-ES over the best program's constants), in generations."""
+    program_generations: int = 2 # generations between offers: each offer follows a CMA-ES generation over the best program
+    program_children: int = 4 # programs per generation
+    program_games: int = 2 # training games per program
+    program_ticks: int = 300 # tetris ticks per training game
+    program_islands: int = 2 # islands of the population
+    program_cma_generations: int = 2 # CMA-ES generations of each tuning
+    program_cma_popsize: int = 4 # constant vectors per CMA-ES generation
+    program_workers: int = 2 # sandboxed evaluations at once
+
+def program_search_config(s:ProgramSettings, seed:int=0)->EvolutionConfig:
+    "The producer's search: `EvolutionConfig` from its settings; no generation limit (the producer's budget ends it)."
+    return EvolutionConfig(env='tetris', max_generations=10**9, max_wall_s=10.0**12, children_per_generation=s.program_children,
+                           max_child_calls_per_generation=max(8, s.program_children), games_per_eval=s.program_games,
+                           max_ticks=s.program_ticks, seed=seed, islands=s.program_islands, seed_references=True,
+                           tune_every=s.program_generations, cma_generations=s.program_cma_generations,
+                           cma_popsize=s.program_cma_popsize, workers=s.program_workers)
 
 # %% ../nbs/83_llm_evolution.ipynb #a60bfc1c
-def produce_programs(ctx:ProducerContext)->list: # genome ids, best first
-    """The best evolved programs: the search continues `program_generations` generations (it checkpoints each), its
-    best 2 registered."""
-    s, run_dir = ctx.settings, ctx.work_dir/'programs'
-    resume = (run_dir/'config.json').exists()
-    new = EvolutionConfig(env='tetris', max_generations=0, children_per_generation=s.program_children, games_per_eval=1,
-                          max_ticks=s.program_ticks, seed=ctx.seed, max_wall_s=1e9)
-    run = EvolutionRun(run_dir, None if resume else new, resume=resume)
-    # generations after the seed program: the run grows each season
-    run.cfg.max_generations = ctx.work_round*s.program_generations
-    done = len(run.history)
-    if run.gen <= run.cfg.max_generations: run.run()
-    keys = ('best_so_far', 'best_score', 'mean_score', 'failed', 'diversity')
-    rows = [{'generation': h['generation'], **{f'charts/{k}': h[k] for k in keys}} for h in run.history[done:]]
-    log_scalars(ctx.registry.root, 'programs', f'season-{ctx.season}', rows, 'generation')
-    return register_programs(run, ctx.registry, top=2)
+class ProgramSearch:
+    """The `programs` producer's loop: an `EvolutionRun` of tetris players (`program_search_config`) in
+    `<work_dir>/programs` (its evaluation cache; its state is the producer's checkpoint), one generation a step. After
+    each CMA-ES generation (every `program_generations`-th) the best program the search made so far (a seed is a
+    reference player's copy: never offered) is pending, and `commit` registers it (`register_program`: a child of the genome it descends from, `Dellacherie-p31` say) and offers it."""
+    step_key = 'generation'
+    def __init__(self, ctx:ProducerContext):
+        self.ctx, self.pending, self.offered = ctx, None, {}   # offered: program id -> genome id
+        self.run = EvolutionRun(ctx.work_dir/'programs', program_search_config(ctx.settings, ctx.seed))
+    def state_dict(self)->dict:
+        return dict(settings=asdict(self.ctx.settings), run=self.run.state_dict(), pending=self.pending, offered=self.offered)
+    def load_state_dict(self, st:dict):
+        if 'run' not in st:   # a checkpoint of the earlier round-based producer (its search kept JSON files of its own)
+            raise ValueError(f"{self.ctx.work_dir/'programs.safetensors'} is the earlier programs producer's checkpoint, "
+                             "which this one cannot continue: remove it (and the folder programs/ beside it) to start anew")
+        if d := settings_diff(st['settings'], asdict(self.ctx.settings)):
+            raise ValueError(f"the programs producer's search in {self.ctx.work_dir} has other settings ({d}): give it "
+                             "its own settings, or another --work-dir for these")
+        self.run.load_state_dict(st['run']); self.pending, self.offered = st['pending'], dict(st['offered'])
+    def step(self)->dict:
+        tuning = self.run.gen > 0 and self.run.gen % self.run.cfg.tune_every == 0
+        m = self.run.step()
+        made = [p for p in self.run.db.best(len(self.run.db)) if p.strategy != 'seed']   # not a reference player's copy
+        if tuning and made: self.pending = dict(program=made[0].id)
+        return m
+    def commit(self)->list: # [the offered genome id]
+        pid = self.pending['program']
+        key = f"programs producer, seed {self.ctx.seed}, {self.run.dir.resolve()}"
+        self.offered[pid] = register_program(self.ctx.registry, self.run.db, pid, 'tetris', key, self.offered)
+        self.pending = None
+        return [self.offered[pid]]
 
-programs_producer = Producer(produce_programs, ProgramSettings)
+programs_producer = Producer(None, ProgramSettings, loop=ProgramSearch)
 
 # %% ../nbs/83_llm_evolution.ipynb #c31d8769
 POSITIVE = ('max_child_calls_per_generation', 'children_per_generation', 'games_per_eval', 'cpu_s', 'wall_s', 'max_wall_s',
-            'llm_timeout_s', 'workers', 'islands')
+            'llm_timeout_s', 'workers', 'islands', 'cma_generations', 'cma_popsize', 'cma_sigma')
 
 def check_evolution_config(cfg:EvolutionConfig)->EvolutionConfig:
     "Raise `ValueError`, saying what to fix, for an unknown arena or backend or a negative (or zero, where that means nothing) setting."
@@ -842,29 +881,31 @@ def check_evolution_config(cfg:EvolutionConfig)->EvolutionConfig:
 
 def evolve_cli(argv:list)->int: # exit status
     """`genome-lab evolve RUN_DIR [--env tetris] [--backend offline] [--max-generations N] ... [--resume]`: run or resume an
-    evolution. A new run needs a new (or empty) folder; `--resume` needs a checkpoint and may change only the soft
+    evolution. A new run needs a new (or empty) folder; `--resume` needs its checkpoint and may change only the soft
     parameters (`SOFT_PARAMETERS`); one process per run folder (`run_lock`). Flags are `EvolutionConfig`'s fields."""
     import sys
     from genome_lab.core import config_parser, config_from_args, run_lock, RunLocked
     ap = config_parser(EvolutionConfig, prog='genome-lab evolve', description='LLM (or offline) evolution of player programs', allow_abbrev=False)
     ap.add_argument('run_dir')
-    ap.add_argument('--resume', action='store_true', help=f'resume from the last checkpoint of run_dir (may change only {", ".join(SOFT_PARAMETERS)})')
+    ap.add_argument('--resume', action='store_true', help=f'resume from the checkpoint of run_dir (may change only {", ".join(SOFT_PARAMETERS)})')
     a = vars(ap.parse_args(argv))
     d, resume = Path(a.pop('run_dir')), a.pop('resume')
     err = lambda m: (print(f"genome-lab evolve: error: {m}", file=sys.stderr), 2)[1]
     if d.exists() and not d.is_dir(): return err(f"{d} is a file, not a run folder")
     try:
         if resume:
-            if not sorted((d/'checkpoints').glob('checkpoint_gen_*.json')): return err(f"nothing to resume in {d}: it has no checkpoint")
+            if not (d/CHECKPOINT).exists(): return err(f"nothing to resume in {d}: it has no checkpoint ({CHECKPOINT})")
             if hard := sorted(set(a) - set(SOFT_PARAMETERS)): return err(f"a resumed run keeps its settings: only {SOFT_PARAMETERS} may change, not {hard}")
             cfg = None
         else:
             if d.exists() and any(p.name != '.lock' for p in d.iterdir()): return err(f"{d} holds a run: continue it with --resume, or choose a new folder")
             cfg = check_evolution_config(config_from_args(EvolutionConfig, a))
         with run_lock(d/'.lock'):
-            run = EvolutionRun(d, cfg, resume=resume)
-            if resume and a:
+            run = EvolutionRun(d, cfg)
+            if resume and a:   # the soft changes join the stored run's checkpoint, which `run` resumes from
+                run.load_state_dict(load_state(d/CHECKPOINT, 'evolution'))
                 soft = run.modify_parameters(**a); check_evolution_config(run.cfg)
+                save_state(d/CHECKPOINT, 'evolution', run.state_dict())
                 print(f"genome-lab evolve: soft parameters now {soft}", file=sys.stderr)
             s = run.run()
     except (RunLocked, ValueError) as e: return err(e)

@@ -735,6 +735,15 @@ def tournament(self:Registry, evaluation:int)->tuple: # (its record, the seconds
     if r is None: raise RegistryError(f"no tournament {evaluation} in {self.root}")
     return json.loads(r['settings']), r['seconds'] or 0.0
 
+@patch
+def update_tournament(self:Registry, evaluation:int, **changes)->dict: # the record as stored now
+    "Merge `changes` into tournament `evaluation`'s stored record (its failures so far, say), all at once."
+    with self.transaction() as db:
+        r = db.execute("SELECT settings FROM evaluations WHERE id=? AND kind='tournament'", (evaluation,)).fetchone()
+        if r is None: raise RegistryError(f"no tournament {evaluation} in {self.root}")
+        db.execute('UPDATE evaluations SET settings=? WHERE id=?', (json.dumps(rec := json.loads(r[0]) | changes), evaluation))
+    return rec
+
 # %% ../nbs/10_registry.ipynb #569724cb
 RESULT_COLUMNS = ('genome', 'score', 'ret', 'survival', 'kills', 'deaths', 'lines', 'game', 'place') # a game's row
 

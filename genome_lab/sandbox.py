@@ -1,4 +1,4 @@
-"""Play an untrusted player program inside bubblewrap (its own mount, PID and network namespaces, a read-only view of the interpreter and nothing else), as an unprivileged uid under a seccomp allow-list and rlimits, with a wall-clock kill: observations in, actions out, the score and every failure kind kept by the harness.
+"""Play an untrusted player program inside bubblewrap (its own mount, PID and network namespaces, a read-only view of the interpreter and nothing else), as an unprivileged uid under a seccomp allow-list and rlimits, with a wall-clock kill and a pace: observations in, actions out, the score and every failure kind kept by the harness; a root LLM's code runs in the same sandbox as a REPL.
 
 Docs: https://genome-lab.github.io/genome_lab/sandbox.html.md"""
 
@@ -16,10 +16,10 @@ from .registry import Genome
 
 # %% auto #0
 __all__ = ['FAILURE_KINDS', 'REPORTED_KINDS', 'ALLOWED_IMPORTS', 'SANDBOX_UID', 'ALLOWED_SYSCALLS', 'O_WRITE_FLAGS', 'MAP_SHARED',
-           'TCGETS', 'EXIT_OK', 'WORKER_SOURCE', 'PROGRAM_LIMITS', 'SandboxUnavailable', 'sanitise', 'seccomp_filter',
-           'sandbox_binds', 'bwrap_command', 'SandboxLimits', 'SandboxFailure', 'check_source', 'SandboxedPlayer',
-           'PlayResult', 'play_games', 'CountdownGame', 'ArenaGame', 'ProgramEnv', 'program_env', 'ProgramState',
-           'ProgramPolicy', 'program_genome']
+           'TCGETS', 'EXIT_OK', 'WORKER_SOURCE', 'REPL_IMPORTS', 'PROGRAM_LIMITS', 'SandboxUnavailable', 'sanitise',
+           'seccomp_filter', 'sandbox_binds', 'bwrap_command', 'SandboxLimits', 'SandboxFailure', 'check_source',
+           'SandboxedPlayer', 'PlayResult', 'play_games', 'SandboxedREPL', 'CountdownGame', 'ArenaGame', 'ProgramEnv',
+           'program_env', 'ProgramState', 'ProgramPolicy', 'program_genome']
 
 # %% ../nbs/80_sandbox.ipynb #5dd26abc
 FAILURE_KINDS = ('syntax', 'missing', 'exception', 'forbidden', 'memory', 'timeout', 'cpu', 'protocol', 'bad_action', 'crash')
@@ -132,7 +132,7 @@ def bwrap_command()->list: # argv: bwrap, its options, the interpreter and the w
 
 # %% ../nbs/80_sandbox.ipynb #9c72c3e6
 WORKER_SOURCE = r'''
-import os, sys, io, pickle, struct, builtins, resource, ctypes, signal
+import os, sys, io, json, pickle, struct, builtins, resource, ctypes, signal
 ALLOWED = sys.argv[1].split(',')
 sys.path.append(sys.argv[2])
 for _m in ALLOWED: __import__(_m)
@@ -163,6 +163,9 @@ def install_filter(bpf):
     if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(Prog(len(bpf) // 8, bpf)), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), 'prctl: cannot install the seccomp filter')  # PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP
 setup = recv()
+if 'imports' in setup:   # a REPL's own allow-list (the host's choice), imported before any guard is up
+    ALLOWED = list(setup['imports'])
+    for _m in ALLOWED: __import__(_m)
 try:
     drop_privileges(setup['uid'])
     for name, (soft, hard) in setup['rlimits'].items(): resource.setrlimit(getattr(resource, name), (soft, hard))
@@ -186,8 +189,37 @@ safe_builtins = {k: v for k, v in vars(builtins).items() if k not in ('open', 'i
 safe_builtins['__import__'] = safe_import
 def fail(e):
     send(f"E {'memory' if isinstance(e, MemoryError) else 'exception'} {type(e).__name__}: {e}"[:400]); os._exit(0)
+class Record:   # a row the host shares (a program of the database), read as attributes
+    def __init__(self, row): self.__dict__.update(row)
+    def __repr__(self): return f"Record({self.__dict__.get('id')!r})"
+def share(shared):
+    for row in shared.pop('programs', ()): ns['program_database'][row['id']] = Record(row)
+    ns.update(shared)
+def host(name):   # the REPL's function `name`: a call the host answers (JSON arguments out, its reply in)
+    def call(*args, **kw):
+        line = 'C ' + json.dumps([name, args, kw])
+        if len(line) > 60000: raise ValueError(f'the arguments of {name} are over 60000 characters as JSON')
+        send(line); reply = recv(); share(reply[2])
+        if reply[0] == 'err': raise RuntimeError(reply[1])
+        return reply[1]
+    call.__name__ = call.__qualname__ = name
+    return call
+def repl(functions):
+    "Run turns of model-written code in one namespace until the host closes the pipe: ('turn', code, shared) -> 'T {json}'."
+    ns['program_database'] = {}
+    for name in functions: ns[name] = host(name)
+    send('R')
+    while True:
+        _, code, shared = recv(); share(shared)
+        out, err = io.StringIO(), ''
+        sys.stdout = out
+        try: exec(compile(code, '<root>', 'exec'), ns)
+        except BaseException as e: err = f'{type(e).__name__}: {e}'
+        sys.stdout = _Null()
+        send('T ' + json.dumps(dict(stdout=out.getvalue()[-4000:], error=err[-1000:])))
 armed.append(1)
 ns = {'__builtins__': safe_builtins, '__name__': 'player'}
+if 'repl' in setup: repl(setup['repl'])
 try: exec(compile(setup['source'], 'player.py', 'exec'), ns)
 except BaseException as e: fail(e)
 act = ns.get('choose_action')
@@ -213,7 +245,8 @@ class SandboxLimits:
     wall_s: float = 120.0 # wall-clock seconds for the whole evaluation, start-up included
     step_timeout_s: float = 5.0 # wall-clock seconds for one action, or for the child to take one message
     start_timeout_s: float = 20.0 # wall-clock seconds to start Python and load the program
-    mean_step_s: float = 0.05 # wall-clock seconds per action on average (credit: `step_timeout_s`, and this per action)
+    mean_step_s: float = 0.05 # wall-clock seconds per action on average (credit: `burst_s`, and this per action)
+    burst_s: float|None = None # seconds a child may run ahead of its pace (None: `step_timeout_s`)
 
     def rlimits(self)->dict: # {resource name: (soft, hard)}, set by the worker before the program runs
         mb = self.memory_mb * 2**20
@@ -236,10 +269,12 @@ class SandboxedPlayer:
     every failure kind from what it observes (its clock, the child's exit status and CPU time, the action's value);
     the child may only report that the program raised (`REPORTED_KINDS`), and its words are cut to a short sanitised
     reason. Raises `SandboxUnavailable` when the sandbox cannot start, which is no failure of the program."""
-    def __init__(self, source:str, limits:SandboxLimits|None=None, num_actions:int=7):
+    def __init__(self, source:str, limits:SandboxLimits|None=None, num_actions:int=7,
+                 repl:dict|None=None): # {'functions': names, 'imports': modules}: a REPL instead (`SandboxedREPL`)
         self.limits, self.num_actions = limits or SandboxLimits(), num_actions
         check_source(source)
         setup = dict(uid=SANDBOX_UID, rlimits=self.limits.rlimits(), filter=seccomp_filter(), source=source)
+        if repl is not None: setup.update(repl=list(repl['functions']), imports=list(repl['imports']))
         self.t0, self._buf, self.layers, self.asked, self.thinking = time.monotonic(), b'', [], 0, 0.0
         self.proc = subprocess.Popen(bwrap_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True, env={}, cwd='/')
@@ -317,9 +352,10 @@ class SandboxedPlayer:
     def new_game(self): self._send(('new',), self._step_timeout())
 
     def _step_limit(self)->tuple: # `_limit(...)` of the next action
-        "The step timeout, or less where the program used up its pace: `step_timeout_s + mean_step_s * actions` in all."
+        "The step timeout, or less where the program used up its pace: `burst_s + mean_step_s * actions` in all."
         lim = self.limits
-        credit = lim.step_timeout_s + self.asked * lim.mean_step_s - self.thinking
+        burst = lim.step_timeout_s if lim.burst_s is None else lim.burst_s
+        credit = burst + self.asked * lim.mean_step_s - self.thinking
         if credit >= lim.step_timeout_s: return self._step_timeout()
         return self._limit(max(credit, 0.0), f"the pace of {lim.mean_step_s} s per action on average ({self.asked})")
 
@@ -384,6 +420,50 @@ def play_games(source:str, # the player program
         if player is not None: player.kill()
         out.seconds = time.monotonic() - t0
     return out
+
+# %% ../nbs/80_sandbox.ipynb #d7bf8657
+REPL_IMPORTS = ('math', 'random', 'json', 'statistics', 'collections', 'itertools', 'functools', 'numpy', 're')
+
+def _plain(x): return json.loads(json.dumps(x, default=float))   # JSON data only: what the child gets back
+
+class SandboxedREPL:
+    """Model-written code, turn by turn, in one persistent sandboxed interpreter (`SandboxedPlayer`'s child and
+    limits): `run(code)` returns the turn's {'stdout', 'error'}; the code may call `functions` (run here, on the host)
+    and read the variables `shared()` gives. Raises `SandboxFailure` when the child breaks a rule (it is then dead:
+    `alive` is False) and `SandboxUnavailable` when the sandbox cannot start."""
+    def __init__(self, functions:dict, # name -> host callable; JSON arguments in, JSON-able result out
+                 shared=None, # shared() -> {variable: value} sent with every turn and answer ('programs': new rows)
+                 limits:SandboxLimits|None=None, # `step_timeout_s`: the code's own time between two calls
+                 imports:tuple=REPL_IMPORTS, # modules the code may import
+                 passthrough:tuple=()): # exception types of `functions` that end the turn and reach the caller
+        self.functions, self.shared, self.passthrough = dict(functions), shared or dict, passthrough
+        self.child = SandboxedPlayer('', limits, repl=dict(functions=sorted(self.functions), imports=imports))
+        weakref.finalize(self, self.child.kill).atexit = False   # killed when the REPL is collected
+    @property
+    def alive(self)->bool: return self.child.proc.returncode is None
+    def _answer(self, line:str)->tuple: # ('ret', result) or ('err', message) for one call line of the child
+        try: name, args, kw = json.loads(line)
+        except (ValueError, TypeError): self.child.kill(); raise SandboxFailure('protocol', f"a call that is not [name, args, kw]: {sanitise(line, 80)!r}") from None
+        if not (isinstance(name, str) and isinstance(args, list) and isinstance(kw, dict)) or name not in self.functions:
+            return 'err', f"no function {sanitise(str(name), 40)!r}: the REPL has {sorted(self.functions)}"
+        try: return 'ret', _plain(self.functions[name](*args, **kw))
+        except self.passthrough: self.child.kill(); raise
+        except Exception as e: return 'err', sanitise(f"{type(e).__name__}: {e}", 500)
+    def run(self, code:str)->dict: # {'stdout': the last 4000 characters printed, 'error': '' or the exception}
+        "Run one turn of `code` in the REPL's namespace, answering its calls until it ends."
+        p = self.child
+        check_source(code)
+        p._send(('turn', code, _plain(self.shared())), p._step_timeout())
+        while True:
+            line = p._read(p._step_timeout())
+            if line.startswith('T '):
+                try: out = json.loads(line[2:]); return dict(stdout=str(out['stdout']), error=str(out['error']))
+                except (ValueError, TypeError, KeyError): p.kill(); raise SandboxFailure('protocol', 'a turn ended without its result') from None
+            if not line.startswith('C '): p._fail_from(line)
+            p._send((*self._answer(line[2:]), _plain(self.shared())), p._step_timeout())
+    def close(self): self.child.kill()
+    def __enter__(self): return self
+    def __exit__(self, *a): self.close()
 
 # %% ../nbs/80_sandbox.ipynb #40aef355
 class CountdownGame:
@@ -471,7 +551,9 @@ def program_env(arena:str, max_ticks:int=0)->ProgramEnv:
     return getattr(importlib.import_module(mod), attr)(max_ticks)
 
 # %% ../nbs/80_sandbox.ipynb #42102ffe
-PROGRAM_LIMITS = SandboxLimits(cpu_s=3600, wall_s=3600.0, step_timeout_s=10.0) # a program genome's child: one tournament batch
+# a program genome's child (one tournament batch): its pace, 10 ms per agent and step on average after 2 s of credit,
+# bounds a game's time (issue 45: a program just under the former 50 ms pace was promoted and slowed every season)
+PROGRAM_LIMITS = SandboxLimits(cpu_s=3600, wall_s=3600.0, step_timeout_s=10.0, mean_step_s=0.01, burst_s=2.0)
 
 _AGENTS_WRAPPER = """
 _player = globals().get('choose_action')
@@ -487,21 +569,29 @@ if callable(_player):
 
 class ProgramState:
     """One sandboxed child playing `n` agents of a program genome; killed by `close` (or when the state is collected).
-    Its pace is `limits.mean_step_s` per agent and step on average (one call answers for all `n` agents)."""
-    def __init__(self, source:str, env:ProgramEnv, n:int, limits:SandboxLimits):
-        self.env, self.n, self.A, self.failure = env, n, env.cls.num_actions, None
+    Its pace is `limits.mean_step_s` per agent and step on average (one call answers for all `n` agents), after
+    `limits.burst_s` of credit per call sequence. A failure is also kept on `owner` (its `ProgramPolicy`), whose
+    later states then forfeit at once, starting no child."""
+    def __init__(self, source:str, env:ProgramEnv, n:int, limits:SandboxLimits, owner=None):
+        self.env, self.n, self.A, self.failure, self.owner = env, n, env.cls.num_actions, None, owner
+        self.player = None
+        if owner is not None and owner.failure is not None: self.failure = owner.failure; return
         wrapped = f"{source}\nNUM_ACTIONS = {self.A}\n{_AGENTS_WRAPPER}"
         paced = replace(limits, mean_step_s=limits.mean_step_s * n)
         try: self.player = SandboxedPlayer(wrapped, paced, num_actions=self.A**n)
-        except SandboxFailure as e: self.player, self.failure = None, e
+        except SandboxFailure as e: self._fail(e)
         else:   # killed when the state is collected; at exit the child ends by itself when its pipe closes
             self._finalizer = weakref.finalize(self, self.player.kill); self._finalizer.atexit = False
+
+    def _fail(self, e:SandboxFailure):
+        self.failure, self.player = e, None
+        if self.owner is not None and self.owner.failure is None: self.owner.failure = e
 
     def actions(self, obs:np.ndarray)->np.ndarray: # (n,) int64
         "The program's action for each agent's observation; zeros once it has failed."
         if self.player is not None:
             try: code = self.player.act(obs, [self.env.view(o) for o in obs])
-            except SandboxFailure as e: self.failure, self.player = e, None
+            except SandboxFailure as e: self._fail(e)
             else: return np.array([code // self.A**k % self.A for k in range(self.n)])
         return np.zeros(self.n, np.int64)
 
@@ -509,8 +599,11 @@ class ProgramState:
         if self.player is not None: self._finalizer()
         self.player = None
 
+# %% ../nbs/80_sandbox.ipynb #93b2b2a8
 class ProgramPolicy(Policy):
-    "A `program` genome's policy: player source code checked against its sha256, played only in a sandboxed child."
+    """A `program` genome's policy: player source code checked against its sha256, played only in a sandboxed child.
+    Its first failure (`failure`: a `SandboxFailure`, too slow for `PROGRAM_LIMITS`' pace say) ends its play for the
+    policy's life: a tournament's games after it are forfeits that cost no time."""
     arch = 'program'
     def __init__(self,
                  arena:str, # the arena the program plays
@@ -519,9 +612,10 @@ class ProgramPolicy(Policy):
         super().__init__()
         if hashlib.sha256(source.encode()).hexdigest() != sha256: raise ValueError("the program's source does not match its sha256")
         self.config, self.num_actions = dict(arena=arena, source=source, sha256=sha256), find_arena(arena).num_actions
-        self.limits = PROGRAM_LIMITS
+        self.limits, self.failure = PROGRAM_LIMITS, None   # its first failure: it forfeits every later game
 
-    def initial_state(self, n:int)->ProgramState: return ProgramState(self.config['source'], program_env(self.config['arena']), n, self.limits)
+    def initial_state(self, n:int)->ProgramState:
+        return ProgramState(self.config['source'], program_env(self.config['arena']), n, self.limits, owner=self)
     def release_state(self, state:ProgramState): state.close()
 
     def forward(self, obs, state:ProgramState): # obs (n, ...) -> one-hot logits (n, num_actions) of the program's actions

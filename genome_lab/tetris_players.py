@@ -212,26 +212,27 @@ class TetrisGame:
         "Start the game of `seed`."
         obs = self.arena.reset(seed); self.arena.pop_episodes()
         self.ticks, self.done, self.result, self.lines, self.score = 0, False, None, 0, 0.0
-        self.cells = 0
+        self.cells, self.pieces = 0, 0
         return obs[0], parse_tetris_obs(obs[0])
     def step(self, action:int)->tuple: # (obs, view or None when done, done)
-        "Press `action`; a finished game's `result` holds `lines`, `score`, `ticks`, `truncated`."
+        "Press `action`; a finished game's `result` holds `lines`, `score`, `ticks`, `truncated`, `pieces` (locked)."
         obs, rew, done = self.arena.step(np.array([action], np.int32)); self.ticks += 1
         if done[0]:
             ep = self.arena.pop_episodes()
             # the env ends a game itself when a piece locks at MAX_TICKS or later: cut off by the cap, not lost
             self.result = dict(lines=float(ep.lines[0]), score=float(ep.score[0]), ticks=float(ep.length[0]),
-                               truncated=bool(ep.length[0] >= MAX_TICKS))
+                               truncated=bool(ep.length[0] >= MAX_TICKS), pieces=self.pieces)
             self.done = True
             return obs[0], None, True
         view = parse_tetris_obs(obs[0])
         cells = sum(b.bit_count() for b in view['board'])
         k = (self.cells + 4 - cells)//10 if cells != self.cells else 0  # rows cleared by a piece that just locked
-        self.cells, self.lines = cells, self.lines + k
+        self.cells, self.lines, self.pieces = cells, self.lines + k, self.pieces + (cells != self.cells)
         # PufferLib's score: 100/300/500/1000 per clear plus 1 (soft) or 2 (hard drop) per row dropped = 100 x drop reward
         self.score += SCORE_COMBO[k] + 100*(float(rew[0]) - REWARD_COMBO[k])
         if self.ticks >= self.max_ticks:
-            self.result = dict(lines=float(self.lines), score=round(self.score), ticks=float(self.ticks), truncated=True)
+            self.result = dict(lines=float(self.lines), score=round(self.score), ticks=float(self.ticks), truncated=True,
+                               pieces=self.pieces)
             self.done = True
             return obs[0], None, True
         return obs[0], view, False

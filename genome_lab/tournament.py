@@ -19,8 +19,8 @@ from .registry import Registry, utcnow
 from .evaluation import torch_threads
 
 # %% auto #0
-__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'body_cells', 'KillTracker', 'GameResult',
-           'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
+__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'QUALIFY_STEPS', 'body_cells', 'KillTracker',
+           'GameResult', 'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
            'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fit_ratings', 'split_half', 'StopRule',
            'fitness_table', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
            'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
@@ -436,6 +436,32 @@ class TournamentResult:
     "Leaderboard (a DataFrame sorted by ordinal), the games played, their results, the rating history of this call's games."
     leaderboard: object; games: list; results: list; history: list; evaluation: int|None = None; seconds: float = 0.0
     stability: dict|None = None # `split_half` of all the tournament's games
+    failures: dict|None = None # genome id -> why its policy failed: it stayed out, or forfeited its later games (`_forfeits`)
+
+def _resumed(registry:Registry|None, evaluation:int)->dict: # the stored tournament's record
+    "A stored tournament's record, to resume it; `ValueError` without a registry or if its arena's rules changed since."
+    if registry is None: raise ValueError("only a registry's tournament can be resumed")
+    rec = registry.tournament(evaluation)[0]
+    if (was := rec.get('version', f"{rec['arena']}-v1")) != arena_version(rec['arena']):
+        raise ValueError(f"tournament {evaluation} was played in {was}, and {rec['arena']} is now "
+                         f"{arena_version(rec['arena'])}: its games cannot continue; start a new tournament")
+    return rec
+
+def _leaderboard(registry:Registry|None, ids:list, games:list, results:list, steps:int, ratings:dict,
+                 failures:dict)->pd.DataFrame: # one row per entrant, best ordinal first
+    "The tournament's table: fitness (`fitness_table`), engagement, rating, failure, and with a registry names and statuses."
+    eng = registry.engagement() if registry is not None else {}
+    table = fitness_table(ids, games, results, steps, {i: e['player_engagement'] for i, e in eng.items()})
+    table['engagement_source'] = [eng[i]['source'] if i in eng else 'neutral' for i in ids]
+    table['mu'] = [ratings[i].mu for i in ids]; table['sigma'] = [ratings[i].sigma for i in ids]
+    table['ordinal'] = [ratings[i].ordinal() for i in ids]
+    table['failure'] = [failures.get(i, '') for i in ids]
+    if registry is not None:
+        info = {i: registry.genome(i) for i in ids}
+        table.insert(1, 'name', [info[i]['name'] for i in ids]); table.insert(2, 'type', [info[i]['type'] for i in ids])
+        table.insert(3, 'status', [info[i]['status'] for i in ids])
+        registry.set_manifest(last_tournament=utcnow())
+    return table.sort_values('ordinal', ascending=False).reset_index(drop=True)
 
 # %% ../nbs/70_tournament.ipynb #6c4ad6e9
 def run_tournament(registry:Registry|None=None, # stores results and ratings; None: policies only
@@ -460,22 +486,19 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    on_batch:Callable|None=None, # on_batch(games played, games) after each batch
                   )->TournamentResult: # leaderboard, games, results, rating history, evaluation id, seconds, stability
     "Play a tournament among `ids` in `arena`, rate it with OpenSkill, compute fitness; persists into `registry` batch by batch if given."
-    t0 = time.perf_counter()
+    t0, failures = time.perf_counter(), {}   # failures: genome id -> why its policy failed (`_forfeits`)
     if evaluation is not None:
-        if registry is None: raise ValueError("only a registry's tournament can be resumed")
-        rec = registry.tournament(evaluation)[0]
-        ids, arena, seed, tags = rec['ids'], rec['arena'], rec['seed'], rec.get('tags')
-        quantised = rec.get('quantised', False)
+        rec = _resumed(registry, evaluation)
+        ids, arena, seed, tags, quantised = rec['ids'], rec['arena'], rec['seed'], rec.get('tags'), rec.get('quantised', False)
         genomes_per_game, agents_per_genome, steps, meetings, settings = (rec[k] for k in ('genomes_per_game', 'agents_per_genome', 'steps', 'meetings', 'settings'))
-        until_stable, batch = rec.get('until_stable'), rec.get('batch', batch)
-        if (was := rec.get('version', f'{arena}-v1')) != arena_version(arena):
-            raise ValueError(f"tournament {evaluation} was played in {was}, and {arena} is now {arena_version(arena)}: "
-                             "its games cannot continue; start a new tournament")
+        until_stable, batch, failures = rec.get('until_stable'), rec.get('batch', batch), dict(rec.get('failures', {}))
     if registry is not None:
         ids = ids or [i for s in ('active', 'candidate') for i in registry.ids(s) if registry.genome(i)['arena'] == arena]
         if wrong := [i for i in ids if registry.genome(i)['arena'] != arena]: raise ValueError(f"genomes {wrong} do not play {arena!r}")
         policies = [registry.policy(i) for i in ids]
     elif policies is None or ids is None or len(ids) != len(policies): raise ValueError("without a registry pass ids and policies of equal length")
+    if evaluation is None:   # a new tournament: program genomes show their pace first; those that fail stay out
+        ids, policies = _qualify(list(ids), list(policies), failures, arena, agents_per_genome, steps, settings, seed, registry)
     if quantised: policies = quantise(policies)
     if len(ids) < 2: raise ValueError(f"a tournament needs at least 2 {arena} genomes, got {len(ids)}")
     per_game = min(genomes_per_game, len(ids))
@@ -486,7 +509,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
     first = len(schedule_games(len(ids), per_game, meetings, seed)) if rule else len(games)   # games played before any stop
     record = dict(arena=arena, version=arena_version(arena), ids=ids, agents_per_genome=agents_per_genome, steps=steps,
                   settings=settings or {}, seed=seed, meetings=meetings, genomes_per_game=per_game, tags=tags or {}, batch=batch,
-                  until_stable=rule and asdict(rule), quantised=quantised)
+                  until_stable=rule and asdict(rule), quantised=quantised, failures=failures)
     if registry is not None and evaluation is None: evaluation = registry.open_tournament(record)
     done, results = _stored_games(registry, evaluation, ids, games, find_arena(arena).rank_by) if evaluation is not None else (0, [])
     spent = 0.0 if evaluation is None else registry.tournament(evaluation)[1]
@@ -506,23 +529,15 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
             rate_game(ratings, gids, r.ranks)
             new += [dict(game=k, genome=i, mu=ratings[i].mu, sigma=ratings[i].sigma) for i in gids]
         if registry is not None: _store_batch(registry, evaluation, ids, games, k0, rs, ratings, new)
+        _forfeits(policies, ids, failures, registry, evaluation)
         results += rs; history += new
         if on_batch is not None: on_batch(len(results), len(games))
         if stop(): break
     games = games[:len(results)]
-    eng = registry.engagement() if registry is not None else {}
-    table = fitness_table(ids, games, results, steps, {i: e['player_engagement'] for i, e in eng.items()})
-    table['engagement_source'] = [eng[i]['source'] if i in eng else 'neutral' for i in ids]
-    table['mu'] = [ratings[i].mu for i in ids]; table['sigma'] = [ratings[i].sigma for i in ids]
-    table['ordinal'] = [ratings[i].ordinal() for i in ids]
-    if registry is not None:
-        info = {i: registry.genome(i) for i in ids}
-        table.insert(1, 'name', [info[i]['name'] for i in ids]); table.insert(2, 'type', [info[i]['type'] for i in ids])
-        table.insert(3, 'status', [info[i]['status'] for i in ids])
-        registry.set_manifest(last_tournament=utcnow())
-    table = table.sort_values('ordinal', ascending=False).reset_index(drop=True)
+    table = _leaderboard(registry, ids, games, results, steps, ratings, failures)
     return TournamentResult(table, games, results, history, evaluation, seconds=time.perf_counter() - t0,
-                            stability=split_half(ids, games, results, *((rule.top, rule.splits) if rule else (3, 8)), seed))
+                            stability=split_half(ids, games, results, *((rule.top, rule.splits) if rule else (3, 8)), seed),
+                            failures=failures)
 
 # %% ../nbs/70_tournament.ipynb #5b2fdbf0
 def _store_batch(registry:Registry, evaluation:int, ids:list, games:list, k0:int, results:list, ratings:dict, history:list):
@@ -545,6 +560,37 @@ def _stored_games(registry:Registry, evaluation:int, ids:list, games:list, rank_
         out.append(GameResult(None, val('score', np.nan), val('survival', np.nan), val('kills', 0), val('deaths', 0),
                               np.zeros(len(got), np.int64), 0, 0, 0.0, lines=val('lines', np.nan), rank_by=rank_by))
     return done, out
+
+# %% ../nbs/70_tournament.ipynb #d8a5ee36
+def _forfeits(policies:list, ids:list, failures:dict, # genome id -> reason, updated in place
+              registry:Registry|None=None, evaluation:int|None=None)->dict: # the new failures
+    """Genomes whose policy failed during the games (`failure`, set by a program genome's policy: a program over its
+    pace, or one that broke a rule, `80_sandbox`) forfeit their later games; with a registry each is retired at once,
+    so that no selection promotes it, and its reason joins the tournament's record (a resumed tournament keeps it)."""
+    new = {ids[i]: str(f) for i, p in enumerate(policies)
+           if (f := getattr(p, 'failure', None)) is not None and ids[i] not in failures}
+    failures.update(new)
+    if new and registry is not None:
+        registry.update_tournament(evaluation, failures=failures)
+        for i in new: registry.set_status(i, 'retired')
+    return new
+
+QUALIFY_STEPS = 100 # steps of the solo game a program genome plays before a tournament (`_qualify`)
+
+def _qualify(ids:list, policies:list, failures:dict, # genome id -> reason, updated in place
+             arena:str, n:int, steps:int, settings:dict|None, seed:int, # the tournament's agents each, steps, settings
+             registry:Registry|None=None)->tuple: # (ids, policies) of the genomes that qualified
+    """A policy that can fail (a program genome's: it has `failure`, `80_sandbox`) first plays a short solo game of
+    the tournament's kind (`QUALIFY_STEPS` steps at most, `n` agents); one that fails there, too slow for its pace say,
+    stays out of the tournament: its reason joins `failures` and, with a registry, it is retired at once."""
+    keep = []
+    for i, p in zip(ids, policies):
+        if hasattr(p, 'failure') and p.failure is None:
+            play_batch(arena, [[p]], [seed], n, min(steps, QUALIFY_STEPS), **(settings or {}))
+        if getattr(p, 'failure', None) is None: keep.append((i, p)); continue
+        failures[i] = str(p.failure)
+        if registry is not None: registry.set_status(i, 'retired')
+    return [i for i, _ in keep], [p for _, p in keep]
 
 # %% ../nbs/70_tournament.ipynb #ee062996
 def ladder_taus(results:list, games:list, true_order:list)->dict: # {'openskill': [tau per game], 'elo': [...]}

@@ -1,11 +1,13 @@
-"Evolution runs: offline and openai backends, hard limits, checkpoint and resume, run-folder layout."
-import json, shutil, threading, time
+"""Evolution runs: offline and openai backends, hard limits, the loop protocol (one checkpoint, an exact resume), the
+root's code in the sandboxed REPL, the run folder, and the programs producer."""
+import builtins, json, shutil, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
 import pytest
 from genome_lab.sandbox import program_env
-from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, OFFLINE_ROOT_STRATEGY,
+from genome_lab.core import advance, load_state
+from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, OFFLINE_ROOT_STRATEGY, CHECKPOINT,
                                       ChildCallLimitExceeded, evolve_cli, register_program, ProgramDatabase)
 from genome_lab.registry import Registry
 
@@ -13,43 +15,51 @@ def cfg(**kw):
     d = dict(env='cartpole', max_generations=2, children_per_generation=2, games_per_eval=2, max_ticks=200, seed=1)
     d.update(kw); return EvolutionConfig(**d)
 
+def root(code:str): # a root backend answering `code` every turn
+    return lambda messages, rng: dict(text=f"```python\n{code}\n```", prompt_tokens=0, completion_tokens=0)
+
+def stored(run)->dict: # the run's state as its checkpoint keeps it, without the wall clock
+    return json.loads(json.dumps({k: v for k, v in run.state_dict().items() if k != 'elapsed'}, default=float))
+
 def test_offline_cartpole_run_and_layout(tmp_path):
     s = EvolutionRun(tmp_path, cfg()).run()
-    assert s['stop_reason'] == 'completed' and s['programs'] == 5 and s['backend'] == 'offline'
+    assert s['stop_reason'] == 'completed' and s['programs'] == 5 and s['backend'] == 'offline' and s['root_refused'] == 0
     assert s['best_metrics']['avg_score'] >= s['seed_score']
-    for f in ('config.json', 'evolution_log.jsonl', 'root_llm_log.jsonl', 'summary.json', 'best_program.py',
-              'generations/gen_000/generation_summary.json', 'generations/gen_002/generation_summary.json',
-              'checkpoints/checkpoint_gen_002.json', 'visualizations/scores.png', 'visualizations/lineage.png',
+    for f in (CHECKPOINT, 'eval_cache.sqlite', 'best_program.py', 'visualizations/scores.png', 'visualizations/lineage.png',
               'visualizations/diversity.png'):
         assert (tmp_path/f).exists(), f
-    progs = sorted((tmp_path/'generations').glob('gen_*/programs/prog_*'))
-    assert len(progs) == 5 and all({p.name for p in d.iterdir()} == {'metadata.json', 'code.py', 'metrics.json', 'parent_info.json'} for d in progs)
-    assert len(list((tmp_path/'rllm_logs').glob('*.json'))) == 4
-    root = [json.loads(l) for l in (tmp_path/'root_llm_log.jsonl').read_text().splitlines()]
-    assert [r['generation'] for r in root] == [1, 2] and all('spawn_rllm' in r['code'] and not r['error'] for r in root)
+    assert not any((tmp_path/f).exists() for f in ('generations', 'checkpoints', 'evolution_log.jsonl', 'root_llm_log.jsonl'))
+    st = load_state(tmp_path/CHECKPOINT, 'evolution')   # one checkpoint holds the run
+    assert st['generation'] == 3 and len(st['programs']) == 5 and [h['generation'] for h in st['history']] == [0, 1, 2]
+    assert [t['generation'] for t in st['root_turns']] == [1, 2]
+    assert all('spawn_rllms' in t['code'] and not t['error'] and not t['failure'] for t in st['root_turns'])
+    from genome_lab.core import read_events
+    events = [e for f in (tmp_path/'scalars').rglob('events.out.tfevents.*') for e in read_events(f)]
+    assert sorted({step for tag, step, _ in events if tag == 'charts/best_so_far'}) == [0, 1, 2]   # logged as they went
 
 class Killed(BaseException): "stands in for SIGKILL: nothing in the run catches it"
 
-def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
-    c = dict(env='tetris', max_generations=2, children_per_generation=2, games_per_eval=1, max_ticks=120, seed=3)
-    ref = EvolutionRun(tmp_path/'ref', cfg(**c)); ref.run()
-    run = EvolutionRun(tmp_path/'b', cfg(**c))
-    calls, orig = [0], run.backend.child
+def test_a_resumed_run_ends_where_an_uninterrupted_one_does(tmp_path):
+    "Stopped between generations (SIGTERM's way) or killed inside one: the resumed run's state is the uninterrupted one's."
+    c = cfg(env='tetris', max_generations=4, children_per_generation=3, games_per_eval=1, max_ticks=120, seed=3, islands=2,
+            seed_references=True, tune_every=3, cma_generations=1, cma_popsize=3)
+    ref = EvolutionRun(tmp_path/'ref', c); ref.run()
+    out = advance(b := EvolutionRun(tmp_path/'b', c), tmp_path/'b'/CHECKPOINT, 'evolution', steps=2)
+    assert out['stopped'] == 'steps' and b.gen == 2
+    resumed = EvolutionRun(tmp_path/'b'); resumed.run()
+    assert stored(resumed) == stored(ref)
+    killed, calls = EvolutionRun(tmp_path/'k', c), [0]
+    orig = killed.backend.child
     def dying(req, rng):
         calls[0] += 1
-        if calls[0] == 4: raise Killed()  # during generation 2, after one of its children
+        if calls[0] == 5: raise Killed()   # generation 2, after two of its children
         return orig(req, rng)
-    run.backend.child = dying
-    with pytest.raises(Killed): run.run()
-    assert (tmp_path/'b/checkpoints/checkpoint_gen_001.json').exists() and not (tmp_path/'b/generations/gen_002').exists()
-    resumed = EvolutionRun(tmp_path/'b', resume=True)
-    assert resumed.gen == 2 and len(resumed.db) == 3
-    resumed.run()
-    assert resumed.cache_counts == ref.cache_counts == dict(hits=0, misses=5)   # counts kept in the checkpoint
-    assert [(p.id, p.code, p.parents, p.metrics) for p in resumed.db.values()] == [(p.id, p.code, p.parents, p.metrics) for p in ref.db.values()]
-    ids = [json.loads(l)['id'] for l in (tmp_path/'b/evolution_log.jsonl').read_text().splitlines() if json.loads(l)['event'] == 'program']
-    assert len(ids) == len(set(ids)) == 5
-    assert len(list((tmp_path/'b/rllm_logs').glob('*.json'))) == 4
+    killed.backend.child = dying
+    with pytest.raises(Killed): killed.run()
+    assert load_state(tmp_path/'k'/CHECKPOINT, 'evolution')['generation'] == 2   # generation 1's checkpoint
+    again = EvolutionRun(tmp_path/'k'); again.run()
+    assert stored(again) == stored(ref) and again.cache_counts == ref.cache_counts
+    with pytest.raises(ValueError, match='other settings'): EvolutionRun(tmp_path/'b', cfg(seed=9)).run()
 
 def test_parallel_and_batched_evaluation_equal_serial(tmp_path):
     "The pool (workers=2), the batch (`spawn_rllms`) and one `spawn_rllm` after another: the same programs and scores."
@@ -69,7 +79,7 @@ def test_eval_cache_answers_reformatted_code_keeps_settings_apart_and_persists(t
     again = run.evaluate_program("# reformatted\n" + seed.code.replace('\n\n', '\n\n\n'))
     assert again['cached'] and again['metrics'] == seed.metrics and run.cache_counts == dict(hits=1, misses=1)
     assert not run.evaluate_program(seed.code, games=1)['cached'] and run.cache_counts['misses'] == 2   # other seeds
-    assert EvolutionRun(tmp_path, resume=True).evaluate_program(seed.code)['cached']   # kept in the run's folder
+    assert EvolutionRun(tmp_path).evaluate_program(seed.code)['cached']   # kept in the run's folder
 
 def test_reference_programs_seed_every_island(tmp_path):
     run = EvolutionRun(tmp_path, cfg(env='tetris', max_generations=0, islands=2, games_per_eval=1, max_ticks=60,
@@ -92,7 +102,7 @@ def test_islands_migrate_on_schedule_and_resume(tmp_path):
     assert {p.island for p in a.db.values() if p.generation > 0} == {0, 1, 2}
     b = EvolutionRun(tmp_path/'b', cfg(**c)); b.run()   # seeded: the same moves
     assert b.history[2]['migrations'] == h[2]['migrations'] and b.islands == a.islands
-    again = EvolutionRun(tmp_path/'a', resume=True)
+    again = EvolutionRun(tmp_path/'a')   # the stored run
     assert again.islands == a.islands and again.archive.cells == a.archive.cells
 
 def test_near_duplicate_children_are_not_played(tmp_path):
@@ -127,31 +137,34 @@ def test_offline_diff_children_edit_their_parent(tmp_path):
     run = EvolutionRun(tmp_path, cfg(max_generations=1, children_per_generation=2))
     diff_root = OFFLINE_ROOT_STRATEGY.replace("strategy='mutate'", "strategy='diff'")
     assert diff_root != OFFLINE_ROOT_STRATEGY
-    run.backend.root = lambda m, rng: dict(text=f"```python\n{diff_root}```", prompt_tokens=0, completion_tokens=0)
+    run.backend.root = root(diff_root)
+    answers, child = [], run.backend.child
+    run.backend.child = lambda req, rng: answers.append(child(req, rng)) or answers[-1]
     run.run()
     kids = run.db.of_generation(1)
     assert len(kids) == 2 and all(p.ok and p.strategy == 'diff' and p.code != run.db[p.parents[0]].code for p in kids)
-    log = json.loads(next((tmp_path/'rllm_logs').glob('gen_001_*.json')).read_text())
-    assert log['answer'].startswith('<<<<<<< SEARCH')   # the answer was a diff, not a program
+    assert all(a['text'].startswith('<<<<<<< SEARCH') for a in answers)   # the answers were diffs, not programs
 
 def test_hard_limits_end_the_run_cleanly(tmp_path):
     run = EvolutionRun(tmp_path/'a', cfg(max_child_calls_per_generation=1))
-    run.backend.root = lambda messages, rng: dict(text="```python\nfor i in range(3): spawn_rllm('more')\n```", prompt_tokens=0, completion_tokens=0)
+    run.backend.root = root("for i in range(3): spawn_rllm('more')")
     s = run.run()
     assert s['stop_reason'].startswith('ChildCallLimitExceeded') and (tmp_path/'a/best_program.py').exists()
-    assert (tmp_path/'a/generations/gen_001/generation_summary.json').exists()  # the partial generation is kept
+    assert run.history[-1]['generation'] == 1 and run.history[-1]['n'] == 1   # the partial generation is kept
     s = EvolutionRun(tmp_path/'w', cfg(max_wall_s=0.0)).run()
     assert s['stop_reason'].startswith('WallTimeExceeded')
-    run = EvolutionRun(tmp_path/'m', cfg())
-    with pytest.raises(PermissionError): run.repl['modify_parameters'](max_generations=100)
-    assert run.repl['modify_parameters'](games_per_eval=3)['games_per_eval'] == 3
+    run = EvolutionRun(tmp_path/'m', cfg(max_generations=1))
+    run.backend.root = root("print(modify_parameters(games_per_eval=3)['games_per_eval'])\nmodify_parameters(max_generations=100)")
+    run.run()
+    assert run.root_turns[0]['stdout'] == '3\n' and 'PermissionError' in run.root_turns[0]['error']
+    assert (run.cfg.games_per_eval, run.cfg.max_generations) == (3, 1)
 
 def test_failed_children_are_recorded_and_the_run_goes_on(tmp_path):
     run = EvolutionRun(tmp_path, cfg(max_generations=1))
     run._seed_generation()
-    bad = run.repl['evaluate_program']("def choose_action(obs, view, memory):\n    while True: pass")
+    bad = run.evaluate_program("def choose_action(obs, view, memory):\n    while True: pass")
     assert not bad['ok'] and bad['failure'] in ('timeout', 'cpu')
-    assert run.repl['evaluate_program'](program_env('cartpole').player_template())['ok']
+    assert run.evaluate_program(program_env('cartpole').player_template())['ok']
 
 # ---- the openai backend against a local chat-completions server ----
 REPLAY = json.loads((Path(__file__).parent/'data'/'llm_replay.json').read_text())
@@ -198,10 +211,10 @@ def test_openai_backend_run_tokens_cache_and_replay(tmp_path, server, monkeypatc
     assert s['stop_reason'] == 'completed' and s['programs'] == 3 and s['backend'] == 'openai'
     assert len(FakeLLM.calls) == 1 + 3  # one retried 500, one root call, two child calls
     assert s['tokens'] == 900 + 120 + 600 + 90 + 610 + 40
-    progs = json.loads((tmp_path/'live/checkpoints/checkpoint_gen_001.json').read_text())['programs']
+    st = load_state(tmp_path/'live'/CHECKPOINT, 'evolution')
+    progs = st['programs']
     assert [p['strategy'] for p in progs] == ['seed', 'llm:rewrite', 'llm:rewrite'] and progs[1]['metrics']['avg_score'] > progs[0]['metrics']['avg_score']
-    root = [json.loads(l) for l in (tmp_path/'live/root_llm_log.jsonl').read_text().splitlines()]
-    assert root[0]['prompt_tokens'] == 900 and 'prog_00001' in root[0]['stdout']
+    assert st['root_turns'][0]['prompt_tokens'] == 900 and 'prog_00001' in st['root_turns'][0]['stdout']
     assert len((tmp_path/'live/llm_cache.jsonl').read_text().splitlines()) == 3
     # replay: the cache alone answers, the server is not asked again
     (tmp_path/'replay').mkdir(); shutil.copy(tmp_path/'live/llm_cache.jsonl', tmp_path/'replay/llm_cache.jsonl')
@@ -252,13 +265,20 @@ def test_program_search_bench_runs_with_tiny_settings(tmp_path):
     assert [h['generation'] for h in row['history']] == [0, 1]
     assert row['history'][-1]['cache_misses'] == 5 and row['cache']['misses'] == 5 + 2   # then 2 CMA-ES evaluations
     assert row['lineage'][0]['id'] == row['evolved_id'] and 'seed' in row['steps'] and row['descends_from']
-    reg = Registry(tmp_path/'reg')   # the tuned program as a genome, its lineage back to a seed program
-    gid = register_program(reg, ProgramDatabase.from_list(row['lineage']), row['evolved_id'], row['run_name'], 'tetris')
-    chain = [reg.genome(gid)]
-    while chain[-1]['parents']: chain.append(reg.genome(chain[-1]['parents'][0]['id']))
-    assert chain[0]['config']['source'] == row['evolved_code'] and chain[0]['status'] == 'candidate'
-    assert len(chain) == len(row['lineage']) or any(len(r['parents']) > 1 for r in row['lineage'])
-    assert 'strategy seed' in chain[-1]['description'] and all(g['status'] == 'retired' for g in chain[1:])
+    reg = Registry(tmp_path/'reg')   # the tuned program as a genome: a child of the reference player it descends from
+    from genome_lab.tetris_players import tetris_baselines
+    refs = tetris_baselines(reg)
+    db = ProgramDatabase.from_list(row['lineage'])
+    gid = register_program(reg, db, row['evolved_id'], 'tetris', row['run_name'])
+    g, seed = reg.genome(gid), db[row['evolved_id']]
+    while seed.parents: seed = db[seed.parents[0]]   # the seed program it descends from through first parents
+    assert g['config']['source'] == row['evolved_code'] and g['status'] == 'candidate'
+    if seed.notes.startswith('reference player '):
+        parent = refs[seed.notes.split()[-1]]
+        assert g['parents'] == [dict(id=parent, relation='mutation')]
+        assert g['name'] == reg.child_name(parent, f"p{int(row['evolved_id'][-5:])}") and len(g['name']) <= 16
+        assert g['description'].endswith(json.dumps(db[row['evolved_id']].metrics)) and f"<- {reg.genome(parent)['name']}" in g['description']
+    assert register_program(reg, db, row['evolved_id'], 'tetris', row['run_name']) == gid   # registered once
     assert row['evolved_train']['avg_score'] >= row['searched_train']['avg_score']   # tuning never keeps a worse program
     assert row['censored']['eltetris'] == 1.0   # El-Tetris outlives 150 ticks
     assert all(getattr(EvolutionConfig(), k) != v for k, v in bench.PRESET.items())   # the bench's preset, said in --help
@@ -271,12 +291,34 @@ def test_llm_timeout_is_retried(tmp_path, server, monkeypatch):
     assert s['stop_reason'] == 'completed' and s['programs'] == 3
     assert len(FakeLLM.calls) == 1 + 3  # the timed-out request was sent again
 
-def test_repl_is_persistent_and_guarded(tmp_path):
-    run = EvolutionRun(tmp_path, cfg(max_generations=1))
-    exec("x = 41", run.repl); exec("x += 1", run.repl)
-    assert run.repl['x'] == 42 and run.repl['program_database'] is run.db
-    with pytest.raises(ImportError): exec("import os", run.repl)
-    with pytest.raises(NameError): exec("open('/tmp/x', 'w')", run.repl)
+MARKER = 'genome_lab_root_marker_5e1'
+
+def test_the_root_repl_is_sandboxed_persistent_and_audited(tmp_path, monkeypatch):
+    """The root's code runs in the sandboxed REPL, never in this process: its variables last from turn to turn; reading
+    a host file or opening a socket is refused, recorded with the sandbox's reason, and the run goes on."""
+    secret = tmp_path/'secret.txt'; secret.write_text('host secret')
+    def guard(fn):
+        def f(src, *a, **k):
+            if MARKER in (src.decode(errors='ignore') if isinstance(src, bytes) else str(src)): raise AssertionError("the root's code ran here")
+            if not a and not k: a = (sys._getframe(1).f_globals, sys._getframe(1).f_locals)   # the caller's namespace, as exec's own
+            return fn(src, *a, **k)
+        return f
+    monkeypatch.setattr(builtins, 'exec', guard(builtins.exec)); monkeypatch.setattr(builtins, 'eval', guard(builtins.eval))
+    turns = iter([f"# {MARKER}\nx = 41\nspawn_rllm('go')\nadvance_generation()",
+                  f"# {MARKER}\nx += 1\nprint(x, current_generation, len(program_database))",
+                  f"# {MARKER}\nimport numpy\nprint(numpy.load({str(secret)!r}))",
+                  f"# {MARKER}\nimport socket\nsocket.create_connection(('127.0.0.1', 9))",
+                  f"# {MARKER}\nprint(open({str(secret)!r}).read())"])
+    run = EvolutionRun(tmp_path/'run', cfg(max_generations=5, children_per_generation=1))
+    run.backend.root = lambda messages, rng: dict(text=f"```python\n{next(turns)}\n```", prompt_tokens=0, completion_tokens=0)
+    s = run.run()
+    t = run.root_turns
+    assert s['stop_reason'] == 'completed' and [x['generation'] for x in t] == [1, 2, 3, 4, 5]
+    assert t[1]['stdout'] == '42 2 2\n' and not t[1]['failure']   # x kept; the shared variables as the REPL sees them
+    assert [x['failure'] for x in t[2:4]] == ['forbidden', 'forbidden'] and all('seccomp' in x['error'] for x in t[2:4])
+    assert t[4]['failure'] == '' and "NameError: name 'open' is not defined" in t[4]['error']   # a fresh REPL after a refusal
+    assert s['root_refused'] == 2 and not any('host secret' in x['stdout'] for x in t)
+    assert [h['generation'] for h in run.history] == [0, 1, 2, 3, 4, 5]   # the system closed every generation
 
 # --- the command's refusals (issue 26): nothing lost, no tracebacks, 0 kept, one process per run
 
@@ -284,17 +326,18 @@ def test_cli_refuses_to_overwrite_or_invent_a_run(tmp_path, capsys):
     d = tmp_path/'run'
     small = ['--env', 'cartpole', '--max-generations', '1', '--children-per-generation', '1', '--max-ticks', '0', '--games-per-eval', '1']
     assert evolve_cli([str(d), *small]) == 0
-    assert json.loads((d/'config.json').read_text())['max_ticks'] == 0   # 0 is a value, not "unset"
-    checkpoints = sorted(p.name for p in (d/'checkpoints').iterdir())
+    assert load_state(d/CHECKPOINT, 'evolution')['config']['max_ticks'] == 0   # 0 is a value, not "unset"
+    before = (d/CHECKPOINT).read_bytes()
     assert evolve_cli([str(d), *small]) == 2 and 'holds a run' in capsys.readouterr().err
-    assert sorted(p.name for p in (d/'checkpoints').iterdir()) == checkpoints
+    assert (d/CHECKPOINT).read_bytes() == before
     assert evolve_cli([str(tmp_path/'missing'), '--resume']) == 2 and not (tmp_path/'missing').exists()
     assert evolve_cli([str(d), '--resume', '--max-generations', '9']) == 2 and 'only' in capsys.readouterr().err
     d2 = tmp_path/'run2'
-    EvolutionRun(d2, cfg(max_generations=1, children_per_generation=1, games_per_eval=1, max_ticks=20))._seed_generation()   # generation 0 only
+    advance(EvolutionRun(d2, cfg(max_generations=1, children_per_generation=1, games_per_eval=1, max_ticks=20)), d2/CHECKPOINT,
+            'evolution', steps=1)   # generation 0 only
     assert evolve_cli([str(d2), '--resume', '--games-per-eval', '3']) == 0
-    last = json.loads(sorted((d2/'checkpoints').glob('checkpoint_gen_*.json'))[-1].read_text())
-    assert last['generation'] == 1 and last['soft']['games_per_eval'] == 3   # the soft change was applied and kept
+    last = load_state(d2/CHECKPOINT, 'evolution')
+    assert last['generation'] == 2 and last['config']['games_per_eval'] == 3   # the soft change was applied and kept
     assert [p['metrics']['games'] for p in last['programs'] if p['generation'] == 1] == [3]
 
 @pytest.mark.parametrize('args,why', [(['--env', 'nosuch'], 'unknown arena'), (['--backend', 'nosuch'], 'backend'),
@@ -311,3 +354,44 @@ def test_cli_refuses_a_file_and_a_second_process(tmp_path, capsys):
     assert evolve_cli([str(tmp_path/'f')]) == 2 and 'is a file' in capsys.readouterr().err
     with run_lock(tmp_path/'r'/'.lock'):
         assert evolve_cli([str(tmp_path/'r'), '--env', 'cartpole']) == 2 and 'in use' in capsys.readouterr().err
+
+# --- the programs producer: chapter 83's search as a loop producer
+
+def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
+    """Seeded with the reference players, it offers the best program it made after each CMA-ES generation, named as a
+    child of the reference player it descends from; a later round continues the search; a pending offer registers
+    once; other settings on the same folder are refused."""
+    from dataclasses import replace
+    from genome_lab.core import find_producer, ProducerContext
+    from genome_lab.llm_evolution import ProgramSettings, ProgramSearch
+    from genome_lab.seasons import work
+    from genome_lab.tetris_players import tetris_baselines
+    assert find_producer('programs').loop is ProgramSearch
+    reg = Registry(tmp_path/'reg'); refs = tetris_baselines(reg)
+    s = ProgramSettings(program_ticks=120, program_children=2, program_games=1, program_cma_generations=1, program_cma_popsize=2)
+    a = work(reg, 'programs', s, offers=1)
+    assert (a['steps'], a['stopped']) == (3, 'offers')   # generation 0 (the seeds), 1, and 2: CMA-ES, then the offer
+    ck = reg.root/'season_work'/'programs.safetensors'
+    st = load_state(ck, 'producer')
+    [gid] = a['offered']; [(pid, _)] = st['offered'].items()
+    progs = {p['id']: p for p in st['run']['programs']}
+    made = [p for p in progs.values() if p['strategy'] != 'seed' and p['ok']]
+    assert progs[pid]['metrics']['avg_score'] == max(p['metrics']['avg_score'] for p in made)   # its best, not a seed
+    g = reg.genome(gid)
+    assert g['parents'][0]['id'] in refs.values() and g['status'] == 'candidate' and g['arch'] == 'program'
+    assert g['name'] == reg.child_name(g['parents'][0]['id'], f"p{int(pid[-5:])}") and len(g['name']) <= 16
+    b = work(reg, 'programs', s, offers=1)   # the next round: two more generations, the second CMA-ES
+    assert b['steps'] == 2 and load_state(ck, 'producer')['run']['generation'] == 5
+    loop = ProgramSearch(ProducerContext(reg, 1, s, reg.root/'season_work'))
+    loop.load_state_dict(load_state(ck, 'producer')); loop.pending = dict(program=pid)
+    n = len(reg.ids())
+    assert loop.commit() == [gid] and len(reg.ids()) == n   # registered once, whatever the resumes
+    with pytest.raises(ValueError, match='other settings'): work(reg, 'programs', replace(s, program_ticks=200), offers=1)
+
+def test_the_earlier_round_producers_checkpoint_is_a_clear_error(tmp_path):
+    from genome_lab.core import save_state
+    from genome_lab.llm_evolution import ProgramSettings
+    from genome_lab.seasons import work
+    reg = Registry(tmp_path/'reg')
+    save_state(reg.root/'season_work'/'programs.safetensors', 'producer', dict(round=3, pending=None))   # main's Rounds state
+    with pytest.raises(ValueError, match="earlier programs producer's checkpoint"): work(reg, 'programs', ProgramSettings(), offers=1)

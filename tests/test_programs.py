@@ -1,11 +1,11 @@
 """Program genomes (genome_lab.sandbox.ProgramPolicy): a program round-trips through the registry and plays, in
 evaluations and tournaments, only inside the sandbox: the harness never runs its source (it compiles it to refuse a
 syntax error before a child starts, which runs nothing)."""
-import builtins, hashlib, os
+import builtins, hashlib, os, sys
 import numpy as np, pytest
 from genome_lab.registry import Registry, Genome, genome_from_bytes
 from genome_lab.policies import RandomPolicy
-from genome_lab.sandbox import ProgramPolicy, program_genome
+from genome_lab.sandbox import ProgramPolicy, SandboxFailure, program_genome
 from genome_lab.evaluation import evaluate
 from genome_lab.tournament import run_tournament
 
@@ -19,6 +19,7 @@ def never_here(monkeypatch):
         def f(src, *a, **k):
             text = src.decode(errors='ignore') if isinstance(src, bytes) else src
             if isinstance(text, str) and MARKER in text: raise AssertionError("the harness ran the program")
+            if not a and not k: a = (sys._getframe(1).f_globals, sys._getframe(1).f_locals)   # the caller's namespace, as exec's own
             return fn(src, *a, **k)
         return f
     monkeypatch.setattr(builtins, 'exec', guard(builtins.exec)); monkeypatch.setattr(builtins, 'eval', guard(builtins.eval))
@@ -84,3 +85,49 @@ def test_a_program_that_stops_reading_forfeits_in_evaluations_and_server_jobs(tm
         assert (s := finished(http, r.json()['id']))['status'] == 'done', s   # not 'running' for ever
         r = http.post('/run_tournament', headers=auth, json=dict(arena='snake', agents=3, max_steps=10, settings=settings))
         assert r.status_code == 202 and finished(http, r.json()['id'])['status'] == 'done', r.text   # the slot is free
+
+# --- pace with a budget (issue 45): a too-slow program is failed with its reason, and costs a season little
+
+SLEEPER = "import time\ndef choose_action(obs, view, memory):\n    time.sleep(0.045)\n    return 0\n"
+
+def test_a_too_slow_program_is_failed_and_the_season_keeps_its_pace(tmp_path):
+    """A snake program sleeping 0.045 s per call (under the former 50 ms pace, 4.5x today's 10 ms) fails its
+    qualifying game, is retired with its reason and stays out of the tournament: the season takes at most twice the
+    founders-only season's time (measured before and after it; on main it took 26x)."""
+    import time
+    from genome_lab.registry import seed_founders
+    from genome_lab.seasons import SeasonConfig, run_season
+    cfg = SeasonConfig(producers='', snake_steps=100)   # the issue's 100-step snake games; the rest the season's own
+    def season(root, sleeper:bool):
+        with Registry(root) as reg:
+            seed_founders(reg)
+            sid = reg.add(program_genome('Sleeper', 'snake', SLEEPER), {}, status='candidate').id if sleeper else None
+            t = time.perf_counter(); row = run_season(reg, cfg)
+            out = dict(seconds=time.perf_counter() - t, games=row['games'])
+            if sleeper:
+                t = run_tournament(reg, evaluation=reg.tagged_evaluation('tournament', 'snake', 'season', 1), progress=False)
+                out.update(status=reg.genome(sid)['status'], failure=t.failures.get(sid, ''), played=reg.games(sid))
+            return out
+    before, slow, after = season(tmp_path/'a', False), season(tmp_path/'b', True), season(tmp_path/'c', False)
+    founders_only = (before['seconds'] + after['seconds'])/2
+    assert slow['seconds'] <= 2*founders_only, (slow, before, after)
+    assert slow['status'] == 'retired' and slow['played'] == 0 and slow['games'] == before['games']
+    assert slow['failure'].startswith('timeout') and 'on average' in slow['failure'], slow['failure']
+
+def test_a_program_that_slows_down_in_a_game_forfeits_the_rest_and_is_retired(tmp_path):
+    "Fast in its qualifying game, too slow later: it forfeits its later games at no cost, and selection never sees it."
+    from genome_lab.tournament import QUALIFY_STEPS
+    late = ("import time\ndef choose_action(obs, view, memory):\n    memory['t'] = memory.get('t', 0) + 1\n"
+            f"    if memory['t'] > {QUALIFY_STEPS + 20}: time.sleep(0.2)\n    return 1 if obs[2] + 0.5*obs[3] > 0 else 0\n")
+    reg = Registry(tmp_path/'reg')
+    g = reg.add(program_genome('Late', 'cartpole', late), {}, status='active')
+    for k in range(2): reg.add(Genome(name=f'Random{k}', type='baseline', arena='cartpole', arch='random', config=dict(num_actions=2),
+                                      source='test'), RandomPolicy(2).state_dict(), status='active')
+    t = run_tournament(reg, arena='cartpole', genomes_per_game=2, agents_per_genome=2, steps=400, meetings=2, seed=0,
+                       batch=1, progress=False)
+    lb = t.leaderboard.set_index('id')
+    assert lb.failure[g.id].startswith('timeout') and reg.genome(g.id)['status'] == 'retired'
+    assert (lb.failure.drop(g.id) == '').all() and t.seconds < 30   # its later games were forfeits that cost nothing
+    pol = reg.policy(g.id); pol.failure = SandboxFailure('timeout', 'too slow')
+    st = pol.initial_state(2)
+    assert st.player is None and st.failure is pol.failure   # a failed policy starts no child

@@ -253,3 +253,33 @@ def test_the_base_pythons_site_packages_are_hidden():
                     "    return min(len(os.listdir(d)), 5) if os.path.isdir(d) else 6\n")
     with SandboxedPlayer(src, LIM, 7) as p: test = p.act(*CountdownGame(1).reset(0))
     assert test == 0, f"the child sees {'no folder' if test == 6 else f'{test} or more entries'} in the base Python's site-packages"
+
+# --- the sandboxed REPL (model-written code of a root LLM, 83_llm_evolution): the same layers, its calls answered here
+
+def test_the_repl_keeps_its_namespace_and_answers_only_its_functions():
+    from genome_lab.sandbox import SandboxedREPL
+    calls = []
+    with SandboxedREPL(dict(add=lambda a, b: calls.append((a, b)) or a + b), lambda: dict(programs=[dict(id='p1', code='x')]),
+                       LIM) as r:
+        assert r.run("y = add(2, 3)\nprint(y, program_database['p1'].code)") == dict(stdout='5 x\n', error='')
+        out = r.run("print(y)\ntry: add(1)\nexcept RuntimeError as e: print('refused:', e)")
+        assert out['stdout'].startswith('5\nrefused: TypeError') and not out['error']
+        escape_call = DISARM.split("W['armed']")[0] + "W['send']('C ' + W['json'].dumps(['system', ['ls'], {}]))\nprint(W['recv']())"
+        assert "no function 'system'" in r.run(escape_call)['stdout'] and calls == [(2, 3)] and r.alive
+
+@pytest.mark.parametrize('what,code', [
+    ('a host file', "import numpy\nnumpy.load('/etc/passwd')"),
+    ('a socket', "import socket\nsocket.create_connection(('127.0.0.1', 9))"),
+    ('a file, guards off', DISARM + "print(open('/etc/hostname').read())"),
+    ('a socket, guards off', DISARM + "imp('socket').socket()"),
+    ('a host process, guards off', DISARM + f"os.kill({os.getpid()}, 9)")])
+def test_the_repl_refuses_what_a_player_may_not_do(what, code):
+    "Each refusal is the sandbox's verdict (the REPL then is dead); the host is untouched and goes on."
+    from genome_lab.sandbox import SandboxedREPL, SandboxFailure
+    r = SandboxedREPL({}, limits=LIM)
+    try: out = r.run(code)
+    except SandboxFailure as e: out = dict(failure=e.kind, message=e.message)
+    print(f"\n  {what} -> {out}")
+    assert out.get('failure') == 'forbidden' or 'FileNotFoundError' in out.get('error', ''), out   # /etc is not in the sandbox
+    assert r.alive == ('failure' not in out)
+    r.close()
