@@ -69,7 +69,9 @@ class Ecosystem:
 
 # %% ../nbs/89_ecosystem.ipynb #91a2f159
 def _work(eco:Ecosystem, budget:float)->dict: # {producer: its worker's result}
-    "The ecosystem's producers at work at once for `budget` wall-seconds: processes here, or actors on a Ray cluster."
+    """The ecosystem's producers at work at once for `budget` wall-seconds: processes here, or actors on a Ray cluster. A
+    worker finishes the step it is in when its budget ends (a generation of a program search can take minutes): it is
+    asked to stop half its budget later, and killed only after as long again (`spawn_worker`'s `grace_s`)."""
     names, cfg, sets = eco.cfg.names(), eco.cfg, eco.worker_settings
     if not names or budget <= 0: return {}
     if cfg.address:
@@ -77,7 +79,7 @@ def _work(eco:Ecosystem, budget:float)->dict: # {producer: its worker's result}
     else:
         with ThreadPoolExecutor(len(names)) as pool:
             outs = list(pool.map(lambda n: spawn_worker(eco.reg.root, n, budget, eco.seed, eco.work_dir, sets.get(n),
-                                                        cfg.threads), names))
+                                                        cfg.threads, grace_s=max(120.0, budget / 2)), names))
     return dict(zip(names, outs))
 
 def _summary(out:dict)->dict: # what a cycle's record keeps of a worker's result
