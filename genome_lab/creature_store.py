@@ -29,7 +29,7 @@ __all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'QUALIFIER_STREAM', 'creatures_produ
            'pack_frames', 'unpack_frames', 'best_over_time', 'type_distribution', 'kept_for_frames',
            'generation_results', 'register_creatures', 'CreatureGA', 'evolve_run', 'export_run', 'import_run', 'apng',
            'replay', 'CreatureRunConfig', 'evolve_creatures_cli', 'reference_creatures', 'creature_baselines',
-           'CreatureSettings', 'season_creature_settings', 'OfferingGA', 'creatures_loop']
+           'CreatureSettings', 'season_creature_settings', 'race_ordinals', 'OfferingGA', 'creatures_loop']
 
 # %% ../nbs/61_creature_store.ipynb #f7d83dcf
 STORE_SCHEMA = """
@@ -204,7 +204,7 @@ class CreatureGA:
             raise ValueError(f"the checkpoint is another GA run's ({diff}): resume with its settings or start a new run")
         self.generation, self.population, self.last = state['generation'], dict(state['population']), None
         if self.store is not None: self.store.trim(self.run_id, self.generation)
-    def step(self)->dict: # {'generation' (the one raced), 'charts/score_*' (mean race score), ...}
+    def step(self)->dict: # {'generation': generations raced, 'charts/score_*': race scores (means over the races), ...}
         t0, g, c, pop = time.perf_counter(), self.generation, self.config, self.population
         courses = pellet_courses(c['seed'], g * c['races'], c['races'])
         res = simulate_races(pop, courses, c['seconds'], record=self.store is not None and not self.turbo,
@@ -214,7 +214,7 @@ class CreatureGA:
         score, dq, s = res.fitness.mean(0), int((res.dq > 0).any(0).sum()), time.perf_counter() - t0
         if self.store is not None: self._keep(g, pop, fitness, res, courses[0], s)
         self.last, self.generation = dict(population=pop, fitness=fitness, score=score), g + 1
-        return {'generation': g, 'charts/score_best': float(score.max()), 'charts/score_mean': float(score.mean()),
+        return {'generation': g + 1, 'charts/score_best': float(score.max()), 'charts/score_mean': float(score.mean()),
                 'charts/score_worst': float(score.min()), 'charts/disqualified': dq,
                 'perf/creature_steps_per_s': res.steps * res.fitness.size / s}
     def _keep(self, g:int, pop:dict, fitness, res, course, seconds:float): # the generation's row and replays
@@ -482,6 +482,17 @@ def season_creature_settings()->dict: # {'creature_seconds': s, 'creature_races'
     from genome_lab.seasons import SeasonConfig
     return {f.name: f.default for f in fields(SeasonConfig) if f.name in ('creature_seconds', 'creature_races')}
 
+# %% ../nbs/61_creature_store.ipynb #79f8cfd5
+def race_ordinals(scores:np.ndarray)->np.ndarray: # (R, G) race scores, in the order raced -> (G,) ordinals
+    """The OpenSkill ordinals (mu - 3 sigma, from fresh priors) a tournament of these races gives its creatures: each
+    race ranks every creature by score, equal scores sharing a rank, rated in turn by `rate_game` (`70_tournament`,
+    imported when asked: that chapter comes after this one)."""
+    from genome_lab.tournament import rate_game
+    s, ratings = np.asarray(scores, np.float64), {}
+    if s.ndim != 2 or s.shape[1] < 2: raise ValueError(f"scores must be (races, creatures) with at least 2 creatures, not {s.shape}")
+    for race in s: rate_game(ratings, list(range(s.shape[1])), (race[None, :] > race[:, None]).sum(1))
+    return np.array([ratings[i].ordinal() for i in range(s.shape[1])])
+
 # %% ../nbs/61_creature_store.ipynb #0f503bf9
 QUALIFIER_STREAM = 5 # `pellet_course`'s family of the qualifiers' courses: none of them is a GA generation's
 
@@ -489,8 +500,9 @@ class OfferingGA:
     """A `CreatureGA` that offers its best creature every `offer_every` generations (a `Loop` with commits, `03_core`).
     The offer is chosen as a season rates creatures: the generation's `finalists` best (by the GA's fitness) and the
     last offer race `qualifier_races` races on courses no generation raced on (`QUALIFIER_STREAM`), among the reference
-    creatures, on the CPU and eager as the arena's tournament races (`CreatureArena.game`), and the one with the
-    highest `beaten_share` becomes the offer. A qualifier that the last offer wins offers it again (nothing new)."""
+    creatures, on the CPU and eager as the arena's tournament races (`CreatureArena.game`), and the one a tournament of
+    those races rates highest (`race_ordinals`) becomes the offer. A qualifier that the last offer wins offers it again
+    (nothing new)."""
     step_key = 'generation'
     def __init__(self, ga:CreatureGA, registry:Registry, offer_every:int=20, finalists:int=4, qualifier_races:int=16):
         self.ga, self.registry, self.offer_every, self.finalists, self.qualifier_races = ga, registry, offer_every, finalists, qualifier_races
@@ -521,17 +533,18 @@ def _qualify(self:OfferingGA)->dict: # `offers/*` metrics; sets `offer` and `pen
     batch = {k: torch.cat([torch.stack([f[k] for f in field]), refs[k]]) for k in refs}
     q, R, seconds = ga.generation // self.offer_every, self.qualifier_races, ga.config['seconds']
     res = simulate_races(batch, pellet_courses(ga.config["seed"], q * R, R, QUALIFIER_STREAM), seconds)
-    share = beaten_share(res.fitness)
-    w, ref = int(np.argmax(share[:n])), n + int(np.argmax(share[n:]))
+    rated, share = race_ordinals(res.fitness), beaten_share(res.fitness)
+    w, ref = int(np.argmax(rated[:n])), n + int(np.argmax(rated[n:]))
     beats_ref = float((res.fitness[:, w] > res.fitness[:, ref]).mean())
     if w < len(top):   # a finalist: the new offer
         g, t = ga.generation, creature_types(batch)[w]
         self.offer = dict(id=uuid.uuid4().hex[:16], generation=g, genes={k: v[w].clone() for k, v in batch.items()},
                           description=f"creature GA, seed {ga.config['seed']}, after {g} generations ({t}); its qualifier: "
-                                      f"beat {share[w]:.0%} of the field and the best reference creature in "
+                                      f"rated {rated[w]:.1f} (the best reference creature {rated[ref]:.1f}), beat it in "
                                       f"{beats_ref:.0%} of {R} races of {seconds:g} s, score {res.fitness[:, w].mean():.2f}")
     self.pending = dict(id=self.offer['id'])
-    return {'offers/new': float(w < len(top)), 'offers/share': float(share[w]), 'offers/beats_reference': beats_ref,
+    return {'offers/new': float(w < len(top)), 'offers/ordinal': float(rated[w]), 'offers/share': float(share[w]),
+            'offers/reference_ordinal': float(rated[ref]), 'offers/beats_reference': beats_ref,
             'offers/score': float(res.fitness[:, w].mean()), 'offers/reference_score': float(res.fitness[:, ref].mean())}
 OfferingGA.qualify = _qualify
 
