@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 
 # %% ../nbs/61_creature_store.ipynb #b1157cc7
 from __future__ import annotations
-import argparse, base64, io, json, math, re, sqlite3, sys, time, uuid, zlib
+import argparse, base64, importlib, io, json, math, re, sqlite3, sys, time, uuid, zlib
 from dataclasses import asdict, dataclass, fields
 from typing import ClassVar
 from fractions import Fraction
@@ -477,17 +477,17 @@ class CreatureSettings:
 
 # %% ../nbs/61_creature_store.ipynb #6a0bb32c
 def season_creature_settings()->dict: # {'creature_seconds': s, 'creature_races': n}
-    """A season's creature races (`SeasonConfig`'s defaults, `85_seasons`): read when asked, since that chapter comes
-    after this one (and from the dataclass's fields: an instance would load every producer)."""
-    from genome_lab.seasons import SeasonConfig
-    return {f.name: f.default for f in fields(SeasonConfig) if f.name in ('creature_seconds', 'creature_races')}
+    """A season's creature races (`SeasonConfig`'s defaults, `85_seasons`, a later chapter's: read when called, as
+    `85_seasons` reads `99_pipeline`'s commands; from the dataclass's fields: an instance would load every producer)."""
+    config = importlib.import_module('genome_lab.seasons').SeasonConfig
+    return {f.name: f.default for f in fields(config) if f.name in ('creature_seconds', 'creature_races')}
 
 # %% ../nbs/61_creature_store.ipynb #79f8cfd5
 def race_ordinals(scores:np.ndarray)->np.ndarray: # (R, G) race scores, in the order raced -> (G,) ordinals
     """The OpenSkill ordinals (mu - 3 sigma, from fresh priors) a tournament of these races gives its creatures: each
-    race ranks every creature by score, equal scores sharing a rank, rated in turn by `rate_game` (`70_tournament`,
-    imported when asked: that chapter comes after this one)."""
-    from genome_lab.tournament import rate_game
+    race ranks every creature by score, equal scores sharing a rank, rated in turn by `rate_game` (`70_tournament`, a
+    later chapter's: read when called)."""
+    rate_game = importlib.import_module('genome_lab.tournament').rate_game
     s, ratings = np.asarray(scores, np.float64), {}
     if s.ndim != 2 or s.shape[1] < 2: raise ValueError(f"scores must be (races, creatures) with at least 2 creatures, not {s.shape}")
     for race in s: rate_game(ratings, list(range(s.shape[1])), (race[None, :] > race[:, None]).sum(1))

@@ -306,13 +306,13 @@ def simulate(pop:dict, # a population (P creatures)
                      np_(torch.stack(fp)) if record else None, steps)
 
 # %% ../nbs/60_physics.ipynb #f9cf6d93
-SELECTION_DEVICE = 'cpu'   # where the fitness that selection reads is simulated, whatever device a run uses
+SELECTION_DEVICE = 'cpu'   # where the races that rate creatures are simulated, whatever device a GA run uses
 
 def selection_fitness(pop:dict, # a population (P creatures)
                       pellets:torch.Tensor, # (n, 2) `pellet_course`
                       seconds:float=EPISODE_SECONDS, # episode length
-                      compile:bool=False)->SimResult: # compiled? (a run keeps its mode: they differ in last bits)
-    "The episode selection ranks by (fitness, pellets, progress, disqualification; no frames), on `SELECTION_DEVICE`."
+                      compile:bool=False)->SimResult: # compiled? (eager is the arena's: they differ in last bits)
+    "The race the arena rates (fitness, pellets, progress, disqualification; no frames), on `SELECTION_DEVICE`."
     return simulate(pop, pellets, seconds, record=False, compile=compile, device=SELECTION_DEVICE)
 
 # %% ../nbs/60_physics.ipynb #0da00cc6

@@ -215,6 +215,15 @@ def test_the_producer_races_at_the_seasons_settings_and_continues_across_rounds(
     assert second['metrics']['generation'] == 4   # the second round went on from the first's checkpoint
     assert all(reg.genome(i)['type'] == 'creature' for i in reg.waiting_offers())
 
+def test_gpu_physics_ga_generations_run_on_the_cpu(tmp_path):
+    "bench/gpu_physics.py's GA generations (the GPU check's part for the creatures producer) on the CPU alone."
+    r = subprocess.run([sys.executable, ROOT/'bench'/'gpu_physics.py', '--out', str(tmp_path/'g.json'), '--ga-only',
+                        '--ga-devices', 'cpu', '--ga-populations', '4,8', '--ga-races', '2', '--ga-seconds', '1'],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    gens = json.loads((tmp_path/'g.json').read_text())['ga_generations']
+    assert [(g['device'], g['population'], g['repeat_equal']) for g in gens] == [('cpu', 4, True), ('cpu', 8, True)]
+
 def test_creatures_climb_bench_runs_tiny(tmp_path):
     out = tmp_path/'climb.json'
     r = subprocess.run([sys.executable, ROOT/'bench'/'creatures_climb.py', '--root', str(tmp_path/'root'), '--budget-s', '20',
