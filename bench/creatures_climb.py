@@ -16,6 +16,8 @@ best reference creature at the season's creature settings, next to the producer'
    from the producer's checkpoint) with the newest offer and the reference creatures in one tournament of `--races`
    races at the season's settings: where the offer places, and Kendall's tau between the ordinals and `beaten_share`
    of the same races (the GA's fitness) and between the ordinals and the GA's own fitness of the finalists.
+6. Progression: every offer, in the order offered, with the reference creatures in one tournament of `--races` races at
+   the season's settings: Kendall's tau between the order offered and the ordinals, and where the newest offer places.
 Resumable: the registry, the producer's run and a state file live in --root (a second call skips what is done).
 Writes --out (default nbs/measured/creatures_climb.json).
 Usage: nice -n 5 python bench/creatures_climb.py [--budget-s 1200] [--root /work/main/runs/creatures_climb]
@@ -34,7 +36,7 @@ class Settings:
     races: int = 40 # races of each check tournament
     seed: int = 0 # the producer's seed
     seconds: float = 0.0 # seconds of a check race; 0: the season's (`SeasonConfig.creature_seconds`)
-    check_seed: int = 7001 # tournament seeds: check, references (+1), agreement (+2), baseline check (+3)
+    check_seed: int = 7001 # tournament seeds: check, references (+1), agreement (+2), baseline check (+3), progression (+4)
     out: str = '' # the figures file; default nbs/measured/creatures_climb.json
 
 def rating(table, name:str)->dict: # {mu, sigma, ordinal, games} of `name` in a leaderboard
@@ -109,7 +111,7 @@ def agreement(work:Path, offer, refs:dict, settings, races:int, seconds:float, s
     order = list(lb.index)
     fin = [f'finalist{k}' for k in range(len(top))]
     return dict(entrants=names, games=len(t.games), generation=ga.generation,
-                ordinal={n: round(float(lb.ordinal[n]), 3) for n in names},
+                ordinal={n: round(float(lb.ordinal[n]), 3) for n in names}, sigma={n: round(float(lb.sigma[n]), 3) for n in names},
                 beaten_share={n: round(float(s), 4) for n, s in share.items()},
                 ga_fitness={f: round(float(fit[i]), 4) for f, i in zip(fin, top)},
                 offer_place=[n for n in order if n in ga_names].index('offer') + 1, of=len(ga_names),
@@ -117,6 +119,21 @@ def agreement(work:Path, offer, refs:dict, settings, races:int, seconds:float, s
                                                              [lb.ordinal[n] for n in names]).statistic), 3),
                 tau_ga_fitness_vs_ordinal=round(float(kendalltau([fit[i] for i in top],
                                                                  [lb.ordinal[f] for f in fin]).statistic), 3))
+
+def progression(offers:dict, refs:dict, races:int, seconds:float, seed:int)->dict:
+    """Every offer (in the order offered) and the reference creatures in one tournament at the season's settings: do the
+    qualifiers' choices climb as a season rates them?"""
+    from scipy.stats import kendalltau
+    from genome_lab.tournament import run_tournament
+    policies = {**offers, **refs}; names = list(policies)
+    t = run_tournament(ids=names, policies=list(policies.values()), arena='creatures', genomes_per_game=len(names),
+                       agents_per_genome=1, steps=0, meetings=races, seed=seed, settings=dict(seconds=seconds),
+                       progress=False)
+    lb = t.leaderboard.set_index('id')
+    return dict(games=len(t.games), ratings={n: rating(t.leaderboard, n) for n in names},
+                tau_offer_order_vs_ordinal=round(float(kendalltau(range(len(offers)), [lb.ordinal[n] for n in offers]).statistic), 3),
+                newest_place=[n for n in lb.index if n in offers].index(list(offers)[-1]) + 1, of=len(offers),
+                top=[n for n in lb.index if n in offers][0])
 
 def main():
     from genome_lab.core import config_parser, config_from_args, atomic_write_json, measured_dir, machine
@@ -155,6 +172,7 @@ def main():
         newest = reg.genome(offers[-1]['genome'])
         policies = {**refs, newest['name']: reg.policy(newest['id']), 'old_round': old_round(s.seed)}
         offer_names = [reg.genome(o['genome'])['name'] for o in offers]
+        offered = {n: reg.policy(o['genome']) for n, o in zip(offer_names, offers)}
     climb = check(newest['name'], ref['best'], policies, s.races, seconds, s.check_seed)
     base = check('old_round', ref['best'], policies, s.races, seconds, s.check_seed + 3)
     for name, c in (('climb', climb), ('baseline (old round)', base)):
@@ -164,6 +182,8 @@ def main():
     agree = agreement(root/'registry'/'season_work', policies[newest['name']], refs, producer, s.races, seconds,
                       s.check_seed + 2)
     print(f"agreement: {json.dumps(agree)}", flush=True)
+    climbing = progression(offered, refs, s.races, seconds, s.check_seed + 4)
+    print(f"progression: {json.dumps(climbing)}", flush=True)
     scalars = curve(root/'registry')
     steps_per_s = [v for _, v in scalars.get('perf/creature_steps_per_s', [])]
     record = dict(machine=machine(), host=platform.node(), date=time.strftime('%Y-%m-%d'), settings=asdict(s),
@@ -171,7 +191,7 @@ def main():
                   command='python bench/creatures_climb.py ' + ' '.join(f'--{k.replace("_", "-")}={v}' for k, v in given.items()),
                   producer=dict(out, generations=out.get('steps'), offers=offer_names,
                                 creature_steps_per_s_median=round(float(np.median(steps_per_s)), 1) if steps_per_s else None),
-                  references=ref, check=climb, baseline=base, agreement=agree,
+                  references=ref, check=climb, baseline=base, agreement=agree, progression=climbing,
                   curve={k: v for k, v in scalars.items() if k.startswith(('charts/score', 'offers/'))},
                   reached=climb['sigma_gap'] >= 1.0)
     path = s.out or str(measured_dir()/'creatures_climb.json')

@@ -1,4 +1,4 @@
-"""The evolution loop of the creature GA with its SQLite run store (runs, generations, frames), checkpoints, resume, JSON export and import, replays, and the `genome-lab evolve-creatures` command.
+"""The evolution loop of the creature GA (a `Loop`) with its SQLite run store (runs, generations, frames), checkpoints, resume, JSON export and import, replays, the `genome-lab evolve-creatures` command, and the creatures producer: one persistent GA run offering what a season rates best.
 
 Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 
