@@ -226,7 +226,7 @@ def test_gpu_physics_ga_generations_run_on_the_cpu(tmp_path):
 
 def test_creatures_climb_bench_runs_tiny(tmp_path):
     out = tmp_path/'climb.json'
-    r = subprocess.run([sys.executable, ROOT/'bench'/'creatures_climb.py', '--root', str(tmp_path/'root'), '--budget-s', '20',
+    r = subprocess.run([sys.executable, ROOT/'bench'/'creatures_climb.py', '--root', str(tmp_path/'root'), '--budget-s', '6',
                         '--races', '4', '--seconds', '1', '--creature-population', '4', '--creature-ga-races', '2',
                         '--creature-offer-every', '2', '--creature-finalists', '2', '--creature-race-seconds', '1',
                         '--no-creature-compile', '--out', str(out)], capture_output=True, text=True, env=ENV, timeout=300)
