@@ -1,5 +1,6 @@
-"""The browser game's frame rate (genome_lab.play) with 50 enemy snakes on the tournament map (80x48), next to a
-baseline measured in the same run. Goal: 30 frames per second.
+"""The browser game (genome_lab.play): its frame rate with 50 enemy snakes on the tournament map (80x48), next to a
+baseline measured in the same run (goal: 30 frames per second), and how long a scripted person survives in the
+default game, next to the first version's default measured in the same run.
 
 1. Engine: `PlayGame.step` + `PlayGame.frame` + the frame's JSON, back to back, one torch thread: the frames per
    second the server can make for one player. Enemies are the founding genomes, spawned in seed 000's shares.
@@ -8,10 +9,14 @@ baseline measured in the same run. Goal: 30 frames per second.
    another thread of this process (it shares the cores).
 3. Baseline: the tournament's `SnakeGame` (70_tournament) on the same map with the same 51 snakes (3 founders of 17
    snakes), steps per second: what the arena and the genomes cost without the game around them.
+4. Survival: a scripted person, the founders' `SnakeHeuristic` on the person's 11x11 view, plays `--survival-games`
+   games (seeds 0, 1, ...) of `PlayConfig()` (the default: enemies by map size, spawn protection) and the same seeds
+   with the first version's default (`PlayConfig(enemies=50, protect_s=0)`); the median steps to its death (a game
+   that reaches `max_steps` counts its length).
 
 The machine is shared: `uptime`'s load is printed at the start and the end.
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/play.py [--enemies 50] [--seconds 5] [--json nbs/measured/play.json]
+    OMP_NUM_THREADS=1 .venv/bin/python bench/play.py [--enemies 50] [--seconds 5] [--survival-games 40] [--json nbs/measured/play.json]
 """
 import argparse, base64, json, tempfile, time
 from pathlib import Path
@@ -35,10 +40,23 @@ def heuristic_key(m:dict, W:int, H:int)->int:
     (r, c), w = m['you'], 2*SNAKE_VISION + 1
     return int(SnakeHeuristic().act(codes[None, r:r + w, c:c + w])[0][0])
 
+def survival(enemies, cfg, seeds:list)->list: # steps the scripted person survived in each game
+    "Games of `cfg` on `seeds`, the person steered by `SnakeHeuristic` on its view (the engine: no socket, no pacing)."
+    from genome_lab.policies import SnakeHeuristic
+    from genome_lab.play import PlayGame
+    person, out = SnakeHeuristic(), []
+    for s in seeds:
+        game = PlayGame(enemies, cfg, seed=s)
+        while not game.over:
+            game.press(int(person.act(game.obs[:1], None)[0][0])); game.step()
+        game.close(); out.append(game.t)
+    return out
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--enemies', type=int, default=50)
     ap.add_argument('--seconds', type=float, default=5.0, help='seconds per measurement')
+    ap.add_argument('--survival-games', type=int, default=40, help='games per setting of the survival measurement')
     ap.add_argument('--json', default=None, help='write the figures to this file (e.g. nbs/measured/play.json)')
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -46,7 +64,7 @@ def main(argv=None):
     from websockets.exceptions import ConnectionClosed
     from genome_lab.registry import Registry, seed_founders
     from genome_lab.server import create_app, serve_in_thread
-    from genome_lab.play import PlayConfig, PlayGame, enemy_client, router
+    from genome_lab.play import PlayConfig, PlayLimits, PlayGame, Enemies, router
     from genome_lab.arenas import SnakeArena
     from genome_lab.tournament import SnakeGame
     print(f"load at start: {load()}")
@@ -54,10 +72,11 @@ def main(argv=None):
     with Registry(root) as reg: seed_founders(reg)
     cfg = PlayConfig(enemies=a.enemies, max_steps=10**9)
     app = create_app(root, token='bench-play-token', routers=[router])
-    app.state.play_config = PlayConfig(enemies=a.enemies, fps=10_000.0, max_steps=10**9)
+    app.state.play_config = PlayConfig(enemies=a.enemies, fps=10_000.0, protect_s=0.0, max_steps=10**9)
+    app.state.options[PlayLimits] = PlayLimits(play_max_messages_per_s=10**4)   # a key a frame of an unthrottled game
     out = dict(enemies=a.enemies, map=SnakeArena.game_settings, seconds=a.seconds)
+    with Registry(root) as reg: client = Enemies(reg)
     with serve_in_thread(app) as url:
-        client = enemy_client(url, wait=True)
         by_name = {g['name']: i for i, g in client.genomes.items()}
         person = client.policies[by_name['PufferSnake']]   # the person's keys: PufferSnake's, so that games last
         games = [PlayGame(client, cfg, seed=0)]
@@ -76,7 +95,7 @@ def main(argv=None):
         games[-1].close()
         spans, total = [], 0.0   # (frames - 1, seconds from the first frame to the last) of each game
         while total < a.seconds:
-            with connect(url.replace('http', 'ws', 1) + f'/play/socket?seed={len(spans)}', max_size=None) as ws:
+            with connect(url.replace('http', 'ws', 1) + f'/play/socket?seed={len(spans)}', origin=url, max_size=None) as ws:
                 frames, t0 = 0, None
                 for m in ws:
                     m = json.loads(m)
@@ -97,6 +116,12 @@ def main(argv=None):
     out['baseline_steps_per_s'], out['baseline_steps'] = rate(base.step, a.seconds)
     out['baseline_snakes'] = 3*n_each
     base.close(); arena.close()
+    seeds = list(range(a.survival_games))
+    new, old = PlayConfig(), PlayConfig(enemies=50, protect_s=0.0)
+    out['survival_enemies'], out['survival_enemies_old'] = new.enemy_count(), old.enemy_count()
+    out['survival_protect_steps'], out['survival_games'] = new.protect_steps, a.survival_games
+    out['survival_all'], out['survival_all_old'] = survival(client, new, seeds), survival(client, old, seeds)
+    out['survival_steps'], out['survival_steps_old'] = (float(np.median(out[k])) for k in ('survival_all', 'survival_all_old'))
     out['load'] = load()
     print(f"enemies {a.enemies} on {SnakeArena.game_settings['width']}x{SnakeArena.game_settings['height']} "
           f"(spawned: {', '.join(out['spawned'])})")
@@ -106,6 +131,9 @@ def main(argv=None):
           f"{out['socket_games']} games)  goal 30")
     print(f"baseline SnakeGame, {out['baseline_snakes']} snakes:      {out['baseline_steps_per_s']:8.1f} steps/s   "
           f"({out['baseline_steps']} steps)")
+    print(f"survival, scripted person (median steps, {a.survival_games} games): default ({out['survival_enemies']} enemies, "
+          f"{out['survival_protect_steps']} steps protected) {out['survival_steps']:.0f}; first version's default "
+          f"({out['survival_enemies_old']} enemies, none) {out['survival_steps_old']:.0f}")
     print(f"load at end: {out['load']}")
     if a.json: Path(a.json).write_text(json.dumps(out, indent=1) + '\n')
     return out

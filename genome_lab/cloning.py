@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/cloning.html.md"""
 
 # %% ../nbs/21_cloning.ipynb #61e92fa0
 from __future__ import annotations
-import json, math, time
+import json, math, time, warnings
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 import numpy as np
@@ -17,7 +17,7 @@ from .arenas import SnakeArena, SNAKE_CELLS, tqdm
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
 from .registry import Registry, Genome, RegistryError, seed_founders, NAME_MAX
 from .evaluation import evaluate, evaluate_continuous, between_map_sem
-from .core import Producer, ProducerContext, log_scalars
+from .core import Producer, ProducerContext, log_scalars, atomic_write_json
 from .sessions import player_sessions, Session, DataRecorder, MixedDriver, load_sessions, record_bot_sessions
 
 # %% auto #0
@@ -25,7 +25,7 @@ __all__ = ['CLONE_PRESETS', 'MERGE_LINKS', 'hybrids_producer', 'session_sequence
            'sequence_logits', 'CloneConfig', 'evaluate_sequences', 'train_clone', 'dagger_sessions', 'dagger_seeds',
            'training_seeds', 'clone', 'training_description', 'training_record', 'player_parents', 'register_clone',
            'compare_scores', 'finetune', 'base_ancestors', 'shared_base', 'average_params', 'ties_params',
-           'merge_genomes', 'HybridSettings', 'produce_hybrids', 'contributions']
+           'merge_genomes', 'trainable_sessions', 'SkipReport', 'HybridSettings', 'produce_hybrids', 'contributions']
 
 # %% ../nbs/21_cloning.ipynb #c15251be
 def session_sequences(sessions:list)->list: # [(obs (T, 121) int8 tensor, target (T,) int64 tensor, session id)]
@@ -331,6 +331,44 @@ def merge_genomes(reg:Registry, ids:list, # genomes to merge (at least two)
                description=f"{method} merge of {', '.join(names)} (base {base_id})\ntraining: {json.dumps(rec, sort_keys=True)}")
     return reg.add(g, merged, status=status)
 
+# %% ../nbs/21_cloning.ipynb #2126098d
+def trainable_sessions(sessions:list)->tuple: # ([Session] that give a training sequence, [(session id, reason)] the rest)
+    "Split `sessions` into those with a gap-free stretch of 2 steps or more (`session_sequences` uses it) and the others."
+    ok, bad = [], []
+    for s in sessions:
+        if any(b - a >= 2 for a, b in s.segments()): ok.append(s)
+        else: bad.append((s.id, f"session of player {s.player!r} has {len(s)} steps: too short to learn from"))
+    return ok, bad
+
+# %% ../nbs/21_cloning.ipynb #4697382b
+class SkipReport:
+    """The inputs one round of producer `producer` skipped and why (a context manager: on exit the report is written to
+    `<ctx.work_dir>/<producer>.skipped.json` and, when anything was skipped, warned about)."""
+    def __init__(self, ctx:ProducerContext, producer:str): self.ctx, self.producer, self.skipped = ctx, producer, []
+
+    def skip(self, what:str, reason:str): self.skipped.append(dict(input=str(what), reason=str(reason)))
+
+    def each(self, inputs:dict, # {input name: input}: a player's sessions, a cluster's, a clip
+             fn)->dict: # {input name: fn(name, input)} of the inputs whose `fn` returned
+        "Run `fn` on every input; one that raises any `Exception` is skipped with its reason, the others go on."
+        out = {}
+        for k, v in inputs.items():
+            try: out[k] = fn(k, v)
+            except Exception as e: self.skip(k, f"{type(e).__name__}: {e}")
+        return out
+
+    @property
+    def path(self)->Path: return Path(self.ctx.work_dir)/f'{self.producer}.skipped.json'
+
+    def __enter__(self): return self
+
+    def __exit__(self, *exc):
+        atomic_write_json(self.path, dict(producer=self.producer, season=self.ctx.season, round=self.ctx.work_round,
+                                          skipped=self.skipped))
+        if self.skipped:
+            warnings.warn(f"{self.producer}: skipped {len(self.skipped)} input(s): "
+                          + '; '.join(f"{s['input']} ({s['reason']})" for s in self.skipped))
+
 # %% ../nbs/21_cloning.ipynb #72a7681e
 @dataclass
 class HybridSettings:
@@ -345,25 +383,39 @@ def _best_snake_network(reg:Registry)->str|None:
           and g['config'].get('hidden') == 128 and not g['config'].get('learned_state')]
     return max(ok, key=lambda i: rt[i]['ordinal'] if i in rt else -np.inf, default=None)
 
-def produce_hybrids(ctx:ProducerContext)->list: # genome ids
-    """The best snake network fine-tuned on the newest player's sessions (`hybrid`), and a TIES merge of the two newest
-    hybrids of one base."""
-    reg, ss, out = ctx.registry, player_sessions(ctx.registry.root), []
-    base = _best_snake_network(reg)
-    if base is None or not ss: return out
-    newest = max(ss, key=lambda s: s.meta['started']).player
-    name = reg.child_name(base, f"{newest.split(':')[-1].title()[:6]}{ctx.season}")
+def _hybrid(ctx:ProducerContext, base:str, player:str, sessions:list)->str: # genome id
+    "`base` fine-tuned on `player`'s `sessions` as this season's hybrid (made once: a rerun finds it by name)."
+    reg = ctx.registry
+    name = reg.child_name(base, f"{player.split(':')[-1].title()[:6]}{ctx.season}")
+    if (gid := reg.by_name(name)) is not None: return gid
     cfg = CloneConfig(epochs=ctx.settings.hybrid_epochs, lr_final=1.0, seed=ctx.season_seed)
-    if (gid := reg.by_name(name)) is None:
-        g, _, hist = finetune(reg, base, [s for s in ss if s.player == newest], cfg, name=name, progress=False)
-        log_scalars(reg.root, 'hybrids', f'season-{ctx.season}', hist.to_dict('records'), 'epoch')   # the dashboard's
-        gid = g.id
-    out.append(gid)
-    mates = [i for i in reg.ids() if (g := reg.genome(i))['type'] == 'hybrid' and g['source'] == 'cloning' and i != gid
-             and base in base_ancestors(reg, i)]
-    if mates:
-        mname = reg.child_name(gid, f"ties{ctx.season}")
-        out.append(reg.by_name(mname) or merge_genomes(reg, [gid, mates[-1]], name=mname).id)
+    g, _, hist = finetune(reg, base, sessions, cfg, name=name, progress=False)
+    log_scalars(reg.root, 'hybrids', f'season-{ctx.season}', hist.to_dict('records'), 'epoch')   # the dashboard's
+    return g.id
+
+def produce_hybrids(ctx:ProducerContext)->list: # genome ids
+    """The best snake network fine-tuned on the newest player's uploaded sessions (`hybrid`), and a TIES merge of the two
+    newest hybrids of one base. Each input is guarded (`SkipReport`): sessions too short to learn from are left out, and
+    a player whose fine-tune fails is skipped for the next newest player."""
+    reg, out = ctx.registry, []
+    with SkipReport(ctx, 'hybrids') as report:
+        ss, short = trainable_sessions(player_sessions(reg.root))
+        for sid, why in short: report.skip(sid, why)
+        base = _best_snake_network(reg)
+        if base is None or not ss: return out
+        newest = {}   # player -> the start of their newest session
+        for s in ss: newest[s.player] = max(newest.get(s.player, ''), str(s.meta['started']))
+        for player in sorted(newest, key=newest.get, reverse=True):
+            made = report.each({player: [s for s in ss if s.player == player]}, lambda p, mine: _hybrid(ctx, base, p, mine))
+            if made: out.append(made[player]); break
+        if not out: return out
+        gid = out[0]
+        mates = [i for i in reg.ids() if (g := reg.genome(i))['type'] == 'hybrid' and g['source'] == 'cloning' and i != gid
+                 and base in base_ancestors(reg, i)]
+        if mates:
+            mname = reg.child_name(gid, f"ties{ctx.season}")
+            merged = report.each({mname: [gid, mates[-1]]}, lambda n, ids: reg.by_name(n) or merge_genomes(reg, ids, name=n).id)
+            out += merged.values()
     return out
 
 hybrids_producer = Producer(produce_hybrids, HybridSettings)

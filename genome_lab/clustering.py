@@ -22,7 +22,8 @@ from .registry import Registry, Genome, seed_founders
 from .arenas import SNAKE_VIEW, SNAKE_VISION, SNAKE_DR, SNAKE_DC, SNAKE_CENTER_DIST, SNAKE_WALL, other_snakes
 from .core import Producer, ProducerContext
 from .sessions import player_sessions, Session, load_sessions, record_bot_sessions, BOT_STYLES
-from .cloning import CloneConfig, CLONE_PRESETS, session_sequences, split_by_session, train_clone, register_clone, training_record, contributions
+from .cloning import (CloneConfig, CLONE_PRESETS, session_sequences, split_by_session, train_clone, register_clone,
+                                training_record, contributions, trainable_sessions, SkipReport)
 
 # %% auto #0
 __all__ = ['FEATURES', 'TICKS_PER_SECOND', 'ARCHETYPES', 'STYLE_FAMILY', 'VERSION_RELATION', 'clones_producer',
@@ -203,27 +204,41 @@ class ClusterSettings:
 # %% ../nbs/30_clustering.ipynb #a9b82439
 def produce_clones(ctx:ProducerContext)->list: # genome ids
     """A behaviour clone of each player, `<Player>CloneV<n>`, retrained from the player's uploaded sessions when they
-    changed."""
-    by_player, out = {}, []
+    changed. Each player is guarded (`SkipReport`, 21_cloning): sessions too short to learn from are left out, and a
+    player left with none, or whose training fails, is skipped and reported while the others get their clones."""
+    by_player = {}
     cfg = CloneConfig(hidden=ctx.settings.clone_hidden, epochs=ctx.settings.clone_epochs, lr_final=1.0,
                       seed=ctx.season_seed)
     for s in player_sessions(ctx.registry.root): by_player.setdefault(s.player, []).append(s)
-    for player, ss in sorted(by_player.items()):
+    def clone(player:str, sessions:list)->str|None: # the new clone's id; None when its sessions did not change
+        ok, short = trainable_sessions(sessions)
+        for sid, why in short: report.skip(sid, why)
+        if not ok: raise ValueError(f"none of {player}'s {len(sessions)} sessions is long enough to learn from")
         name = ''.join(w.title() for w in player.replace(':', '_').split('_')) + 'Clone'
-        row, trained = train_versioned(ctx.registry, name, ss, cfg, 'behavioral', f"behaviour clone of {player}")
-        if trained: out.append(row['id'])
-    return out
+        row, trained = train_versioned(ctx.registry, name, ok, cfg, 'behavioral', f"behaviour clone of {player}")
+        return row['id'] if trained else None
+    with SkipReport(ctx, 'clones') as report: made = report.each(dict(sorted(by_player.items())), clone)
+    return [g for g in made.values() if g is not None]
 
 clones_producer = Producer(produce_clones, CloneSettings)
 
 # %% ../nbs/30_clustering.ipynb #ff1aa129
 def produce_clusters(ctx:ProducerContext)->list: # genome ids
-    "Cluster genomes of the uploaded sessions' archetypes, a new version where a cluster's sessions changed."
-    ss, c = player_sessions(ctx.registry.root), ctx.settings
-    if len(ss) < 2: return []
-    clu = cluster_sessions(feature_table(ss), k=min(c.clusters, len(ss)), seed=ctx.season_seed)
-    cfg = CloneConfig(hidden=c.cluster_hidden, epochs=c.cluster_epochs, lr_final=1.0, seed=ctx.season_seed)
-    t = train_cluster_genomes(ctx.registry, clu, ss, cfg)
-    return list(t.id[t.trained])
+    """Cluster genomes of the uploaded sessions' archetypes, a new version where a cluster's sessions changed. Guarded
+    input by input (`SkipReport`, 21_cloning): sessions too short to learn from, or whose features fail, stay out of
+    the clustering, and a cluster whose training fails is skipped; each is reported."""
+    c = ctx.settings
+    with SkipReport(ctx, 'clusters') as report:
+        ss, short = trainable_sessions(player_sessions(ctx.registry.root))
+        for sid, why in short: report.skip(sid, why)
+        def featured(sid:str, s:Session)->Session: session_features(s); return s   # raises where its features fail
+        ss = list(report.each({s.id: s for s in ss}, featured).values())
+        if len(ss) < 2: return []
+        clu = cluster_sessions(feature_table(ss), k=min(c.clusters, len(ss)), seed=ctx.season_seed)
+        cfg = CloneConfig(hidden=c.cluster_hidden, epochs=c.cluster_epochs, lr_final=1.0, seed=ctx.season_seed)
+        by_id = {s.id: s for s in ss}
+        made = report.each({n: [by_id[i] for i in clu.members(n)] for n in clu.names},
+                           lambda n, members: train_cluster_genome(ctx.registry, n, members, cfg))
+    return [row['id'] for row, trained in made.values() if trained]
 
 clusters_producer = Producer(produce_clusters, ClusterSettings)

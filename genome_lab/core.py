@@ -19,8 +19,8 @@ __all__ = ['SCALARS_DIR', 'STATE_FORMAT', 'PRODUCERS', 'atomic_write', 'atomic_w
            'config_from_args', 'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors',
            'load_optimizer', 'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff',
            'keep_after_save', 'scalar_writer', 'log_scalars', 'read_events', 'save_state', 'load_state', 'Loop',
-           'advance', 'ProducerContext', 'Rounds', 'Producer', 'register_producer', 'find_producer', 'producer_names',
-           'after_season_hooks', 'notebooks_dir', 'measured_dir', 'first_sentence']
+           'advance', 'fit', 'ProducerContext', 'Rounds', 'Producer', 'register_producer', 'find_producer',
+           'producer_names', 'after_season_hooks', 'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -382,6 +382,50 @@ def advance(run:Loop, # the run to move
             elif time.monotonic() - last >= every_s: last = save()
         save()
     return dict(steps=n, seconds=round(time.monotonic() - t0, 3), stopped=stopped, metrics=metrics)
+
+# %% ../nbs/03_core.ipynb #8cda39fd
+def fit(params, # the parameters to train: a module's `parameters()`, or a list of tensors
+        batches:typing.Callable, # batches(epoch) -> the epoch's batches in order (epochs count from 0)
+        loss:typing.Callable, # loss(batch) -> {column: value}, the first the scalar tensor to minimise, 'n' its items; None skips
+        epochs:int=1, lr:float=1e-3, # passes over `batches`; Adam's step size
+        weight_decay:float=0.0, # AdamW's decoupled weight decay; 0: Adam
+        grad_clip:float|None=None, # clip the gradients' global norm to this
+        lr_final:float=1.0, steps:int|None=None, # anneal the step size to lr*lr_final along a cosine over `steps` updates
+        every:int=0, # a row every `every` updates; 0: a row per epoch
+        after_epoch:typing.Callable|None=None, # after_epoch() -> more columns for the epoch's last row (validation, ...)
+        history:list|None=None, # the rows are appended here (a run's earlier rows), else to a new list
+        step_key:str='epoch')->list: # the rows: `step_key` (epochs, or updates with `every`), the means, 'n', 'seconds'
+    """Minimise the first value `loss` returns over `batches` (Adam, Kingma and Ba 2015; AdamW, Loshchilov and Hutter
+    2019; SGDR's cosine schedule, Loshchilov and Hutter 2017): the one home of the lab's supervised training loops.
+    Each row holds every returned value's mean since the last row, weighted by the batches' 'n'."""
+    import torch
+    params = list(params)
+    opt = (torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay) if weight_decay else torch.optim.Adam(params, lr=lr))
+    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps), eta_min=lr*lr_final)
+             if steps and lr_final != 1.0 else None)
+    rows = history if history is not None else []
+    sums, n, t0, updates = {}, 0, time.perf_counter(), 0
+    def row(extra=None):
+        nonlocal sums, n, t0
+        key = updates if every else len([r for r in rows if step_key in r]) + 1
+        rows.append({step_key: key, **{k: v / max(n, 1) for k, v in sums.items()}, 'n': n,
+                     'seconds': time.perf_counter() - t0, **(extra or {})})
+        sums, n, t0 = {}, 0, time.perf_counter()
+    for epoch in range(epochs):
+        for b in batches(epoch):
+            if (out := loss(b)) is None: continue
+            objective, k = next(iter(out.values())), int(out.get('n', 1))
+            opt.zero_grad(); objective.backward()
+            if grad_clip is not None: torch.nn.utils.clip_grad_norm_(params, grad_clip)
+            opt.step(); updates += 1
+            if sched is not None: sched.step()
+            for name, v in out.items():
+                if name != 'n': sums[name] = sums.get(name, 0.0) + float(v) * k
+            n += k
+            if every and updates % every == 0: row()
+        if not every: row(after_epoch() if after_epoch else None)
+        elif after_epoch: rows[-1].update(after_epoch())
+    return rows
 
 # %% ../nbs/03_core.ipynb #43ce0687
 @dataclasses.dataclass

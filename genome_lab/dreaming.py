@@ -18,6 +18,7 @@ from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS, import_gymnasium
 from .policies import Policy, LinearLSTM, load_pufferlib_policy
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders
+from .core import fit
 gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints
 
 
@@ -146,24 +147,20 @@ def world_loss(model:WorldModel, batch:tuple, cfg:WorldConfig)->dict: # {'loss',
 
 # %% ../nbs/23_dreaming.ipynb #4ed8e809
 def train_world_model(data:Trajectories, cfg:WorldConfig=WorldConfig(),
-                      progress:bool=False, **dims)->tuple: # (WorldModel, history DataFrame)
-    """Train a `WorldModel` on random windows of `data` (Adam), each window `context` real then `horizon` imagined
-    steps; `dims` are the model's frame and actions (a snake view's by default; 96_dream_policy's `TETRIS_WORLD` for
-    tetris boards)."""
+                      **dims)->tuple: # (WorldModel, history DataFrame: a row per update)
+    """Train a `WorldModel` on random windows of `data` (`core.fit`: Adam), each window `context` real then `horizon`
+    imagined steps; `dims` are the model's frame and actions (a snake view's by default; 96_dream_policy's
+    `TETRIS_WORLD` for tetris boards)."""
     torch.manual_seed(cfg.seed)
     L = cfg.context + cfg.horizon
     if data.obs.shape[1] <= L:
         raise ValueError(f"trajectories of {data.obs.shape[1]} steps are too short for windows of {L + 1} frames")
     model, rng = WorldModel(cfg.hidden, cfg.embed, **dims), np.random.default_rng(cfg.seed)
-    opt, hist = torch.optim.Adam(model.parameters(), lr=cfg.lr), []
-    for u in range(cfg.updates):
-        starts = np.stack([rng.integers(len(data), size=cfg.batch),
-                           rng.integers(data.obs.shape[1] - L, size=cfg.batch)], 1)
-        losses = world_loss(model, windows(data, L, starts), cfg)
-        opt.zero_grad(); losses['loss'].backward(); opt.step()
-        hist.append({f'losses/{k}': v.item() for k, v in losses.items()})
-        if progress and u % 100 == 0: print(u, hist[-1], flush=True)
-    return model.eval(), pd.DataFrame(hist)
+    def draws(epoch): # each update's window starts: (batch, 2) trajectory and step
+        for _ in range(cfg.updates):
+            yield np.stack([rng.integers(len(data), size=cfg.batch), rng.integers(data.obs.shape[1] - L, size=cfg.batch)], 1)
+    def loss(starts): return {f'losses/{k}': v for k, v in world_loss(model, windows(data, L, starts), cfg).items()}
+    return model.eval(), pd.DataFrame(fit(model.parameters(), draws, loss, lr=cfg.lr, every=1, step_key='update'))
 
 # %% ../nbs/23_dreaming.ipynb #4e5edc98
 @torch.inference_mode()
@@ -419,25 +416,24 @@ class DistillConfig:
 
 # %% ../nbs/23_dreaming.ipynb #986ab13f
 def imitate(student:LinearLSTM, games:list, cfg:DistillConfig)->list: # mean loss of each epoch
-    """Train `student` to play the labels of `games` [(obs (n, T, 11, 11), labels (n, T), ...)]: each game's sequences
-    unrolled from the student's initial state, cross-entropy of its logits against the labels, Adam every `bptt`."""
-    opt, losses = torch.optim.Adam(student.parameters(), lr=cfg.imitation_lr), []
-    student.train()
-    for _ in range(cfg.epochs):
-        total, n = 0.0, 0
+    """Train `student` to play the labels of `games` [(obs (n, T, 11, 11), labels (n, T), ...)] (`core.fit`): each
+    game's sequences unrolled from the student's initial state, cross-entropy of its logits against the labels, Adam
+    every `bptt` steps (truncated backpropagation through time)."""
+    held = {}   # the LSTM state carried from one chunk of a game to the next
+    def chunks(epoch):
         for obs, labels, *_ in games:
             obs, labels = torch.as_tensor(obs), torch.as_tensor(labels)
-            state = student.initial_state(len(obs))
-            for t0 in range(0, obs.shape[1], cfg.bptt):
-                steps, loss = range(t0, min(t0 + cfg.bptt, obs.shape[1])), 0.0
-                for t in steps:
-                    logits, state = student(obs[:, t], state)
-                    loss = loss + F.cross_entropy(logits, labels[:, t])
-                opt.zero_grad(); (loss / len(steps)).backward(); opt.step()
-                state = tuple(s.detach() for s in state)
-                total, n = total + loss.item(), n + len(steps)
-        losses.append(total / n)
-    return losses
+            held['state'] = student.initial_state(len(obs))
+            for t0 in range(0, obs.shape[1], cfg.bptt): yield obs, labels, range(t0, min(t0 + cfg.bptt, obs.shape[1]))
+    def loss(chunk):
+        (obs, labels, steps), state, total = chunk, held['state'], 0.0
+        for t in steps:
+            logits, state = student(obs[:, t], state)
+            total = total + F.cross_entropy(logits, labels[:, t])
+        held['state'] = tuple(s.detach() for s in state)
+        return {'losses/imitation': total / len(steps), 'n': len(steps)}
+    student.train()
+    return [r['losses/imitation'] for r in fit(student.parameters(), chunks, loss, epochs=cfg.epochs, lr=cfg.imitation_lr)]
 
 # %% ../nbs/23_dreaming.ipynb #dc441e6d
 def distill(planner:DreamPlanner, data:Trajectories|None, cfg:DistillConfig=DistillConfig(),

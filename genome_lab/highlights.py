@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, asdict, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 import numpy as np
-from .registry import Registry, SQLiteStore, utcnow
-from .tournament import play_game, SnakeGame, MODEL, TOURNAMENT_SCHEMA
+from .registry import Registry, SQLiteStore, utcnow, GAMES_SCHEMA
+from .tournament import play_game, SnakeGame, MODEL
 from .streaming import Canvas, Scene, SnakeFrame, snake_frame, render_snake, kill_events, genome_colours, write_clip
 
 # %% auto #0
@@ -38,7 +38,7 @@ def _rating_before(db, gid:str, evaluation:int, game:int)->tuple: # (mu, sigma)
 
 def tournament_games(registry:Registry, evaluation:int|None=None)->list: # [StoredGame]
     "The games of snake tournament `evaluation` (default: the latest); `ValueError` if there is none."
-    db = registry.db; db.executescript(TOURNAMENT_SCHEMA)
+    db = registry.db; db.executescript(GAMES_SCHEMA)
     q = "SELECT id, settings FROM evaluations WHERE kind='tournament' AND arena='snake'"
     row = db.execute(q + (' AND id=?' if evaluation else ' ORDER BY id DESC LIMIT 1'), (evaluation,) if evaluation else ()).fetchone()
     if row is None: raise ValueError(f"no snake tournament {evaluation or ''} in the registry: run one first (`run_tournament`)")

@@ -21,15 +21,18 @@ from .server import RegistryPool, registry_pool, require_token, retry_busy, Toke
 from .client import GenomeClient
 
 # %% auto #0
-__all__ = ['router', 'session_lock', 'SessionOpen', 'SessionOut', 'ChunkStored', 'GameReport', 'ReportStored', 'post_session',
-           'get_session', 'put_chunk', 'post_close', 'post_report', 'upload_session', 'report_game', 'bot_players']
+__all__ = ['PLAYER_NAME', 'router', 'session_lock', 'SessionOpen', 'SessionOut', 'ChunkStored', 'GameReport', 'ReportStored',
+           'post_session', 'get_session', 'put_chunk', 'post_close', 'post_report', 'upload_session', 'report_game',
+           'bot_players']
 
 # %% ../nbs/74_player_loop.ipynb #dc4739c2
+PLAYER_NAME = r'^[A-Za-z0-9_:.-]{1,64}$' # a player's name: in sessions, game reports and the browser game's player tokens
+
 class SessionOpen(BaseModel):
     "A session a client is about to upload (the metadata of its `session.json`)."
     model_config = ConfigDict(extra='forbid', strict=True)
     session_id: str = Field(pattern=ID_PATTERN)
-    player: str = Field(pattern=r'^[A-Za-z0-9_:.-]{1,64}$', description="who played (a bot's name starts with 'bot:')")
+    player: str = Field(pattern=PLAYER_NAME, description="who played (a bot's name starts with 'bot:')")
     kind: Literal['human', 'bot']
     style: Optional[str] = Field(None, max_length=64)
     arena: Literal['snake'] = 'snake'
@@ -49,7 +52,7 @@ class GameReport(BaseModel):
     "One finished game as a client saw it."
     model_config = ConfigDict(extra='forbid', strict=True)
     report_id: str = Field(pattern=ID_PATTERN, description="the client's id of this game: a retry with the same id is ignored")
-    player: str = Field(pattern=r'^[A-Za-z0-9_:.-]{1,64}$')
+    player: str = Field(pattern=PLAYER_NAME)
     genomes: list[str] = Field(min_length=1, max_length=64, description="ids of the genomes the player met")
     played_again: StrictBool = Field(description="did the player start another game afterwards?")
 

@@ -20,9 +20,9 @@ from .arenas import arena_version
 
 # %% auto #0
 __all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'NAME_MAX', 'STATUSES', 'NEUTRAL_ENGAGEMENT',
-           'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA', 'SEASONS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome',
-           'check_params', 'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry',
-           'founding_genomes', 'seed_founders']
+           'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA', 'SEASONS_SCHEMA', 'GAMES_SCHEMA', 'RESULT_COLUMNS',
+           'GenomeFormatError', 'utcnow', 'Genome', 'check_params', 'genome_to_bytes', 'genome_from_bytes',
+           'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -160,10 +160,12 @@ class SQLiteStore:
 
 class Registry(SQLiteStore):
     """Genomes, their results and lineage in `root/registry.sqlite` + `root/genomes/*.safetensors`. `version()` grows with
-    every committed change of what the manifest shows (triggers on `VERSIONED`), whichever process wrote it."""
-    def __init__(self, root:str|Path, # folder; created if missing (unless `read_only`)
+    every committed change of what the manifest shows (triggers on `VERSIONED`), whichever process wrote it. `root` is
+    resolved to an absolute path once, here, so every path derived from it (genome files, sessions, producers' work)
+    stays put whatever the working directory later is."""
+    def __init__(self, root:str|Path, # folder (made absolute here); created if missing (unless `read_only`)
                  read_only:bool=False): # open an existing registry without writing anything (`mode=ro`)?
-        self.root = Path(root); self.genome_dir = self.root/'genomes'
+        self.root = Path(os.path.abspath(root)); self.genome_dir = self.root/'genomes'   # its paths never follow the working directory
         if self.root.exists() and not self.root.is_dir(): raise RegistryError(f"{self.root} is a file, not a registry folder")
         if not read_only: self.genome_dir.mkdir(parents=True, exist_ok=True)
         super().__init__(self.root/'registry.sqlite', SCHEMA, read_only)
@@ -638,6 +640,85 @@ def rating_history(self:Registry, tag:str)->list: # [{tag, 'arena', 'version', '
            h.game FROM rating_history h JOIN evaluations e ON e.id = h.evaluation JOIN genomes g ON g.id = h.genome
            WHERE tagged IS NOT NULL ORDER BY e.id, h.game"""
     return [{tag: r['tagged'], **{k: r[k] for k in r.keys() if k != 'tagged'}} for r in self.db.execute(q, (tag,))]
+
+# %% ../nbs/10_registry.ipynb #075ee992
+GAMES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rating_history (evaluation INTEGER NOT NULL REFERENCES evaluations(id) ON DELETE CASCADE,
+  game INTEGER NOT NULL, genome TEXT NOT NULL, mu REAL NOT NULL, sigma REAL NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS rating_history_game ON rating_history(evaluation, game, genome);
+CREATE TABLE IF NOT EXISTS replacements (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT NOT NULL,
+  evaluation INTEGER, removed TEXT, added TEXT,
+  removed_ordinal REAL, added_ordinal REAL, removed_fitness REAL, added_fitness REAL, note TEXT NOT NULL DEFAULT '');
+""" # a tournament's rating updates, game by game; each selection's changes, skips and violations
+
+@patch
+def open_tournament(self:Registry, record:dict)->int: # the tournament's evaluation id
+    "A tournament's `evaluations` row (kind 'tournament', `record` its settings, with `arena` and `version`), before its first game."
+    self.db.executescript(GAMES_SCHEMA)
+    with self.transaction() as db:
+        return db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) '
+                          'VALUES (?,?,?,?,?,?,?,?)', ('tournament', record['arena'], record['version'],
+                                                       json.dumps(record), 0, 0.0, 0, utcnow())).lastrowid
+
+@patch
+def tournament(self:Registry, evaluation:int)->tuple: # (its record, the seconds its games took so far)
+    "The settings `open_tournament` stored for tournament `evaluation`; `RegistryError` for no such tournament."
+    r = self.db.execute("SELECT settings, seconds FROM evaluations WHERE id=? AND kind='tournament'",
+                        (evaluation,)).fetchone()
+    if r is None: raise RegistryError(f"no tournament {evaluation} in {self.root}")
+    return json.loads(r['settings']), r['seconds'] or 0.0
+
+# %% ../nbs/10_registry.ipynb #569724cb
+RESULT_COLUMNS = ('genome', 'score', 'ret', 'survival', 'kills', 'deaths', 'lines', 'game', 'place') # a game's row
+
+@patch
+def store_games(self:Registry, evaluation:int, # an open tournament
+                rows:list, # result rows, tuples in `RESULT_COLUMNS` order
+                history:list, # rating updates {'game', 'genome', 'mu', 'sigma'}, in the order played
+                ratings:dict, # {genome: (mu, sigma, games it played in this batch)}: its rating after the batch
+                steps:int, seconds:float): # the batch's arena steps and seconds, added to the tournament's
+    "One batch of a tournament's games, all at once: the results, the rating history and the ratings after it."
+    with self.transaction() as db:
+        db.executemany('INSERT INTO rating_history VALUES (?,?,?,?,?)',
+                       [(evaluation, h['game'], h['genome'], h['mu'], h['sigma']) for h in history])
+        db.executemany(f"INSERT INTO results (evaluation, {', '.join(RESULT_COLUMNS)}) VALUES ({','.join('?' * 10)})",
+                       [(evaluation, *r) for r in rows])
+        version = db.execute('SELECT version FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0]
+        prev = dict(db.execute('SELECT genome, games FROM ratings WHERE version=?', (version,)).fetchall())
+        db.executemany('INSERT OR REPLACE INTO ratings (genome, version, mu, sigma, games, updated) VALUES (?,?,?,?,?,?)',
+                       [(i, version, mu, sigma, prev.get(i, 0) + n, utcnow()) for i, (mu, sigma, n) in ratings.items()])
+        db.execute('UPDATE evaluations SET steps = steps + ?, seconds = seconds + ? WHERE id=?', (steps, seconds, evaluation))
+
+@patch
+def stored_games(self:Registry, evaluation:int)->tuple: # (games stored, {(game, genome): result row})
+    "How many of tournament `evaluation`'s games are stored (its rating history's), and their result rows."
+    if not self.has_table('rating_history'): return 0, {}
+    done = self.db.execute('SELECT MAX(game) m FROM rating_history WHERE evaluation=?', (evaluation,)).fetchone()['m']
+    rows = {(r['game'], r['genome']): dict(r) for r in self.db.execute('SELECT * FROM results WHERE evaluation=?',
+                                                                         (evaluation,))}
+    return (0 if done is None else done + 1), rows
+
+# %% ../nbs/10_registry.ipynb #6703630a
+@patch
+def log_selection(self:Registry, evaluation:int, # the tournament the selection followed
+                  changes:list, # [(removed id or None for a free place, added id, {removed_ordinal, added_ordinal, ...})]
+                  skipped:list, # [(candidate id, why)]
+                  violations:list): # [rule not met]
+    """Apply a selection all at once: each added genome active, each removed one retired, and every change, skip and
+    violation logged in `replacements` (read back by `replacements`)."""
+    self.db.executescript(GAMES_SCHEMA)
+    now, cols = utcnow(), ('removed_ordinal', 'added_ordinal', 'removed_fitness', 'added_fitness')
+    with self.transaction() as db:
+        for removed, added, vals in changes:
+            if removed: db.execute("UPDATE genomes SET status='retired' WHERE id=?", (removed,))
+            db.execute("UPDATE genomes SET status='active' WHERE id=?", (added,))
+            db.execute(f"INSERT INTO replacements (created, evaluation, removed, added, {', '.join(cols)}) "
+                       "VALUES (?,?,?,?,?,?,?,?)", (now, evaluation, removed, added, *(vals.get(k) for k in cols)))
+        for cid, why in skipped:
+            db.execute('INSERT INTO replacements (created, evaluation, added, note) VALUES (?,?,?,?)',
+                       (now, evaluation, cid, f'skipped: {why}'))
+        for v in violations:
+            db.execute('INSERT INTO replacements (created, evaluation, note) VALUES (?,?,?)', (now, evaluation, f'violation: {v}'))
 
 # %% ../nbs/10_registry.ipynb #2cf4638d
 def founding_genomes()->list: # [(Genome, Policy)]

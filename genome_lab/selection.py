@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from collections import Counter
 import torch
-from .registry import Registry, utcnow
+from .registry import Registry
 
 # %% auto #0
-__all__ = ['SELECTION_SCHEMA', 'SelectionRules', 'SelectionPlan', 'is_protected', 'plan_selection', 'select', 'mutate',
-           'family_tree', 'tournament_job']
+__all__ = ['SelectionRules', 'SelectionPlan', 'is_protected', 'plan_selection', 'select', 'mutate', 'family_tree',
+           'tournament_job']
 
 # %% ../nbs/71_selection.ipynb #2cda30c3
 @dataclass
@@ -69,12 +69,6 @@ def plan_selection(ranked:list, # dicts with id, type, status, parents, ordinal;
     return plan
 
 # %% ../nbs/71_selection.ipynb #86e4c9c6
-SELECTION_SCHEMA = """
-CREATE TABLE IF NOT EXISTS replacements (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT NOT NULL,
-  evaluation INTEGER, removed TEXT, added TEXT, removed_ordinal REAL, added_ordinal REAL,
-  removed_fitness REAL, added_fitness REAL, note TEXT NOT NULL DEFAULT '');
-"""
-
 def select(registry:Registry, leaderboard, # a tournament's leaderboard (DataFrame with id, ordinal, fitness)
            evaluation:int|None=None, rules:SelectionRules|None=None,
            arena_only:bool=False)->SelectionPlan: # do the rules count only the leaderboard's arena (a season's rules per arena)?
@@ -89,18 +83,9 @@ def select(registry:Registry, leaderboard, # a tournament's leaderboard (DataFra
               [dict(registry.genome(i), ordinal=float('inf')) for i in others]
     plan = plan_selection(sorted(entries, key=lambda e: -e['ordinal']), rules)
     val = lambda i, k: None if i is None else float(lb.loc[i, k])
-    now = utcnow()
-    registry.db.executescript(SELECTION_SCHEMA)
-    with registry.transaction() as db:
-        for removed, added in plan.changes:
-            if removed: db.execute("UPDATE genomes SET status='retired' WHERE id=?", (removed,))
-            db.execute("UPDATE genomes SET status='active' WHERE id=?", (added,))
-            db.execute('INSERT INTO replacements (created, evaluation, removed, added, removed_ordinal, added_ordinal, removed_fitness, added_fitness) VALUES (?,?,?,?,?,?,?,?)',
-                       (now, evaluation, removed, added, val(removed, 'ordinal'), val(added, 'ordinal'), val(removed, 'fitness'), val(added, 'fitness')))
-        for cid, why in plan.skipped:
-            db.execute('INSERT INTO replacements (created, evaluation, added, note) VALUES (?,?,?,?)', (now, evaluation, cid, f'skipped: {why}'))
-        for v in plan.violations:
-            db.execute('INSERT INTO replacements (created, evaluation, note) VALUES (?,?,?)', (now, evaluation, f'violation: {v}'))
+    registry.log_selection(evaluation, [(r, a, {f'{side}_{k}': val(g, k) for side, g in (('removed', r), ('added', a))
+                                                for k in ('ordinal', 'fitness')}) for r, a in plan.changes],
+                           plan.skipped, plan.violations)
     return plan
 
 # %% ../nbs/71_selection.ipynb #d91c2bc7

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/sessions.html.md"""
 
 # %% ../nbs/20_sessions.ipynb #a350958a
 from __future__ import annotations
-import hashlib, io, json, os, tempfile, uuid, warnings
+import hashlib, io, json, os, shutil, tempfile, uuid, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -26,8 +26,9 @@ from .core import atomic_write
 __all__ = ['SESSION_FORMAT', 'SESSION_COLUMNS', 'SCHEMA', 'UPLOAD_META', 'SESSIONS_DIR', 'BOT_STYLES', 'PALETTE',
            'HeadingTracker', 'add_chunk', 'SessionWriter', 'SessionFormatError', 'Session', 'read_session',
            'list_sessions', 'load_sessions', 'ChunkError', 'ChunkConflict', 'open_session', 'receive_chunk',
-           'close_session', 'uploaded_sessions', 'player_sessions', 'make_bot', 'DataRecorder', 'MixedDriver',
-           'record_bot_sessions', 'render_map', 'render_view', 'HumanGame', 'play_widget']
+           'close_session', 'discard_session', 'uploaded_sessions', 'player_sessions', 'session_bytes', 'make_bot',
+           'DataRecorder', 'MixedDriver', 'record_bot_sessions', 'render_map', 'render_view', 'HumanGame',
+           'play_widget']
 
 # %% ../nbs/20_sessions.ipynb #1607cd8f
 SESSION_FORMAT = 'genome_lab.session/1'
@@ -253,6 +254,16 @@ def close_session(root:str|Path, session_id:str)->dict: # the manifest
         meta.update(closed=True, ended=utcnow()); atomic_write(folder/'session.json', json.dumps(meta, indent=1, default=str).encode())
     return meta
 
+# %% ../nbs/20_sessions.ipynb #3d93e684
+def discard_session(root:str|Path, session_id:str)->bool: # False: there was no such session
+    "Remove the open uploaded session `session_id` under `root`; `ChunkConflict` for a closed one (it may have been learned from)."
+    folder = Path(root)/session_id
+    try: meta = json.loads((folder/'session.json').read_text())
+    except FileNotFoundError: return False
+    if meta['closed']: raise ChunkConflict(f"session {session_id} is closed: it is kept")
+    shutil.rmtree(folder)
+    return True
+
 # %% ../nbs/20_sessions.ipynb #f0ffa148
 SESSIONS_DIR = 'sessions' # uploaded sessions live in this folder of the registry
 
@@ -264,6 +275,16 @@ def player_sessions(registry_root:str|Path)->list: # [Session], the closed, non-
     "The sessions players finished uploading to the server of registry `registry_root`: what producers learn from."
     root = uploaded_sessions(registry_root)
     return [s for s in load_sessions(root, warn=False) if s.meta.get('closed') and len(s)] if root.exists() else []
+
+# %% ../nbs/20_sessions.ipynb #96fd771d
+def session_bytes(root:str|Path)->dict: # {player: bytes}
+    "Disk used by the sessions under `root` (every file of each session's folder), per player: what quotas count."
+    out = {}
+    for m in Path(root).glob('*/session.json'):
+        try: player = json.loads(m.read_text())['player']
+        except (OSError, ValueError, KeyError): continue   # a folder being written or removed
+        out[player] = out.get(player, 0) + sum(f.stat().st_size for f in m.parent.iterdir() if f.is_file())
+    return out
 
 # %% ../nbs/20_sessions.ipynb #d9524da1
 BOT_STYLES = {  # style: (description, factory of (policy, greedy))

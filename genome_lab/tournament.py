@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/tournament.html.md"""
 
 # %% ../nbs/70_tournament.ipynb #52a1eb58
 from __future__ import annotations
-import itertools, json, time
+import collections, itertools, json, time
 from dataclasses import dataclass, asdict
 from typing import Callable
 import numpy as np
@@ -19,8 +19,8 @@ from .registry import Registry, utcnow
 from .evaluation import torch_threads
 
 # %% auto #0
-__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'TOURNAMENT_SCHEMA', 'body_cells', 'KillTracker',
-           'GameResult', 'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
+__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'body_cells', 'KillTracker', 'GameResult',
+           'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
            'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fit_ratings', 'split_half', 'StopRule',
            'fitness_table', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
            'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
@@ -427,12 +427,6 @@ def play_games(policies:list, games:list, seed:int, arena:str='snake', agents_pe
     return [r for _, rs in tqdm(it, total=-(-len(games)//batch), desc='batches', disable=not progress, leave=False) for r in rs]
 
 # %% ../nbs/70_tournament.ipynb #cf290962
-TOURNAMENT_SCHEMA = """
-CREATE TABLE IF NOT EXISTS rating_history (evaluation INTEGER NOT NULL REFERENCES evaluations(id) ON DELETE CASCADE,
-  game INTEGER NOT NULL, genome TEXT NOT NULL, mu REAL NOT NULL, sigma REAL NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS rating_history_game ON rating_history(evaluation, game, genome);
-"""
-
 def load_ratings(registry:Registry)->dict: # {genome id: openskill rating}
     "The persisted OpenSkill ratings."
     return {g: MODEL.rating(mu=r['mu'], sigma=r['sigma'], name=g) for g, r in registry.ratings().items()}
@@ -443,6 +437,7 @@ class TournamentResult:
     leaderboard: object; games: list; results: list; history: list; evaluation: int|None = None; seconds: float = 0.0
     stability: dict|None = None # `split_half` of all the tournament's games
 
+# %% ../nbs/70_tournament.ipynb #6c4ad6e9
 def run_tournament(registry:Registry|None=None, # stores results and ratings; None: policies only
                    ids:list|None=None, # genome ids; default: the active + candidate genomes of `arena` in the registry
                    policies:list|None=None, # with `registry=None`: the entrants' policies (ids name them)
@@ -462,7 +457,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
     t0 = time.perf_counter()
     if evaluation is not None:
         if registry is None: raise ValueError("only a registry's tournament can be resumed")
-        rec = json.loads(registry.db.execute("SELECT settings FROM evaluations WHERE id=? AND kind='tournament'", (evaluation,)).fetchone()['settings'])
+        rec = registry.tournament(evaluation)[0]
         ids, arena, seed, tags = rec['ids'], rec['arena'], rec['seed'], rec.get('tags')
         quantised = rec.get('quantised', False)
         genomes_per_game, agents_per_genome, steps, meetings, settings = (rec[k] for k in ('genomes_per_game', 'agents_per_genome', 'steps', 'meetings', 'settings'))
@@ -474,7 +469,6 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
         ids = ids or [i for s in ('active', 'candidate') for i in registry.ids(s) if registry.genome(i)['arena'] == arena]
         if wrong := [i for i in ids if registry.genome(i)['arena'] != arena]: raise ValueError(f"genomes {wrong} do not play {arena!r}")
         policies = [registry.policy(i) for i in ids]
-        registry.db.executescript(TOURNAMENT_SCHEMA)
     elif policies is None or ids is None or len(ids) != len(policies): raise ValueError("without a registry pass ids and policies of equal length")
     if quantised: policies = quantise(policies)
     if len(ids) < 2: raise ValueError(f"a tournament needs at least 2 {arena} genomes, got {len(ids)}")
@@ -487,9 +481,9 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
     record = dict(arena=arena, version=arena_version(arena), ids=ids, agents_per_genome=agents_per_genome, steps=steps,
                   settings=settings or {}, seed=seed, meetings=meetings, genomes_per_game=per_game, tags=tags or {}, batch=batch,
                   until_stable=rule and asdict(rule), quantised=quantised)
-    if registry is not None and evaluation is None: evaluation = _open_tournament(registry, record)
+    if registry is not None and evaluation is None: evaluation = registry.open_tournament(record)
     done, results = _stored_games(registry, evaluation, ids, games, find_arena(arena).rank_by) if evaluation is not None else (0, [])
-    spent = 0.0 if evaluation is None else registry.db.execute('SELECT seconds FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0]
+    spent = 0.0 if evaluation is None else registry.tournament(evaluation)[1]
     def stop()->bool: # the wall budget spent, or the top stable (the lead needs one fit: checked before the halvings)
         if rule is None or len(results) < first: return False
         if 0 < rule.max_seconds <= spent + time.perf_counter() - t0: return True
@@ -525,38 +519,19 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                             stability=split_half(ids, games, results, *((rule.top, rule.splits) if rule else (3, 8)), seed))
 
 # %% ../nbs/70_tournament.ipynb #5b2fdbf0
-def _open_tournament(registry:Registry, record:dict)->int: # the evaluation id
-    "The tournament's `evaluations` row (kind 'tournament'), written before its first game."
-    with registry.transaction() as db:
-        return db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) '
-                          'VALUES (?,?,?,?,?,?,?,?)',
-                          ('tournament', record['arena'], record['version'], json.dumps(record), 0, 0.0, 0, utcnow())).lastrowid
-
 def _store_batch(registry:Registry, evaluation:int, ids:list, games:list, k0:int, results:list, ratings:dict, history:list):
-    """One batch of games in one transaction: a result row per genome and game (with its place), the ratings after it
-    (at the tournament's arena version), their history."""
-    rows = [(evaluation, ids[e], float(r.score[j]), 0.0, float(r.survival[j]), int(r.kills[j]), int(r.deaths[j]),
+    """One batch of games (`Registry.store_games`): a result row per genome and game (with its place), the ratings after
+    it, their history."""
+    rows = [(ids[e], float(r.score[j]), 0.0, float(r.survival[j]), int(r.kills[j]), int(r.deaths[j]),
              0.0 if r.lines is None else float(r.lines[j]), k, int(r.ranks[j]))
             for k, r in enumerate(results, k0) for j, e in enumerate(games[k]) if np.isfinite(r.score[j])]   # nothing counted: no row
-    played = {}
-    for k in range(k0, k0 + len(results)):
-        for e in games[k]: played[ids[e]] = played.get(ids[e], 0) + 1
-    now = utcnow()
-    with registry.transaction() as db:
-        db.executemany('INSERT INTO rating_history VALUES (?,?,?,?,?)', [(evaluation, h['game'], h['genome'], h['mu'], h['sigma']) for h in history])
-        db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines, game, place) VALUES (?,?,?,?,?,?,?,?,?,?)', rows)
-        version = db.execute('SELECT version FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0]
-        prev = dict(db.execute('SELECT genome, games FROM ratings WHERE version=?', (version,)).fetchall())
-        db.executemany('INSERT OR REPLACE INTO ratings (genome, version, mu, sigma, games, updated) VALUES (?,?,?,?,?,?)',
-                       [(i, version, r.mu, r.sigma, prev.get(i, 0) + n, now) for i, n in played.items() for r in [ratings[i]]])
-        db.execute('UPDATE evaluations SET steps = steps + ?, seconds = seconds + ? WHERE id=?',
-                   (sum(r.steps for r in results), sum(r.seconds for r in results), evaluation))
+    played = collections.Counter(ids[e] for k in range(k0, k0 + len(results)) for e in games[k])
+    registry.store_games(evaluation, rows, history, {i: (ratings[i].mu, ratings[i].sigma, n) for i, n in played.items()},
+                         sum(r.steps for r in results), sum(r.seconds for r in results))
 
 def _stored_games(registry:Registry, evaluation:int, ids:list, games:list, rank_by:tuple)->tuple: # (games stored, [GameResult])
     "The games of a tournament already stored, rebuilt from their rows (a genome without a row counted nothing: NaN)."
-    done = registry.db.execute('SELECT MAX(game) m FROM rating_history WHERE evaluation=?', (evaluation,)).fetchone()['m']
-    done = 0 if done is None else done + 1
-    rows = {(r['game'], r['genome']): r for r in registry.db.execute('SELECT * FROM results WHERE evaluation=?', (evaluation,))}
+    done, rows = registry.stored_games(evaluation)
     out = []
     for k in range(done):
         got = [rows.get((k, ids[e])) for e in games[k]]

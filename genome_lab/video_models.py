@@ -18,6 +18,7 @@ from .arenas import TetrisArena, PUFFERLIB_VERSION
 from .streaming import Canvas, render_tetris, tetris_boards, write_clip, genome_colours
 from .tetris_players import player_source, parse_tetris_obs, DELLACHERIE_WEIGHTS, NOOP, HOLD
 from .watching import decode_clip
+from .core import fit
 
 # %% auto #0
 __all__ = ['TETRIS_ACTIONS', 'TETRIS_MODES', 'HISTORY', 'SKILL_LEN', 'TetrisClipConfig', 'tetris_frame', 'board_layout',
@@ -269,21 +270,22 @@ def train_lam(x:torch.Tensor, # (N, ...) windows of unlabelled transitions
               codes:int=16, epochs:int=5, lr:float=2e-3, batch:int=128,
               changed_weight:float=20.0, # extra weight of the cells that change (most of a board stays as it was)
               seed:int=0)->tuple: # (model, history)
-    "Train a `LatentActionModel` on next-board cross-entropy plus the VQ losses; dead codes restart each epoch."
+    """Train a `LatentActionModel` on next-board cross-entropy plus the VQ losses (`core.fit`: Adam); dead codes
+    restart each epoch."""
     torch.manual_seed(seed); g = torch.Generator().manual_seed(seed)
-    lam = LatentActionModel(codes); opt = torch.optim.Adam(lam.parameters(), lr=lr); hist = []
-    for epoch in range(epochs):
-        lam.train(); tot = vq = 0.0; used = torch.zeros(codes, dtype=torch.bool); t0 = time.perf_counter()
-        for b in torch.randperm(len(x), generator=g).split(batch):
-            logits, idx, lvq, z = lam(x[b])
-            nxt = next_boards(x[b]); changed = nxt != (x[b, -4] + 2 * x[b, -3]).long()
-            loss = (F.cross_entropy(logits, nxt, reduction='none') * (1 + changed_weight * changed)).mean() + lvq
-            opt.zero_grad(); loss.backward(); opt.step()
-            tot += loss.item() * len(b); vq += lvq.item() * len(b); used[idx] = True
-        lam.vq.restart(z.detach(), used)
-        hist.append({'epoch': epoch + 1, 'losses/lam': tot / len(x), 'losses/vq': vq / len(x),
-                     'charts/code_usage': used.float().mean().item(), 'seconds': time.perf_counter() - t0})
-    return lam.eval(), pd.DataFrame(hist)
+    lam, seen = LatentActionModel(codes), {}   # seen: the epoch's codes in use, the last batch's encodings
+    def batches(epoch):
+        seen['used'] = torch.zeros(codes, dtype=torch.bool)
+        return torch.randperm(len(x), generator=g).split(batch)
+    def loss(b):
+        logits, idx, lvq, z = lam(x[b])
+        nxt = next_boards(x[b]); changed = nxt != (x[b, -4] + 2 * x[b, -3]).long()
+        seen['used'][idx], seen['z'] = True, z.detach()
+        total = (F.cross_entropy(logits, nxt, reduction='none') * (1 + changed_weight * changed)).mean() + lvq
+        return {'losses/lam': total, 'n': len(b), 'losses/vq': lvq}
+    def restart(): lam.vq.restart(seen['z'], seen['used']); return {'charts/code_usage': seen['used'].float().mean().item()}
+    lam.train()
+    return lam.eval(), pd.DataFrame(fit(lam.parameters(), batches, loss, epochs, lr, after_epoch=restart))
 
 @torch.no_grad()
 def latent_codes(lam:LatentActionModel, x:torch.Tensor, batch:int=1024)->np.ndarray: # (N,) int64 latent actions
@@ -322,16 +324,21 @@ def action_chunks(actions, length:int=SKILL_LEN)->torch.Tensor: # (T // length, 
 
 def train_skills(chunks:torch.Tensor, codes:int=16, epochs:int=30, lr:float=3e-3, batch:int=128,
                  seed:int=0)->SkillVQVAE:
-    "Train a `SkillVQVAE` on `chunks` (reconstruction cross-entropy plus the VQ losses; dead codes restart each epoch)."
+    """Train a `SkillVQVAE` on `chunks` (reconstruction cross-entropy plus the VQ losses, `core.fit`: Adam); dead codes
+    restart after each epoch but the last."""
     torch.manual_seed(seed); g = torch.Generator().manual_seed(seed)
-    m = SkillVQVAE(codes); opt = torch.optim.Adam(m.parameters(), lr=lr)
-    for epoch in range(epochs):
-        used = torch.zeros(codes, dtype=torch.bool)
-        for b in torch.randperm(len(chunks), generator=g).split(batch):
-            logits, idx, lvq, z = m(chunks[b])
-            loss = F.cross_entropy(logits, chunks[b]) + lvq
-            opt.zero_grad(); loss.backward(); opt.step(); used[idx] = True
-        if epoch < epochs - 1: m.vq.restart(z.detach(), used)
+    m, seen = SkillVQVAE(codes), {}   # seen: the epoch, its codes in use, the last batch's encodings
+    def batches(epoch):
+        seen.update(epoch=epoch, used=torch.zeros(codes, dtype=torch.bool))
+        return torch.randperm(len(chunks), generator=g).split(batch)
+    def loss(b):
+        logits, idx, lvq, z = m(chunks[b])
+        seen['used'][idx], seen['z'] = True, z.detach()
+        return {'losses/skills': F.cross_entropy(logits, chunks[b]) + lvq, 'n': len(b)}
+    def restart():
+        if seen['epoch'] < epochs - 1: m.vq.restart(seen['z'], seen['used'])
+        return {}
+    fit(m.parameters(), batches, loss, epochs, lr, after_epoch=restart)
     return m.eval()
 
 @torch.no_grad()

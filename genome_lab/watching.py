@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_VISION, SNAKE_CELLS, PUFFERLIB_VERSION
 from .policies import LinearLSTM, pufferlib_config
 from .sessions import PALETTE, make_bot, MixedDriver, DataRecorder
-from .cloning import CloneConfig, train_clone, session_sequences, split_by_session
+from .cloning import CloneConfig, train_clone, session_sequences, split_by_session, SkipReport
 from .core import atomic_write, Producer, ProducerContext
 from .registry import Registry, Genome
 
@@ -188,10 +188,14 @@ class FrameWindows(torch.utils.data.Dataset):
 
 # %% ../nbs/22_watching.ipynb #da4fc420
 def clip_dataset(root:str|Path, rows:pd.DataFrame, # rows of the index (one clip each)
-                 augment:bool=False)->FrameWindows:
-    "The windows of the clips `rows` with their true actions where the clip is labelled (-1 elsewhere)."
-    return FrameWindows([clip_windows(decode_clip(Path(root)/r.path), r.scale)[0] for r in rows.itertuples()],
-                        [clip_labels(root, r.clip) for r in rows.itertuples()], augment)
+                 augment:bool=False,
+                 report:SkipReport|None=None)->FrameWindows: # a producer's report: a clip that cannot be read is skipped
+    """The windows of the clips `rows` with their true actions where the clip is labelled (-1 elsewhere). With `report`
+    (21_cloning's `SkipReport`) a clip that fails to decode is skipped and reported instead of raising."""
+    one = lambda clip, r: (clip_windows(decode_clip(Path(root)/r.path), r.scale)[0], clip_labels(root, clip))
+    clips = {r.clip: r for r in rows.itertuples()}
+    got = report.each(clips, one) if report is not None else {k: one(k, r) for k, r in clips.items()}
+    return FrameWindows([w for w, _ in got.values()], [y for _, y in got.values()], augment)
 
 # %% ../nbs/22_watching.ipynb #8ba0aa85
 class IDM(nn.Module):
@@ -281,13 +285,15 @@ def failure_modes(session, # the followed snake's true `Session` (20_sessions) o
 
 # %% ../nbs/22_watching.ipynb #11f32d75
 def video_sequences(root:str|Path, rows:pd.DataFrame, # rows of the index (one clip each)
-                    idm:IDM)->list: # [(obs (T, 121) int8, IDM actions (T,) int64, clip)], as `session_sequences`
-    "Pseudo-label clips with `idm`: the sequences behaviour cloning (21_cloning's `train_clone`) learns from."
-    out = []
-    for r in rows.itertuples():
+                    idm:IDM,
+                    report:SkipReport|None=None)->list: # [(obs (T, 121) int8, IDM actions (T,) int64, clip)], as `session_sequences`
+    """Pseudo-label clips with `idm`: the sequences behaviour cloning (21_cloning's `train_clone`) learns from. With
+    `report` (a `SkipReport`) a clip that fails to decode or label is skipped and reported instead of raising."""
+    def one(clip, r):
         tj = video_to_trajectory(decode_clip(Path(root)/r.path), idm, r.scale)
-        out.append((torch.from_numpy(tj['obs']), torch.from_numpy(tj['action']), r.clip))
-    return out
+        return torch.from_numpy(tj['obs']), torch.from_numpy(tj['action']), clip
+    clips = {r.clip: r for r in rows.itertuples()}
+    return list((report.each(clips, one) if report is not None else {k: one(k, r) for k, r in clips.items()}).values())
 
 def clone_sequences(seqs:list, cfg:CloneConfig, progress:bool=False)->tuple: # (LinearLSTM, history DataFrame)
     "A fresh snake `LinearLSTM` cloned from `seqs` with 21_cloning's `train_clone`, `cfg.val_frac` of them held out."
@@ -322,18 +328,21 @@ class VideoSettings:
 
 def produce_video_clones(ctx:ProducerContext)->list: # genome ids
     """Film games of `video_genome`, train an IDM on the labelled tenth, clone the IDM's labels of the other clips and
-    register the clone, `<Genome>VideoCloneS<season>` (once per season)."""
+    register the clone, `<Genome>VideoCloneS<season>` (once per season). Each clip is guarded (`SkipReport`): one that
+    cannot be decoded is skipped and reported, and the clone learns from the others."""
     s, reg = ctx.settings, ctx.registry
     name = ''.join(w.title() for w in s.video_genome.split('_')) + f'VideoCloneS{ctx.season}'
     if gid := reg.by_name(name): return [gid]
     root = Path(ctx.work_dir)/f'season{ctx.season}'
     seeds = [ctx.season_seed * 100 + k for k in range(s.video_games)]
     index = film(root, [s.video_genome], seeds, ClipConfig(steps=s.video_steps), s.video_label_frac, ctx.season_seed)
-    labelled = clip_dataset(root, index[index.labelled], augment=True)
-    idm, _ = train_idm(labelled, s.video_idm_epochs, seed=ctx.season_seed)
-    held = index[~index.labelled]
-    pol, _ = clone_sequences(video_sequences(root, held, idm),
-                             CloneConfig(epochs=s.video_clone_epochs, lr_final=1.0, seed=ctx.season_seed))
+    with SkipReport(ctx, 'videos') as report:
+        labelled = clip_dataset(root, index[index.labelled], augment=True, report=report)
+        idm, _ = train_idm(labelled, s.video_idm_epochs, seed=ctx.season_seed)
+        seqs = video_sequences(root, index[~index.labelled], idm, report=report)
+        if not seqs: return []
+        pol, _ = clone_sequences(seqs, CloneConfig(epochs=s.video_clone_epochs, lr_final=1.0, seed=ctx.season_seed))
+    held = index[index['clip'].isin([clip for *_, clip in seqs])]
     return [register_video_clone(reg, pol, held, name, video_root=root).id]
 
 video_clones_producer = Producer(produce_video_clones, VideoSettings)

@@ -1,14 +1,16 @@
 """A new arena is one class and one registration: evaluation, a tournament and the server accept it unchanged."""
-import importlib, os, time, types
+import ast, importlib, os, subprocess, sys, threading, time, types
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import torch
 from fastapi.testclient import TestClient
-from genome_lab.arenas import Arena, Episodes, register_arena, find_arena, arena_names, make_arena, ARENAS
+from genome_lab.arenas import SnakeArena, Arena, Episodes, register_arena, find_arena, arena_names, make_arena, ARENAS
 from genome_lab.evaluation import evaluate
 from genome_lab.policies import RandomPolicy, Policy
 from genome_lab.registry import Registry, Genome
+from genome_lab.sessions import SessionWriter, uploaded_sessions, list_sessions
 from genome_lab.tournament import run_tournament
 from genome_lab.server import create_app
 
@@ -91,11 +93,59 @@ def test_imports_from_threads_keep_the_working_directory(tmp_path, monkeypatch):
     "PufferLib imported from several threads at once (an evolution run's evaluation threads) leaves the working directory as it was."
     import genome_lab.arenas as arenas
     monkeypatch.chdir(tmp_path)
-    real = importlib.import_module
-    def slow(name):   # every import takes a while, so the threads' imports overlap
-        time.sleep(0.05); return real(name)
-    monkeypatch.setattr(arenas, 'importlib', types.SimpleNamespace(import_module=slow))
     names = ['pufferlib', 'pufferlib.ocean.snake.binding', 'pufferlib.ocean.tetris.binding']*3
     with ThreadPoolExecutor(len(names)) as ex: mods = list(ex.map(arenas.import_pufferlib_module, names))
     assert [m.__name__ for m in mods] == names
-    assert os.getcwd() == str(tmp_path)
+    assert os.getcwd() == str(tmp_path) and os.listdir(tmp_path) == []
+
+def test_pufferlib_is_imported_without_changing_directory(tmp_path):
+    "A fresh process imports PufferLib (its package, the snake and tetris bindings) with `os.chdir` forbidden: no `resources` link appears."
+    code = ("import os\n"
+            "def refuse(*a): raise AssertionError('os.chdir called')\n"
+            "os.chdir = refuse\n"
+            "from genome_lab.arenas import SnakeArena, TetrisArena, import_pufferlib_module\n"
+            "SnakeArena(num_snakes=2, width=20, height=20, num_food=2).close(); TetrisArena().close()\n"
+            "import pufferlib; assert pufferlib.__version__ == 3.0\n"
+            "print(sorted(os.listdir('.')))")
+    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout.strip()) == (0, '[]'), r.stderr[-2000:]
+
+def test_no_chdir_in_the_package():
+    "No module of genome_lab calls `chdir`: the working directory belongs to every thread of the process."
+    import genome_lab
+    calls = []
+    for f in sorted(Path(genome_lab.__file__).parent.glob('*.py')):
+        for n in ast.walk(ast.parse(f.read_text())):
+            if isinstance(n, ast.Call) and getattr(n.func, 'attr', getattr(n.func, 'id', None)) == 'chdir':
+                calls.append(f"{f.name}:{n.lineno}")
+    assert calls == []
+
+def test_relative_registry_writes_while_arenas_are_made(tmp_path, monkeypatch):
+    """Under load, with a relative registry path: threads making `SnakeArena`s (each imports PufferLib's binding) while
+    others add genomes and write sessions through the registry's folder; every write lands where it was meant to."""
+    monkeypatch.chdir(tmp_path)
+    stop, made = threading.Event(), []
+    def arenas():
+        while not stop.is_set():
+            SnakeArena(num_snakes=2, width=20, height=20, num_food=2).close(); made.append(1); time.sleep(0.001)
+    def writes(k):
+        with Registry('reg') as reg:
+            for i in range(10):
+                w = SessionWriter(uploaded_sessions(reg.root), dict(player=f'p{k}', kind='bot'), chunk_rows=2)
+                for t in range(3): w.append(obs=np.zeros(121, np.int8), action=t % 4, reward=0.0)
+                w.close()
+                reg.add(Genome(name=f'R{k}-{i}', type='baseline', arena='snake', arch='random', config=dict(num_actions=4),
+                               source='test'), RandomPolicy(4).state_dict())
+        return reg.root
+    makers = [threading.Thread(target=arenas) for _ in range(2)]
+    for t in makers: t.start()
+    try:
+        with ThreadPoolExecutor(3) as ex: roots = list(ex.map(writes, range(3)))
+    finally:
+        stop.set()
+        for t in makers: t.join()
+    assert len(made) > 10 and all(r == tmp_path/'reg' for r in roots), (len(made), roots)
+    ss = list_sessions(uploaded_sessions(tmp_path/'reg'))
+    assert len(ss) == 30 and ss.closed.all() and (ss.steps == 3).all() and (ss.chunks == 2).all()
+    with Registry(tmp_path/'reg') as reg: assert len(reg.ids()) == 30 and all(reg.load(i) for i in reg.ids())
+    assert sorted(os.listdir(tmp_path)) == ['reg']

@@ -12,6 +12,8 @@ from genome_lab.policies import LinearLSTM, load_pufferlib_policy, pufferlib_con
 from genome_lab.registry import Registry, RegistryError, seed_founders
 from genome_lab.evaluation import evaluate
 from genome_lab.sessions import load_sessions, record_bot_sessions
+from hostile import upload
+from genome_lab.core import ProducerContext
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,3 +151,24 @@ def test_bench_runs_tiny(tmp_path):
 def test_bench_refuses_to_evaluate_on_training_maps():
     r = run_bench('--record-seeds', '1', '2', '--eval-seeds', '2', '5')
     assert r.returncode == 2 and 'evaluation seeds [2] are maps the clone trains on' in r.stderr
+
+
+def test_hybrids_producer_guards_each_player(reg, monkeypatch):
+    """The newest player left after one step (no training sequence) and the next newest's fine-tune fails: both are
+    skipped and reported, and the hybrid is made from the player before them."""
+    import genome_lab.cloning as cl
+    ivy = upload(reg.root, 'ivy', 40, '2030-01-01T00:00:00')
+    upload(reg.root, 'zed', 40, '2030-01-02T00:00:00')
+    quit = upload(reg.root, 'quitter', 1, '2030-01-03T00:00:00')
+    real = cl.finetune
+    def finetune(reg_, base, sessions, *a, **kw):
+        if sessions[0].player == 'zed': raise RuntimeError("zed's fine-tune failed")
+        return real(reg_, base, sessions, *a, **kw)
+    monkeypatch.setattr(cl, 'finetune', finetune)
+    ctx = ProducerContext(reg, 1, cl.HybridSettings(hybrid_epochs=1), reg.root/'work')
+    with pytest.warns(UserWarning, match='hybrids: skipped 2'): ids = cl.produce_hybrids(ctx)
+    assert len(ids) == 1 and reg.genome(ids[0])['type'] == 'hybrid'
+    assert training_record(reg.genome(ids[0])['description'])['sessions'] == {'ivy': [ivy]}
+    report = json.loads((reg.root/'work'/'hybrids.skipped.json').read_text())
+    assert [s['input'] for s in report['skipped']] == [quit, 'zed'], report
+    assert 'too short' in report['skipped'][0]['reason'] and "zed's fine-tune failed" in report['skipped'][1]['reason']

@@ -1,5 +1,5 @@
 """Behaviour clustering: features on known sessions, the naming rule, versions of cluster genomes, the ARI bench."""
-import os, subprocess, sys
+import json, os, subprocess, sys
 from dataclasses import replace
 from pathlib import Path
 import numpy as np
@@ -11,6 +11,9 @@ from genome_lab.clustering import (FEATURES, session_features, feature_table, cl
                                    style_ari, train_cluster_genome, train_cluster_genomes, latest_version)
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.sessions import SessionWriter, read_session, load_sessions, record_bot_sessions
+from genome_lab.clustering import produce_clones, produce_clusters, CloneSettings, ClusterSettings
+from genome_lab.core import ProducerContext
+from hostile import upload
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,3 +91,23 @@ def test_bench_runs_tiny():
                        capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert r.returncode == 0, r.stderr
     assert 'ari_families:' in r.stdout and 'ari_shuffled_baseline:' in r.stdout
+
+
+def test_clones_and_clusters_skip_what_they_cannot_learn_from(tmp_path):
+    """Players who left after one step (quitter), or once early beside a real game (bo), cost only that input: ivy and bo
+    get clones, quitter is skipped, and each round's report names what was left out and why."""
+    with Registry(tmp_path/'reg') as reg:
+        upload(reg.root, 'ivy', 40, '2030-01-01T00:00:00')
+        upload(reg.root, 'bo', 30, '2030-01-01T00:01:00'); bo1 = upload(reg.root, 'bo', 1, '2030-01-01T00:02:00')
+        q = upload(reg.root, 'quitter', 1, '2030-01-01T00:03:00')
+        upload(reg.root, 'ghost', 0, '2030-01-01T00:04:00')   # closed with no step: never an input
+        ctx = lambda s: ProducerContext(reg, 1, s, tmp_path/'work')
+        with pytest.warns(UserWarning, match='clones: skipped 3'): ids = produce_clones(ctx(CloneSettings(8, 1)))
+        assert sorted(reg.genome(i)['name'] for i in ids) == ['BoCloneV1', 'IvyCloneV1']
+        report = json.loads((tmp_path/'work'/'clones.skipped.json').read_text())
+        assert [s['input'] for s in report['skipped']] == [bo1, q, 'quitter'], report
+        assert 'none of quitter' in report['skipped'][2]['reason'] and report['season'] == 1
+        with pytest.warns(UserWarning, match='clusters: skipped 2'): made = produce_clusters(ctx(ClusterSettings(3, 8, 1)))
+        assert len(made) == 2 and all(reg.genome(i)['type'] == 'cluster' for i in made)
+        report = json.loads((tmp_path/'work'/'clusters.skipped.json').read_text())
+        assert sorted(s['input'] for s in report['skipped']) == sorted([bo1, q]), report   # in session-id order

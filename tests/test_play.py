@@ -1,14 +1,16 @@
 """The browser game (`/play`, genome_lab.play) played by a script with the keyboard in headless Chromium (Debian's
 chromium under Playwright, tests/loopback.py): enemies carry genome names, a death shows the killer's name and
-registry record, the session goes up chunk by chunk under the player's name, and after a season (its clones
-producer, its tournaments, its selection) the clone of that player's sessions is rated, protected, and shows on the
-contribution panel. Screenshots of the game, the death screen and the panel are kept in the test's folder."""
+registry record and a link to its page, the session goes up chunk by chunk under the name the page claimed for this
+browser, and after a season (its clones producer, its tournaments, its selection) the clone of that player's sessions
+is rated, protected, and shows on the contribution panel. The view follows the person's snake, its name is drawn
+apart, enemy names are drawn only near it and never overlap, the overlay shows score, length, rank and kills.
+Screenshots of the game, the death screen and the panel are kept in the test's folder."""
 import time
 import pytest
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.server import create_app, serve_in_thread
 from genome_lab.tournament import run_tournament
-from genome_lab.play import PlayConfig
+from genome_lab.play import PlayConfig, PLAYER_COOKIE
 from genome_lab.seasons import run_season, SeasonConfig
 from genome_lab.sessions import uploaded_sessions, read_session
 from genome_lab.selection import is_protected
@@ -46,7 +48,7 @@ def root(tmp_path):
 
 def test_play_a_scripted_game(root, tmp_path):
     app = create_app(root, token='play-test-token')
-    app.state.play_config = PlayConfig(enemies=24, fps=15, chunk_rows=2, map=dict(width=32, height=20, num_food=20))
+    app.state.play_config = PlayConfig(enemies=24, fps=15, protect_s=1.0, min_steps=10, chunk_rows=2, map=dict(width=32, height=20, num_food=20))
     with Registry(root) as reg:
         names = {g['name']: g for g in reg.manifest()['genomes'] if g['arena'] == 'snake'}
     with serve_in_thread(app) as url, Page(tmp_path/'chromium', 1280, 800) as p:
@@ -56,19 +58,22 @@ def test_play_a_scripted_game(root, tmp_path):
         for game in range(3):   # a stale key can make the script run into itself: then it plays again
             if game: p.page.click('#again')
             p.wait('window.play.frames >= 1')
-            if game == 0:
-                labels = p.js('window.play.labels')
-                legend = p.js("[...document.querySelectorAll('#legend li')].map(li => li.innerText)")
-                p.screenshot(tmp_path/'game.png')
             pressed, t0 = [], time.monotonic()
             while not p.js('window.play.death') and time.monotonic() - t0 < 30:
                 key = p.js(STEER); p.page.keyboard.press(key); pressed.append(key)
+                if game == 0 and len(pressed) == 6:   # the game under way, still under spawn protection
+                    labels, boxes, hud = p.js('window.play.labels'), p.js('window.play.boxes'), p.js('window.play.hud')
+                    view, last = p.js('window.play.view'), p.js('window.play.last')
+                    legend = p.js("[...document.querySelectorAll('#legend li a')].map(a => [a.innerText, a.getAttribute('href')])")
+                    p.screenshot(tmp_path/'game.png')
                 time.sleep(0.03)
             p.wait('window.play.closed')
             death, closed, uploads = p.js('window.play.death'), p.js('window.play.closed'), p.js('window.play.uploads')
             deaths.append(death)
             if death['killer'] in names: break
         shown = p.js("['killer', 'record'].map(id => document.getElementById(id).innerText)")
+        link = p.js("document.querySelector('#killer a') && document.querySelector('#killer a').getAttribute('href')")
+        cookie = {c['name']: c for c in p.context.cookies()}.get(PLAYER_COOKIE)
         p.screenshot(tmp_path/'death.png')
         with Registry(root) as reg:   # a season (small games): its clones producer clones ivy's sessions
             season = run_season(reg, SEASON)
@@ -78,8 +83,14 @@ def test_play_a_scripted_game(root, tmp_path):
         p.wait("document.querySelectorAll('#contrib li').length > 0")
         panel = p.js("[...document.querySelectorAll('#contrib li')].map(li => [li.dataset.genome, li.innerText])")
         p.screenshot(tmp_path/'contribution.png')
-    assert len(labels) == 24 and set(labels) <= set(names) and 'PufferSnake' in labels, labels
-    assert len(legend) >= 1 and all(l.split(' ×')[0] in names for l in legend), legend
+    assert 1 <= len(labels) <= 8 and set(labels) <= set(names), labels   # names near the person's head only
+    assert boxes[0]['text'] == 'you: ivy' and len(boxes) == len(labels) + 1, boxes
+    assert not any(a['x'] < b['x'] + b['w'] and b['x'] < a['x'] + a['w'] and a['y'] < b['y'] + b['h'] and b['y'] < a['y'] + a['h']
+                   for i, a in enumerate(boxes) for b in boxes[i + 1:]), boxes   # no two labels overlap
+    assert view['r0'] <= last['you'][0] < view['r0'] + view['rows'] and view['c0'] <= last['you'][1] < view['c0'] + view['cols']
+    assert [h.split(' ')[0] for h in hud[:5]] == ['Score', 'Length', 'Rank', 'Kills', 'Time'], hud
+    assert len(legend) >= 1 and all(n in names and href == f"/genome/{names[n]['id']}" for n, href in legend), legend
+    assert cookie is not None and cookie['httpOnly'] and cookie['value'].startswith('ivy.'), cookie   # the name this browser claimed
     assert len(pressed) > 0 and death['type'] == 'death', (pressed, death)
     assert death['killer'] in names, death   # the scripted player runs into enemy snakes
     rec = names[death['killer']]['performance']
@@ -87,6 +98,7 @@ def test_play_a_scripted_game(root, tmp_path):
     assert death['games'] > 0, death
     record = f"{round(100*rec['win_rate'])}% win rate, {rec['games_played']} games"
     assert shown == [f"Killed by {death['killer']}", record], shown
+    assert link == f"/genome/{names[death['killer']]['id']}", link   # the killer's name links to its page
     assert [u['chunk'] for u in uploads] == list(range(closed['chunks'])) and closed['chunks'] >= 2, (uploads, closed)
     s = read_session(uploaded_sessions(root)/closed['session'])
     assert (s.meta['player'], s.meta['kind'], s.meta['closed'], len(s)) == ('ivy', 'human', True, closed['steps'])

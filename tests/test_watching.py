@@ -20,3 +20,28 @@ def test_bench_writes_the_issue_keys(tmp_path):
     assert r['labelled_fraction'] == 2 / 10 and 0 <= r['idm_accuracy']['snake'] <= 1
     assert r['idm_n'] == 8 * 40 and sum(m['size'] for m in r['failure_modes'].values()) == r['idm_n']
     assert set(r['ratios']) == {'first episodes', 'continuous'}
+
+def test_video_producer_skips_a_clip_it_cannot_read(tmp_path, monkeypatch):
+    "A clip that fails to decode (one labelled, one not) costs only itself: the clone learns from the others, the report names both."
+    import pytest
+    import genome_lab.watching as w
+    from genome_lab.core import ProducerContext
+    from genome_lab.registry import Registry
+    from genome_lab.cloning import training_record
+    real_film, damaged = w.film, []
+    def film_and_damage(root, *a, **kw):
+        index = real_film(root, *a, **kw)
+        for labelled in (True, False):
+            row = index[index.labelled == labelled].iloc[0]
+            (Path(root)/row['path']).write_bytes(b'not a video'); damaged.append(row['clip'])
+        film_and_damage.held = index.loc[~index.labelled, 'clip'].tolist()
+        return index
+    monkeypatch.setattr(w, 'film', film_and_damage)
+    with Registry(tmp_path/'reg') as reg:
+        ctx = ProducerContext(reg, 1, w.VideoSettings(video_games=1, video_steps=30, video_label_frac=0.3, video_idm_epochs=1,
+                                                      video_clone_epochs=1), tmp_path/'work')
+        with pytest.warns(UserWarning, match='videos: skipped 2 input'): ids = w.produce_video_clones(ctx)
+        learned = training_record(reg.genome(ids[0])['description'])['videos']
+    assert learned == [c for c in film_and_damage.held if c != damaged[1]] and len(learned) >= 4, (learned, damaged)
+    report = json.loads((tmp_path/'work'/'videos.skipped.json').read_text())
+    assert [s['input'] for s in report['skipped']] == damaged and all(s['reason'] for s in report['skipped']), report
