@@ -179,8 +179,9 @@ def register_creatures(registry:Registry, pop:dict, results:list, run_id:str, ge
 class CreatureGA:
     """The creature GA as a `Loop` (`03_core`): `step()` races one generation and breeds the next (`next_generation`).
     A generation runs `races` races at once (`simulate_races`), every creature in each, on courses of its own
-    (`pellet_courses(seed, generation * races, races)`); its fitness is `beaten_share`, the order a tournament of the
-    creatures arena gives. With one race this is the order of the race's scores. The state is the settings, the
+    (`pellet_courses(seed, generation * races, races)`); its fitness is `beaten_share`, the share of the others each
+    creature beats in a race (ranked as the creatures arena ranks a race), averaged over the races; with one race, the
+    order of the race's scores. The state is the settings, the
     generation and the population that starts it; every other randomness comes from `(seed, generation)`, so a run
     resumed from its state (`load_state_dict`) repeats an uninterrupted one exactly (same device and mode: compiled and
     eager, or CPU and CUDA, part in the last bits, which the chaotic contact grows). With a `store`, `step` also writes
@@ -211,21 +212,19 @@ class CreatureGA:
                              compile=self.compile, device=self.device)
         fitness = beaten_share(res.fitness)
         self.population = next_generation(pop, fitness, c['seed'], g, self.cfg)
-        score, dq, s = res.fitness.mean(0), int((res.dq > 0).any(0).sum()), time.perf_counter() - t0
-        if self.store is not None: self._keep(g, pop, fitness, res, courses[0], s)
+        score, s = res.fitness.mean(0), time.perf_counter() - t0
+        stats = dict(best=float(score.max()), mean=float(score.mean()), worst=float(score.min()),
+                     disqualified=int((res.dq > 0).any(0).sum()), seconds=s)
+        if self.store is not None: self._keep(g, pop, fitness, res, courses[0], stats)
         self.last, self.generation = dict(population=pop, fitness=fitness, score=score), g + 1
-        return {'generation': g + 1, 'charts/score_best': float(score.max()), 'charts/score_mean': float(score.mean()),
-                'charts/score_worst': float(score.min()), 'charts/disqualified': dq,
-                'perf/creature_steps_per_s': res.steps * res.fitness.size / s}
-    def _keep(self, g:int, pop:dict, fitness, res, course, seconds:float): # the generation's row and replays
+        return {'generation': g + 1, **{f'charts/score_{k}': stats[k] for k in ('best', 'mean', 'worst')},
+                'charts/disqualified': stats['disqualified'], 'perf/creature_steps_per_s': res.steps * res.fitness.size / s}
+    def _keep(self, g:int, pop:dict, fitness, res, course, stats:dict): # the generation's row and replays
         results, order = generation_results(pop, fitness, res)
         rng = np.random.default_rng([self.config['seed'], g, 11])
         frames = [] if res.frames is None else [
             (i, r, k, pack_frames(res.frames[:, 0, i], res.frame_pellets[:, 0, i], {n: pop[n][i] for n in INT_GENES}, course))
             for i, r, k in kept_for_frames(order, rng)]
-        score = res.fitness.mean(0)
-        stats = dict(best=float(score.max()), mean=float(score.mean()), worst=float(score.min()),
-                     disqualified=int((res.dq > 0).any(0).sum()), seconds=seconds)
         self.store.save_generation(self.run_id, g, stats, results, frames)
 
 # %% ../nbs/61_creature_store.ipynb #aa3a24c1
@@ -509,6 +508,9 @@ class OfferingGA:
         self.offer, self.pending = None, None   # {'id', 'generation' (generations raced), 'genes', 'description'}; {'id'}: to commit
     def state_dict(self)->dict: return dict(ga=self.ga.state_dict(), offer=self.offer, pending=self.pending)
     def load_state_dict(self, state:dict):
+        if 'ga' not in state:   # the rounds this producer made before it was a loop hold nothing to resume: a new run
+            if set(state) == {'round', 'pending'}: return
+            raise ValueError(f"not a creatures producer's checkpoint (keys {sorted(state)}): move it away to start anew")
         self.ga.load_state_dict(state['ga']); self.offer, self.pending = state['offer'], state['pending']
     def step(self)->dict: # the GA's metrics, and the qualifier's (`offers/*`) every `offer_every` generations
         m = self.ga.step()

@@ -200,8 +200,9 @@ def test_the_qualifier_rates_as_the_creature_tournament_does():
 
 def test_the_producer_races_at_the_seasons_settings_and_continues_across_rounds(tmp_path):
     """Its races last a season's `creature_seconds` and its qualifiers a season's `creature_races` (unless set); two
-    seasons' rounds (`work(offers=1)`) continue one run, each offering the qualifier's winner."""
-    from genome_lab.core import ProducerContext, find_producer
+    seasons' rounds (`work(offers=1)`) continue one run, each offering the qualifier's winner; the checkpoint of the
+    rounds it made before it was a loop starts a new run."""
+    from genome_lab.core import ProducerContext, find_producer, save_state
     from genome_lab.seasons import SeasonConfig, work
     reg = Registry(tmp_path/'reg'); creature_baselines(reg)
     run = find_producer('creatures').start(ProducerContext(reg, 1, CreatureSettings(creature_device='cpu'), tmp_path))
@@ -209,6 +210,7 @@ def test_the_producer_races_at_the_seasons_settings_and_continues_across_rounds(
                                                                               SeasonConfig().creature_races, 'cpu')
     small = CreatureSettings(creature_population=4, creature_ga_races=2, creature_offer_every=2, creature_finalists=2,
                              creature_qualifier_races=3, creature_race_seconds=1.0, creature_compile=False)
+    save_state(reg.root/'season_work'/'creatures.safetensors', 'producer', dict(round=3, pending=None))   # of the rounds before
     first, second = (work(reg, 'creatures', small, offers=1) for _ in range(2))
     assert first['steps'] == second['steps'] == 2 and first['offered'] and first['stopped'] == 'offers'
     assert reg.genome(first['offered'][0])['name'] == 'Creature-g2'
