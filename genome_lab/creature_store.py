@@ -441,6 +441,7 @@ def reference_creatures()->dict: # a population of 3
     "The creatures arena's reference creatures: `random_population(3, seed=0)`, random bodies and controllers."
     return random_population(3, 0)
 
+# %% ../nbs/61_creature_store.ipynb #08001aa9
 def creature_baselines(registry:Registry, status:str='active')->dict: # {name: genome id}
     """Add the reference creatures that `registry` lacks (matched by name): `RandomCreature0` to `RandomCreature2`, the
     creatures of `reference_creatures()`, as `baseline` genomes of the creatures arena; returns their ids."""
