@@ -1,4 +1,4 @@
-"""The evolution loop of the creature GA with its SQLite run store (runs, generations, frames), checkpoints, resume, JSON export and import, replays, and the `genome-lab evolve-creatures` command.
+"""The evolution loop of the creature GA (a `Loop`) with its SQLite run store (runs, generations, frames), checkpoints, resume, JSON export and import, replays, the `genome-lab evolve-creatures` command, and the creatures producer: one persistent GA run offering what a season rates best.
 
 Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 
@@ -6,29 +6,30 @@ Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 
 # %% ../nbs/61_creature_store.ipynb #b1157cc7
 from __future__ import annotations
-import argparse, base64, io, json, sqlite3, sys, time, uuid, zlib
-from dataclasses import asdict, dataclass, replace
+import argparse, base64, importlib, io, json, math, re, sqlite3, sys, time, uuid, zlib
+from dataclasses import asdict, dataclass, fields
 from typing import ClassVar
 from fractions import Fraction
 from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from safetensors.torch import save as st_save, load as st_load
 from .arenas import tqdm
 import av
 from IPython.display import Image
-from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, simulate, pellet_course,
-                                creature_types, creature_policy, pop_size, DQ_REASONS, FPS, EPISODE_SECONDS, INT_GENES,
-                                selection_fitness, SELECTION_DEVICE)
-from .core import Producer, ProducerContext, log_scalars
+from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, pellet_courses,
+                                simulate_races, beaten_share, creature_types, creature_policy, DQ_REASONS, FPS,
+                                EPISODE_SECONDS, INT_GENES)
+from .core import (Producer, ProducerContext, advance, atomic_write, check_config, load_state, save_state,
+                             settings_diff)
 from .registry import Genome, Registry, SQLiteStore, utcnow
 
 # %% auto #0
-__all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'creatures_producer', 'StoreError', 'CreatureStore', 'pack_frames', 'unpack_frames',
-           'pack_population', 'unpack_population', 'best_over_time', 'type_distribution', 'kept_for_frames',
-           'register_creatures', 'evolve_run', 'export_run', 'import_run', 'apng', 'replay', 'CreatureRunConfig',
-           'evolve_creatures_cli', 'CreatureSettings', 'produce_creatures', 'creature_baselines']
+__all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'QUALIFIER_STREAM', 'creatures_producer', 'StoreError', 'CreatureStore',
+           'pack_frames', 'unpack_frames', 'best_over_time', 'type_distribution', 'kept_for_frames',
+           'generation_results', 'register_creatures', 'CreatureGA', 'evolve_run', 'export_run', 'import_run', 'apng',
+           'replay', 'CreatureRunConfig', 'evolve_creatures_cli', 'reference_creatures', 'creature_baselines',
+           'CreatureSettings', 'season_creature_settings', 'race_ordinals', 'OfferingGA', 'creatures_loop']
 
 # %% ../nbs/61_creature_store.ipynb #f7d83dcf
 STORE_SCHEMA = """
@@ -45,18 +46,16 @@ CREATE TABLE IF NOT EXISTS creature_frames (
   kept_as TEXT NOT NULL CHECK (kept_as IN ('top', 'middle', 'bottom')), frames BLOB NOT NULL,
   PRIMARY KEY (run_id, generation, creature),
   FOREIGN KEY (run_id, generation) REFERENCES generations(run_id, generation) ON DELETE CASCADE);
-CREATE TABLE IF NOT EXISTS checkpoints (
-  run_id TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE, generation INTEGER NOT NULL,
-  population BLOB NOT NULL, created TEXT NOT NULL);
 """
 
 class StoreError(ValueError):
     "A refused store operation (unknown run, duplicate id, bad import); the store is unchanged."
 
 class CreatureStore(SQLiteStore):
-    """Runs of the creature GA in one SQLite file (WAL, foreign keys on, transactional writes). `synchronous=NORMAL`:
-    a commit does not wait for the disk (one write per generation); a killed process loses nothing committed, a power
-    cut may lose the last generations but never corrupts the file, and `--resume` recomputes what is missing."""
+    """Runs of the creature GA in one SQLite file (WAL, foreign keys on, transactional writes), each run's checkpoint
+    in a file beside it (`state_path`). `synchronous=NORMAL`: a commit does not wait for the disk (one write per
+    generation); a killed process loses nothing committed, a power cut may lose the last generations but never
+    corrupts the file, and `--resume` recomputes what is missing."""
     def __init__(self, path:str|Path):
         super().__init__(path, STORE_SCHEMA); self.db.execute('PRAGMA synchronous=NORMAL')
     def run(self, run_id:str)->dict: # the run's row, `config` parsed
@@ -64,8 +63,12 @@ class CreatureStore(SQLiteStore):
         if r is None: raise StoreError(f"no run {run_id!r} in {self.path}")
         return dict(r, config=json.loads(r['config']))
     def runs(self)->list: return [r['id'] for r in self.db.execute('SELECT id FROM runs ORDER BY created, rowid')]
+    def state_path(self, run_id:str)->Path: # the run's checkpoint (`save_state`), beside the store
+        if not re.fullmatch(r'[A-Za-z0-9_-]+', run_id): raise StoreError(f"run id {run_id!r}: use letters, digits, '-' or '_'")
+        return self.path.with_name(f'{self.path.name}.{run_id}.safetensors')
     def delete_run(self, run_id:str):
         with self.transaction() as db: db.execute('DELETE FROM runs WHERE id=?', (run_id,))
+        self.state_path(run_id).unlink(missing_ok=True)
 
 # %% ../nbs/61_creature_store.ipynb #13f9ee5a
 def pack_frames(frames, frame_pellets, genes:dict, course)->bytes:
@@ -79,21 +82,19 @@ def pack_frames(frames, frame_pellets, genes:dict, course)->bytes:
 def unpack_frames(blob:bytes)->dict: # {name: ndarray}
     with np.load(io.BytesIO(zlib.decompress(blob)), allow_pickle=False) as z: return {k: z[k] for k in z.files}
 
-def pack_population(pop:dict)->bytes: return st_save({k: v.contiguous() for k, v in pop.items()})
-def unpack_population(data:bytes)->dict: return dict(st_load(data))
-
 # %% ../nbs/61_creature_store.ipynb #9468b56d
-def _save_generation(self:CreatureStore, run_id:str, generation:int, stats:dict, results:list, frames:list,
-                     checkpoint:tuple|None=None): # frames: [(creature, rank, kept_as, blob)]; checkpoint: (next gen, pop)
+def _save_generation(self:CreatureStore, run_id:str, generation:int, stats:dict, results:list,
+                     frames:list): # frames: [(creature, rank, kept_as, blob)]
     with self.transaction() as db:
         db.execute('DELETE FROM generations WHERE run_id=? AND generation=?', (run_id, generation))
         db.execute('INSERT INTO generations VALUES (?,?,?,?,?,?,?,?)', (run_id, generation, stats['best'], stats['mean'],
                    stats['worst'], stats['disqualified'], stats['seconds'], json.dumps(results)))
         db.executemany('INSERT INTO creature_frames VALUES (?,?,?,?,?,?)', [(run_id, generation, *f) for f in frames])
-        if checkpoint is not None:
-            db.execute('INSERT OR REPLACE INTO checkpoints VALUES (?,?,?,?)',
-                       (run_id, checkpoint[0], pack_population(checkpoint[1]), utcnow()))
 CreatureStore.save_generation = _save_generation
+
+def _trim(self:CreatureStore, run_id:str, generation:int): # rows from `generation` on are deleted (raced again)
+    with self.transaction() as db: db.execute('DELETE FROM generations WHERE run_id=? AND generation>=?', (run_id, generation))
+CreatureStore.trim = _trim
 
 def _generation(self:CreatureStore, run_id:str, generation:int)->dict: # row with `results` (list of dicts, best first)
     r = self.db.execute('SELECT * FROM generations WHERE run_id=? AND generation=?', (run_id, generation)).fetchone()
@@ -113,13 +114,15 @@ def _frames(self:CreatureStore, run_id:str, generation:int, creature:int)->dict|
 CreatureStore.frames = _frames
 
 def _checkpoint(self:CreatureStore, run_id:str)->tuple|None: # (next generation, population) or None
-    r = self.db.execute('SELECT generation, population FROM checkpoints WHERE run_id=?', (run_id,)).fetchone()
-    return None if r is None else (r['generation'], unpack_population(r['population']))
+    path = self.state_path(run_id)
+    if not path.exists(): return None
+    state = load_state(path, 'creatures')
+    return state['generation'], state['population']
 CreatureStore.checkpoint = _checkpoint
 
 # %% ../nbs/61_creature_store.ipynb #a33589a6
 def best_over_time(store:CreatureStore, run_id:str)->pd.DataFrame: # generation, best, mean, worst, disqualified, seconds
-    "Per-generation fitness summary of a run, and the best fitness so far."
+    "Per-generation race scores of a run (best, mean, worst: pellets + progress, averaged over the races), and the best so far."
     df = pd.read_sql_query('SELECT generation, best, mean, worst, disqualified, seconds FROM generations '
                            'WHERE run_id=? ORDER BY generation', store.db, params=(run_id,))
     df['best_so_far'] = df['best'].cummax()
@@ -142,14 +145,22 @@ def kept_for_frames(order:np.ndarray, rng:np.random.Generator, top:int=10, middl
     m = list(rng.choice(mid, min(middle, len(mid)), replace=False)) if len(mid) else []
     return [(int(c), rank[int(c)], k) for k, cs in (('top', t), ('middle', m), ('bottom', b)) for c in cs]
 
-def _results(pop, res)->tuple: # (results best first, order)
-    order = np.argsort(-res.fitness, kind='stable')
+# %% ../nbs/61_creature_store.ipynb #46ff8e7d
+def generation_results(pop:dict, # the population raced (P creatures)
+                       fitness:np.ndarray, # (P,) `beaten_share` of its races
+                       res)->tuple: # `simulate_races`' result, arrays (R, P). Returns (results best first, order)
+    """One dict per creature, best first: its `rank`, `index`, `fitness` (the share of the others it beat), `score`,
+    `pellets` and `progress` (means over the races), `dq` (the first reason, if disqualified in a race) and body."""
+    order = np.argsort(-fitness, kind='stable')
     types = creature_types(pop); n = pop['node_mask'].sum(1).tolist(); m = pop['muscle_mask'].sum(1).tolist()
-    out = [dict(rank=r, index=int(i), fitness=float(res.fitness[i]), pellets=int(res.pellets[i]),
-                progress=float(res.progress[i]), dq=DQ_REASONS[res.dq[i]] or None, type=types[i],
-                nodes=int(n[i]), muscles=int(m[i])) for r, i in enumerate(order)]
+    dq = [DQ_REASONS[next((int(d) for d in res.dq[:, i] if d), 0)] or None for i in range(len(order))]
+    score, pellets, progress = res.fitness.mean(0), res.pellets.mean(0), res.progress.mean(0)
+    out = [dict(rank=r, index=int(i), fitness=float(fitness[i]), score=float(score[i]), pellets=float(pellets[i]),
+                progress=float(progress[i]), dq=dq[i], type=types[i], nodes=int(n[i]), muscles=int(m[i]))
+           for r, i in enumerate(order)]
     return out, order
 
+# %% ../nbs/61_creature_store.ipynb #bfcc9a6c
 def register_creatures(registry:Registry, pop:dict, results:list, run_id:str, generation:int, top:int=3)->list: # genome ids
     "Register the best `top` creatures of a generation as `creature` genomes (arena 'creatures')."
     ids = []
@@ -158,100 +169,146 @@ def register_creatures(registry:Registry, pop:dict, results:list, run_id:str, ge
         pol = creature_policy(pop, r['index'])
         g = Genome(name=f"creature-{run_id}-g{generation}-r{r['rank']}", type='creature', arena='creatures', arch='creature',
                    config=pol.config, source='physics_ga',
-                   description=f"fitness {r['fitness']:.3f} ({r['pellets']} pellets), {r['type']}, {r['nodes']} nodes, "
-                               f"{r['muscles']} muscles; run {run_id} generation {generation}")
+                   description=f"beat {r['fitness']:.0%} of its generation, score {r['score']:.3f} ({r['pellets']:.1f} "
+                               f"pellets), {r['type']}, {r['nodes']} nodes, {r['muscles']} muscles; run {run_id} "
+                               f"generation {generation}")
         ids.append(registry.add(g, pol.state_dict()).id)
     return ids
 
+# %% ../nbs/61_creature_store.ipynb #dd2fc598
+class CreatureGA:
+    """The creature GA as a `Loop` (`03_core`): `step()` races one generation and breeds the next (`next_generation`).
+    A generation runs `races` races at once (`simulate_races`), every creature in each, on courses of its own
+    (`pellet_courses(seed, generation * races, races)`); its fitness is `beaten_share`, the share of the others each
+    creature beats in a race (ranked as the creatures arena ranks a race), averaged over the races; with one race, the
+    order of the race's scores. The state is the settings, the
+    generation and the population that starts it; every other randomness comes from `(seed, generation)`, so a run
+    resumed from its state (`load_state_dict`) repeats an uninterrupted one exactly (same device and mode: compiled and
+    eager, or CPU and CUDA, part in the last bits, which the chaotic contact grows). With a `store`, `step` also writes
+    the generation's row (and, unless `turbo`, the replays of race 0's kept creatures); `load_state_dict` deletes the
+    rows after the state's generation, which are raced again."""
+    step_key = 'generation'
+    def __init__(self, population:int=20, seed:int=0, # creatures per generation; the run's seed
+                 seconds:float=EPISODE_SECONDS, races:int=1, # race length; races per generation
+                 cfg:GAConfig|None=None, # GA rates (default `GAConfig()`)
+                 turbo:bool=True, compile:bool=False, device:str='cpu', # no frames? compiled? where races run
+                 store:CreatureStore|None=None, run_id:str|None=None): # rows of the run `run_id` kept there
+        if population < 2 or races < 1: raise ValueError(f"population must be at least 2 and races at least 1, not {population}, {races}")
+        if store is not None and run_id is None: raise ValueError("a GA run with a store needs its run_id")
+        self.cfg = cfg or GAConfig()
+        self.config = dict(population=population, seed=seed, seconds=seconds, races=races, ga=asdict(self.cfg))
+        self.turbo, self.compile, self.device, self.store, self.run_id = turbo, compile, device, store, run_id
+        self.generation, self.population, self.last = 0, random_population(population, seed), None
+    def state_dict(self)->dict: return dict(config=self.config, generation=self.generation, population=self.population)
+    def load_state_dict(self, state:dict):
+        if diff := settings_diff(state['config'], self.config):
+            raise ValueError(f"the checkpoint is another GA run's ({diff}): resume with its settings or start a new run")
+        self.generation, self.population, self.last = state['generation'], dict(state['population']), None
+        if self.store is not None: self.store.trim(self.run_id, self.generation)
+    def step(self)->dict: # {'generation': generations raced, 'charts/score_*': race scores (means over the races), ...}
+        t0, g, c, pop = time.perf_counter(), self.generation, self.config, self.population
+        courses = pellet_courses(c['seed'], g * c['races'], c['races'])
+        res = simulate_races(pop, courses, c['seconds'], record=self.store is not None and not self.turbo,
+                             compile=self.compile, device=self.device)
+        fitness = beaten_share(res.fitness)
+        self.population = next_generation(pop, fitness, c['seed'], g, self.cfg)
+        score, s = res.fitness.mean(0), time.perf_counter() - t0
+        stats = dict(best=float(score.max()), mean=float(score.mean()), worst=float(score.min()),
+                     disqualified=int((res.dq > 0).any(0).sum()), seconds=s)
+        if self.store is not None: self._keep(g, pop, fitness, res, courses[0], stats)
+        self.last, self.generation = dict(population=pop, fitness=fitness, score=score), g + 1
+        return {'generation': g + 1, **{f'charts/score_{k}': stats[k] for k in ('best', 'mean', 'worst')},
+                'charts/disqualified': stats['disqualified'], 'perf/creature_steps_per_s': res.steps * res.fitness.size / s}
+    def _keep(self, g:int, pop:dict, fitness, res, course, stats:dict): # the generation's row and replays
+        results, order = generation_results(pop, fitness, res)
+        rng = np.random.default_rng([self.config['seed'], g, 11])
+        frames = [] if res.frames is None else [
+            (i, r, k, pack_frames(res.frames[:, 0, i], res.frame_pellets[:, 0, i], {n: pop[n][i] for n in INT_GENES}, course))
+            for i, r, k in kept_for_frames(order, rng)]
+        self.store.save_generation(self.run_id, g, stats, results, frames)
+
+# %% ../nbs/61_creature_store.ipynb #aa3a24c1
 def evolve_run(store:CreatureStore, # where the run is kept
                generations:int=100, population:int=20, seed:int=0, # run size and seed (ignored on resume)
                turbo:bool=False, # record no frames?
                compile:bool=False, # simulate with `torch.compile`?
                cfg:GAConfig|None=None, # GA rates (default `GAConfig()`)
-               seconds:float=EPISODE_SECONDS, # episode length
+               seconds:float=EPISODE_SECONDS, # race length
                checkpoint_every:int=10, # generations between checkpoints
                resume:str|None=None, # a run id to continue from its checkpoint
                run_id:str|None=None, # id of a new run (default: random)
                registry:Registry|None=None, register_top:int=3, # register the final best creatures here
                progress:bool=True, # show a progress bar (best, mean, worst)?
-               device:str='cpu', # where episodes are recorded, 'cpu' or 'cuda' (not on resume); selection: the CPU's
+               device:str='cpu', # where the races run, 'cpu' or 'cuda' (a resumed run keeps its own)
+               races:int=1, # races per generation (ignored on resume)
                stop_after:int|None=None)->str: # stop after this many generations of this call, as if killed (tests)
-
-    "Evolve creatures for `generations` generations (or continue run `resume`), storing everything in `store`."
+    """Evolve creatures for `generations` generations (or continue run `resume`): a `CreatureGA` with `store` moved by
+    `core.advance`, its state saved every `checkpoint_every` generations at `store.state_path(run_id)`."""
     if resume:
-        run = store.run(resume); run_id = resume
-        ck = store.checkpoint(run_id)
-        if ck is None: raise StoreError(f"run {run_id!r} has no checkpoint to resume from")
-        start, pop = ck
-        seed, population, generations, seconds = run['seed'], run['population'], run['generations'], run['seconds']
-        turbo, cfg = bool(run['turbo']), GAConfig(**run['config']['ga'])
-        compile = run['config']['compile']   # eager and compiled physics differ in the last bits: keep the run's mode
-        device = run['config'].get('device', 'cpu')
-        checkpoint_every = run['config']['checkpoint_every']
-        with store.transaction() as db:   # generations written after the checkpoint are recomputed
-            db.execute('DELETE FROM generations WHERE run_id=? AND generation>=?', (run_id, start))
-            db.execute("UPDATE runs SET status='running' WHERE id=?", (run_id,))
+        run, run_id = store.run(resume), resume
+        if not store.state_path(run_id).exists(): raise StoreError(f"run {run_id!r} has no checkpoint to resume from")
+        conf = run['config']
+        seed, population, generations, seconds, turbo = run['seed'], run['population'], run['generations'], run['seconds'], bool(run['turbo'])
+        cfg, compile, device, checkpoint_every = GAConfig(**conf['ga']), conf['compile'], conf.get('device', 'cpu'), conf['checkpoint_every']
+        races = conf.get('races', 1)
+        with store.transaction() as db: db.execute("UPDATE runs SET status='running' WHERE id=?", (run_id,))
     else:
-        if population < 2 or generations < 1: raise ValueError("population must be at least 2 and generations at least 1")
-        cfg = cfg or GAConfig(); run_id = run_id or uuid.uuid4().hex[:12]
-        start, pop = 0, random_population(population, seed)
+        if population < 2 or generations < 1 or races < 1: raise ValueError("population must be at least 2, generations and races at least 1")
+        cfg, run_id = cfg or GAConfig(), run_id or uuid.uuid4().hex[:12]
+        store.state_path(run_id)   # a valid id
         with store.transaction() as db:
             if db.execute('SELECT 1 FROM runs WHERE id=?', (run_id,)).fetchone(): raise StoreError(f"run {run_id!r} exists")
             db.execute('INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)', (run_id, utcnow(), seed, population, generations, seconds,
-                       int(turbo), json.dumps(dict(ga=asdict(cfg), checkpoint_every=checkpoint_every, compile=compile, device=device)), 'running'))
-            db.execute('INSERT INTO checkpoints VALUES (?,?,?,?)', (run_id, 0, pack_population(pop), utcnow()))
-    results, done = None, 0
-    bar = tqdm(range(start, generations), initial=start, total=generations, desc=f'creatures {run_id}',
-               disable=not progress, unit='gen')
-    for gen in bar:
-        t0 = time.perf_counter()
-        course = pellet_course(seed, gen)
-        on_cpu = torch.device(device).type == SELECTION_DEVICE
-        res = None if turbo and not on_cpu else simulate(pop, course, seconds, record=not turbo, compile=compile,
-                                                         device=device)
-        if not on_cpu:   # CUDA's episode keeps its frames; fitness, pellets, progress, disqualification: the CPU's
-            sel = selection_fitness(pop, course, seconds, compile)
-            res = sel if res is None else replace(sel, frames=res.frames, frame_pellets=res.frame_pellets)
-        results, order = _results(pop, res)
-        frames = [] if turbo else [(i, r, k, pack_frames(res.frames[:, i], res.frame_pellets[:, i],
-                                                          {k2: pop[k2][i] for k2 in INT_GENES}, course))
-                                   for i, r, k in kept_for_frames(order, np.random.default_rng([seed, gen, 11]))]
-        nxt = next_generation(pop, res.fitness, seed, gen, cfg)
-        f = res.fitness
-        stats = dict(best=float(f.max()), mean=float(f.mean()), worst=float(f.min()), disqualified=int((res.dq > 0).sum()),
-                     seconds=time.perf_counter() - t0)
-        due = (gen + 1) % checkpoint_every == 0 or gen + 1 == generations
-        store.save_generation(run_id, gen, stats, results, frames, (gen + 1, nxt) if due else None)
-        bar.set_postfix(best=f"{stats['best']:.2f}", mean=f"{stats['mean']:.2f}", worst=f"{stats['worst']:.2f}")
-        last_pop, pop = pop, nxt
-        done += 1
-        if stop_after is not None and done >= stop_after: bar.close(); return run_id
-    if results is not None and registry is not None: register_creatures(registry, last_pop, results, run_id, generations - 1, register_top)
+                       int(turbo), json.dumps(dict(ga=asdict(cfg), checkpoint_every=checkpoint_every, compile=compile,
+                                                   device=device, races=races)), 'running'))
+    ga = CreatureGA(population, seed, seconds, races, cfg, turbo, compile, device, store, run_id)
+    path = store.state_path(run_id)
+    if not resume: save_state(path, 'creatures', ga.state_dict())
+    bar = tqdm(total=generations, desc=f'creatures {run_id}', disable=not progress, unit='gen')
+    def until(run:CreatureGA)->bool: # asked before each step: the bar shows it
+        bar.update(run.generation - bar.n)
+        if run.last is not None: bar.set_postfix({k: f"{f(run.last['score']):.2f}" for k, f in
+                                                  (('best', np.max), ('mean', np.mean), ('worst', np.min))})
+        return run.generation >= generations
+    done, stopped = 0, None
+    while ga.generation < generations and stopped is None:
+        n = min(checkpoint_every - ga.generation % checkpoint_every, generations - ga.generation)
+        if stop_after is not None and done + n > stop_after:   # killed before the next checkpoint: not saved
+            for _ in range(stop_after - done): ga.step()
+            stopped = 'stop_after'; break
+        out = advance(ga, path, 'creatures', until=until, steps=n, every_s=math.inf)
+        done += out['steps']
+        stopped = 'stop' if out['stopped'] == 'stop' else 'stop_after' if stop_after is not None and done >= stop_after else None
+    bar.update(ga.generation - bar.n); bar.close()
+    if ga.generation < generations: return run_id
+    if ga.last is not None and registry is not None:
+        register_creatures(registry, ga.last['population'], store.generation(run_id, generations - 1)['results'], run_id,
+                           generations - 1, register_top)
     with store.transaction() as db: db.execute("UPDATE runs SET status='done' WHERE id=?", (run_id,))
     return run_id
 
 # %% ../nbs/61_creature_store.ipynb #275d36fd
-EXPORT_FORMAT = 'genome_lab.creatures/1'
+EXPORT_FORMAT = 'genome_lab.creatures/2' # 2: the checkpoint is the run's `save_state` file (1 kept a population row)
 
 def export_run(store:CreatureStore, run_id:str)->dict: # JSON-serialisable
-    "Everything the store holds about `run_id`."
+    "Everything the store holds about `run_id`, with its checkpoint file."
     run = store.run(run_id)
     gens = [dict(r, results=json.loads(r['results'])) for r in map(dict, store.db.execute(
         'SELECT * FROM generations WHERE run_id=? ORDER BY generation', (run_id,)))]
     frames = [dict(generation=r['generation'], creature=r['creature'], rank=r['rank'], kept_as=r['kept_as'],
                    frames=base64.b64encode(r['frames']).decode()) for r in store.db.execute(
         'SELECT * FROM creature_frames WHERE run_id=? ORDER BY generation, rank', (run_id,))]
-    ck = store.db.execute('SELECT * FROM checkpoints WHERE run_id=?', (run_id,)).fetchone()
+    path = store.state_path(run_id)
     return dict(format=EXPORT_FORMAT, run=run, generations=gens, frames=frames,
-                checkpoint=None if ck is None else dict(generation=ck['generation'], created=ck['created'],
-                                                         population=base64.b64encode(ck['population']).decode()))
+                checkpoint=base64.b64encode(path.read_bytes()).decode() if path.exists() else None)
 
 def import_run(store:CreatureStore, doc:dict, run_id:str|None=None)->str: # the imported run's id
     "Add an exported run to `store` (as `run_id`, default its own id); all or nothing. Raises `StoreError`."
     if not isinstance(doc, dict) or doc.get('format') != EXPORT_FORMAT:
-        raise StoreError(f"not a creature run export (format {doc.get('format') if isinstance(doc, dict) else None!r})")
-    run = dict(doc['run']); rid = run_id or run['id']
+        raise StoreError(f"not a creature run export of format {EXPORT_FORMAT!r} "
+                         f"(format {doc.get('format') if isinstance(doc, dict) else None!r})")
     try:
+        run = dict(doc['run']); rid = run_id or run['id']; path = store.state_path(rid)
         with store.transaction() as db:
             if db.execute('SELECT 1 FROM runs WHERE id=?', (rid,)).fetchone(): raise StoreError(f"run {rid!r} exists")
             db.execute('INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)', (rid, run['created'], run['seed'], run['population'],
@@ -260,9 +317,10 @@ def import_run(store:CreatureStore, doc:dict, run_id:str|None=None)->str: # the 
                            g['worst'], g['disqualified'], g['seconds'], json.dumps(g['results'])) for g in doc['generations']])
             db.executemany('INSERT INTO creature_frames VALUES (?,?,?,?,?,?)', [(rid, f['generation'], f['creature'], f['rank'],
                            f['kept_as'], base64.b64decode(f['frames'])) for f in doc['frames']])
-            if ck := doc.get('checkpoint'):
-                db.execute('INSERT INTO checkpoints VALUES (?,?,?,?)', (rid, ck['generation'], base64.b64decode(ck['population']), ck['created']))
-    except (KeyError, TypeError, sqlite3.IntegrityError) as e: raise StoreError(f"bad creature run export: {e!r}") from None
+            if ck := doc.get('checkpoint'): atomic_write(path, base64.b64decode(ck))   # last: a failure rolls all back
+    except (KeyError, TypeError, ValueError, sqlite3.IntegrityError) as e:
+        if isinstance(e, StoreError): raise
+        raise StoreError(f"bad creature run export: {e!r}") from None
     return rid
 
 # %% ../nbs/61_creature_store.ipynb #7013ce05
@@ -322,10 +380,12 @@ class CreatureRunConfig:
     seconds: float = EPISODE_SECONDS # episode length in seconds (dt stays 1/60)
     compile: bool = True # simulate with torch.compile (a resumed run keeps its mode)?
     threads: int = 1 # torch CPU threads
-    device: str = 'cpu' # where episodes are recorded: 'cpu' or 'cuda' (selection reads the CPU's fitness)
+    device: str = 'cpu' # where the races run: 'cpu' or 'cuda' (a resumed run keeps its own)
+    races: int = 1 # races per generation, every creature in each (fitness: the share of the others it beats)
     quiet: bool = False # no progress bar?
     RANGES: ClassVar[dict] = dict(generations=(1, None), population=(2, None), checkpoint_every=(1, None),
-                                  threads=(1, None), seconds=(1/FPS, EPISODE_SECONDS))
+                                  threads=(1, None), seconds=(1/FPS, EPISODE_SECONDS),
+                                  races=(1, None))
 
 # %% ../nbs/61_creature_store.ipynb #fdb957a7
 def evolve_creatures_cli(argv:list|None=None)->int: # exit status
@@ -360,12 +420,13 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
             print(f"imported run {rid} into {c.store}"); return 0
         reg = Registry(c.registry) if c.registry else None
         rid = a.resume or c.run_id or uuid.uuid4().hex[:12]
+        store.state_path(rid)   # StoreError for an id that cannot name its checkpoint file
         print(f"run {rid} in {c.store}", flush=True)
         t0 = time.perf_counter()
         with run_lock(Path(f"{c.store}.{rid}.lock")):   # one process per run
             evolve_run(store, c.generations, c.population, c.seed, c.turbo, c.compile, seconds=c.seconds,
                        checkpoint_every=c.checkpoint_every, resume=a.resume, run_id=None if a.resume else rid,
-                       registry=reg, progress=not c.quiet, device=c.device)
+                       registry=reg, progress=not c.quiet, device=c.device, races=c.races)
         last = store.db.execute('SELECT best, mean, worst FROM generations WHERE run_id=? ORDER BY generation DESC LIMIT 1',
                                 (rid,)).fetchone()
         print(f"run {rid} done in {time.perf_counter() - t0:.1f} s: last generation best {last['best']:.3f}, "
@@ -375,42 +436,16 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
         print(f"genome-lab evolve-creatures: error: {e}", file=sys.stderr); return 1
     finally: store.close()
 
-# %% ../nbs/61_creature_store.ipynb #e7b93984
-@dataclass
-class CreatureSettings:
-    "Settings of the creatures producer (one short GA run per round)."
-    creature_population: int = 8 # creatures per generation
-    creature_generations: int = 2 # generations of a season's run
-    creature_race_seconds: float = 3.0 # seconds of each evaluation race
-
-# %% ../nbs/61_creature_store.ipynb #6a0bb32c
-def produce_creatures(ctx:ProducerContext)->list: # genome ids
-    """The creature GA's best: a short GA run per round (resumed from its checkpoint if it was cut), its best creature
-    registered."""
-    s, run_id = ctx.settings, f'round-{ctx.work_round}-seed-{ctx.seed}'
-    store = CreatureStore(ctx.work_dir/'creatures.sqlite')
-    try:
-        ran = run_id not in store.runs() or store.run(run_id)['status'] != 'done'
-        if run_id not in store.runs():
-            evolve_run(store, s.creature_generations, s.creature_population, ctx.round_seed, turbo=True,
-                       seconds=s.creature_race_seconds, run_id=run_id, registry=ctx.registry, register_top=1,
-                       progress=False, device='cpu', checkpoint_every=1)
-        elif ran: evolve_run(store, resume=run_id, registry=ctx.registry, register_top=1, progress=False)
-        if ran:   # the round's generations, numbered after the producer's earlier rounds
-            first = (ctx.work_round - 1) * s.creature_generations
-            rows = [{'generation': first + r.generation, 'charts/fitness_best': r.best, 'charts/fitness_mean': r.mean,
-                     'charts/fitness_worst': r.worst} for r in best_over_time(store, run_id).itertuples()]
-            log_scalars(ctx.registry.root, 'creatures', f'season-{ctx.season}', rows, 'generation')
-    finally: store.close()
-    return [i for i, _ in ctx.registry.named(f'creature-{run_id}-')]
-
-creatures_producer = Producer(produce_creatures, CreatureSettings)
-
 # %% ../nbs/61_creature_store.ipynb #a37889ef
+def reference_creatures()->dict: # a population of 3
+    "The creatures arena's reference creatures: `random_population(3, seed=0)`, random bodies and controllers."
+    return random_population(3, 0)
+
+# %% ../nbs/61_creature_store.ipynb #08001aa9
 def creature_baselines(registry:Registry, status:str='active')->dict: # {name: genome id}
     """Add the reference creatures that `registry` lacks (matched by name): `RandomCreature0` to `RandomCreature2`, the
-    creatures of `random_population(3, seed=0)`, as `baseline` genomes of the creatures arena; returns their ids."""
-    pop, names = random_population(3, 0), [f'RandomCreature{k}' for k in range(3)]
+    creatures of `reference_creatures()`, as `baseline` genomes of the creatures arena; returns their ids."""
+    pop, names = reference_creatures(), [f'RandomCreature{k}' for k in range(3)]
     for k, name in enumerate(names):
         if registry.by_name(name) is None:
             pol = creature_policy(pop, k)
@@ -419,3 +454,112 @@ def creature_baselines(registry:Registry, status:str='active')->dict: # {name: g
                                                                'random_population(3, seed=0)'),
                          pol.state_dict(), status=status)
     return {name: registry.by_name(name) for name in names}
+
+# %% ../nbs/61_creature_store.ipynb #e7b93984
+@dataclass
+class CreatureSettings:
+    "Settings of the creatures producer: one persistent GA run at a season's race length (`creatures_loop`)."
+    creature_population: int = 64 # creatures per generation
+    creature_ga_races: int = 16 # races per generation, every creature in each (fitness: the share of the others it beats)
+    creature_offer_every: int = 20 # generations between offers, each chosen by a qualifier (`OfferingGA`)
+    creature_finalists: int = 4 # the generation's best creatures that race the last offer in a qualifier
+    creature_qualifier_races: int = 0 # races of a qualifier; 0: a season's tournament's (`SeasonConfig.creature_races`)
+    creature_race_seconds: float = 0.0 # seconds of a race; 0: a season's (`SeasonConfig.creature_seconds`)
+    creature_device: str = 'auto' # where the GA's races run: 'auto' (CUDA where present), 'cpu' or 'cuda'
+    creature_compile: bool = True # compile the GA's physics (on the CPU a race is one C++ loop)?
+    RANGES: ClassVar[dict] = dict(creature_population=(2, None), creature_ga_races=(1, None),
+                                  creature_offer_every=(1, None), creature_finalists=(1, None),
+                                  creature_qualifier_races=(0, None), creature_race_seconds=(0.0, EPISODE_SECONDS))
+    def __post_init__(self):
+        check_config(self, self.RANGES)
+        if self.creature_device not in ('auto', 'cpu', 'cuda'):
+            raise ValueError(f"creature_device must be 'auto', 'cpu' or 'cuda', not {self.creature_device!r}")
+
+# %% ../nbs/61_creature_store.ipynb #6a0bb32c
+def season_creature_settings()->dict: # {'creature_seconds': s, 'creature_races': n}
+    """A season's creature races (`SeasonConfig`'s defaults, `85_seasons`, a later chapter's: read when called, as
+    `85_seasons` reads `99_pipeline`'s commands; from the dataclass's fields: an instance would load every producer)."""
+    config = importlib.import_module('genome_lab.seasons').SeasonConfig
+    return {f.name: f.default for f in fields(config) if f.name in ('creature_seconds', 'creature_races')}
+
+# %% ../nbs/61_creature_store.ipynb #79f8cfd5
+def race_ordinals(scores:np.ndarray)->np.ndarray: # (R, G) race scores, in the order raced -> (G,) ordinals
+    """The OpenSkill ordinals (mu - 3 sigma, from fresh priors) a tournament of these races gives its creatures: each
+    race ranks every creature by score, equal scores sharing a rank, rated in turn by `rate_game` (`70_tournament`, a
+    later chapter's: read when called)."""
+    rate_game = importlib.import_module('genome_lab.tournament').rate_game
+    s, ratings = np.asarray(scores, np.float64), {}
+    if s.ndim != 2 or s.shape[1] < 2: raise ValueError(f"scores must be (races, creatures) with at least 2 creatures, not {s.shape}")
+    for race in s: rate_game(ratings, list(range(s.shape[1])), (race[None, :] > race[:, None]).sum(1))
+    return np.array([ratings[i].ordinal() for i in range(s.shape[1])])
+
+# %% ../nbs/61_creature_store.ipynb #0f503bf9
+QUALIFIER_STREAM = 5 # `pellet_course`'s family of the qualifiers' courses: none of them is a GA generation's
+
+class OfferingGA:
+    """A `CreatureGA` that offers its best creature every `offer_every` generations (a `Loop` with commits, `03_core`).
+    The offer is chosen as a season rates creatures: the generation's `finalists` best (by the GA's fitness) and the
+    last offer race `qualifier_races` races on courses no generation raced on (`QUALIFIER_STREAM`), among the reference
+    creatures, on the CPU and eager as the arena's tournament races (`CreatureArena.game`), and the one a tournament of
+    those races rates highest (`race_ordinals`) becomes the offer. A qualifier that the last offer wins offers it again
+    (nothing new)."""
+    step_key = 'generation'
+    def __init__(self, ga:CreatureGA, registry:Registry, offer_every:int=20, finalists:int=4, qualifier_races:int=16):
+        self.ga, self.registry, self.offer_every, self.finalists, self.qualifier_races = ga, registry, offer_every, finalists, qualifier_races
+        self.offer, self.pending = None, None   # {'id', 'generation' (generations raced), 'genes', 'description'}; {'id'}: to commit
+    def state_dict(self)->dict: return dict(ga=self.ga.state_dict(), offer=self.offer, pending=self.pending)
+    def load_state_dict(self, state:dict):
+        if 'ga' not in state:   # the rounds this producer made before it was a loop hold nothing to resume: a new run
+            if set(state) == {'round', 'pending'}: return
+            raise ValueError(f"not a creatures producer's checkpoint (keys {sorted(state)}): move it away to start anew")
+        self.ga.load_state_dict(state['ga']); self.offer, self.pending = state['offer'], state['pending']
+    def step(self)->dict: # the GA's metrics, and the qualifier's (`offers/*`) every `offer_every` generations
+        m = self.ga.step()
+        return m | self.qualify() if self.ga.generation % self.offer_every == 0 else m
+    def commit(self)->list: # [the offer's genome id], registered as a candidate the first time
+        o = self.offer
+        if not self.registry.has(o['id']):
+            pol = CreaturePolicy(); pol.load_state_dict(o['genes'])
+            self.registry.add(Genome(id=o['id'], name=f"Creature-g{o['generation']}", type='creature', arena='creatures',
+                                     arch='creature', config=pol.config, source='physics_ga',
+                                     description=o['description']), pol.state_dict(), status='candidate')
+        self.pending = None
+        return [o['id']]
+
+# %% ../nbs/61_creature_store.ipynb #729a2d3e
+def _qualify(self:OfferingGA)->dict: # `offers/*` metrics; sets `offer` and `pending`
+    "The qualifier of the generation just raced: its finalists and the last offer among the reference creatures."
+    ga, last = self.ga, self.ga.last
+    top = [int(i) for i in np.argsort(-last['fitness'], kind='stable')[:self.finalists]]
+    field = [{k: v[i] for k, v in last['population'].items()} for i in top] + ([self.offer['genes']] if self.offer else [])
+    refs, n = reference_creatures(), len(field)
+    batch = {k: torch.cat([torch.stack([f[k] for f in field]), refs[k]]) for k in refs}
+    q, R, seconds = ga.generation // self.offer_every, self.qualifier_races, ga.config['seconds']
+    res = simulate_races(batch, pellet_courses(ga.config["seed"], q * R, R, QUALIFIER_STREAM), seconds)
+    rated, share = race_ordinals(res.fitness), beaten_share(res.fitness)
+    w, ref = int(np.argmax(rated[:n])), n + int(np.argmax(rated[n:]))
+    beats_ref = float((res.fitness[:, w] > res.fitness[:, ref]).mean())
+    if w < len(top):   # a finalist: the new offer
+        g, t = ga.generation, creature_types(batch)[w]
+        self.offer = dict(id=uuid.uuid4().hex[:16], generation=g, genes={k: v[w].clone() for k, v in batch.items()},
+                          description=f"creature GA, seed {ga.config['seed']}, after {g} generations ({t}); its qualifier: "
+                                      f"rated {rated[w]:.1f} (the best reference creature {rated[ref]:.1f}), beat it in "
+                                      f"{beats_ref:.0%} of {R} races of {seconds:g} s, score {res.fitness[:, w].mean():.2f}")
+    self.pending = dict(id=self.offer['id'])
+    return {'offers/new': float(w < len(top)), 'offers/ordinal': float(rated[w]), 'offers/share': float(share[w]),
+            'offers/reference_ordinal': float(rated[ref]), 'offers/beats_reference': beats_ref,
+            'offers/score': float(res.fitness[:, w].mean()), 'offers/reference_score': float(res.fitness[:, ref].mean())}
+OfferingGA.qualify = _qualify
+
+# %% ../nbs/61_creature_store.ipynb #afc76b17
+def creatures_loop(ctx:ProducerContext)->OfferingGA:
+    """The creatures producer's work: one `OfferingGA` run (seed `ctx.seed`) racing at a season's race length, on CUDA
+    where present (`creature_device` 'auto'), its qualifiers as long as a season's creature tournament."""
+    s, season = ctx.settings, season_creature_settings()
+    device = s.creature_device if s.creature_device != 'auto' else 'cuda' if torch.cuda.is_available() else 'cpu'
+    ga = CreatureGA(s.creature_population, ctx.seed, s.creature_race_seconds or season['creature_seconds'],
+                    s.creature_ga_races, compile=s.creature_compile, device=device)
+    return OfferingGA(ga, ctx.registry, s.creature_offer_every, s.creature_finalists,
+                      s.creature_qualifier_races or season['creature_races'])
+
+creatures_producer = Producer(None, CreatureSettings, loop=creatures_loop)

@@ -20,9 +20,10 @@ from .arenas import Arena, find_arena
 __all__ = ['DT', 'EPISODE_SECONDS', 'FPS', 'STEPS_PER_FRAME', 'GRAVITY', 'MIN_NODES', 'MAX_NODES', 'MAX_MUSCLES', 'HIDDEN',
            'CTRL_INPUTS', 'PELLET_RADIUS', 'N_PELLETS', 'MAX_ENERGY', 'WORLD_X', 'WORLD_Y', 'DQ_REASONS', 'RANGES',
            'INT_GENES', 'SELECTION_DEVICE', 'FLOAT_RANGES', 'CreaturePolicy', 'gene_shapes', 'random_population',
-           'to_torch', 'pop_size', 'creature_policy', 'stack_policies', 'creature_types', 'prepare', 'physics_steps',
-           'pellet_course', 'physics_loop', 'stepper', 'SimResult', 'simulate', 'selection_fitness', 'GAConfig',
-           'repair', 'mutate', 'crossover', 'next_generation', 'CreatureArena']
+           'to_torch', 'pop_size', 'creature_policy', 'stack_policies', 'creature_types', 'prepare', 'pellet_at',
+           'physics_steps', 'pellet_course', 'pellet_courses', 'physics_loop', 'stepper', 'SimResult', 'simulate',
+           'selection_fitness', 'simulate_races', 'GAConfig', 'repair', 'mutate', 'crossover', 'next_generation',
+           'CreatureArena', 'beaten_share']
 
 # %% ../nbs/60_physics.ipynb #ebaef037
 DT = 1/60                # s per physics step (seed 003: never larger)
@@ -152,19 +153,24 @@ def prepare(pop:dict)->dict: # derived constants of a batch
                 phase=pop['muscle_phase'], w1=pop['ctrl_w1'], b1=pop['ctrl_b1'], w2=pop['ctrl_w2'], b2=pop['ctrl_b2'],
                 x0=x0, y0=y0)
 
+def pellet_at(pellets:torch.Tensor, # (n, 2) one course for every creature, or (P, n, 2) one per creature
+              i:torch.Tensor)->torch.Tensor: # (P,) int64 pellet indices, at most n - 1; returns (P, 2) positions
+    "Position of each creature's pellet `i` on its course: an index (one course) or a gather (a course each)."
+    return pellets[i] if pellets.dim() == 2 else pellets.gather(1, i.view(-1, 1, 1).expand(-1, 1, 2)).squeeze(1)
+
 def physics_steps(state:tuple, # (x, y, vx, vy (P, N); t () s; pidx (P,) int64; d0 (P,); dq (P,) int64)
                   c:dict, # `prepare`'s constants
-                  pellets:torch.Tensor, # (n, 2) the course
+                  pellets:torch.Tensor, # (n, 2) the course, or (P, n, 2) a course per creature
                   K:int=STEPS_PER_FRAME)->tuple: # the state after K steps
     "Advance a batch `K` steps of `DT`: controller, muscles, gravity, ground contact with friction, pellets, disqualification."
     x, y, vx, vy, t, pidx, d0, dq = state
     D, nm, mw, inv_m, mu = c['D'], c['nm'], c['mw'], c['inv_m'], c['mu']
     ia, ib, mm = c['ia'], c['ib'], c['mm']
     tot_m = mw.sum(1)
-    last = pellets.shape[0] - 1
+    last = pellets.shape[-2] - 1
     for _ in range(K):
         cx, cy = (x*mw).sum(1)/tot_m, (y*mw).sum(1)/tot_m
-        p = pellets[pidx.clamp_max(last)]
+        p = pellet_at(pellets, pidx.clamp_max(last))
         dx, dy = p[:, 0] - cx, p[:, 1] - cy
         dist = torch.sqrt(dx*dx + dy*dy).clamp_min(1e-6)
         w1 = c['w1']
@@ -200,19 +206,29 @@ def physics_steps(state:tuple, # (x, y, vx, vy (P, N); t () s; pidx (P,) int64; 
         ok = dq == 0
         got = got & ok
         pidx = pidx + got.long()
-        q = pellets[pidx.clamp_max(last)]
+        q = pellet_at(pellets, pidx.clamp_max(last))
         d0 = torch.where(got, torch.sqrt((q[:, 0] - ncx)**2 + (q[:, 1] - ncy)**2), d0)
         okn = ok.unsqueeze(-1)
         x, y, vx, vy = torch.where(okn, x2, x), torch.where(okn, y2, y), torch.where(okn, vx2, vx), torch.where(okn, vy2, vy)
     return x, y, vx, vy, t, pidx, d0, dq
 
 # %% ../nbs/60_physics.ipynb #aaa8bb97
-def pellet_course(seed:int, generation:int=0, n:int=N_PELLETS)->torch.Tensor: # (n, 2) metres
-    "Pellet positions of a generation in the order they appear: each 2.5-5 m left or right of the previous, 0.2-0.6 m up."
-    rng = np.random.default_rng([seed, generation, 3])
+def pellet_course(seed:int, generation:int=0, n:int=N_PELLETS,
+                  stream:int=3)->torch.Tensor: # (n, 2) metres
+    """Pellet positions of a generation in the order they appear: each 2.5-5 m left or right of the previous, 0.2-0.6 m
+    up. `stream` names a family of courses: 3 those of the GA's generations and the arena's races, another one courses
+    that none of them uses (the offers' qualifier of `61_creature_store`)."""
+    rng = np.random.default_rng([seed, generation, stream])
     steps = rng.uniform(2.5, 5.0, n) * rng.choice([-1.0, 1.0], n)
     return torch.tensor(np.stack([np.cumsum(steps), rng.uniform(0.2, 0.6, n)], -1), dtype=torch.float32)
 
+def pellet_courses(seed:int, first:int, count:int, # courses `first` .. `first + count - 1` of `seed`
+                   stream:int=3)->torch.Tensor: # (count, N_PELLETS, 2)
+    "`count` courses stacked: `pellet_course(seed, first + r, stream=stream)` for r < `count`."
+    if count < 1: raise ValueError(f"count must be at least 1, not {count}")
+    return torch.stack([pellet_course(seed, first + r, stream=stream) for r in range(count)])
+
+# %% ../nbs/60_physics.ipynb #55bf3d01
 def physics_loop(state:tuple, c:dict, pellets:torch.Tensor, # as in `physics_steps`
                  n:torch.Tensor)->tuple: # n: 0-d int64 tensor, the number of steps; returns the state after them
     "`n` single steps of `physics_steps` as one `torch.while_loop`: compiled, a whole episode is one call."
@@ -242,6 +258,7 @@ def stepper(compile:bool=False, # `torch.compile` it (once per process and batch
             _COMPILED[kind] = chunked
     return _COMPILED[kind]
 
+# %% ../nbs/60_physics.ipynb #61cd10ca
 @dataclass
 class SimResult:
     "One episode of a batch: per-creature outcomes and optional frames."
@@ -254,7 +271,7 @@ class SimResult:
     steps: int = 0
 
 def simulate(pop:dict, # a population (P creatures)
-             pellets:torch.Tensor, # (n, 2) `pellet_course`
+             pellets:torch.Tensor, # (n, 2) `pellet_course`, or (P, n, 2) a course per creature
              seconds:float=EPISODE_SECONDS, # episode length; a multiple of 1/15 s
              record:bool=False, # keep node positions at 15 FPS?
              compile:bool=False, # use `torch.compile`?
@@ -268,8 +285,9 @@ def simulate(pop:dict, # a population (P creatures)
         fn = stepper(compile, device)
         x, y = c['x0'].clone(), c['y0'].clone()
         cx = (x*c['mw']).sum(1)/c['mw'].sum(1); cy = (y*c['mw']).sum(1)/c['mw'].sum(1)
-        d0 = torch.sqrt((pellets[0, 0] - cx)**2 + (pellets[0, 1] - cy)**2)
         z = lambda *s, **kw: torch.zeros(*s, device=device, **kw)
+        p0 = pellet_at(pellets, z(P, dtype=torch.int64))
+        d0 = torch.sqrt((p0[:, 0] - cx)**2 + (p0[:, 1] - cy)**2)
         state = (x, y, torch.zeros_like(x), torch.zeros_like(y), z(()), z(P, dtype=torch.int64), d0, z(P, dtype=torch.int64))
         frames, fp = [], []
         if record: frames.append(torch.stack([state[0], state[1]], -1)); fp.append(state[5])
@@ -280,7 +298,7 @@ def simulate(pop:dict, # a population (P creatures)
                 frames.append(torch.stack([state[0], state[1]], -1)); fp.append(state[5])
         x, y, _, _, _, pidx, d0, dq = state
         mw = c['mw']; cx, cy = (x*mw).sum(1)/mw.sum(1), (y*mw).sum(1)/mw.sum(1)
-        p = pellets[pidx.clamp_max(len(pellets)-1)]
+        p = pellet_at(pellets, pidx.clamp_max(pellets.shape[-2] - 1))
         prog = (1 - torch.sqrt((p[:, 0]-cx)**2 + (p[:, 1]-cy)**2)/d0.clamp_min(1e-6)).clamp(0, 1)
         fit = torch.where(dq == 0, pidx.float() + prog, torch.tensor(-1.0, device=device))
     np_ = lambda t: t.cpu().numpy()
@@ -288,14 +306,31 @@ def simulate(pop:dict, # a population (P creatures)
                      np_(torch.stack(fp)) if record else None, steps)
 
 # %% ../nbs/60_physics.ipynb #f9cf6d93
-SELECTION_DEVICE = 'cpu'   # where the fitness that selection reads is simulated, whatever device a run uses
+SELECTION_DEVICE = 'cpu'   # where the races that rate creatures are simulated, whatever device a GA run uses
 
 def selection_fitness(pop:dict, # a population (P creatures)
                       pellets:torch.Tensor, # (n, 2) `pellet_course`
                       seconds:float=EPISODE_SECONDS, # episode length
-                      compile:bool=False)->SimResult: # compiled? (a run keeps its mode: they differ in last bits)
-    "The episode selection ranks by (fitness, pellets, progress, disqualification; no frames), on `SELECTION_DEVICE`."
+                      compile:bool=False)->SimResult: # compiled? (eager is the arena's: they differ in last bits)
+    "The race the arena rates (fitness, pellets, progress, disqualification; no frames), on `SELECTION_DEVICE`."
     return simulate(pop, pellets, seconds, record=False, compile=compile, device=SELECTION_DEVICE)
+
+# %% ../nbs/60_physics.ipynb #0da00cc6
+def simulate_races(pop:dict, # a population (P creatures)
+                   courses:torch.Tensor, # (R, n, 2) `pellet_courses`: one race on each
+                   seconds:float=EPISODE_SECONDS, # race length; a multiple of 1/15 s
+                   record:bool=False, # keep node positions at 15 FPS?
+                   compile:bool=False, # use `torch.compile`?
+                   device:str='cpu')->SimResult: # arrays (R, P); frames (F, R, P, N, 2), frame_pellets (F, R, P)
+    """Every creature of `pop` in each of `R` races, as one batch of R x P creatures (race-major), each on its own
+    course (`pellet_at`). On the CPU, eager, race `r`'s results are `simulate(pop, courses[r])`'s, bit for bit."""
+    if courses.dim() != 3: raise ValueError(f"courses must be (races, pellets, 2), not {tuple(courses.shape)}: stack them with pellet_courses")
+    R, P = len(courses), pop_size(pop)
+    tiled = {k: v.repeat(R, *[1]*(v.dim() - 1)) for k, v in pop.items()}
+    res = simulate(tiled, courses.repeat_interleave(P, 0), seconds, record, compile, device)
+    split = lambda a, axis: None if a is None else a.reshape(*a.shape[:axis], R, P, *a.shape[axis + 1:])
+    return SimResult(split(res.fitness, 0), split(res.pellets, 0), split(res.progress, 0), split(res.dq, 0),
+                     split(res.frames, 1), split(res.frame_pellets, 1), res.steps)
 
 # %% ../nbs/60_physics.ipynb #fea12584
 @dataclass
@@ -429,3 +464,13 @@ class CreatureArena(Arena):
              seed:int, seconds:float=EPISODE_SECONDS)->dict: # {'score': (G,) fitness}
         "One race of `policies` on the pellet course of `seed`, simulated at once on the CPU (`selection_fitness`)."
         return dict(score=selection_fitness(stack_policies(policies), pellet_course(seed), seconds).fitness)
+
+# %% ../nbs/60_physics.ipynb #15454e02
+def beaten_share(scores:np.ndarray)->np.ndarray: # (R, G) race scores, G >= 2 -> (G,) in [0, 1]
+    """The share of the other `G - 1` creatures each creature beats in a race (a tie counts half), averaged over the
+    `R` races: the order of a tournament whose races rank every creature by score (`CreatureArena`, `70_tournament`)."""
+    from scipy.stats import rankdata
+    s = np.asarray(scores, np.float64)
+    if s.ndim != 2 or s.shape[1] < 2 or not np.isfinite(s).all():
+        raise ValueError(f"scores must be finite, (races, creatures) with at least 2 creatures, not shape {s.shape}")
+    return ((rankdata(s, axis=1) - 1) / (s.shape[1] - 1)).mean(0)   # average ranks: 1 + beaten + ties/2

@@ -1,4 +1,5 @@
-"""Creature physics, GA, run store and the `genome-lab evolve-creatures` command (with a SIGKILL and --resume)."""
+"""Creature physics, GA (on the loop protocol), run store, the `genome-lab evolve-creatures` command (with a SIGKILL and
+--resume), the creatures producer and its climb bench."""
 import json, os, signal, sqlite3, subprocess, sys, tempfile, time
 from pathlib import Path
 import numpy as np, pytest, torch
@@ -6,7 +7,8 @@ from genome_lab.physics import (random_population, simulate, pellet_course, phys
                                 creature_policy, stack_policies, CreaturePolicy, DQ_REASONS)
 from genome_lab.policies import ARCHITECTURES
 from genome_lab.registry import Registry, Genome
-from genome_lab.creature_store import CreatureStore, evolve_run, export_run, import_run, evolve_creatures_cli
+from genome_lab.creature_store import (CreatureStore, CreatureGA, CreatureSettings, evolve_run, export_run, import_run,
+                                       evolve_creatures_cli, creature_baselines)
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +48,8 @@ def test_muscle_gathers_equal_incidence_products():
 
 def test_compiled_run_resumes_to_the_same_result(tmp_path):
     s = CreatureStore(tmp_path/'s.sqlite')
-    kw = dict(generations=5, population=4, seed=1, turbo=True, compile=True, seconds=2, checkpoint_every=2, progress=False)
+    kw = dict(generations=5, population=4, seed=1, turbo=True, compile=True, seconds=2, checkpoint_every=2, progress=False,
+              races=2)   # compiled with a course per creature
     evolve_run(s, run_id='A', **kw)
     evolve_run(s, run_id='B', stop_after=3, **kw)              # killed after generation 2; checkpoint at generation 2
     assert s.checkpoint('B')[0] == 2 and len(_gens(tmp_path/'s.sqlite', 'B')) == 3
@@ -154,3 +157,84 @@ def test_evolve_creatures_refuses_odd_paths_and_a_second_process(tmp_path, capsy
         assert evolve_creatures_cli(['--store', str(store), '--run-id', 'r1', '--generations', '1', '--population', '2', '--seconds', '1',
                                      '--no-compile', '--quiet']) == 1
     assert 'in use' in capsys.readouterr().err
+
+# --- the GA on the loop protocol, and the creatures producer (issues 44, 48)
+
+def _state(run): # a loop's state with its tensors as lists (comparable with ==)
+    return json.loads(json.dumps(run.state_dict(), default=lambda t: t.tolist()))
+
+def test_ga_resumed_mid_run_reaches_the_uninterrupted_state(tmp_path):
+    "Advanced 2 generations, then resumed from its checkpoint for 3 more: the state and rows of 5 uninterrupted ones."
+    from genome_lab.core import advance
+    def ga(name): # a GA of 3 races a generation, its rows in a store
+        s = CreatureStore(tmp_path/f'{name}.sqlite')
+        s.db.execute("INSERT OR IGNORE INTO runs VALUES (?, '', 4, 5, 5, 1.0, 1, '{}', 'running')", (name,))
+        return CreatureGA(5, 4, 1.0, 3, store=s, run_id=name)
+    whole = ga('whole'); advance(whole, tmp_path/'whole.safetensors', 'creatures', steps=5)
+    cut = ga('cut'); advance(cut, tmp_path/'cut.safetensors', 'creatures', steps=2)
+    cut.step()   # a generation raced after the checkpoint (its row written), then a kill
+    resumed = ga('cut'); out = advance(resumed, tmp_path/'cut.safetensors', 'creatures', until=lambda r: r.generation >= 5)
+    assert out['steps'] == 3 and _state(resumed) == _state(whole)
+    assert _gens(tmp_path/'cut.sqlite', 'cut') == _gens(tmp_path/'whole.sqlite', 'whole')
+    assert json.loads(_gens(tmp_path/'whole.sqlite', 'whole')[0][1])[0]['pellets'] >= 0   # means over the 3 races
+    with pytest.raises(ValueError, match='population 5 there, 6 here'):
+        CreatureGA(6, 4, 1.0, 3).load_state_dict(whole.state_dict())
+
+def test_the_qualifier_rates_as_the_creature_tournament_does():
+    """What a season measures: a tournament's races (every creature in each) rated by `race_ordinals` give its
+    leaderboard's ordinals; the GA's cheaper `beaten_share` of the same races orders the creatures alike."""
+    from scipy.stats import kendalltau
+    from genome_lab.physics import beaten_share
+    from genome_lab.creature_store import race_ordinals
+    from genome_lab.tournament import run_tournament
+    pop = random_population(6, 21)
+    names = [f'c{i}' for i in range(6)]
+    t = run_tournament(ids=names, policies=[creature_policy(pop, i) for i in range(6)], arena='creatures',
+                       genomes_per_game=6, agents_per_genome=1, steps=0, meetings=12, seed=5, settings=dict(seconds=2.0),
+                       progress=False)
+    scores = np.zeros((len(t.games), 6))   # (race, creature), each race's entrants in their schedule's order
+    for k, (g, r) in enumerate(zip(t.games, t.results)): scores[k, list(g)] = r.score
+    lb = t.leaderboard.set_index('id')
+    np.testing.assert_allclose(race_ordinals(scores), [lb.ordinal[n] for n in names], rtol=0, atol=1e-9)
+    assert kendalltau(beaten_share(scores), [lb.ordinal[n] for n in names]).statistic > 0.7
+
+def test_the_producer_races_at_the_seasons_settings_and_continues_across_rounds(tmp_path):
+    """Its races last a season's `creature_seconds` and its qualifiers a season's `creature_races` (unless set); two
+    seasons' rounds (`work(offers=1)`) continue one run, each offering the qualifier's winner; the checkpoint of the
+    rounds it made before it was a loop starts a new run."""
+    from genome_lab.core import ProducerContext, find_producer, save_state
+    from genome_lab.seasons import SeasonConfig, work
+    reg = Registry(tmp_path/'reg'); creature_baselines(reg)
+    run = find_producer('creatures').start(ProducerContext(reg, 1, CreatureSettings(creature_device='cpu'), tmp_path))
+    assert (run.ga.config['seconds'], run.qualifier_races, run.ga.device) == (SeasonConfig().creature_seconds,
+                                                                              SeasonConfig().creature_races, 'cpu')
+    small = CreatureSettings(creature_population=4, creature_ga_races=2, creature_offer_every=2, creature_finalists=2,
+                             creature_qualifier_races=3, creature_race_seconds=1.0, creature_compile=False)
+    save_state(reg.root/'season_work'/'creatures.safetensors', 'producer', dict(round=3, pending=None))   # of the rounds before
+    first, second = (work(reg, 'creatures', small, offers=1) for _ in range(2))
+    assert first['steps'] == second['steps'] == 2 and first['offered'] and first['stopped'] == 'offers'
+    assert reg.genome(first['offered'][0])['name'] == 'Creature-g2'
+    assert second['metrics']['generation'] == 4   # the second round went on from the first's checkpoint
+    assert all(reg.genome(i)['type'] == 'creature' for i in reg.waiting_offers())
+
+def test_gpu_physics_ga_generations_run_on_the_cpu(tmp_path):
+    "bench/gpu_physics.py's GA generations (the GPU check's part for the creatures producer) on the CPU alone."
+    r = subprocess.run([sys.executable, ROOT/'bench'/'gpu_physics.py', '--out', str(tmp_path/'g.json'), '--ga-only',
+                        '--ga-devices', 'cpu', '--ga-populations', '4,8', '--ga-races', '2', '--ga-seconds', '1'],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    gens = json.loads((tmp_path/'g.json').read_text())['ga_generations']
+    assert [(g['device'], g['population'], g['repeat_equal']) for g in gens] == [('cpu', 4, True), ('cpu', 8, True)]
+
+def test_creatures_climb_bench_runs_tiny(tmp_path):
+    out = tmp_path/'climb.json'
+    r = subprocess.run([sys.executable, ROOT/'bench'/'creatures_climb.py', '--root', str(tmp_path/'root'), '--budget-s', '6',
+                        '--races', '4', '--seconds', '1', '--creature-population', '4', '--creature-ga-races', '2',
+                        '--creature-offer-every', '2', '--creature-finalists', '2', '--creature-race-seconds', '1',
+                        '--no-creature-compile', '--out', str(out)], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc['check']['games'] == 4 and doc['check']['against'].startswith('RandomCreature')
+    assert doc['check']['wins'] + doc['check']['losses'] + doc['check']['ties'] == 4
+    assert doc['baseline']['genome'] == 'old_round' and doc['producer']['offers'][0] == 'Creature-g2'
+    assert doc['agreement']['of'] == 3 and 'charts/score_best' in doc['curve']
