@@ -16,7 +16,7 @@ from typing import ClassVar, Optional
 import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
-from .core import (config_parser, config_from_args, config_argv, check_config, find_producer, producer_names,
+from .core import (config_fields, config_parser, config_from_args, config_argv, check_config, find_producer, producer_names,
                              ProducerContext, run_lock, RunLocked, after_season_hooks, advance)
 from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
@@ -243,11 +243,13 @@ def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a produce
     ap.add_argument('--address', default=None,
                     help="with --budget-s: the producers work at once as Ray actors on this cluster ('auto', "
                          "'ray://HOST:10001', 'local'); the registry folder must be on a file system its nodes share")
-    known = ap.parse_known_args(argv)[0]
-    names = SeasonConfig().producer_names() if known.all else [known.name] if known.name else []
-    config_parser(*(find_producer(n).settings for n in names), parser=ap)
+    own = {n: set(config_fields(find_producer(n).settings)) for n in producer_names()}
+    config_parser(*(find_producer(n).settings for n in own), parser=ap)   # every producer's settings (one parser, one help)
     a = ap.parse_args(argv)
     if a.all == bool(a.name): ap.error('give one producer NAME or --all')
+    names = SeasonConfig().producer_names() if a.all else [a.name]
+    if stray := sorted(set(vars(a)) & set().union(*own.values()) - set().union(*(own[n] for n in names))):
+        ap.error(f"{', '.join('--' + k.replace('_', '-') for k in stray)}: not a setting of {', '.join(names)}")
     if a.budget_s < 0: ap.error(f'--budget-s must be at least 0, not {a.budget_s}')
     if a.address and not a.budget_s: ap.error('--address needs --budget-s (the actors work for a budget)')
     try:
