@@ -1,4 +1,4 @@
-"""PufferLib's own PPO trainer (PuffeRL) on the CPU trains snake genomes from scratch or from a registry genome, in self-play or against a league of frozen registry opponents drawn by PFSP, and in population-based training with Ray Tune; every kept checkpoint becomes an `rl` genome with lineage.
+"""PufferLib's own PPO trainer (PuffeRL), on the CPU or on CUDA, trains snake genomes from scratch or from a registry genome, in self-play or against a league of frozen registry opponents drawn by PFSP, and in population-based training with Ray Tune, as loops that resume exactly; the `ppo` producer fine-tunes the best snake with the recipe that passed PufferSnake; every kept checkpoint becomes an `rl` genome with lineage.
 
 Docs: https://genome-lab.github.io/genome_lab/training.html.md"""
 
@@ -29,11 +29,11 @@ __all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 
            'PPO_LOSSES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'ppo_producer', 'PBT_HYPER', 'POLICY_OPS_SCHEMA',
            'import_pufferl', 'snake_spaces', 'SnakeVecEnv', 'snake_arena_state', 'load_snake_arena_state',
            'snake_model', 'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'resolve_device',
-           'PPOConfig', 'config_from_dict', 'finetune_recipe', 'TournamentMaps', 'tournament_maps', 'puffer_vecenv',
-           'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome', 'register_kept',
-           'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings', 'best_snake', 'PPOProducer',
-           'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt', 'policy_ops', 'evaluation_ladder',
-           'reward_hacking_guard']
+           'is_cuda', 'PPOConfig', 'config_from_dict', 'finetune_recipe', 'TournamentMaps', 'tournament_maps',
+           'puffer_vecenv', 'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome',
+           'register_kept', 'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings', 'best_snake',
+           'PPOProducer', 'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt', 'policy_ops',
+           'evaluation_ladder', 'reward_hacking_guard']
 
 # %% ../nbs/75_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -292,6 +292,10 @@ def resolve_device(device:str='auto')->str: # 'cpu', 'cuda' or 'cuda:N'
         raise ValueError(f"device {device!r}: torch sees no GPU on this machine (use 'auto' or 'cpu')")
     return device
 
+def is_cuda(device:str)->bool:
+    "Does `device` name CUDA ('auto': does torch see a GPU)? Unlike `resolve_device`, a CUDA name is taken as given."
+    return (resolve_device(device) if device == 'auto' else device).startswith('cuda')
+
 # %% ../nbs/75_training.ipynb #58ed951d
 MODES = ('self-play', 'league')
 PFSP_WEIGHTINGS = ('hard', 'variance')   # AlphaStar's f_hard and f_var (`League`)
@@ -363,7 +367,7 @@ def epochs_per_step(self)->int:
 def env_backend(self)->str: # 'serial' or 'multiprocessing'
     "How the maps are stepped: `backend`, with 'auto' PufferLib's Multiprocessing on CUDA in self-play, else here."
     if self.backend != 'auto': return self.backend
-    return 'multiprocessing' if self.mode == 'self-play' and resolve_device(self.device).startswith('cuda') else 'serial'
+    return 'multiprocessing' if self.mode == 'self-play' and is_cuda(self.device) else 'serial'
 
 @patch_to(PPOConfig)
 def worker_count(self)->int: # env processes of the multiprocessing backend
@@ -397,7 +401,7 @@ def finetune_recipe(start:str='', # the genome to fine-tune (a registry id or na
     500M agent-steps (snake.ini's run), clip 0.2, bptt 64, minibatch 32,768 on CUDA and 8,192 on the CPU (at most a
     batch). On CUDA PufferLib's Multiprocessing backend steps the maps (1024: the H200 run's 8 x 128); on the CPU they
     are stepped in this process (32: the 2-core run's 2 x 16; PufferLib's processes ran 3x slower on 2 busy cores)."""
-    cuda = resolve_device(device).startswith('cuda')
+    cuda = is_cuda(device)
     maps, g = maps or (1024 if cuda else 32), SnakeArena.game_settings
     hyper = PPOHyper(learning_rate=1e-4, clip_coef=0.2, bptt_horizon=64,
                      minibatch_size=min(32_768 if cuda else 8192, maps * SEASON_SNAKES * 64))
