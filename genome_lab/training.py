@@ -517,13 +517,15 @@ def resolve_genome(registry:Registry, ref:str)->str: # genome id
 def register_kept(registry:Registry, kept:dict)->str: # the genome's id
     """Register a run's kept genome (`PPORun.keep`'s record: id, name, tag, parents, config, description, params) as a
     candidate `rl` genome, unless the registry has it already (idempotent: a resumed run commits again). Its name is
-    `Registry.child_name` of its first parent and its tag (`PufferSnak-ppo3`), or the run's name without a parent."""
+    `Registry.child_name` of its first parent and its tag (`PufferSnak-ppo3`), or the run's name without a parent.
+    The registry builds the genome's network to check it, which draws from torch's random stream: it draws from a fork
+    of it, so that a commit leaves the run's stream as the checkpoint before it holds it."""
     if registry.has(kept['id']): return kept['id']
     ps = kept['parents']
     name = registry.child_name(ps[0]['id'], kept['tag']) if ps else kept['name']
     g = Genome(name=name, type='rl', arena='snake', arch=LinearLSTM.arch, config=kept['config'], source='ppo',
                parents=ps, id=kept['id'], description=kept['description'])
-    return registry.add(g, kept['params'], status='candidate').id
+    with torch.random.fork_rng(devices=[]): return registry.add(g, kept['params'], status='candidate').id
 
 # %% ../nbs/75_training.ipynb #9fcf734e
 class PPORun:

@@ -14,8 +14,9 @@ def same(a, b, path=''): # assert two states equal to the bit (tensors, arrays, 
     else: assert a == b or (a != a and b != b), (path, a, b)
 
 def by_name(st:dict, reg)->dict: # a PPORun state with the registry's ids (random) as the genomes' names
-    name = lambda i: reg.genome(i)['name']
-    st = {**st, 'run_id': None, 'start': name(st['start']), 'curve': [{**c, 'genome': name(c['genome'])} for c in st['curve']]}
+    name = lambda i: reg.genome(i)['name'] if reg.has(i) else i
+    st = {**st, 'run_id': None, 'start': name(st['start']), 'curve': [{**c, 'genome': name(c['genome'])} for c in st['curve']],
+          'config': {**st['config'], 'opponents': ','.join(name(i) for i in st['config']['opponents'].split(',') if i)}}
     if st['league']:
         st['league'] = {**st['league'], 'ids': [name(i) for i in st['league']['ids']],
                         'draws': [(k, name(i)) for k, i in st['league']['draws']]}

@@ -68,7 +68,7 @@ def test_snapshots_join_on_schedule_each_role_gets_its_opponents_and_the_league_
         assert snaps[1]['id'] not in lg.opponents('main-exploiter-0')                    # an exploiter never meets itself
         assert snaps[2]['id'] not in lg.opponents('league-exploiter-0') and snaps[1]['id'] in lg.opponents('league-exploiter-0')
         assert reg.genome(snaps[0]['id'])['parents'] == [dict(id=puffer, relation='finetune')]
-        assert [reg.genome(e['id'])['name'] for e in snaps[:3]] == ['PufferSnake-main1', 'PufferSnake-mexp1', 'PufferSnake-lexp1']
+        assert [reg.genome(e['id'])['name'] for e in snaps[:3]] == ['PufferSnak-main1', 'PufferSnak-mexp1', 'PufferSnak-lexp1']
         lg.close()
     same(runs['whole'], runs['cut'])
     with pytest.raises(ValueError, match='other settings'):
@@ -96,6 +96,6 @@ def test_a_league_producer_killed_mid_round_offers_what_an_uninterrupted_one_off
             monkeypatch.setattr(AlphaStarLeague, 'step', real)
             first = work(reg, 'league', settings, offers=1)['offered']
         else: first = work(reg, 'league', settings, offers=2)['offered'][1:]
-        assert [reg.genome(i)['name'] for i in first] == ['PufferSnake-main2']
+        assert [reg.genome(i)['name'] for i in first] == ['PufferSnak-main2']
         offered[how] = reg.load(first[0])[1]
     assert all(torch.equal(offered['whole'][k], v) for k, v in offered['killed'].items())

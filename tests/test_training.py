@@ -128,9 +128,10 @@ def test_train_ppo_refuses_a_run_another_process_holds(tmp_path, capsys):
 
 def test_a_run_resumed_from_its_checkpoint_goes_on_exactly_as_an_uninterrupted_one(tmp_path):
     """Issue 48: `PPORun` on the loop protocol, in self-play on fresh tournament maps (the recipe's) and in league play:
-    4 steps at once, and 2 steps, a checkpoint, a new run from it and 2 more, end in the same state to the bit (weights,
-    Adam, the schedule, counters, torch's random state, the maps' game, the league's records, the kept genomes)."""
-    from genome_lab.core import advance, load_state
+    4 steps at once, and 2 steps, a checkpoint, a new run from it and 2 more (or 3 more, the first of them killed after
+    its checkpoint, before its genome was registered), end in the same state to the bit (weights, Adam, the schedule,
+    counters, torch's random state, the maps' game, the league's records, the kept genomes)."""
+    from genome_lab.core import advance, load_state, save_state
     from genome_lab.training import PPORun, finetune_recipe
     maps = dict(maps=2, eval_snakes=4, eval_max_steps=100, reset_every=100, device='cpu')
     league = replace(finetune_recipe('PufferSnake', **maps, keep_every=1152), mode='league', learner_share=0.5,
@@ -138,11 +139,13 @@ def test_a_run_resumed_from_its_checkpoint_goes_on_exactly_as_an_uninterrupted_o
                      clip_coef=0.2, minibatch_size=576))
     for name, cfg in (('self-play', finetune_recipe('PufferSnake', **maps, keep_every=2304)), ('league', league)):
         states = {}
-        for how, cuts in (('whole', [4]), ('cut', [2, 2])):
+        for how, cuts in (('whole', [4]), ('cut', [2, 2]), ('killed', [2, 'kill', 1])):
             reg, d = Registry(tmp_path/name/how/'registry'), tmp_path/name/how/'run'
             for k in cuts:
                 run = PPORun(cfg, d, reg, display=None, resume=(d/CHECKPOINT_FILE).exists())
-                advance(run, run.path, 'ppo', steps=k, every_s=1e9)
+                if k == 'kill':   # a step keeps, its checkpoint is saved, and the run dies before registering the genome
+                    run.step(); save_state(run.path, 'ppo', run.state_dict()); assert run.pending
+                else: advance(run, run.path, 'ppo', steps=k, every_s=1e9)
                 run.close()
             states[how] = by_name(load_state(run.path, 'ppo'), reg)
             assert [c['genome'] for c in states[how]['curve']] == ['PufferSnake-ppo1', 'PufferSnake-ppo2',
