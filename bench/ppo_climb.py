@@ -9,9 +9,10 @@
    80x48 cells, 200 food), --qualifier-meetings meetings per pair, seed --qualifier-seed; the offer of the highest
    ordinal is the best.
 3. The check: a tournament of --games games at the same settings between the best offer, PufferSnake and
-   HeuristicSnake (each game all three), seed --seed (not the qualifier's), OpenSkill ratings from scratch: mu, sigma,
-   ordinal and games of each, the gap in combined sigma to the best non-random founder ((mu_a - mu_b) /
-   sqrt(sigma_a^2 + sigma_b^2)) and the head-to-head games (`head_to_head`: finished above, below, level).
+   HeuristicSnake (each game all three), at the first of --seeds (not the qualifier's), OpenSkill ratings from scratch:
+   mu, sigma, ordinal and games of each, the gap in combined sigma to the best non-random founder ((mu_a - mu_b) /
+   sqrt(sigma_a^2 + sigma_b^2)) and the head-to-head games (`head_to_head`: finished above, below, level); the same
+   again at the other seeds (`checks`), to see how far one check's figures move with the maps.
 Writes --out (default nbs/measured/ppo_climb.json) with the producer's run (agent-steps, wall seconds, agent-steps/s,
 settings) beside it. Usage: python bench/ppo_climb.py --root /work/main/runs/ppo_climb [--budget-s 2700]
 """
@@ -36,7 +37,7 @@ class ClimbOptions:
     qualifier_meetings: Annotated[int, 'meetings per pair in the qualifier'] = 4
     qualifier_seed: Annotated[int, "the qualifier's tournament seed"] = 100
     games: Annotated[int, 'games of the check tournament (each among all three)'] = 48
-    seed: Annotated[int, "the check tournament's seed"] = 0
+    seeds: Annotated[str, "the check tournaments' seeds, comma-separated: the first is the check, the others repeat it"] = '0,1,2'
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'ppo_climb.json')
 
 def produce(o:ClimbOptions, registry:Path)->dict: # the session's result line
@@ -83,25 +84,29 @@ def main():
     best = max(offers, key=lambda i: rating(qual, i)['ordinal'])
     print(f"qualifier ({len(qual.games)} games, {time.perf_counter() - t0:.0f} s): best {reg.genome(best)['name']}; "
           + '; '.join(f"{r['name']} {r['mu']:.2f} +- {r['sigma']:.2f}" for r in board), flush=True)
-    ids = [best, founders['PufferSnake'], founders['HeuristicSnake']]
-    t0 = time.perf_counter()
-    check, _ = tournament(reg, ids, o.games, o.seed)
-    ratings = {reg.genome(i)['name']: rating(check, i) for i in ids}
-    top = max(('PufferSnake', 'HeuristicSnake'), key=lambda n: ratings[n]['ordinal'])
-    a, b = ratings[reg.genome(best)['name']], ratings[top]
-    gap = (a['mu'] - b['mu']) / float(np.hypot(a['sigma'], b['sigma']))
-    h2h = {n: head_to_head(check.games, check.results, 0, ids.index(founders[n])) for n in founders}
+    checks = [check(reg, best, founders, o.games, int(s)) for s in o.seeds.split(',')]
     record = dict(date=str(datetime.date.today()), machine=machine(), options=asdict(o), settings=kw,
                   producer=dict(runs=runs, sessions=sessions, agent_steps=total,
                                 seconds=sum(s['wall'] for s in sessions)),
                   qualifier=dict(games=len(qual.games), seed=o.qualifier_seed, board=board),
-                  check=dict(games=len(check.games), seed=o.seed, seconds=time.perf_counter() - t0,
-                             genome=reg.genome(best)['name'], founder=top, ratings=ratings, sigma_gap=gap,
-                             head_to_head=h2h, wins=h2h[top]['wins'], losses=h2h[top]['losses']))
+                  check=checks[0], checks=checks)
     atomic_write_json(o.out, record)
-    print(f"check ({len(check.games)} games): " + '; '.join(f"{n} mu {r['mu']:.2f} sigma {r['sigma']:.2f} ordinal "
-          f"{r['ordinal']:.2f}" for n, r in ratings.items()) + f"; gap to {top} {gap:.2f} combined sigma; head-to-head "
-          + ', '.join(f"{n} {h['wins']}-{h['losses']}-{h['ties']}" for n, h in h2h.items()), flush=True)
     print(f"wrote {o.out}")
+
+def check(reg:Registry, best:str, founders:dict, games:int, seed:int)->dict: # the check's figures
+    "The check tournament of `best` against the founders at `seed`: ratings, the gap to the best founder, head-to-head."
+    ids, t0 = [best, founders['PufferSnake'], founders['HeuristicSnake']], time.perf_counter()
+    t, _ = tournament(reg, ids, games, seed)
+    ratings = {reg.genome(i)['name']: rating(t, i) for i in ids}
+    top = max(founders, key=lambda n: ratings[n]['ordinal'])
+    a, b = ratings[reg.genome(best)['name']], ratings[top]
+    gap = (a['mu'] - b['mu']) / float(np.hypot(a['sigma'], b['sigma']))
+    h2h = {n: head_to_head(t.games, t.results, 0, ids.index(founders[n])) for n in founders}
+    print(f"check at seed {seed} ({len(t.games)} games): " + '; '.join(f"{n} mu {r['mu']:.2f} sigma {r['sigma']:.2f} "
+          f"ordinal {r['ordinal']:.2f}" for n, r in ratings.items()) + f"; gap to {top} {gap:.2f} combined sigma; "
+          "head-to-head " + ', '.join(f"{n} {h['wins']}-{h['losses']}-{h['ties']}" for n, h in h2h.items()), flush=True)
+    return dict(games=len(t.games), seed=seed, seconds=time.perf_counter() - t0, genome=reg.genome(best)['name'],
+                founder=top, ratings=ratings, sigma_gap=gap, head_to_head=h2h, wins=h2h[top]['wins'],
+                losses=h2h[top]['losses'])
 
 if __name__ == '__main__': main()
