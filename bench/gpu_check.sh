@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check (issues 31 and 35): one short prepared script that a GPU machine without internet runs in under 10
 # minutes: PufferLib built there with CUDA, creature physics CPU-vs-CUDA parity and speed (bench/gpu_physics.py), and
-# PuffeRL on CUDA training snakes on maps like the snake season tournament's (bench/gpu_snake.py), with agent-steps/s.
+# PuffeRL on CUDA training snakes on maps like the snake season tournament's (bench/gpu_snake.py: the package's
+# `finetune_recipe`, read from the repository's root on PYTHONPATH), with agent-steps/s.
 #
 #   bash bench/gpu_check.sh prepare DIR          # here (PyPI reachable): everything the GPU machine needs, into DIR
 #   bash DIR/gpu_check.sh run DIR OUT [SECONDS] [RUN ...]   # there, from the repository's root (reads genome_lab.core)

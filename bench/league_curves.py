@@ -16,7 +16,7 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Annotated
 import torch
-from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
+from genome_lab.core import advance, atomic_write_json, config_parser, config_from_args, measured_dir, machine
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.seasons import SeasonConfig, arena_plan
 from genome_lab.league import AlphaStarLeague, LeagueConfig, rate_league
@@ -45,11 +45,9 @@ def main():
     seed_founders(reg)
     cfg = LeagueConfig(snapshot_every=o.snapshot_every, num_snakes=o.snakes, width=o.width, height=o.height,
                        num_food=o.food, seed=o.seed)
-    lg = AlphaStarLeague(cfg, root/'league', reg, resume=(root/'league'/'league.json').exists())
-    try:
-        while min(r.agent_steps for _, r in lg.learners.values()) < o.rounds * o.snapshot_every:
-            new = lg.step()
-            print(f"{lg.seconds:7.1f} s: " + ', '.join(f"{e['learner']} {e['agent_steps']:,}" for e in new), flush=True)
+    lg = AlphaStarLeague(cfg, reg)   # resumed from root/league.safetensors when there (advance)
+    done = lambda l: min(r.agent_steps for _, r in l.learners.values()) >= o.rounds * o.snapshot_every
+    try: advance(lg, root/'league.safetensors', 'league', until=done)
     finally: lg.close()
     rates = {n: r.agent_steps / lg.seconds for n, (_, r) in lg.learners.items()}
     kw, _ = arena_plan(SeasonConfig(), 'snake')

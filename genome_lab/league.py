@@ -6,19 +6,21 @@ Docs: https://genome-lab.github.io/genome_lab/league.html.md"""
 
 # %% ../nbs/76_league.ipynb #65a06a42
 from __future__ import annotations
-import json, time
+import time
 from dataclasses import dataclass, asdict
-from pathlib import Path
 import pandas as pd
 from fastcore.basics import patch
-from .core import Producer, ProducerContext, atomic_write_json, settings_diff, log_scalars
+from .arenas import SnakeArena
+from .core import Producer, ProducerContext, settings_diff
+from .policies import LinearLSTM
 from .registry import Registry
 from .tournament import run_tournament
-from .training import PPOConfig, PPOHyper, PPORun, CHECKPOINT_FILE, resolve_genome, rating_prior, ppo_scalars
+from .training import (PPOConfig, PPOHyper, PPORun, SEASON_STEPS, config_from_dict, register_kept,
+                                 resolve_genome, rating_prior)
 
 # %% auto #0
-__all__ = ['ROLES', 'ROLE_WEIGHTING', 'LEAGUE_FILE', 'league_producer', 'role_opponents', 'LeagueConfig', 'AlphaStarLeague',
-           'rate_league', 'LeagueSettings', 'produce_league']
+__all__ = ['ROLES', 'ROLE_WEIGHTING', 'league_producer', 'role_opponents', 'LeagueConfig', 'AlphaStarLeague', 'rate_league',
+           'LeagueSettings', 'league_loop']
 
 # %% ../nbs/76_league.ipynb #18419b29
 ROLES = ('main', 'main_exploiter', 'league_exploiter')   # AlphaStar's learner roles
@@ -41,20 +43,22 @@ def role_opponents(role:str, # one of `ROLES`
 # %% ../nbs/76_league.ipynb #953dc0f2
 @dataclass
 class LeagueConfig:
-    "An AlphaStar-style league of PuffeRL learners, one snake map each: roles, snapshot schedule, map, PPO settings."
+    "An AlphaStar-style league of PuffeRL learners: roles, snapshot schedule, maps, PPO settings, device."
     start: str = 'PufferSnake'  # genome every learner starts from (registry id or name)
     opponents: str = ''  # first members, comma-separated ids or names; empty: PufferSnake, then active snake genomes
     mains: int = 1  # main agents
     main_exploiters: int = 1  # main exploiters
     league_exploiters: int = 1  # league exploiters
     snapshot_every: int = 16_384  # agent-steps each learner trains between its frozen snapshots
+    maps: int = 1  # maps of each learner
     num_snakes: int = 24  # snakes per map
-    width: int = 48  # map width in cells
-    height: int = 36  # map height in cells
-    num_food: int = 60  # food on the map
+    width: int = SnakeArena.game_settings['width']  # map width in cells (a tournament game's)
+    height: int = SnakeArena.game_settings['height']  # map height in cells
+    num_food: int = SnakeArena.game_settings['num_food']  # food on the map
+    reset_every: int = SEASON_STEPS  # steps between fresh maps (a season game's length); 0: the maps run on
     main_share: float = 0.5  # a main agent's share of its map's snakes
     exploiter_share: float = 0.25  # an exploiter's share
-    swap_every: int = 128  # arena steps of one game (between opponent draws)
+    swap_every: int = 128  # arena steps of one game against one opponent (between opponent draws)
     pfsp_power: float = 1.0  # PFSP's exponent
     learning_rate: float = 1e-4  # Adam's step size, constant (a league has no end to anneal to)
     clip_coef: float = 0.2  # PPO's clip
@@ -62,6 +66,7 @@ class LeagueConfig:
     minibatches: int = 2  # gradient steps per batch (a batch: the learner's snakes x bptt_horizon steps)
     eval_snakes: int = 8  # snakes of each snapshot's evaluation on PufferLib's map
     eval_max_steps: int = 1000  # its step cap
+    device: str = 'auto'  # 'auto' (CUDA when torch sees a GPU), 'cpu', 'cuda' or 'cuda:N'
     seed: int = 0  # seeds the learners (seed*100 + their index) and their maps
 
     def __post_init__(self):
@@ -74,55 +79,51 @@ class LeagueConfig:
         return [(r, k) for r, n in zip(ROLES, counts) for k in range(n)]
 
     def learner_config(self, role:str, k:int, opponents:str)->PPOConfig:
-        "The `PPOConfig` of learner `k` of `role` (league play, its share, its PFSP weighting), opponents `opponents`."
+        """The `PPOConfig` of learner `k` of `role` (league play, its share, its PFSP weighting), opponents `opponents`;
+        a step ends where a draw ends (`PPOConfig.epochs_per_step`)."""
         share = self.main_share if role == 'main' else self.exploiter_share
         learners = min(self.num_snakes, max(1, round(share * self.num_snakes)))
         if learners % self.minibatches:
             raise ValueError(f"a {role}'s {learners} snakes do not split into {self.minibatches} minibatches")
         hyper = PPOHyper(learning_rate=self.learning_rate, clip_coef=self.clip_coef, bptt_horizon=self.bptt_horizon,
-                         minibatch_size=learners // self.minibatches * self.bptt_horizon, anneal_lr=False)
+                         minibatch_size=self.maps * learners // self.minibatches * self.bptt_horizon, anneal_lr=False)
         index = self.plan().index((role, k))
-        return PPOConfig(total_timesteps=2**62, start=self.start, mode='league', num_snakes=self.num_snakes,
-                         width=self.width, height=self.height, num_food=self.num_food, learner_share=share,
-                         opponents=opponents, pfsp_power=self.pfsp_power, pfsp_weighting=ROLE_WEIGHTING[role],
-                         swap_every=self.swap_every, keep_every=self.snapshot_every,
-                         checkpoint_every=self.snapshot_every, eval_snakes=self.eval_snakes,
-                         eval_max_steps=self.eval_max_steps, seed=self.seed*100 + index, hyper=hyper)
+        return PPOConfig(total_timesteps=2**62, start=self.start, mode='league', num_envs=self.maps,
+                         num_snakes=self.num_snakes, width=self.width, height=self.height, num_food=self.num_food,
+                         max_snake_length=SnakeArena.game_settings['max_snake_length'], reset_every=self.reset_every,
+                         learner_share=share, opponents=opponents, pfsp_power=self.pfsp_power,
+                         pfsp_weighting=ROLE_WEIGHTING[role], swap_every=self.swap_every, keep_every=self.snapshot_every,
+                         checkpoint_every=2**62, eval_snakes=self.eval_snakes, eval_max_steps=self.eval_max_steps,
+                         device=self.device, seed=self.seed*100 + index, hyper=hyper)
 
 # %% ../nbs/76_league.ipynb #155f712d
-LEAGUE_FILE = 'league.json'
-
 class AlphaStarLeague:
-    """The learners of `LeagueConfig` (one `PPORun` each, in `root`/<role>-<k>) and the league's members (the first
-    members, then every learner's frozen snapshots, with their role, learner, agent-steps and the league's wall
-    seconds when they joined). `FileExistsError` for a league in `root` without `resume`."""
-    def __init__(self, cfg:LeagueConfig, root:str|Path, registry:Registry, resume:bool=False):
-        self.cfg, self.root, self.registry = cfg, Path(root), registry
-        self.path = self.root/LEAGUE_FILE
-        if self.path.exists() != resume:
-            raise (FileExistsError(f"{self.path} exists: resume it or choose another folder") if not resume
-                   else FileNotFoundError(f"nothing to resume: no {self.path}"))
-        state = json.loads(self.path.read_text()) if resume else None
-        if state and state['config'] != asdict(cfg):
-            diff = settings_diff(state['config'], asdict(cfg))
-            raise ValueError(f"{self.path} was made with other settings ({diff}): resume with them or use another")
+    """The learners of `LeagueConfig` (one `PPORun` each, in league play) and the league's members (the first members,
+    then every learner's frozen snapshots, with their role, learner, agent-steps and the league's wall seconds when
+    they joined), as a `Loop` (03_core): a step trains the learner furthest behind in agent-steps (the first on a tie)
+    for one `PPORun.step`; a snapshot it keeps joins the league at once (`sync`) and its genome is `pending` until the
+    checkpoint holding the whole league is saved; `commit` registers it and returns the main agents' new snapshots (the
+    league producer's offers). A league resumed from its `state_dict` goes on exactly as the uninterrupted one."""
+    step_key = 'agent_steps'
+    TAGS = dict(main='main', main_exploiter='mexp', league_exploiter='lexp')   # the snapshots' name tags
+    def __init__(self, cfg:LeagueConfig, registry:Registry):
+        self.cfg, self.registry = cfg, registry
         self.start = resolve_genome(registry, cfg.start)
-        self.entries = state['entries'] if state else [
-            dict(id=i, role='registry', learner='', agent_steps=0, seconds=0.0) for i in self._first_members()]
-        self.seconds = state['seconds'] if state else 0.0
-        self.root.mkdir(parents=True, exist_ok=True)
         self.mains = [f'main-{k}' for k in range(cfg.mains)]
-        first = [e for e in self.entries if e['role'] == 'registry']
-        self.learners = {}
-        for role, k in cfg.plan():
-            name, d = f"{role.replace('_', '-')}-{k}", self.root/f"{role.replace('_', '-')}-{k}"
-            opp = ','.join(role_opponents(role, name, first, self.start, self.mains))
-            run = PPORun(cfg.learner_config(role, k, opp), d, registry, (d/CHECKPOINT_FILE).exists(), display=None)
-            self.learners[name] = (role, run)
-        self._join_kept()
+        self.entries = [dict(id=i, role='registry', learner='', agent_steps=0, seconds=0.0) for i in self._first_members()]
+        self.seconds, self._t, self.learners = 0.0, time.perf_counter(), {}
+        self._build({name: cfg.learner_config(role, k, ','.join(role_opponents(role, name, self.entries, self.start,
+                                                                               self.mains)))
+                     for name, (role, k) in self.plan().items()})
         self.sync()
-        self._t = time.perf_counter()
-        if not state: self._write()
+
+    def plan(self)->dict: # {learner name: (role, index)}
+        return {f"{role.replace('_', '-')}-{k}": (role, k) for role, k in self.cfg.plan()}
+
+    def _build(self, configs:dict): # {learner name: PPOConfig} -> self.learners
+        self.close()
+        self.learners = {n: (self.plan()[n][0], PPORun(c, None, self.registry, display=None, name=n,
+                                                       tag=self.TAGS[self.plan()[n][0]])) for n, c in configs.items()}
 
     def _first_members(self)->list: # ids
         reg, c = self.registry, self.cfg
@@ -131,15 +132,16 @@ class AlphaStarLeague:
         puffer = resolve_genome(reg, 'PufferSnake')
         return list(dict.fromkeys([puffer] + [i for i in reg.ids('active') if reg.genome(i)['arena'] == 'snake']))
 
-    def _join_kept(self): # snapshots kept after the last league.json (a kill between a round's keeps and its write)
-        known = {e['id'] for e in self.entries}
-        for name, (role, run) in self.learners.items():
-            self.entries += [dict(id=c['genome'], role=role, learner=name, agent_steps=c['agent_steps'],
-                                  seconds=self.seconds) for c in run.curve if c['genome'] not in known]
-
     def opponents(self, name:str)->list: # ids
         "The members learner `name` trains against now (`role_opponents` of its role)."
         return role_opponents(self.learners[name][0], name, self.entries, self.start, self.mains)
+
+    def _policy(self, gid:str): # a member's policy: a pending snapshot's own weights, else the registry's
+        for _, run in self.learners.values():
+            for g in (run.pending or {}).get('genomes', []):
+                if g['id'] == gid:
+                    pol = LinearLSTM(**g['config']); pol.load_state_dict(g['params']); return pol.eval()
+        return self.registry.policy(gid)
 
     def sync(self):
         "Give every learner's `League` the opponents its role allows: new ones join (rating prior), the others close."
@@ -147,33 +149,58 @@ class AlphaStarLeague:
             want = self.opponents(name)
             for i in want:
                 if i not in run.league.ids:
-                    run.league.add(i, self.registry.policy(i), float(rating_prior(self.registry, run.start_id, [i])[0]))
+                    run.league.add(i, self._policy(i), float(rating_prior(self.registry, run.start_id, [i])[0]))
             run.league.restrict(want)
 
-    def _write(self):
-        atomic_write_json(self.path, dict(config=asdict(self.cfg), start=self.start, entries=self.entries,
-                                          seconds=self.seconds))
+    def close(self):
+        "Close every learner's run (the arenas)."
+        for _, run in self.learners.values(): run.close()
 
 # %% ../nbs/76_league.ipynb #6b7ef612
 @patch
-def step(self:AlphaStarLeague)->list: # the round's new members
-    "One round: each learner trains to its next snapshot and keeps it; snapshots join; learners re-sync, checkpoint."
-    every, new = self.cfg.snapshot_every, []
-    for name, (role, run) in self.learners.items():
-        run.train_for((run.agent_steps // every + 1) * every - run.agent_steps)
-        row = run.keep()
-        new.append(dict(id=row['genome'], role=role, learner=name, agent_steps=row['agent_steps']))
+def step(self:AlphaStarLeague)->dict: # 'agent_steps' of all learners; each learner's scalars under '<learner>/'
+    "One `PPORun.step` of the learner furthest behind; its snapshot, if it kept one, joins the league (`sync`)."
+    name = min(self.learners, key=lambda n: self.learners[n][1].agent_steps)
+    role, run = self.learners[name]
+    m, known = run.step(), {e['id'] for e in self.entries}
     now = time.perf_counter(); self.seconds += now - self._t; self._t = now
-    self.entries += [{**e, 'seconds': self.seconds} for e in new]
-    self.sync()
-    for _, run in self.learners.values(): run.save()
-    self._write()
-    return new
+    new = [g['id'] for g in (run.pending or {}).get('genomes', []) if g['id'] not in known]
+    self.entries += [dict(id=i, role=role, learner=name, agent_steps=next(c['agent_steps'] for c in run.curve
+                                                                          if c.get('genome') == i),
+                          seconds=self.seconds) for i in new]
+    if new: self.sync()
+    return {'agent_steps': sum(r.agent_steps for _, r in self.learners.values()),
+            **{f'{name}/{k}': v for k, v in m.items() if k != 'agent_steps'}}
+
+@patch(as_prop=True)
+def pending(self:AlphaStarLeague)->bool: return any(r.pending for _, r in self.learners.values())
 
 @patch
-def close(self:AlphaStarLeague):
-    "Close every learner's run (PuffeRL's threads, the arenas)."
-    for _, run in self.learners.values(): run.close()
+def commit(self:AlphaStarLeague)->list|None: # the main agents' new snapshots: the league producer's offers
+    "Register every learner's pending snapshots (`PPORun.commit`); None when no main agent kept one."
+    offers = [i for role, run in self.learners.values() if run.pending for i in (run.commit() or []) if role == 'main']
+    return offers or None
+
+@patch
+def state_dict(self:AlphaStarLeague)->dict:
+    "The whole league in one state: its settings, members, wall seconds and every learner's `PPORun.state_dict`."
+    return dict(config=asdict(self.cfg), start=self.start, entries=self.entries, seconds=self.seconds,
+                learners={n: run.state_dict() for n, (_, run) in self.learners.items()})
+
+@patch
+def load_state_dict(self:AlphaStarLeague, state:dict):
+    """Go on from `state_dict`'s `state` (`ValueError` for other settings). Every learner's pending snapshots are
+    registered first (the checkpoint holds them: any learner's league may read them)."""
+    if state['config'] != asdict(self.cfg):
+        raise ValueError(f"the league was made with other settings ({settings_diff(state['config'], asdict(self.cfg))}): "
+                         "resume with them or start another")
+    self.start, self.entries, self.seconds = state['start'], state['entries'], state['seconds']
+    for st in state['learners'].values():
+        for g in (st['pending'] or {}).get('genomes', []): register_kept(self.registry, g)
+    configs = {n: config_from_dict(st['config']) for n, st in state['learners'].items()}
+    if configs != {n: run.cfg for n, (_, run) in self.learners.items()}: self._build(configs)
+    for n, (_, run) in self.learners.items(): run.load_state_dict(state['learners'][n])
+    self._t = time.perf_counter()
 
 # %% ../nbs/76_league.ipynb #5bc44d88
 def rate_league(registry:Registry, entries:list, # the league's members (`AlphaStarLeague.entries`)
@@ -189,27 +216,20 @@ def rate_league(registry:Registry, entries:list, # the league's members (`AlphaS
 # %% ../nbs/76_league.ipynb #2f2d7621
 @dataclass
 class LeagueSettings:
-    "Settings of the league producer (a season's share of an `AlphaStarLeague`)."
-    league_rounds: int = 1  # snapshot rounds per season
-    league_snapshot_every: int = 8192  # agent-steps of each learner between snapshots
+    "Settings of the league producer (`league_loop`: an `AlphaStarLeague` at work for the producer's budget)."
+    league_snapshot_every: int = 8192  # agent-steps of each learner between snapshots (a main agent's are offered)
     league_start: str = 'PufferSnake'  # the learners' start genome
     league_exploiters: int = 1  # main exploiters, and as many league exploiters
+    league_device: str = 'auto'  # 'auto' (CUDA when torch sees a GPU), 'cpu', 'cuda' or 'cuda:N'
 
 # %% ../nbs/76_league.ipynb #615e8b6d
-def produce_league(ctx:ProducerContext)->list: # genome ids: each main agent's newest snapshot
-    "The league's main agents after season x `league_rounds` rounds (resumed from the producer's folder)."
-    s, root = ctx.settings, ctx.work_dir/'season-league'
+def league_loop(ctx:ProducerContext)->AlphaStarLeague:
+    """The league producer's loop (`Producer.loop`): an `AlphaStarLeague` from `league_start` whose main agents' snapshots
+    are its offers, one every `league_snapshot_every` of their agent-steps; deterministic (a function of the seed, the
+    settings and the registry's active snakes when it started)."""
+    s = ctx.settings
     cfg = LeagueConfig(start=s.league_start, snapshot_every=s.league_snapshot_every, eval_max_steps=300, seed=ctx.seed,
-                       main_exploiters=s.league_exploiters, league_exploiters=s.league_exploiters)
-    lg = AlphaStarLeague(cfg, root, ctx.registry, resume=(root/LEAGUE_FILE).exists())
-    done = {name: (len(run.log.rows), len(run.curve)) for name, (_, run) in lg.learners.items()}
-    try:
-        goal = ctx.season * s.league_rounds * cfg.snapshot_every
-        while min(r.agent_steps for _, r in lg.learners.values()) < goal: lg.step()
-    finally: lg.close()
-    for name, (_, run) in lg.learners.items():   # a run per learner and season, with PPO's scalars
-        log_scalars(ctx.registry.root, 'league', f'season-{ctx.season}-{name}',
-                    ppo_scalars(run.log.rows[done[name][0]:], run.curve[done[name][1]:]), 'agent_steps')
-    return [next(e['id'] for e in reversed(lg.entries) if e['learner'] == m) for m in lg.mains]
+                       main_exploiters=s.league_exploiters, league_exploiters=s.league_exploiters, device=s.league_device)
+    return AlphaStarLeague(cfg, ctx.registry)
 
-league_producer = Producer(produce_league, LeagueSettings)
+league_producer = Producer(None, LeagueSettings, loop=league_loop)

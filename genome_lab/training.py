@@ -1,4 +1,4 @@
-"""PufferLib's own PPO trainer (PuffeRL) on the CPU trains snake genomes from scratch or from a registry genome, in self-play or against a league of frozen registry opponents drawn by PFSP, and in population-based training with Ray Tune; every kept checkpoint becomes an `rl` genome with lineage.
+"""PufferLib's own PPO trainer (PuffeRL), on the CPU or on CUDA, trains snake genomes from scratch or from a registry genome, in self-play or against a league of frozen registry opponents drawn by PFSP, and in population-based training with Ray Tune, as loops that resume exactly; the `ppo` producer fine-tunes the best snake with the recipe that passed PufferSnake; every kept checkpoint becomes an `rl` genome with lineage.
 
 Docs: https://genome-lab.github.io/genome_lab/training.html.md"""
 
@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/training.html.md"""
 
 # %% ../nbs/75_training.ipynb #77357d63
 from __future__ import annotations
-import argparse, ast, configparser, json, math, sys, tempfile, time, types, uuid, warnings
+import argparse, ast, configparser, ctypes, json, math, os, sys, tempfile, time, types, uuid, warnings
 from dataclasses import dataclass, field, asdict, replace
 from pathlib import Path
 from unittest import mock
@@ -14,25 +14,26 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load as st_load
 from fastcore.basics import patch_to
-from .arenas import SnakeArena, Episodes, SNAKE_CODES, SNAKE_VISION, import_pufferlib_module, tqdm
+from .arenas import (SnakeArena, Episodes, EPISODE_FIELDS, SNAKE_CODES, SNAKE_VISION, CSnakeStruct,
+                               import_pufferlib_module, tqdm)
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .evaluation import evaluate, torch_threads, summarize
 from .tournament import MODEL, run_tournament
 from .registry import Genome, Registry, RegistryError, seed_founders, founding_genomes, utcnow
-from .core import (Producer, ProducerContext, log_scalars, optimizer_tensors, load_optimizer, save_checkpoint,
-                             checkpoint_header, load_checkpoint, settings_diff, keep_after_save, run_lock, RunLocked,
-                             config_parser, config_from_args)
+from .core import (Producer, ProducerContext, advance, save_state, load_state, checkpoint_header,
+                             STATE_FORMAT, settings_diff, run_lock, RunLocked, config_parser, config_from_args)
 
 # %% auto #0
-__all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 'LOG_KEYS', 'CHECKPOINT_FILE',
-           'CHECKPOINT_FORMAT', 'PPO_LOSSES', 'ppo_producer', 'PBT_HYPER', 'POLICY_OPS_SCHEMA', 'import_pufferl',
-           'snake_spaces', 'SnakeVecEnv', 'snake_model', 'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config',
-           'PPOHyper', 'PPOConfig', 'config_from_dict', 'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta',
-           'stored_config', 'resolve_genome', 'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings',
-           'ppo_scalars', 'produce_ppo', 'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt',
-           'policy_ops', 'evaluation_ladder', 'reward_hacking_guard']
+__all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 'BACKENDS', 'SEASON_SNAKES', 'SEASON_STEPS',
+           'PPO_LOSSES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'ppo_producer', 'PBT_HYPER', 'POLICY_OPS_SCHEMA',
+           'import_pufferl', 'snake_spaces', 'SnakeVecEnv', 'snake_arena_state', 'load_snake_arena_state',
+           'snake_model', 'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'resolve_device',
+           'is_cuda', 'PPOConfig', 'config_from_dict', 'finetune_recipe', 'TournamentMaps', 'tournament_maps',
+           'puffer_vecenv', 'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome',
+           'register_kept', 'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings', 'best_snake',
+           'PPOProducer', 'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt', 'policy_ops',
+           'evaluation_ladder', 'reward_hacking_guard']
 
 # %% ../nbs/75_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -51,6 +52,7 @@ def snake_spaces(vision:int=SNAKE_VISION)->types.SimpleNamespace:
     return types.SimpleNamespace(single_observation_space=gym.spaces.Box(0, SNAKE_CODES - 1, (w, w), np.int8),
                                  single_action_space=gym.spaces.Discrete(SnakeArena.num_actions))
 
+# %% ../nbs/75_training.ipynb #c047e236
 class SnakeVecEnv:
     """PufferLib's vectorised-env interface (`async_reset`, `recv`, `send`: what PuffeRL drives) over a `SnakeArena`.
     The learner drives `learners` snakes of every map (all by default: pure self-play); the others are frozen
@@ -58,12 +60,16 @@ class SnakeVecEnv:
     snakes only. Every `report_interval` steps `recv` returns an info dict: the learner's `score` (mean length at
     death), `episode_return`, `episode_length` and `n` from the arena's episodes, PufferLib's C log of all deaths on
     the maps (`c_score`) and, in league play, the opponents' `opponent_score`; `reports` keeps them all (PuffeRL's log
-    averages infos over wall-clock windows of 0.25 s, so it is no record of a given span of steps)."""
+    averages infos over wall-clock windows of 0.25 s, so it is no record of a given span of steps). With
+    `reset_every`, every map is rebuilt fresh (new snakes, new food: PufferLib's own reset keeps the last game's food
+    and corpses) each `reset_every` steps, as a tournament plays games of that length, with the next seed of the
+    env's stream."""
     def __init__(self, arena:SnakeArena, # the maps (its `num_envs` maps of `num_snakes` snakes)
                  learners:int|None=None, # learner snakes per map; None: all of them
                  league=None, swap_every:int=2048, # a `League` of opponents; arena steps between their draws
                  opponent_greedy:bool=True, # do opponents take their most likely move (as in tournaments)?
-                 seed:int=0, report_interval:int=128): # seeds which snakes the learner drives; steps between infos
+                 seed:int=0, report_interval:int=128, # seeds which snakes the learner drives; steps between infos
+                 reset_every:int=0): # steps between fresh maps (a game's length); 0: the maps run on
         c = arena.config
         E, n = c['num_envs'], c['num_snakes']
         k = n if learners is None else learners
@@ -76,6 +82,7 @@ class SnakeVecEnv:
         self.opponent = np.concatenate([e*n + np.sort(p[k:]) for e, p in enumerate(perms)])
         self.pos = np.full(E*n, -1); self.pos[self.learner] = np.arange(E*k)   # arena agent -> learner row (-1: opponent)
         self.swap_every, self.greedy, self.report_interval = swap_every, opponent_greedy, report_interval
+        self.seed, self.reset_every = seed, reset_every
         spaces = snake_spaces(c['vision'])
         self.single_observation_space, self.single_action_space = spaces.single_observation_space, spaces.single_action_space
         self.num_agents = self.agents_per_batch = E*k
@@ -109,6 +116,8 @@ class SnakeVecEnv:
             if self.league: self._game.append(eps)
         if self.step_count % self.report_interval == 0: self.infos = [self._report()]; self.reports.append(self.infos[0])
         if self.league and self.step_count % self.swap_every == 0: self._settle(); self._draw()
+        if self.reset_every and self.step_count % self.reset_every == 0:   # the next game, on fresh maps
+            self.arena.reset(self.seed*100_000 + self.step_count // self.reset_every); self.arena.c_log()
 
     def _report(self)->dict:
         eps, self._eps = Episodes.concat(self._eps), []
@@ -121,6 +130,75 @@ class SnakeVecEnv:
 
     def close(self): self.arena.close()
 
+# %% ../nbs/75_training.ipynb #f85ad1ca
+_C_ARRAYS = ('grid', 'snake', 'snake_lengths', 'snake_ptr', 'snake_lifetimes', 'snake_colors', 'snake_logs')
+_C_LOG = ('perf', 'score', 'episode_return', 'episode_length', 'n')
+_TRACKING = ('obs', 'rewards', 'terminals', 'truncations', '_ret', '_len', '_snake_len')
+
+def _c_views(arena:SnakeArena, e:int)->tuple: # (the map's `CSnakeStruct`, {name: writable numpy view of its arrays})
+    arena.c_state(e)   # RuntimeError if the struct mirror disagrees with this PufferLib build
+    c = CSnakeStruct.from_address(arena._handles[e])
+    n, m = c.num_snakes, c.max_snake_length
+    view = lambda ptr, shape, t: np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(t)), shape)
+    i32 = lambda ptr: view(ptr, (n,), ctypes.c_int)
+    return c, dict(grid=view(c.grid, (c.height, c.width), ctypes.c_int8), snake=view(c.snake, (n, m, 2), ctypes.c_int),
+                   snake_lengths=i32(c.snake_lengths), snake_ptr=i32(c.snake_ptr), snake_lifetimes=i32(c.snake_lifetimes),
+                   snake_colors=i32(c.snake_colors), snake_logs=view(c.snake_logs, (n, len(_C_LOG)), ctypes.c_float))
+
+def snake_arena_state(arena:SnakeArena)->dict: # arrays stacked over the maps, and JSON-able scalars
+    """Everything a `SnakeArena` game goes on from: each map's C state (PufferLib's `CSnake`, read through
+    `CSnakeStruct`: the grid, the snakes' bodies, lengths, lifetimes and logs, the tick and the map's own random
+    stream) and the arena's buffers and per-snake tracking. `load_snake_arena_state` puts it back: the game then
+    continues exactly as it would have."""
+    maps = [_c_views(arena, e) for e in range(arena.config['num_envs'])]
+    out = {k: np.stack([v[k] for _, v in maps]) for k in _C_ARRAYS}
+    out.update(log=np.array([[getattr(c.log, f) for f in _C_LOG] for c, _ in maps], np.float32),
+               tick=[int(c.tick) for c, _ in maps], rng=[int(c.rng) for c, _ in maps], config=dict(arena.config),
+               finished={f: getattr(Episodes.concat(arena._finished), f) for f in EPISODE_FIELDS},
+               **{k: getattr(arena, k).copy() for k in _TRACKING})
+    return out
+
+def load_snake_arena_state(arena:SnakeArena, state:dict):
+    "Put `snake_arena_state`'s `state` back into `arena` (built with the same settings: `ValueError` if not), in place."
+    if dict(arena.config) != state['config']:
+        raise ValueError(f"the state is of a snake arena with {settings_diff(state['config'], dict(arena.config))}")
+    for e in range(arena.config['num_envs']):
+        c, v = _c_views(arena, e)
+        for k in _C_ARRAYS: v[k][...] = state[k][e]
+        for f, x in zip(_C_LOG, state['log'][e]): setattr(c.log, f, float(x))
+        c.tick, c.rng = state['tick'][e], state['rng'][e]
+    for k in _TRACKING: getattr(arena, k)[...] = state[k]
+    done = Episodes(**{f: np.asarray(state['finished'][f]) for f in EPISODE_FIELDS})
+    arena._finished = [done] if len(done) else []
+
+# %% ../nbs/75_training.ipynb #efd53ae7
+@patch_to(SnakeVecEnv)
+def state_dict(self)->dict:
+    """What the env goes on from: the arena's game (`snake_arena_state`), its step count, the rewards and infos PuffeRL
+    has not read yet, the episodes not yet reported and, in league play, the opponents drawn. In league play it is
+    taken where a draw begins (a multiple of `swap_every` steps: the opponents' recurrent state is then their
+    initial one); `ValueError` elsewhere."""
+    if self.league and self.step_count % self.swap_every:
+        raise ValueError(f"a league env's state is taken where a draw begins (every {self.swap_every} steps), "
+                         f"not at step {self.step_count}")
+    eps = Episodes.concat(self._eps)
+    return dict(step_count=self.step_count, rewards=self.rewards.copy(), infos=list(self.infos),
+                episodes={f: getattr(eps, f) for f in EPISODE_FIELDS}, arena=snake_arena_state(self.arena),
+                opp=None if self.league is None else [int(i) for i in self.opp])
+
+@patch_to(SnakeVecEnv)
+def load_state_dict(self, state:dict):
+    "Go on from `state_dict`'s `state` (the same maps and league: its opponents are drawn from `self.league`)."
+    load_snake_arena_state(self.arena, state['arena'])
+    self.step_count, self.infos = state['step_count'], list(state['infos'])
+    self.rewards[:] = state['rewards']
+    eps = Episodes(**{f: np.asarray(state['episodes'][f]) for f in EPISODE_FIELDS})
+    self._eps = [eps] if len(eps) else []
+    if self.league is not None:
+        self.opp = np.array(state['opp'])
+        self.group = GenomeGroup([self.league.policies[i] for i in self.opp], self.n - self.k)
+        self.opp_state, self._game = self.group.initial_state(), []
+
 # %% ../nbs/75_training.ipynb #0f55bcd9
 PUFFER_NAMES = {'encoder.weight': 'policy.encoder.0.weight', 'encoder.bias': 'policy.encoder.0.bias',
                 'actor.weight': 'policy.decoder.weight', 'actor.bias': 'policy.decoder.bias',
@@ -131,7 +209,8 @@ PUFFER_NAMES = {'encoder.weight': 'policy.encoder.0.weight', 'encoder.bias': 'po
 def _gather_encode(self, observations, state=None): # (B, 11, 11) codes -> (B, hidden): PufferLib's one-hot Linear + GELU
     codes = observations.reshape(len(observations), -1).long()
     enc = self.encoder[0]
-    x = F.embedding_bag(codes + SNAKE_CODES*torch.arange(codes.shape[1]), enc.weight.t().contiguous(), mode='sum')
+    x = F.embedding_bag(codes + SNAKE_CODES*torch.arange(codes.shape[1], device=codes.device), enc.weight.t().contiguous(),
+                        mode='sum')
     return F.gelu(x + enc.bias)
 
 def snake_model(hidden:int=128, # encoder and LSTM width (PufferLib's snake: 128)
@@ -143,10 +222,10 @@ def snake_model(hidden:int=128, # encoder and LSTM width (PufferLib's snake: 128
     return model
 
 def to_linear_lstm(model)->LinearLSTM:
-    "The `LinearLSTM` genome of a PufferLib snake model (a copy of its parameters, renamed by `PUFFER_NAMES`)."
+    "The `LinearLSTM` genome of a PufferLib snake model (a copy of its parameters on the CPU, renamed by `PUFFER_NAMES`)."
     params = dict(model.named_parameters())
     pol = LinearLSTM(**{**pufferlib_config('snake'), 'hidden': model.hidden_size})
-    pol.load_state_dict({k: params[v].detach().clone() for k, v in PUFFER_NAMES.items()})
+    pol.load_state_dict({k: params[v].detach().cpu().clone() for k, v in PUFFER_NAMES.items()})
     return pol.eval()
 
 def load_linear_lstm(model, policy:LinearLSTM):
@@ -202,13 +281,30 @@ class PPOHyper:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
 
+# %% ../nbs/75_training.ipynb #19c9c113
+def resolve_device(device:str='auto')->str: # 'cpu', 'cuda' or 'cuda:N'
+    """`device` as torch names it: 'auto' is CUDA when torch sees a GPU, else the CPU. `ValueError` for another name or
+    for CUDA where torch sees no GPU."""
+    if device == 'auto': return 'cuda' if torch.cuda.is_available() else 'cpu'
+    if device != 'cpu' and not device.startswith('cuda'):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', not {device!r}")
+    if device.startswith('cuda') and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r}: torch sees no GPU on this machine (use 'auto' or 'cpu')")
+    return device
+
+def is_cuda(device:str)->bool:
+    "Does `device` name CUDA ('auto': does torch see a GPU)? Unlike `resolve_device`, a CUDA name is taken as given."
+    return (resolve_device(device) if device == 'auto' else device).startswith('cuda')
+
+# %% ../nbs/75_training.ipynb #58ed951d
 MODES = ('self-play', 'league')
 PFSP_WEIGHTINGS = ('hard', 'variance')   # AlphaStar's f_hard and f_var (`League`)
+BACKENDS = ('auto', 'serial', 'multiprocessing')   # how the maps are stepped
 
 @dataclass
 class PPOConfig:
-    "A PPO run of a snake genome with PuffeRL: arena, start genome, self-play or league, budget, checkpoints, evaluations."
-    total_timesteps: int = 2_000_000  # agent-steps of training
+    "A PPO run of a snake genome with PuffeRL: arena, start genome, self-play or league, budget, device, keeps, evaluations."
+    total_timesteps: int = 2_000_000  # agent-steps of training (and of the learning rate's cosine)
     start: str = ''  # registry id or name of the genome to fine-tune; empty trains PufferLib's model from its initialisation
     mode: str = 'self-play'  # self-play (the learner drives every snake) or league (frozen PFSP opponents on part of each map)
     num_envs: int = 1  # maps
@@ -216,13 +312,19 @@ class PPOConfig:
     width: int = 640  # map width in cells (PufferLib's training map)
     height: int = 360  # map height in cells
     num_food: int = 4096  # food cells per map
+    max_snake_length: int = 1024  # a snake's length cap (a tournament game's: 512)
+    reset_every: int = 0  # arena steps between fresh maps (new snakes and food: a tournament game's length); 0: they run on
     learner_share: float = 0.5  # league play, the learner's share of each map's snakes
     opponents: str = ''  # league play, comma-separated registry ids or names; empty means every active or candidate snake genome
     pfsp_power: float = 1.0  # league play, PFSP's exponent (0 draws uniformly)
     pfsp_weighting: str = 'hard'  # league play, PFSP's weighting: hard (opponents that beat the learner) or variance
     swap_every: int = 2048  # league play, arena steps between opponent draws
     keep_every: int = 1_000_000  # agent-steps between kept checkpoints (evaluated and registered)
-    checkpoint_every: int = 250_000  # agent-steps between resumable checkpoints
+    checkpoint_every: int = 250_000  # agent-steps between resumable checkpoints (`run` also saves once a minute)
+    step_epochs: int = 1  # PuffeRL epochs (collect a batch, train on it) of one `step`; league play rounds up to a draw's end
+    device: str = 'auto'  # 'auto' (CUDA when torch sees a GPU), 'cpu', 'cuda' or 'cuda:N'
+    backend: str = 'auto'  # 'serial' (maps stepped here: a resumed run goes on exactly), 'multiprocessing' (PufferLib's, self-play), 'auto': multiprocessing on CUDA
+    workers: int = 0  # multiprocessing's env processes; 0: the most that divide num_envs and the CPU's cores
     eval_snakes: int = 64  # snakes of each evaluation on PufferLib's map, greedy, first episodes (as the replicator's curve)
     eval_seed: int = 1  # its seed
     eval_max_steps: int = 20_000  # its step cap (snakes alive then are censored)
@@ -233,11 +335,18 @@ class PPOConfig:
         if self.mode not in MODES: raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
         if self.pfsp_weighting not in PFSP_WEIGHTINGS:
             raise ValueError(f"pfsp_weighting must be one of {PFSP_WEIGHTINGS}, not {self.pfsp_weighting!r}")
+        if self.backend not in BACKENDS: raise ValueError(f"backend must be one of {BACKENDS}, not {self.backend!r}")
+        if self.device not in ('auto', 'cpu') and not self.device.startswith('cuda'):
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', not {self.device!r}")
         if not 0 < self.learner_share <= 1: raise ValueError(f"learner_share must be in (0, 1], got {self.learner_share}")
         if self.mode == 'league' and self.learners() == self.num_snakes:
             raise ValueError(f"league play needs opponent snakes: learner_share {self.learner_share} of {self.num_snakes} snakes leaves none")
-        if min(self.total_timesteps, self.keep_every, self.checkpoint_every, self.swap_every) < 1:
-            raise ValueError("total_timesteps, keep_every, checkpoint_every and swap_every must be positive")
+        if min(self.total_timesteps, self.keep_every, self.checkpoint_every, self.swap_every, self.step_epochs) < 1:
+            raise ValueError("total_timesteps, keep_every, checkpoint_every, swap_every and step_epochs must be positive")
+        if self.backend == 'multiprocessing' and self.mode == 'league':
+            raise ValueError("league play steps its opponents in this process: use backend 'serial'")
+        if self.backend == 'multiprocessing' and self.num_envs % self.worker_count():
+            raise ValueError(f"num_envs {self.num_envs} maps do not split evenly among {self.workers} workers")
         batch = self.num_envs * self.learners() * self.hyper.bptt_horizon
         if batch < self.hyper.minibatch_size or self.hyper.minibatch_size % self.hyper.bptt_horizon:
             raise ValueError(f"minibatch_size {self.hyper.minibatch_size} must divide by bptt_horizon {self.hyper.bptt_horizon} and fit in a batch of "
@@ -246,28 +355,116 @@ class PPOConfig:
     def learners(self)->int: # learner snakes per map
         return self.num_snakes if self.mode == 'self-play' else min(self.num_snakes, max(1, round(self.learner_share * self.num_snakes)))
 
-    def arena(self)->SnakeArena:
-        return SnakeArena(num_envs=self.num_envs, width=self.width, height=self.height, num_snakes=self.num_snakes, num_food=self.num_food)
+# %% ../nbs/75_training.ipynb #5e3b3e7a
+@patch_to(PPOConfig)
+def epochs_per_step(self)->int:
+    "PuffeRL epochs of one `PPORun.step`: `step_epochs`, in league play rounded up so that a step ends where a draw ends."
+    if self.mode != 'league': return self.step_epochs
+    k = self.swap_every // math.gcd(self.swap_every, self.hyper.bptt_horizon)   # epochs from one draw's end to another's
+    return -(-self.step_epochs // k) * k
 
-    def train_settings(self)->dict: # PuffeRL's config
-        "PufferLib's default and snake settings overlaid with `hyper`: on the CPU, with Adam, PuffeRL's own checkpoints off."
-        return {**pufferlib_train_config(), **asdict(self.hyper), 'total_timesteps': self.total_timesteps, 'seed': self.seed,
-                'device': 'cpu', 'optimizer': 'adam', 'env': 'genome_lab snake', 'use_rnn': True, 'checkpoint_interval': 2**62}
+@patch_to(PPOConfig)
+def env_backend(self)->str: # 'serial' or 'multiprocessing'
+    "How the maps are stepped: `backend`, with 'auto' PufferLib's Multiprocessing on CUDA in self-play, else here."
+    if self.backend != 'auto': return self.backend
+    return 'multiprocessing' if self.mode == 'self-play' and is_cuda(self.device) else 'serial'
 
-def config_from_dict(d:dict)->PPOConfig: # from `asdict(cfg)` (a checkpoint's)
+@patch_to(PPOConfig)
+def worker_count(self)->int: # env processes of the multiprocessing backend
+    return self.workers or math.gcd(self.num_envs, os.cpu_count() or 1)
+
+@patch_to(PPOConfig)
+def arena(self)->SnakeArena:
+    return SnakeArena(num_envs=self.num_envs, width=self.width, height=self.height, num_snakes=self.num_snakes,
+                      num_food=self.num_food, max_snake_length=self.max_snake_length)
+
+@patch_to(PPOConfig)
+def train_settings(self, device:str|None=None)->dict: # PuffeRL's config; `device` default: `resolve_device(self.device)`
+    "PufferLib's default and snake settings overlaid with `hyper`: on `device`, with Adam, PuffeRL's own checkpoints off."
+    return {**pufferlib_train_config(), **asdict(self.hyper), 'total_timesteps': self.total_timesteps, 'seed': self.seed,
+            'device': device or resolve_device(self.device), 'cpu_offload': False, 'optimizer': 'adam',
+            'env': 'genome_lab snake', 'use_rnn': True, 'checkpoint_interval': 2**62}
+
+def config_from_dict(d:dict)->PPOConfig: # from `asdict(cfg)` (a checkpoint's); fields it lacks take their defaults
     return PPOConfig(**{**d, 'hyper': PPOHyper(**d['hyper'])})
+
+# %% ../nbs/75_training.ipynb #bb9ee181
+SEASON_SNAKES, SEASON_STEPS = 18, 1000   # a season's snake game (85_seasons' SeasonConfig: 3 genomes x 6 snakes, 1000 steps)
+
+def finetune_recipe(start:str='', # the genome to fine-tune (a registry id or name); '': PufferLib's initialisation
+                    device:str='auto', # `resolve_device`'s
+                    maps:int=0, # maps; 0: 1024 on CUDA, 32 on the CPU
+                    **kw)->PPOConfig: # other `PPOConfig` fields, replacing the recipe's
+    """The recipe of bench/gpu_snake.py, which fine-tuned PufferSnake past itself, as a `PPOConfig`: PuffeRL self-play
+    from `start` on the season's maps (the snake arena's `game_settings`: 80x48 cells, 200 food, length cap 512; 18
+    snakes, a season game's), every map rebuilt fresh after each game of 1000 steps; Adam at 1e-4 cosine-annealed over
+    500M agent-steps (snake.ini's run), clip 0.2, bptt 64, minibatch 32,768 on CUDA and 8,192 on the CPU (at most a
+    batch). On CUDA PufferLib's Multiprocessing backend steps the maps (1024: the H200 run's 8 x 128); on the CPU they
+    are stepped in this process (32: the 2-core run's 2 x 16; PufferLib's processes ran 3x slower on 2 busy cores)."""
+    cuda = is_cuda(device)
+    maps, g = maps or (1024 if cuda else 32), SnakeArena.game_settings
+    hyper = PPOHyper(learning_rate=1e-4, clip_coef=0.2, bptt_horizon=64,
+                     minibatch_size=min(32_768 if cuda else 8192, maps * SEASON_SNAKES * 64))
+    return PPOConfig(**{**dict(total_timesteps=500_000_000, start=start, num_envs=maps, num_snakes=SEASON_SNAKES,
+                               width=g['width'], height=g['height'], num_food=g['num_food'],
+                               max_snake_length=g['max_snake_length'], reset_every=SEASON_STEPS, device=device,
+                               hyper=hyper), **kw})
+
+# %% ../nbs/75_training.ipynb #9ab8be78
+_PufferSnake = import_pufferlib_module('pufferlib.ocean.snake.snake').Snake
+
+class TournamentMaps(_PufferSnake):
+    """PufferLib's Snake env (all its maps in one process) whose maps are rebuilt fresh every `reset_every` steps
+    (PufferLib's `c_reset` keeps the last game's food and corpses, so the C envs are made anew), each time with the next
+    seed of this env's stream: what PufferLib's Multiprocessing backend steps in its worker processes on CUDA.
+    `reset(seed)` also rebuilds them."""
+    def __init__(self, reset_every:int=SEASON_STEPS, buf=None, seed:int=0, **kw): # `kw`: PufferLib Snake's settings
+        self.reset_every, self._kw, self._seed, self.resets = reset_every, kw, seed, 0
+        super().__init__(buf=buf, seed=seed, report_interval=reset_every or 128, **kw)
+        self._buf = buf or dict(observations=self.observations, rewards=self.rewards, terminals=self.terminals,
+                                truncations=self.truncations, masks=self.masks, actions=self.actions)
+
+    def step(self, actions):
+        out = super().step(actions)   # its log (the C envs' means since the last report) comes at the game's end
+        if self.reset_every and self.tick % self.reset_every == 0:
+            self.resets += 1; self._fresh(self._seed*100_000 + self.resets)
+        return out
+
+    def reset(self, seed=None):
+        self._fresh(seed or 0)
+        return self.observations, []
+
+    def _fresh(self, seed:int):
+        binding = import_pufferlib_module('pufferlib.ocean.snake.binding')
+        binding.vec_close(self.c_envs)
+        del self.observation_space, self.action_space   # PufferEnv.__init__ makes them and refuses an env that has them
+        _PufferSnake.__init__(self, buf=self._buf, seed=self._seed, report_interval=self.reset_every or 128, **self._kw)
+        binding.vec_reset(self.c_envs, seed)
+
+def tournament_maps(reset_every:int=SEASON_STEPS, buf=None, seed:int=0, **kw)->TournamentMaps: # PufferLib's env creator
+    return TournamentMaps(reset_every, buf=buf, seed=seed, **kw)
+
+def puffer_vecenv(cfg:PPOConfig): # PufferLib's Multiprocessing vecenv of `cfg`'s maps
+    "`cfg`'s maps as PufferLib's Multiprocessing backend steps them: `worker_count()` processes of `TournamentMaps`."
+    vector, w = import_pufferlib_module('pufferlib.vector'), cfg.worker_count()
+    kw = dict(reset_every=cfg.reset_every, num_envs=cfg.num_envs // w, width=cfg.width, height=cfg.height,
+              num_snakes=cfg.num_snakes, num_food=cfg.num_food, max_snake_length=cfg.max_snake_length)
+    return vector.make(tournament_maps, env_kwargs=kw, backend=vector.Multiprocessing, num_envs=w, num_workers=w,
+                       batch_size=w, seed=cfg.seed, overwork=True)
 
 # %% ../nbs/75_training.ipynb #50ff5134
 class PuffeRLTrainer(pufferl.PuffeRL):
     """PuffeRL as it is but for three hooks: no checkpoints of its own (`PPORun` writes safetensors, not pickles), a
     chosen progress display (`display`: 'dashboard' for PufferLib's, a callable of the trainer, or None), and its
     `precision` on every device (PuffeRL's own autocast is for CUDA only, entered and never left): each phase,
-    collecting and training, runs under `torch.autocast` for the run's device and leaves it after."""
+    collecting and training, runs under `torch.autocast` for the run's device and leaves it after. Without the
+    dashboard its thread that samples the machine's load is stopped at once."""
     def __init__(self, config:dict, vecenv, policy, logger, display=None):
         self.display = display
         with warnings.catch_warnings():   # PuffeRL's autocast is for CUDA; on the CPU it only warns
             warnings.filterwarnings('ignore', message='CUDA is not available', category=UserWarning)
             super().__init__(config, vecenv, policy, logger)
+        if display != 'dashboard': self.utilization.stop()   # its thread samples the machine for the dashboard only
     def _autocast(self): # bfloat16 matrix products when `precision` is 'bfloat16'
         return torch.autocast(torch.device(self.config['device']).type, dtype=torch.bfloat16,
                               enabled=self.config['precision'] == 'bfloat16')
@@ -280,6 +477,7 @@ class PuffeRLTrainer(pufferl.PuffeRL):
         if self.display == 'dashboard': return super().print_dashboard(clear)
         if callable(self.display): self.display(self)
 
+PPO_LOSSES = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clipfrac', 'explained_variance') # PuffeRL's
 LOG_KEYS = {'agent_steps': 'agent_steps', 'epoch': 'epoch', 'SPS': 'sps', 'uptime': 'uptime', 'learning_rate': 'learning_rate'}
 
 class TrainingLog:
@@ -292,11 +490,15 @@ class TrainingLog:
     def close(self, model_path=None): pass
 
 # %% ../nbs/75_training.ipynb #70e34899
-CHECKPOINT_FILE, CHECKPOINT_FORMAT = 'checkpoint.safetensors', 1
+CHECKPOINT_FILE = 'checkpoint.safetensors'
 
-def checkpoint_meta(path:str|Path)->dict:
-    "The metadata of a `PPORun` checkpoint (config, steps, history, curve, league, ...); `ValueError` for another file."
-    return checkpoint_header(path, 'ppo', CHECKPOINT_FORMAT)
+def checkpoint_meta(path:str|Path)->dict: # the state without its tensors (each stands as {'__tensor__': name})
+    """The JSON part of a `PPORun` checkpoint (`save_state` under the key 'ppo': config, global_step, curve, ...);
+    `ValueError` for another file or a checkpoint of the older format (one file per run, before the loop protocol)."""
+    meta = checkpoint_header(path, 'ppo', STATE_FORMAT)
+    if 'state' not in meta:
+        raise ValueError(f"{path} is a PPO checkpoint of an older format (before the loop protocol): start a new run folder")
+    return meta['state']
 
 def stored_config(run_dir:str|Path)->PPOConfig: # raises FileNotFoundError without a checkpoint
     "The settings of the run checkpointed in `run_dir` (`--resume` continues with them)."
@@ -306,62 +508,69 @@ def stored_config(run_dir:str|Path)->PPOConfig: # raises FileNotFoundError witho
 
 def resolve_genome(registry:Registry, ref:str)->str: # genome id
     "The id of `ref`: a registry id, or the newest genome named `ref`; a founding genome's name (such as PufferSnake) that the registry lacks is seeded first."
-    if registry.db.execute('SELECT 1 FROM genomes WHERE id=?', (ref,)).fetchone(): return ref
+    if registry.has(ref): return ref
     if gid := registry.by_name(ref): return gid
     if ref in {g.name for g, _ in founding_genomes()}: return seed_founders(registry)[ref]
     raise ValueError(f"no genome {ref!r} (an id or a name) in the registry {registry.root}")
 
+# %% ../nbs/75_training.ipynb #f459e239
+def register_kept(registry:Registry, kept:dict)->str: # the genome's id
+    """Register a run's kept genome (`PPORun.keep`'s record: id, name, tag, parents, config, description, params) as a
+    candidate `rl` genome, unless the registry has it already (idempotent: a resumed run commits again). Its name is
+    `Registry.child_name` of its first parent and its tag (`PufferSnak-ppo3`), or the run's name without a parent.
+    The registry builds the genome's network to check it, which draws from torch's random stream: it draws from a fork
+    of it, so that a commit leaves the run's stream as the checkpoint before it holds it."""
+    if registry.has(kept['id']): return kept['id']
+    ps = kept['parents']
+    name = registry.child_name(ps[0]['id'], kept['tag']) if ps else kept['name']
+    g = Genome(name=name, type='rl', arena='snake', arch=LinearLSTM.arch, config=kept['config'], source='ppo',
+               parents=ps, id=kept['id'], description=kept['description'])
+    with torch.random.fork_rng(devices=[]): return registry.add(g, kept['params'], status='candidate').id
+
 # %% ../nbs/75_training.ipynb #9fcf734e
 class PPORun:
-    """A PuffeRL run training a snake genome in `run_dir`, from PufferLib's initialisation or from a registry genome
-    (`cfg.start`), in self-play or league play; keeps (evaluates, registers) and checkpoints on schedule."""
-    def __init__(self, cfg:PPOConfig, run_dir:str|Path,
-                 registry:Registry|None=None, # where kept checkpoints are registered; needed for `start` and league play
+    """A PuffeRL run training a snake genome from PufferLib's initialisation or from a registry genome (`cfg.start`),
+    in self-play or league play, as a `Loop` (03_core): `step()` plays `cfg.epochs_per_step()` PuffeRL epochs and
+    keeps the policy every `keep_every` agent-steps (`keep`: evaluated; with a registry its genome is `pending` until
+    the checkpoint holding it is saved, then `commit` registers it); `state_dict()` holds the whole run, the maps'
+    game included, so that a run resumed from it goes on exactly as the uninterrupted one (serial backend). `run()`
+    trains to `total_timesteps` through `advance`, checkpointing in `run_dir`."""
+    step_key = 'agent_steps'
+    def __init__(self, cfg:PPOConfig, run_dir:str|Path|None=None, # its checkpoint's folder (needed by `run`)
+                 registry:Registry|None=None, # where kept genomes are registered; needed for `start` and league play
                  resume:bool=False, # continue the checkpoint in `run_dir`?
-                 display='bar'): # 'bar', 'dashboard' (PufferLib's), or None
-        self.cfg, self.dir, self.registry = cfg, Path(run_dir), registry
-        self.path = self.dir/CHECKPOINT_FILE
-        meta, tensors = self._read(resume)
-        if registry is None and (cfg.start or cfg.mode == 'league'): raise ValueError("fine-tuning and league play read genomes from a registry: pass one")
-        self.name = self.dir.name
-        self.run_id = meta['run_id'] if meta else uuid.uuid4().hex[:8]
-        self.curve, self.seconds = (meta['curve'], meta['seconds']) if meta else ([], 0.0)
-        self.start_id = meta['start'] if meta else (resolve_genome(registry, cfg.start) if cfg.start else None)
-        if meta and registry is not None: self._register_pending(tensors)   # before the league, which may hold it
-        self.league = self._league(meta['league'] if meta else None) if cfg.mode == 'league' else None
-        self.vecenv = SnakeVecEnv(cfg.arena(), cfg.learners(), self.league, cfg.swap_every, seed=cfg.seed)
-        self.vecenv.step_count = meta['env_steps'] if meta else 0   # before PuffeRL resets it (and a league logs its first draw)
+                 display='bar', # 'bar', 'dashboard' (PufferLib's), or None
+                 name:str|None=None, tag:str='ppo'): # the run's name (default: `run_dir`'s); its genomes' tag ('ppo3')
+        self.cfg, self.registry, self.tag = cfg, registry, tag
+        self.dir = None if run_dir is None else Path(run_dir)
+        self.path = None if self.dir is None else self.dir/CHECKPOINT_FILE
+        self.name = name or (self.dir.name if self.dir else 'ppo')
+        if registry is None and (cfg.start or cfg.mode == 'league'):
+            raise ValueError("fine-tuning and league play read genomes from a registry: pass one")
+        state = self._read(resume)
+        self.device = resolve_device(cfg.device)
+        self.run_id, self.curve, self.seconds, self.pending = uuid.uuid4().hex[:8], [], 0.0, None
+        self.start_id = resolve_genome(registry, cfg.start) if cfg.start else None
+        self.league = self._league(None) if cfg.mode == 'league' else None
+        self.vecenv = (SnakeVecEnv(cfg.arena(), cfg.learners(), self.league, cfg.swap_every, seed=cfg.seed,
+                                   reset_every=cfg.reset_every) if cfg.env_backend() == 'serial' else puffer_vecenv(cfg))
         torch.manual_seed(cfg.seed)
-        self.model = snake_model(pufferlib_config('snake')['hidden'])
-        if self.start_id and not meta: load_linear_lstm(self.model, registry.policy(self.start_id))
-        self.log, self._bar = TrainingLog(self.run_id, meta['history'] if meta else []), None
-        self.trainer = PuffeRLTrainer(cfg.train_settings(), self.vecenv, self.model, self.log, self._display(display))
-        if meta: self.restore(meta, tensors)
+        self.model = snake_model(pufferlib_config('snake')['hidden'], gather=self.device == 'cpu')
+        if self.start_id: load_linear_lstm(self.model, registry.policy(self.start_id))
+        self.model.to(self.device)
+        self.log, self._bar, self._closed = TrainingLog(self.run_id), None, False
+        self.trainer = PuffeRLTrainer(cfg.train_settings(self.device), self.vecenv, self.model, self.log,
+                                      self._display(display))
         self._t = time.perf_counter()
-        if not meta: self.save()
+        if state: self.load_state_dict(state)
 
-    def _read(self, resume:bool)->tuple: # (meta, tensors) to resume, or (None, None)
-        if self.path.exists() and not resume: raise FileExistsError(f"{self.path} exists: resume it (--resume) or choose another run_dir")
-        if not resume: return None, None
-        if not self.path.exists(): raise FileNotFoundError(f"nothing to resume: no {self.path}")
-        meta, tensors = load_checkpoint(self.path, 'ppo', CHECKPOINT_FORMAT)
-        saved = config_from_dict({**meta['config'], 'total_timesteps': self.cfg.total_timesteps})
-        if saved != self.cfg:
-            diff = settings_diff(asdict(saved), asdict(self.cfg))
-            raise ValueError(f"{self.path} was made with other settings ({diff}): only "
-                             "total_timesteps may change; resume with its settings or choose another run_dir")
-        return meta, tensors
-
-    def _register_pending(self, tensors:dict):
-        """A kill between a keep's checkpoint and its registration left the kept genome unregistered: register it from
-        the checkpoint's weights."""
-        row = next((c for c in reversed(self.curve) if 'genome' in c), None)
-        if row is None: return
-        model = snake_model(pufferlib_config('snake')['hidden'])
-        with torch.no_grad():
-            for k, v in model.named_parameters(): v.copy_(tensors[f'model.{k}'])
-        keep_after_save(None, lambda: self.registry.has(row['genome']),
-                        lambda: self._register(row, to_linear_lstm(model)))
+    def _read(self, resume:bool)->dict|None: # the checkpoint's state to resume, or None
+        if self.path is not None and self.path.exists() and not resume:
+            raise FileExistsError(f"{self.path} exists: resume it (--resume) or choose another run_dir")
+        if not resume: return None
+        if self.path is None or not self.path.exists(): raise FileNotFoundError(f"nothing to resume: no {self.path}")
+        checkpoint_meta(self.path)   # ValueError for another kind of file
+        return load_state(self.path, 'ppo')
 
     def _league(self, state:dict|None):
         cfg, reg = self.cfg, self.registry
@@ -383,108 +592,153 @@ class PPORun:
             self._bar.set_postfix(score=f"{last.get('score', float('nan')):.2f}", sps=f"{t.sps:,.0f}")
         return show
 
-    def restore(self, meta:dict, tensors:dict):
-        "Load a checkpoint's model, Adam state, counters and torch RNG (keeping this run's hyperparameters)."
-        t, params = self.trainer, dict(self.model.named_parameters())
-        with torch.no_grad():
-            for k, v in tensors.items():
-                if k.startswith('model.'): params[k[len('model.'):]].copy_(v)
-        load_optimizer(t.optimizer, tensors, meta['groups'])
-        t.global_step, t.epoch, self.vecenv.step_count = meta['global_step'], meta['epoch'], meta['env_steps']
-        torch.set_rng_state(tensors['torch_rng'])
-        self.set_hyper(self.cfg.hyper)
-
-    def set_hyper(self, hyper:PPOHyper):
-        "Train with `hyper` from now on: PuffeRL reads its coefficients every minibatch; the step size follows the cosine schedule from `hyper.learning_rate` at the current epoch."
-        t, h = self.trainer, hyper
-        self.cfg = replace(self.cfg, hyper=h)
-        t.config.update(asdict(h))
-        T = max(t.total_epochs, 1)
-        lr = h.learning_rate * (0.5 * (1 + math.cos(math.pi * min(t.epoch, T) / T)) if h.anneal_lr else 1.0)
-        for g in t.optimizer.param_groups: g.update(initial_lr=h.learning_rate, lr=lr, betas=(h.adam_beta1, h.adam_beta2), eps=h.adam_eps)
-        t.scheduler.base_lrs, t.scheduler.last_epoch, t.scheduler._last_lr = [h.learning_rate], t.epoch, [lr]
-
     @property
     def agent_steps(self)->int: return int(self.trainer.global_step)
 
     def policy(self)->LinearLSTM: return to_linear_lstm(self.model)
 
-    def evaluate(self, seed:int|None=None)->dict: # {'score', 'std', 'n', 'censored', 'seconds'}
-        "The policy on PufferLib's map as `ReplicatorTrainingLoop.evaluate_best` measures a genome: greedy, `eval_snakes` snakes, first episodes, length at death."
-        cfg = self.cfg
-        r = evaluate(self.policy(), 'snake', seed=cfg.eval_seed if seed is None else seed, max_steps=cfg.eval_max_steps, progress=False,
-                     num_snakes=cfg.eval_snakes)
-        s = r.stats()['score']
-        return dict(score=s['mean'], std=s['std'], n=s['n'], censored=r.censored, seconds=r.seconds)
-
-    def keep(self)->dict: # the curve's new row
-        """Evaluate the policy and keep it: checkpoint the run, then register it (with a registry; in league play it
-        joins the league). Registered only once the checkpoint naming it is saved (`keep_after_save`): a kill at any
-        moment leaves the registry holding no genome the checkpoint lacks."""
-        row = dict(agent_steps=self.agent_steps, epoch=int(self.trainer.epoch), **self.evaluate())
-        if self.registry is not None: row['genome'] = f'ppo-{self.run_id}-{row["agent_steps"]}'
-        pol = self.policy()
-        if self.league is not None and 'genome' in row: self.league.add(row['genome'], pol)
-        self.curve.append(row)
-        keep_after_save(self.save, lambda: 'genome' not in row or self.registry.has(row['genome']),
-                        lambda: self._register(row, pol))
-        return row
-
-    def _register(self, row:dict, pol:LinearLSTM)->str:
-        """Add kept policy `pol` (the curve's `row`) as genome `row['genome']`, its parent the genome the run kept
-        before."""
-        gid = row['genome']
-        prev = next((c['genome'] for c in reversed(self.curve[:self.curve.index(row)]) if 'genome' in c), None)
-        parents = [dict(id=prev, relation='self-play')] if prev else [dict(id=self.start_id, relation='finetune')] if self.start_id else []
-        desc = dict(run=self.name, run_id=self.run_id, agent_steps=row['agent_steps'], mode=self.cfg.mode, start=self.start_id,
-                    evaluation={k: row[k] for k in ('score', 'std', 'n', 'censored')}, hyper=asdict(self.cfg.hyper))
-        g = Genome(name=f'{self.name}-{row["agent_steps"]}', type='rl', arena='snake', arch=pol.arch, config=pol.config,
-                   source='ppo', parents=parents, id=gid, description=json.dumps(desc))
-        return self.registry.add(g, pol.state_dict(), status='candidate').id
-
-    def save(self, path:str|Path|None=None, **extra):
-        "Checkpoint the run (model, Adam's state, counters, history, curve, league, torch's RNG, `extra`) atomically to `path` (default: the run's)."
-        t = self.trainer
-        now = time.perf_counter(); self.seconds += now - getattr(self, '_t', now); self._t = now
-        opt, groups = optimizer_tensors(t.optimizer)
-        tensors = {**{f'model.{k}': v.detach().clone() for k, v in self.model.named_parameters()}, **opt, 'torch_rng': torch.get_rng_state()}
-        meta = dict(format=CHECKPOINT_FORMAT, config=asdict(self.cfg), run_id=self.run_id, name=self.name, start=self.start_id,
-                    global_step=int(t.global_step), epoch=int(t.epoch), env_steps=self.vecenv.step_count, groups=groups,
-                    history=self.log.rows, curve=self.curve, league=self.league.state() if self.league else None,
-                    seconds=self.seconds, **extra)
-        save_checkpoint(Path(path or self.path), 'ppo', tensors, meta)
-
-    def train_for(self, agent_steps:int):
-        """PuffeRL's collect-and-train epochs until `agent_steps` more have been played (nothing kept or checkpointed).
-        PuffeRL logs on a 0.25 s timer and at its goal: the goal is this share's, so every share ends with a log row
-        whatever the machine's speed."""
-        t, goal = self.trainer, self.agent_steps + agent_steps
-        total, t.config['total_timesteps'] = t.config['total_timesteps'], goal
-        try:
-            while t.global_step < goal: t.evaluate(); t.train()
-        finally: t.config['total_timesteps'] = total
-
-    def run(self, until:int|None=None)->pd.DataFrame: # the training log, one row per PuffeRL log
-        "Train to `cfg.total_timesteps` (or stop this session at `until` agent-steps, checkpointed), keeping and checkpointing on schedule; closes the run."
-        cfg, t = self.cfg, self.trainer
-        stop = min(until or cfg.total_timesteps, cfg.total_timesteps)
-        after = lambda step, every: (step // every + 1) * every
-        next_keep = after(self.curve[-1]['agent_steps'] if self.curve else 0, cfg.keep_every)
-        next_ckpt = after(t.global_step, cfg.checkpoint_every)
-        try:
-            while t.global_step < stop:
-                t.evaluate(); t.train()
-                if t.global_step >= min(next_keep, cfg.total_timesteps): self.keep(); next_keep = after(t.global_step, cfg.keep_every)
-                elif t.global_step >= min(next_ckpt, stop): self.save()
-                if t.global_step >= next_ckpt: next_ckpt = after(t.global_step, cfg.checkpoint_every)
-        finally: self.close()
-        return pd.DataFrame(self.log.rows)
-
     def close(self):
-        "Stop PuffeRL's utilisation thread, the bar and the arena."
+        "Stop PuffeRL's utilisation thread, the bar and the maps (once)."
+        if self._closed: return
+        self._closed = True
         self.trainer.utilization.stop()
         if self._bar is not None: self._bar.close()
         self.vecenv.close()
+
+# %% ../nbs/75_training.ipynb #df0245d2
+@patch_to(PPORun)
+def state_dict(self)->dict:
+    """The whole run, for `save_state`: settings, model, Adam's state, the learning rate's schedule, counters, torch's
+    random state, the maps' game (`SnakeVecEnv.state_dict`; PufferLib's processes hold theirs), the league, the
+    kept curve and the genomes pending, and the wall seconds trained."""
+    t, now = self.trainer, time.perf_counter()
+    self.seconds += now - self._t; self._t = now
+    cuda = self.device.startswith('cuda')
+    return dict(config=asdict(self.cfg), run_id=self.run_id, name=self.name, start=self.start_id, curve=self.curve,
+                seconds=self.seconds, pending=self.pending, global_step=int(t.global_step), epoch=int(t.epoch),
+                model={k: v.detach() for k, v in self.model.named_parameters()},
+                optimizer=t.optimizer.state_dict(), scheduler=t.scheduler.state_dict(), rng=torch.get_rng_state(),
+                cuda_rng=torch.cuda.get_rng_state(self.device) if cuda else None,
+                env=self.vecenv.state_dict() if isinstance(self.vecenv, SnakeVecEnv) else None,
+                league=self.league.state() if self.league else None)
+
+@patch_to(PPORun)
+def load_state_dict(self, state:dict):
+    """Go on from `state_dict`'s `state`. Only `total_timesteps` may differ from this run's settings (the cosine is
+    then rescheduled from the current epoch); `ValueError` for any other difference. Pending genomes are registered
+    first (the checkpoint holds them: a league reads its members from the registry). On PufferLib's processes the
+    maps start a fresh game (their state is not held)."""
+    saved = config_from_dict({**state['config'], 'total_timesteps': self.cfg.total_timesteps})
+    if saved != self.cfg:
+        raise ValueError(f"the checkpoint was made with other settings ({settings_diff(asdict(saved), asdict(self.cfg))}): "
+                         "only total_timesteps may change; resume with its settings or choose another run_dir")
+    for k in ('run_id', 'name', 'curve', 'seconds', 'pending'): setattr(self, k, state[k])
+    self.start_id = state['start']
+    if self.pending and self.registry is not None:
+        for g in self.pending['genomes']: register_kept(self.registry, g)
+    t = self.trainer
+    with torch.no_grad():
+        for k, v in self.model.named_parameters(): v.copy_(state['model'][k])
+    t.optimizer.load_state_dict(state['optimizer']); t.scheduler.load_state_dict(state['scheduler'])
+    t.global_step, t.epoch = state['global_step'], state['epoch']
+    if self.league is not None: self.league = self.vecenv.league = self._league(state['league'])
+    if isinstance(self.vecenv, SnakeVecEnv): self.vecenv.load_state_dict(state['env'])
+    else: self.vecenv.recv(); self.vecenv.async_reset(self.cfg.seed*100_000 + t.epoch)
+    if state['config']['total_timesteps'] != self.cfg.total_timesteps: self.set_hyper(self.cfg.hyper)
+    torch.set_rng_state(state['rng'])   # last: building the league's policies draws from it
+    if state['cuda_rng'] is not None and self.device.startswith('cuda'): torch.cuda.set_rng_state(state['cuda_rng'], self.device)
+    self._t = time.perf_counter()
+
+# %% ../nbs/75_training.ipynb #9ed2c698
+@patch_to(PPORun)
+def step(self)->dict: # 'agent_steps' and namespaced scalars (`charts/...`, `losses/...`)
+    """`cfg.epochs_per_step()` PuffeRL epochs (collect a batch, train on it), each logged; then, where a multiple of
+    `keep_every` agent-steps (or `total_timesteps`) was passed, a keep (`keep`), else where a multiple of
+    `checkpoint_every` was, a checkpoint asked for (`pending` with no genome)."""
+    t, cfg, s0, w0 = self.trainer, self.cfg, self.agent_steps, time.perf_counter()
+    for _ in range(cfg.epochs_per_step()):
+        t.last_log_time = 0   # a log row every epoch: PuffeRL's 0.25 s timer would make them depend on the machine
+        t.evaluate(); t.train()
+    s1, row = self.agent_steps, self.log.rows[-1]
+    out = {'agent_steps': s1, 'charts/SPS': (s1 - s0) / (time.perf_counter() - w0),
+           'charts/learning_rate': row.get('learning_rate'), 'charts/train_score': row.get('score'),
+           **{f'losses/{k}': v for k, v in t.losses.items() if k in PPO_LOSSES}}
+    passed = lambda every: s1 // every > s0 // every
+    if passed(cfg.keep_every) or s0 < cfg.total_timesteps <= s1: out['charts/length_at_death'] = self.keep()['score']
+    elif passed(cfg.checkpoint_every): self.pending = self.pending or dict(genomes=[])
+    return out
+
+@patch_to(PPORun)
+def keep(self)->dict: # the curve's new row
+    """Evaluate the policy and keep it: a row of the curve and, with a registry, a genome `pending` until the
+    checkpoint holding it is saved (then `commit` registers it: a kill at any moment leaves the registry holding no
+    genome the checkpoint lacks); in league play it joins the league at once. Its parent is the run's previous kept
+    genome (relation 'self-play'), the first one's the start genome ('finetune'), if any."""
+    row = dict(agent_steps=self.agent_steps, epoch=int(self.trainer.epoch), **self.evaluate())
+    if self.registry is not None:
+        kept = [c['genome'] for c in self.curve if 'genome' in c]
+        parents = ([dict(id=kept[-1], relation='self-play')] if kept else
+                   [dict(id=self.start_id, relation='finetune')] if self.start_id else [])
+        pol, row['genome'] = self.policy(), f'{self.tag}-{self.run_id}-{row["agent_steps"]}'
+        desc = dict(run=self.name, run_id=self.run_id, agent_steps=row['agent_steps'], mode=self.cfg.mode,
+                    start=self.start_id, evaluation={k: row[k] for k in ('score', 'std', 'n', 'censored')},
+                    hyper=asdict(self.cfg.hyper))
+        g = dict(id=row['genome'], name=self.name, tag=f'{self.tag}{len(kept) + 1}', parents=parents,
+                 config=pol.config, description=json.dumps(desc), params=pol.state_dict())
+        if self.league is not None: self.league.add(row['genome'], pol)
+        self.pending = dict(genomes=[*(self.pending or {}).get('genomes', []), g])
+    self.curve.append(row)
+    return row
+
+@patch_to(PPORun)
+def commit(self)->list|None: # the ids registered; None when no genome was pending
+    "Register the pending kept genomes (`register_kept`, idempotent) and forget them."
+    got = [register_kept(self.registry, g) for g in self.pending['genomes']] if self.registry is not None else []
+    self.pending = None
+    return got or None
+
+# %% ../nbs/75_training.ipynb #80286aad
+@patch_to(PPORun)
+def evaluate(self, seed:int|None=None)->dict: # {'score', 'std', 'n', 'censored', 'seconds'}
+    "The policy on PufferLib's map as `ReplicatorTrainingLoop.evaluate_best` measures a genome: greedy, `eval_snakes` snakes, first episodes, length at death."
+    cfg = self.cfg
+    r = evaluate(self.policy(), 'snake', seed=cfg.eval_seed if seed is None else seed, max_steps=cfg.eval_max_steps,
+                 progress=False, num_snakes=cfg.eval_snakes)
+    s = r.stats()['score']
+    return dict(score=s['mean'], std=s['std'], n=s['n'], censored=r.censored, seconds=r.seconds)
+
+@patch_to(PPORun)
+def set_hyper(self, hyper:PPOHyper):
+    "Train with `hyper` from now on: PuffeRL reads its coefficients every minibatch; the step size follows the cosine schedule from `hyper.learning_rate` at the current epoch."
+    t, h = self.trainer, hyper
+    self.cfg = replace(self.cfg, hyper=h)
+    t.config.update(asdict(h))
+    T = max(t.total_epochs, 1)
+    lr = h.learning_rate * (0.5 * (1 + math.cos(math.pi * min(t.epoch, T) / T)) if h.anneal_lr else 1.0)
+    for g in t.optimizer.param_groups: g.update(initial_lr=h.learning_rate, lr=lr, betas=(h.adam_beta1, h.adam_beta2), eps=h.adam_eps)
+    t.scheduler.base_lrs, t.scheduler.last_epoch, t.scheduler._last_lr = [h.learning_rate], t.epoch, [lr]
+
+@patch_to(PPORun)
+def train_for(self, agent_steps:int):
+    """PuffeRL's collect-and-train epochs until `agent_steps` more have been played (nothing kept or checkpointed).
+    PuffeRL logs on a 0.25 s timer and at its goal: the goal is this share's, so every share ends with a log row
+    whatever the machine's speed."""
+    t, goal = self.trainer, self.agent_steps + agent_steps
+    total, t.config['total_timesteps'] = t.config['total_timesteps'], goal
+    try:
+        while t.global_step < goal: t.evaluate(); t.train()
+    finally: t.config['total_timesteps'] = total
+
+@patch_to(PPORun)
+def run(self, until:int|None=None, # stop this session at this many agent-steps (checkpointed); default the total
+        scalars:tuple|None=None, # `advance`'s: (registry folder, producer, run name) to log every step's scalars
+        every_s:float=60.0)->pd.DataFrame: # seconds between timed checkpoints; returns the training log, a row an epoch
+    "Train to `cfg.total_timesteps` (or `until`) through `advance` (03_core), checkpointing in `run_dir`; closes the run."
+    if self.path is None: raise ValueError("run() checkpoints in a run_dir: give PPORun one, or advance it yourself")
+    stop = min(until or self.cfg.total_timesteps, self.cfg.total_timesteps)
+    try: advance(self, self.path, 'ppo', until=lambda r: r.agent_steps >= stop, every_s=every_s, scalars=scalars)
+    finally: self.close()
+    return pd.DataFrame(self.log.rows)
 
 # %% ../nbs/75_training.ipynb #05251378
 class League:
@@ -554,6 +808,7 @@ class League:
         self.open = np.array(s.get('open', [True] * len(self.ids)), bool)
         self.rng.bit_generator.state = s['rng']
 
+# %% ../nbs/75_training.ipynb #619c9a81
 @patch_to(SnakeVecEnv)
 def _draw(self):
     self.opp = self.league.draw(self.E, self.step_count)
@@ -580,7 +835,6 @@ def rating_prior(registry:Registry, learner:str|None, ids:list)->np.ndarray: # (
     rating = lambda i: MODEL.rating(mu=r[i]['mu'], sigma=r[i]['sigma'])
     if learner not in r: return np.full(len(ids), 0.5)
     return np.array([MODEL.predict_win([[rating(i)], [rating(learner)]])[0] if i in r else 0.5 for i in ids])
-
 
 # %% ../nbs/75_training.ipynb #1b04bfde
 def train_ppo_cli(argv:list|None=None)->int: # exit status
@@ -610,43 +864,89 @@ def train_ppo_cli(argv:list|None=None)->int: # exit status
 # %% ../nbs/75_training.ipynb #fbebea8b
 @dataclass
 class PPOSettings:
-    "Settings of the PPO producer (a season's share of a PuffeRL self-play run)."
-    ppo_steps: int = 16_384 # agent-steps its run trains per season
-    ppo_snakes: int = 32 # snakes of its map, all driven by the learner
-    ppo_start: str = '' # genome its run fine-tunes (registry id or name); empty: PufferLib's model, freshly initialised
-    ppo_width: int = 48 # map width in cells
-    ppo_height: int = 36 # map height in cells
-    ppo_food: int = 60 # food on the map
+    """Settings of the PPO producer (`PPOProducer`): PuffeRL fine-tuning the registry's best snake with the recipe
+    (`finetune_recipe`), beside a learner from scratch."""
+    ppo_steps: int = 147_456 # agent-steps between a learner's offers (4 batches of the CPU recipe's 576 snakes)
+    ppo_start: str = 'best' # the fine-tune's start: 'best' (`best_snake`), a registry id or name, or '' (none)
+    ppo_scratch_every: int = 8 # every k-th step trains the learner from scratch instead (0: none)
+    ppo_maps: int = 0 # maps of each learner; 0: the recipe's for the device
+    ppo_device: str = 'auto' # 'auto' (CUDA when torch sees a GPU), 'cpu', 'cuda' or 'cuda:N'
+    def __post_init__(self):
+        if self.ppo_steps < 1 or self.ppo_scratch_every < 0 or self.ppo_maps < 0:
+            raise ValueError(f"ppo_steps must be positive, ppo_scratch_every and ppo_maps at least 0: {self}")
+        if not (self.ppo_start or self.ppo_scratch_every):
+            raise ValueError("ppo_start '' and ppo_scratch_every 0 leave the producer no learner: give it one")
 
 # %% ../nbs/75_training.ipynb #ad99dd2a
-PPO_LOSSES = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clipfrac', 'explained_variance') # PuffeRL's
-
-def ppo_scalars(log_rows:list, # `TrainingLog.rows` (PufferLib's prefixes dropped)
-                curve:list)->list: # `PPORun.curve` rows -> `log_scalars` rows, step 'agent_steps'
-    "A PPO run's training log and kept-policy curve as namespaced scalars (`losses/...`, `charts/...`)."
-    rows = [{'agent_steps': r['agent_steps'], 'charts/SPS': r.get('sps'),
-             'charts/learning_rate': r.get('learning_rate'), **{f'losses/{k}': r[k] for k in PPO_LOSSES if k in r}}
-            for r in log_rows]
-    return rows + [{'agent_steps': c['agent_steps'], 'charts/length_at_death': c['score']} for c in curve]
+def best_snake(registry:Registry)->str: # genome id
+    """The active snake genome PuffeRL can fine-tune (a `LinearLSTM` of PufferLib's snake layout) with the highest
+    stored OpenSkill ordinal (`Registry.ratings`); PufferSnake (seeded if missing) when none of them is rated."""
+    want, rated = pufferlib_config('snake'), registry.ratings()
+    ok = [i for i in registry.ids('active') if (g := registry.genome(i))['arena'] == 'snake'
+          and g['arch'] == LinearLSTM.arch and g['config'] == want and i in rated]
+    return max(ok, key=lambda i: rated[i]['ordinal']) if ok else resolve_genome(registry, 'PufferSnake')
 
 # %% ../nbs/75_training.ipynb #ebedc953
-def produce_ppo(ctx:ProducerContext)->list: # genome ids: the newest kept policy
-    """PPO self-play's newest policy: its run trains to season x `ppo_steps` agent-steps, then keeps (checkpoints, then
-    registers) it."""
-    s, run_dir = ctx.settings, ctx.work_dir/'season-ppo'   # its genomes are named season-ppo-<agent-steps>
-    cfg = PPOConfig(total_timesteps=ctx.work_round*s.ppo_steps, start=s.ppo_start, num_snakes=s.ppo_snakes,
-                    width=s.ppo_width,
-                    height=s.ppo_height, num_food=s.ppo_food, keep_every=s.ppo_steps, checkpoint_every=s.ppo_steps,
-                    eval_snakes=8, eval_max_steps=2000, seed=ctx.seed,
-                    hyper=PPOHyper(minibatch_size=256, bptt_horizon=16, anneal_lr=False))
-    run = PPORun(cfg, run_dir, ctx.registry, resume=(run_dir/CHECKPOINT_FILE).exists(), display=None)
-    logged, kept = len(run.log.rows), len(run.curve)
-    run.run()
-    log_scalars(ctx.registry.root, 'ppo', f'season-{ctx.season}', ppo_scalars(run.log.rows[logged:], run.curve[kept:]),
-                'agent_steps')
-    return [run.curve[-1]['genome']]
+class PPOProducer:
+    """The `ppo` producer's loop (`Producer.loop`, 03_core): one persistent `PPORun` fine-tuning the registry's best
+    snake (`best_snake`, chosen when the run starts) with `finetune_recipe`, and one training PufferLib's snake model
+    from its initialisation on the same maps (snake.ini's settings with Adam: `PPOHyper`), which takes every
+    `ppo_scratch_every`-th step. A step is one learner's `PPORun.step` (one PuffeRL epoch); each learner offers a kept,
+    evaluated, registered genome every `ppo_steps` of its agent-steps (`commit`). Deterministic: a function of the
+    seed, the settings and the registry's ratings when it started."""
+    step_key = 'agent_steps'
+    NAMES = dict(finetune='ppo', scratch='PPOScratch')   # the learners' run names
+    def __init__(self, ctx:ProducerContext): self.ctx, self.runs, self.turn = ctx, {}, 0
 
-ppo_producer = Producer(produce_ppo, PPOSettings)
+    def configs(self, start:str|None)->dict: # {learner: PPOConfig}
+        "The learners' settings: the fine-tune of `start` (if any) and, unless `ppo_scratch_every` is 0, the learner from scratch."
+        s, seed = self.ctx.settings, self.ctx.seed
+        kw = dict(device=s.ppo_device, maps=s.ppo_maps, keep_every=s.ppo_steps, checkpoint_every=2**62, eval_snakes=16,
+                  eval_max_steps=1000)
+        out = {'finetune': finetune_recipe(start, seed=seed, **kw)} if start else {}
+        if s.ppo_scratch_every or not start:
+            c = finetune_recipe('', seed=seed + 1, **kw)
+            out['scratch'] = replace(c, hyper=replace(PPOHyper(), minibatch_size=c.hyper.minibatch_size))
+        return out
+
+    def _start(self, configs:dict):
+        self.close()
+        self.runs = {k: PPORun(c, None, self.ctx.registry, display=None, name=self.NAMES[k]) for k, c in configs.items()}
+
+    @property
+    def pending(self)->bool: return any(r.pending for r in self.runs.values())
+
+    def state_dict(self)->dict: return dict(turn=self.turn, runs={k: r.state_dict() for k, r in self.runs.items()})
+
+    def load_state_dict(self, state:dict):
+        self._start({k: config_from_dict(s['config']) for k, s in state['runs'].items()})
+        for k, r in self.runs.items(): r.load_state_dict(state['runs'][k])
+        self.turn = state['turn']
+
+    def learner(self)->str: # 'finetune' or 'scratch': whose step is next
+        every = self.ctx.settings.ppo_scratch_every
+        if 'finetune' not in self.runs: return 'scratch'
+        return 'scratch' if 'scratch' in self.runs and (self.turn + 1) % every == 0 else 'finetune'
+
+    def step(self)->dict: # 'agent_steps' of both learners; the scratch learner's scalars under 'scratch/'
+        if not self.runs:
+            s, reg = self.ctx.settings, self.ctx.registry
+            start = best_snake(reg) if s.ppo_start == 'best' else resolve_genome(reg, s.ppo_start) if s.ppo_start else None
+            self._start(self.configs(start))
+        name = self.learner()
+        m = self.runs[name].step()
+        self.turn += 1
+        return {'agent_steps': sum(r.agent_steps for r in self.runs.values()),
+                **{(k if name == 'finetune' else f'scratch/{k}'): v for k, v in m.items() if k != 'agent_steps'}}
+
+    def commit(self)->list|None: # the genome ids to offer
+        got = [i for r in self.runs.values() if r.pending for i in (r.commit() or [])]
+        return got or None
+
+    def close(self):
+        for r in self.runs.values(): r.close()
+
+ppo_producer = Producer(None, PPOSettings, loop=PPOProducer)
 
 # %% ../nbs/75_training.ipynb #d878130b
 PBT_HYPER = ('learning_rate', 'ent_coef', 'clip_coef')   # the PPOHyper fields PBT mutates
@@ -679,11 +979,13 @@ def pbt_member_class()->type:
             self.event = dict(event='train', parent_member=self.trial_id, parent_version=self.iteration + 1, mutated=self.event['mutated'])
             return res
         def save_checkpoint(self, checkpoint_dir:str):
-            self.run.save(Path(checkpoint_dir)/CHECKPOINT_FILE, member=self.trial_id, version=self.iteration, mutated=self.event['mutated'])
+            pbt = dict(member=self.trial_id, version=self.iteration, mutated=self.event['mutated'])
+            save_state(Path(checkpoint_dir)/CHECKPOINT_FILE, 'ppo', {**self.run.state_dict(), 'pbt': pbt})
         def load_checkpoint(self, checkpoint_dir:str):
-            path = Path(checkpoint_dir)/CHECKPOINT_FILE
-            meta = checkpoint_meta(path)
-            self.run.restore(meta, st_load(path.read_bytes()))   # weights, Adam, counters; this member's hyperparameters stay
+            state = load_state(Path(checkpoint_dir)/CHECKPOINT_FILE, 'ppo')
+            meta, own_cfg = state.pop('pbt'), asdict(self.run.cfg)
+            self.run.load_state_dict({**state, 'config': {**state['config'], 'hyper': own_cfg['hyper']}})
+            self.run.set_hyper(self.run.cfg.hyper)   # weights, Adam, counters; this member's hyperparameters stay
             own = meta['member'] == self.trial_id   # its own checkpoint (a paused member resumes), or another's (exploit)
             self.event = dict(event='train' if own else 'exploit', parent_member=meta['member'], parent_version=meta['version'],
                               mutated=meta['mutated'] if own else time.time())
@@ -779,11 +1081,12 @@ def record_pbt(registry:Registry, result:PBTResult, run:str='pbt')->pd.DataFrame
     registry.db.executescript(POLICY_OPS_SCHEMA)
     finals = {}
     for member, path in result.checkpoints.items():
-        meta, tensors = checkpoint_meta(path), st_load(path.read_bytes())
+        state = load_state(path, 'ppo')
+        meta = state['pbt']
         pol = LinearLSTM(**pufferlib_config('snake'))
-        pol.load_state_dict({k: tensors[f'model.{v}'] for k, v in PUFFER_NAMES.items()})
-        desc = dict(run=run, member=member, version=meta['version'], agent_steps=meta['global_step'],
-                    hyper={k: meta['config']['hyper'][k] for k in PBT_HYPER})
+        pol.load_state_dict({k: state['model'][v] for k, v in PUFFER_NAMES.items()})
+        desc = dict(run=run, member=member, version=meta['version'], agent_steps=state['global_step'],
+                    hyper={k: state['config']['hyper'][k] for k in PBT_HYPER})
         g = Genome(name=f'{run}-{member}-v{meta["version"]}', type='rl', arena='snake', arch=pol.arch, config=pol.config,
                    source='pbt', id=f'{run}-{member}-v{meta["version"]}', description=json.dumps(desc))
         finals[(member, meta['version'])] = registry.add(g, pol.state_dict(), status='candidate').id

@@ -1,4 +1,5 @@
-"""The GPU check's pieces that run without a GPU: fresh tournament maps, the weight files, the league rating bench."""
+"""The GPU check's pieces that run without a GPU: fresh tournament maps, the training bench on the CPU, the weight files,
+the league rating bench."""
 import json, subprocess, sys
 from pathlib import Path
 import numpy as np, pytest, torch
@@ -11,7 +12,7 @@ sys.path.insert(0, str(ROOT/'bench'))
 def test_tournament_maps_are_rebuilt_fresh(tmp_path, monkeypatch):
     "Every reset_every steps the maps are made anew, as a fresh env reset with the next seed of the stream."
     monkeypatch.chdir(tmp_path)   # importing pufferlib links its resources into the working directory
-    from gpu_snake import TournamentMaps
+    from genome_lab.training import TournamentMaps
     kw = dict(num_envs=2, width=48, height=36, num_snakes=18, num_food=60, max_snake_length=512)
     env, ref = TournamentMaps(5, seed=3, **kw), TournamentMaps(5, seed=3, **kw)
     env.reset(3)
@@ -25,6 +26,19 @@ def test_tournament_maps_are_rebuilt_fresh(tmp_path, monkeypatch):
     assert not np.array_equal(before, env.observations)
     assert (env.observations == 1).sum() > 0   # food on the fresh maps
     env.close(); ref.close()
+
+def test_gpu_snake_trains_with_the_recipe_and_writes_weights_the_rating_bench_reads(tmp_path):
+    "bench/gpu_snake.py (the package's `finetune_recipe`) for a few seconds on the CPU, from PufferSnake's weights."
+    from gpu_weights import export_puffersnake, read_trained
+    init = export_puffersnake(tmp_path/'init.safetensors')
+    r = subprocess.run([sys.executable, ROOT/'bench'/'gpu_snake.py', '--device', 'cpu', '--seconds', '3', '--workers', '1',
+                        '--maps-per-worker', '2', '--minibatch-size', '2304', '--init', init, '--out', tmp_path, '--name', 'ft'],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    log = json.loads((tmp_path/'ft.json').read_text())
+    assert log['agent_steps'] >= 2304 and log['agents'] == 36 and log['config']['width'] == 80 and log['log']
+    pol, meta = read_trained(tmp_path/'ft.safetensors')
+    assert meta['agent_steps'] == log['agent_steps'] and meta['config']['init'] == str(init)
 
 def test_weights_round_trip(tmp_path):
     "PufferSnake under PufferLib's names reads back as the same LinearLSTM; a file without run metadata is refused."

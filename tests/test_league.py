@@ -1,13 +1,15 @@
 """AlphaStar's league (76_league): PFSP weighting, each role's opponents, the snapshot schedule, resume and the
 producer, at tiny budgets."""
-import json
+import json, sys
+from pathlib import Path
 import numpy as np
-import pytest
-from genome_lab.core import ProducerContext, read_events
+import pytest, torch
+from genome_lab.core import advance, load_state
 from genome_lab.registry import Registry, seed_founders
+from genome_lab.seasons import work
 from genome_lab.training import League, PPOConfig
-from genome_lab.league import (AlphaStarLeague, LeagueConfig, LeagueSettings, LEAGUE_FILE, ROLES, produce_league,
-                               role_opponents)
+from genome_lab.league import AlphaStarLeague, LeagueConfig, LeagueSettings, ROLES, role_opponents
+from loop_states import same, by_name
 
 def test_pfsp_hard_meets_the_opponents_that_win_and_variance_the_even_ones():
     lg = League(['strong', 'even', 'weak'], [None] * 3, power=1.0, seed=0, prior=[0.9, 0.5, 0.1])
@@ -38,48 +40,62 @@ def test_role_opponents_follow_the_league_as_it_grows():
 
 TINY = dict(num_snakes=8, snapshot_every=256, eval_snakes=4, eval_max_steps=200)
 
-def test_snapshots_join_on_schedule_each_role_gets_its_opponents_and_a_kill_resumes(tmp_path):
-    reg = Registry(tmp_path/'registry')
-    puffer = seed_founders(reg)['PufferSnake']
+def test_snapshots_join_on_schedule_each_role_gets_its_opponents_and_the_league_resumes_exactly(tmp_path):
+    """The league on the loop protocol: snapshots on schedule, each role's opponents; and 6 steps at once against 3, a
+    checkpoint, a new league from it and 3 more: the same state to the bit (every learner's weights, Adam, maps, PFSP
+    records; the members with their genome names)."""
     cfg = LeagueConfig(opponents='PufferSnake,HeuristicSnake', **TINY)
-    lg = AlphaStarLeague(cfg, tmp_path/'league', reg)
-    lg.step(); lg.step()
-    snaps = [e for e in lg.entries if e['role'] != 'registry']
-    assert [(e['learner'], e['agent_steps'] // 256) for e in snaps] == [
-        (n, k) for k in (1, 2) for n in ('main-0', 'main-exploiter-0', 'league-exploiter-0')]
-    assert all(e['agent_steps'] >= 256 * (1 + i // 3) for i, e in enumerate(snaps))
-    newest_main = snaps[3]['id']
-    for name, (role, run) in lg.learners.items():
-        drawn = set(np.array(run.league.ids)[run.league.open])
-        assert drawn == set(lg.opponents(name))
-        assert run.league.weighting == ('variance' if role == 'main_exploiter' else 'hard')
-    assert lg.opponents('main-exploiter-0') == [newest_main]
-    assert snaps[1]['id'] not in lg.opponents('main-exploiter-0')                   # an exploiter never meets itself
-    assert snaps[2]['id'] not in lg.opponents('league-exploiter-0')
-    assert snaps[1]['id'] in lg.opponents('league-exploiter-0')
-    assert reg.genome(snaps[0]['id'])['parents'] == [dict(id=puffer, relation='finetune')]
-    # a kill after a learner's keep, before league.json: the kept snapshot joins at resume
-    run = lg.learners['league-exploiter-0'][1]
-    run.train_for(256); row = run.keep()
-    lg.close()
-    assert row['genome'] not in {e['id'] for e in json.loads((tmp_path/'league'/LEAGUE_FILE).read_text())['entries']}
-    again = AlphaStarLeague(cfg, tmp_path/'league', reg, resume=True)
-    assert again.entries[:len(lg.entries)] == lg.entries and again.entries[-1]['id'] == row['genome']
-    assert row['genome'] in again.opponents('main-0') and row['genome'] not in again.opponents('league-exploiter-0')
-    again.close()
+    runs = {}
+    for how, cuts in (('whole', [6]), ('cut', [3, 3])):
+        reg = Registry(tmp_path/how/'registry')
+        puffer = seed_founders(reg)['PufferSnake']
+        for k in cuts:
+            lg = AlphaStarLeague(cfg, reg)
+            advance(lg, tmp_path/how/'league.safetensors', 'league', steps=k, every_s=1e9)
+        st, name = load_state(tmp_path/how/'league.safetensors', 'league'), lambda i: reg.genome(i)['name']
+        st['entries'] = [{**e, 'id': name(e['id']), 'seconds': None} for e in st['entries']]
+        st['start'] = name(st['start'])
+        st['learners'] = {n: by_name(l, reg) for n, l in st['learners'].items()}
+        runs[how] = st
+        snaps = [e for e in lg.entries if e['role'] != 'registry']
+        assert [(e['learner'], e['agent_steps']) for e in snaps] == [
+            ('main-0', 512), ('main-exploiter-0', 256), ('league-exploiter-0', 256), ('main-exploiter-0', 512),
+            ('league-exploiter-0', 512), ('main-0', 1024)]   # the learner furthest behind steps; a step ends with its draw
+        for n, (role, run) in lg.learners.items():
+            assert set(np.array(run.league.ids)[run.league.open]) == set(lg.opponents(n))
+            assert run.league.weighting == ('variance' if role == 'main_exploiter' else 'hard')
+        assert lg.opponents('main-exploiter-0') == [snaps[-1]['id']]                    # the newest main agent only
+        assert snaps[1]['id'] not in lg.opponents('main-exploiter-0')                    # an exploiter never meets itself
+        assert snaps[2]['id'] not in lg.opponents('league-exploiter-0') and snaps[1]['id'] in lg.opponents('league-exploiter-0')
+        assert reg.genome(snaps[0]['id'])['parents'] == [dict(id=puffer, relation='finetune')]
+        assert [reg.genome(e['id'])['name'] for e in snaps[:3]] == ['PufferSnak-main1', 'PufferSnak-mexp1', 'PufferSnak-lexp1']
+        lg.close()
+    same(runs['whole'], runs['cut'])
     with pytest.raises(ValueError, match='other settings'):
-        AlphaStarLeague(LeagueConfig(**{**TINY, 'seed': 1}), tmp_path/'league', reg, resume=True)
+        AlphaStarLeague(LeagueConfig(**{**TINY, 'seed': 1}), reg).load_state_dict(load_state(tmp_path/'cut'/'league.safetensors', 'league'))
 
-def test_league_producer_offers_the_main_agent_and_is_idempotent(tmp_path):
-    reg = Registry(tmp_path/'registry')
-    seed_founders(reg)
-    settings = LeagueSettings(league_snapshot_every=256)
-    ctx = lambda season: ProducerContext(reg, season, settings, tmp_path/'work', seed=0)
-    [first] = produce_league(ctx(1))
-    assert produce_league(ctx(1)) == [first]   # the season's share is done: nothing more trains
-    [second] = produce_league(ctx(2))
-    assert second != first and reg.genome(second)['parents'] == [dict(id=first, relation='self-play')]
-    runs = {f.parent.name: read_events(f) for f in (reg.root/'scalars'/'league').glob('*/events.out.tfevents.*')}
-    learners = ['main-0', 'main-exploiter-0', 'league-exploiter-0']   # a run per learner and season, one file each
-    assert sorted(runs) == sorted(f'season-{s}-{n}' for s in (1, 2) for n in learners)
-    assert all({'charts/SPS', 'charts/learning_rate'} <= {t for t, *_ in r} for r in runs.values())
+class Killed(Exception): "Stands for a SIGKILL in the middle of a step."
+
+def test_a_league_producer_killed_mid_round_offers_what_an_uninterrupted_one_offers(tmp_path, monkeypatch):
+    """Issue 45: the league producer (`work`, checkpointing after every step) killed in the middle of its fifth step, then
+    started again, offers the same second genome (to the bit) as an uninterrupted producer; offers are the main agent's
+    snapshots."""
+    settings = LeagueSettings(league_snapshot_every=1536, league_device='cpu')
+    offered = {}
+    for how in ('whole', 'killed'):
+        reg = Registry(tmp_path/how)
+        seed_founders(reg)
+        if how == 'killed':
+            real, calls = AlphaStarLeague.step, []
+            def step(self):
+                calls.append(1)
+                if len(calls) == 5: self.learners['main-0'][1].step(); raise Killed()   # work done, never saved
+                return real(self)
+            monkeypatch.setattr(AlphaStarLeague, 'step', step)
+            with pytest.raises(Killed): work(reg, 'league', settings, offers=2, every_s=0)
+            monkeypatch.setattr(AlphaStarLeague, 'step', real)
+            first = work(reg, 'league', settings, offers=1)['offered']
+        else: first = work(reg, 'league', settings, offers=2)['offered'][1:]
+        assert [reg.genome(i)['name'] for i in first] == ['PufferSnak-main2']
+        offered[how] = reg.load(first[0])[1]
+    assert all(torch.equal(offered['whole'][k], v) for k, v in offered['killed'].items())

@@ -1,8 +1,10 @@
 "PPO training with PuffeRL: the `train-ppo` command (registration, lineage, resume), PBT with Ray Tune and the curve bench, at tiny budgets."
 import json, math, os, subprocess, sys
 from pathlib import Path
-import pytest
+import pytest, torch
+from dataclasses import replace
 from genome_lab.registry import Registry
+from loop_states import same, by_name
 from genome_lab.training import (train_ppo_cli, checkpoint_meta, CHECKPOINT_FILE, PPOConfig, PPOHyper, run_pbt, record_pbt,
                                  policy_ops, evaluation_ladder, reward_hacking_guard)
 
@@ -76,44 +78,42 @@ def test_curve_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_setti
 class Killed(Exception): "Stands for a SIGKILL at one point of a run."
 
 def test_a_kill_while_keeping_leaves_the_registry_and_the_checkpoint_in_agreement(tmp_path, monkeypatch):
-    """Issue 30: a genome is registered only after the checkpoint naming it is saved; a resume registers the
-    checkpoint's own weights."""
+    """Issue 30: a kept genome is registered only after the checkpoint holding it is saved (`pending`, then `commit`);
+    a resume registers the checkpoint's own weights."""
     import torch
-    from genome_lab.core import load_checkpoint
-    from genome_lab.training import PPORun, snake_model, to_linear_lstm
+    import genome_lab.core as core, genome_lab.training as T
+    from genome_lab.core import load_state
     run, reg = tmp_path/'tiny', tmp_path/'registry'
     args = ['--run-dir', str(run), '--registry', str(reg), *TINY, '--keep-every', '512']
     def agreement():
-        meta, tensors = load_checkpoint(run/CHECKPOINT_FILE, 'ppo')
+        st = load_state(run/CHECKPOINT_FILE, 'ppo')
         with Registry(reg) as r: held = {i for i in r.ids() if r.genome(i)['source'] == 'ppo'}
-        return [c['genome'] for c in meta['curve']], held, tensors
-    def kill_once(name, when):   # make PPORun.<name> raise Killed the first time `when(self, *args)` holds
-        real, fired = getattr(PPORun, name), []
-        def f(self, *a, **kw):
-            if not fired and when(self, *a): fired.append(1); raise Killed(name)
-            return real(self, *a, **kw)
-        monkeypatch.setattr(PPORun, name, f)
+        named = [c['genome'] for c in st['curve']]
+        return named, held, st
+    def kill_once(module, name, when):   # make module.<name> raise Killed the first time `when(*args)` holds
+        real, fired = getattr(module, name), []
+        def f(*a, **kw):
+            if not fired and when(*a): fired.append(1); raise Killed(name)
+            return real(*a, **kw)
+        monkeypatch.setattr(module, name, f)
         return real
     # killed while the keep at 1024 agent-steps writes its checkpoint
-    real_save = kill_once('save', lambda self, *a: self.curve and self.curve[-1]['agent_steps'] == 1024)
+    real_save = kill_once(core, 'save_state', lambda path, key, state: state['global_step'] == 1024)
     with pytest.raises(Killed): train_ppo_cli([*args, '--total-timesteps', '2048'])
     named, held, _ = agreement()
     assert held == set(named) and len(named) == 1   # the genome of the cut keep is in neither
-    monkeypatch.setattr(PPORun, 'save', real_save)
-    real_register = kill_once('_register', lambda self, row, *a: row['agent_steps'] == 1024)
+    monkeypatch.setattr(core, 'save_state', real_save)
+    real_register = kill_once(T, 'register_kept', lambda registry, kept: kept['id'].endswith('-1024'))
     with pytest.raises(Killed): train_ppo_cli([*args, '--resume', '--total-timesteps', '2048'])
-    named, held, tensors = agreement()
-    assert len(named) == 2 and held == set(named[:1])   # saved, then killed before registering
-    monkeypatch.setattr(PPORun, '_register', real_register)
+    named, held, st = agreement()
+    assert len(named) == 2 and held == set(named[:1]) and st['pending']   # saved, then killed before registering
+    monkeypatch.setattr(T, 'register_kept', real_register)
     assert train_ppo_cli([*args, '--resume', '--total-timesteps', '2048']) == 0
-    model = snake_model()
-    with torch.no_grad():
-        for k, v in model.named_parameters(): v.copy_(tensors[f'model.{k}'])
-    expected = to_linear_lstm(model).state_dict()
     with Registry(reg) as r:
         _, params = r.load(named[1])
-        assert all(torch.equal(params[k], expected[k]) for k in expected)   # the weights the run continued from
+        assert all(torch.equal(params[k], v) for k, v in st['pending']['genomes'][0]['params'].items())
         assert r.genome(named[1])['parents'] == [dict(id=named[0], relation='self-play')]
+        assert [r.genome(i)['name'] for i in named] == ['tiny', 'tiny-ppo2']
     named, held, _ = agreement()
     assert held == set(named) and len(named) == 4
 
@@ -125,3 +125,90 @@ def test_train_ppo_refuses_a_run_another_process_holds(tmp_path, capsys):
         assert train_ppo_cli(args) == 2 and train_ppo_cli([*args, '--resume']) == 2
     assert capsys.readouterr().err.count('in use by another process') == 2
     assert not (tmp_path/'run'/CHECKPOINT_FILE).exists()
+
+def test_a_run_resumed_from_its_checkpoint_goes_on_exactly_as_an_uninterrupted_one(tmp_path):
+    """Issue 48: `PPORun` on the loop protocol, in self-play on fresh tournament maps (the recipe's) and in league play:
+    4 steps at once, and 2 steps, a checkpoint, a new run from it and 2 more (or 3 more, the first of them killed after
+    its checkpoint, before its genome was registered), end in the same state to the bit (weights, Adam, the schedule,
+    counters, torch's random state, the maps' game, the league's records, the kept genomes)."""
+    from genome_lab.core import advance, load_state, save_state
+    from genome_lab.training import PPORun, finetune_recipe
+    maps = dict(maps=2, eval_snakes=4, eval_max_steps=100, reset_every=100, device='cpu')
+    league = replace(finetune_recipe('PufferSnake', **maps, keep_every=1152), mode='league', learner_share=0.5,
+                     opponents='PufferSnake,HeuristicSnake', swap_every=32, hyper=PPOHyper(learning_rate=1e-4,
+                     clip_coef=0.2, minibatch_size=576))
+    for name, cfg in (('self-play', finetune_recipe('PufferSnake', **maps, keep_every=2304)), ('league', league)):
+        states = {}
+        for how, cuts in (('whole', [4]), ('cut', [2, 2]), ('killed', [2, 'kill', 1])):
+            reg, d = Registry(tmp_path/name/how/'registry'), tmp_path/name/how/'run'
+            for k in cuts:
+                run = PPORun(cfg, d, reg, display=None, resume=(d/CHECKPOINT_FILE).exists())
+                if k == 'kill':   # a step keeps, its checkpoint is saved, and the run dies before registering the genome
+                    run.step(); save_state(run.path, 'ppo', run.state_dict()); assert run.pending
+                else: advance(run, run.path, 'ppo', steps=k, every_s=1e9)
+                run.close()
+            states[how] = by_name(load_state(run.path, 'ppo'), reg)
+            assert [c['genome'] for c in states[how]['curve']] == ['PufferSnake-ppo1', 'PufferSnake-ppo2',
+                                                                   'PufferSnake-ppo3', 'PufferSnake-ppo4']
+        same(states['whole'], states['cut'])
+        assert states['whole']['env']['step_count'] == 4 * 64 and states['whole']['pending'] is None
+
+def test_the_season_game_and_map_the_recipe_reads_are_the_seasons():
+    "75 cannot import 85 (notebook order): its copy of a season game's snakes and steps must agree with SeasonConfig."
+    from genome_lab.arenas import SnakeArena
+    from genome_lab.seasons import SeasonConfig
+    from genome_lab.training import SEASON_SNAKES, SEASON_STEPS, finetune_recipe
+    s, cfg = SeasonConfig(), finetune_recipe(device='cpu')
+    assert (SEASON_SNAKES, SEASON_STEPS) == (s.genomes_per_game * s.snake_agents, s.snake_steps)
+    assert (cfg.width, cfg.height, cfg.num_food) == (s.snake_width, s.snake_height, s.snake_food)
+    assert cfg.max_snake_length == SnakeArena.game_settings['max_snake_length'] and cfg.reset_every == s.snake_steps
+
+def test_the_multiprocessing_backend_trains_and_resumes_on_fresh_maps(tmp_path):
+    "PufferLib's Multiprocessing backend (the recipe's on CUDA), on the CPU with 2 worker processes of `TournamentMaps`."
+    from genome_lab.core import save_state, load_state
+    from genome_lab.training import PPORun, finetune_recipe
+    cfg = finetune_recipe('', device='cpu', maps=2, backend='multiprocessing', workers=2, reset_every=100, keep_every=10**9)
+    run = PPORun(cfg, display=None)
+    try:
+        assert type(run.vecenv).__name__ == 'Multiprocessing' and run.vecenv.num_agents == 36
+        run.step(); run.step()
+        save_state(tmp_path/'mp.safetensors', 'ppo', run.state_dict())
+        weights = {k: v.clone() for k, v in run.model.named_parameters()}
+    finally: run.close()
+    again = PPORun(cfg, display=None)
+    try:
+        again.load_state_dict(load_state(tmp_path/'mp.safetensors', 'ppo'))
+        assert all(torch.equal(v, weights[k]) for k, v in again.model.named_parameters())
+        assert again.step()['agent_steps'] == 3 * 2304
+    finally: again.close()
+
+def test_best_snake_is_the_best_rated_active_snake_puffer_rl_can_train(tmp_path):
+    from genome_lab.arenas import arena_version
+    from genome_lab.registry import seed_founders, utcnow
+    from genome_lab.training import best_snake
+    reg = Registry(tmp_path/'registry')
+    f = seed_founders(reg)
+    assert best_snake(reg) == f['PufferSnake']   # no ratings yet
+    with reg.transaction() as db:   # HeuristicSnake rated first: not a network PuffeRL trains
+        db.executemany('INSERT INTO ratings VALUES (?,?,?,?,?,?)',
+                       [(f['HeuristicSnake'], arena_version('snake'), 60.0, 2.0, 30, utcnow()),
+                        (f['PufferSnake'], arena_version('snake'), 40.0, 2.0, 30, utcnow())])
+    assert best_snake(reg) == f['PufferSnake']
+
+def test_the_ppo_producer_fine_tunes_the_best_snake_and_offers_on_schedule(tmp_path):
+    """The `ppo` loop producer: the fine-tune of PufferSnake offers every `ppo_steps` of its agent-steps (names
+    `PufferSnake-ppoK`, a self-play chain), the learner from scratch takes every k-th step and offers too."""
+    from genome_lab.registry import seed_founders
+    from genome_lab.seasons import work
+    from genome_lab.training import PPOSettings
+    reg = Registry(tmp_path/'registry')
+    puffer = seed_founders(reg)['PufferSnake']
+    s = PPOSettings(ppo_maps=2, ppo_steps=4608, ppo_scratch_every=3, ppo_device='cpu')
+    first = work(reg, 'ppo', s, offers=1)
+    assert first['steps'] == 2 and [reg.genome(i)['name'] for i in first['offered']] == ['PufferSnake-ppo1']
+    out = work(reg, 'ppo', s, offers=2)   # steps 3 (scratch), 4, 5, 6 (scratch): the fine-tune's second offer, the scratch's first
+    names = [reg.genome(i)['name'] for i in out['offered']]
+    assert out['steps'] == 4 and names == ['PufferSnake-ppo2', 'PPOScratch'], names
+    assert reg.genome(first['offered'][0])['parents'] == [dict(id=puffer, relation='finetune')]
+    assert reg.genome(out['offered'][0])['parents'] == [dict(id=first['offered'][0], relation='self-play')]
+    assert out['metrics']['agent_steps'] == 6 * 2304 and 'scratch/charts/SPS' in out['metrics']
