@@ -107,7 +107,7 @@ def train(cfg:ReplicatorConfig, o:BenchOptions, run_dir:Path)->tuple: # (loop, h
     if not o.control_only:
         t0 = time.perf_counter()
         start = checkpoint_meta(run_dir/LOOP_FILE)['generation'] if o.resume else 0   # 0, or where a resumed run stopped
-        loop = train_replicator(cfg, run_dir, resume=o.resume, progress=False)
+        loop = train_replicator(cfg, run_dir, resume=o.resume, progress=False, lock=False)   # `main` holds the folder's lock
         hist = pd.DataFrame(loop.history)
         print(f"replicator run: {time.perf_counter() - t0:.0f} s for generations {start}-{cfg.generations}, "
               f"{int(hist.agent_steps.iloc[-1]):,} agent-steps")
@@ -141,7 +141,7 @@ def training_figures(cfg:ReplicatorConfig, loop, hist, report:int)->dict: # fitn
     f1, f2 = [evaluate_population(loop.pm.hn.policy_config, dev['params'], loop.arena, cfg.steps, seed=s, fitness=cfg.fitness)['fitness'].view(2, -1).mean(0)
               for s in (cfg.seed + 11, cfg.seed + 12)]
     mean = {k: v[0] for k, v in loop.pm.develop_mean(loop.pm.dist.mean()[None]).items()}
-    init = {k: v[0] for k, v in PolicyES(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)).mean_params().items()}   # where evolution started
+    init = {k: v[0] for k, v in PolicyES(cfg).mean_params().items()}   # init_policy: where a decoder trained from fitness alone starts
     rms = lambda x: float(x.pow(2).mean().sqrt())
     moved = {k: rms(mean[k] - init[k]) for k in init if not k.startswith('value.')}
     codes = (mean['encoder.weight'] - init['encoder.weight']).view(cfg.hypernet.hidden, -1, 8)

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/hypernetwork.html.md"""
 
 # %% ../nbs/50_hypernetwork.ipynb #264c4cfb
 from __future__ import annotations
-import copy, functools, hashlib, json, math, os, sys, time, warnings
+import contextlib, copy, functools, hashlib, json, math, os, sys, time, warnings
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 import numpy as np
@@ -779,7 +779,8 @@ def train_replicator(cfg:ReplicatorConfig, # settings; `cfg.generations` is wher
                      cache_dir:str|Path|None=None, # where the pretrained decoder is kept (`pretrained_decoder`)
                      every_s:float=60.0, # seconds between checkpoints (one is saved at the end too; 0: every generation)
                      scalars:tuple|None=None, # (registry folder, producer, run name): each generation's metrics as TensorBoard scalars
-                     progress:bool=True)->ReplicatorTrainingLoop: # a progress bar with the population's fitness?
+                     progress:bool=True, # a progress bar with the population's fitness?
+                     lock:bool=True)->ReplicatorTrainingLoop: # hold `run_lock` on the folder (False: the caller holds it)?
     """Run `cfg` in `run_dir` to `cfg.generations` (`advance`, key 'replicator'), one process per folder (`run_lock`);
     raises `FileExistsError` for a checkpoint not resumed, `FileNotFoundError` for a resume without one, `ValueError`
     for a checkpoint of other settings or of an earlier genome_lab (nothing is changed then)."""
@@ -787,7 +788,7 @@ def train_replicator(cfg:ReplicatorConfig, # settings; `cfg.generations` is wher
     if Path(run_dir).is_file(): raise ValueError(f"{run_dir} is a file, not a run folder")
     if path.exists() and not resume: raise FileExistsError(f"{path} exists: resume it (resume=True, --resume) or choose another run_dir")
     if resume and not path.exists(): raise FileNotFoundError(f"nothing to resume: no {path}")
-    with run_lock(Path(run_dir)/'.lock'):
+    with run_lock(Path(run_dir)/'.lock') if lock else contextlib.nullcontext():
         if resume: checkpoint_meta(path)   # an earlier genome_lab's checkpoint is refused before any work
         loop = ReplicatorTrainingLoop(cfg, cache_dir)
         with tqdm(total=cfg.generations, desc='replicator', disable=not progress) as bar:
