@@ -81,7 +81,7 @@ class Options:
     device: Annotated[str, "torch device of the denoisers' training ('cpu', 'cuda'); decoding and games run on the CPU"] = 'cpu'
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'hypernetwork_decoder.json')
 
-EARLIER = dict(hypernet=HypernetConfig(hidden=16, chunk=256, exploration=0.2), trainer=TrainerConfig(base_lr=0.1),
+EARLIER = dict(hypernet=HypernetConfig(hidden=16, chunk=256, exploration=0.2), trainer=TrainerConfig(lr=3e-4, base_lr=0.1),
                pretrain=PretrainConfig(pretrain_steps=0))   # the loop's defaults when its within-generation figures were measured
 
 def pretraining(o:Options)->PretrainConfig: return PretrainConfig(pretrain_steps=o.train_steps, pretrain_data=o.data,

@@ -431,8 +431,8 @@ def centred_ranks(x:torch.Tensor)->torch.Tensor: # (n,) -> (n,) in [-0.5, 0.5]
 class TrainerConfig:
     "Settings of `HypernetworkTrainer` (the design's `HypernetworkTrainer` settings)."
     kind: str = 'reinforce'     # 'reinforce' or 'es'
-    lr: float = 3e-4            # Adam learning rate of the denoiser network
-    base_lr: float = 3e-4       # Adam learning rate of the per-token `base` (a table, like an embedding; 0.1 suits a decoder trained from fitness alone)
+    lr: float = 1e-5            # Adam learning rate of the denoiser network (3e-4 suits a decoder trained from fitness alone)
+    base_lr: float = 1e-5       # Adam learning rate of the per-token `base` (a table, like an embedding; 0.1 suits a decoder trained from fitness alone)
     last_step: bool = True      # REINFORCE through the last denoising step only (the noise that decides the policy)?
     shaping: str = 'ranks'      # REINFORCE's advantage: 'ranks' (centred ranks) or 'baseline' (moving baseline / std)
     clip: float = 1.0           # gradient-norm clip

@@ -280,7 +280,7 @@ def test_checkpoints_with_removed_settings_resume_at_todays_behaviour_else_refus
 
 def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_resume(tmp_path):
     from genome_lab.hypernetwork import run_policy_es
-    small = dict(SMALL, trainer=TrainerConfig(lr_drop_at=2, lr_drop=4.0, base_lr=0.1))
+    small = dict(SMALL, trainer=TrainerConfig(lr_drop_at=2, lr_drop=4.0, lr=3e-4, base_lr=0.1))
     lrs = lambda opt: [g['lr'] for g in opt.param_groups]
     loop = train_replicator(ReplicatorConfig(generations=2, **small), tmp_path, progress=False)
     assert lrs(loop.pm.trainer.opt) == [3e-4, 0.1]                          # generations 0 and 1: the full step
@@ -295,7 +295,7 @@ def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_res
 
 def test_control_killed_mid_run_resumes_from_its_checkpoint_to_the_uninterrupted_result(tmp_path, monkeypatch):
     import genome_lab.hypernetwork as H
-    small = dict(SMALL, seed=3, trainer=TrainerConfig(lr_drop_at=3, lr_drop=4.0, base_lr=0.1))
+    small = dict(SMALL, seed=3, trainer=TrainerConfig(lr_drop_at=3, lr_drop=4.0, lr=3e-4, base_lr=0.1))
     cfg = ReplicatorConfig(generations=5, **small)
     full, es_full = H.run_policy_es(cfg, progress=False)                   # uninterrupted, nothing stored
     calls, real = [], H.evaluate_population
