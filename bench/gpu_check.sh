@@ -7,7 +7,7 @@
 #   bash bench/gpu_check.sh prepare DIR          # here (PyPI reachable): everything the GPU machine needs, into DIR
 #   bash DIR/gpu_check.sh run DIR OUT [SECONDS] [RUN ...]   # there, from the repository's root (reads genome_lab.core)
 #   bash DIR/gpu_check.sh run DIR OUT 0                     # there: the build only; then, with
-#     PYTHONPATH=DIR/site:$GPU_BUILD/pufferlib-3.0.0:. a bench such as bench/seed001_bar.py runs (issue 38)
+#     PYTHONPATH=DIR/site:$GPU_BUILD/pufferlib-3.0.0:. a bench such as bench/replicator_bar.py runs (issue 38)
 #
 # prepare: PufferLib's trimmed, patched source (tools/build_pufferlib.sh --source: each env its own random stream,
 #   no -flto, no trained weights), the pure-Python packages PuffeRL imports that a bare CUDA image lacks (as wheels),

@@ -1,4 +1,4 @@
-"""Seed 001's success metrics for the replicator dynamics + diffusion hypernetwork on the snake arena, next to plain
+"""The design's success metrics for the replicator dynamics + diffusion hypernetwork on the snake arena, next to plain
 evolution strategies on the policy weights (no genome space, no hypernetwork) with the same evaluation budget.
 
 Prints, for one training run (`ReplicatorTrainingLoop`) and one control run (`run_policy_es`) with the same
@@ -25,14 +25,15 @@ from typing import Annotated   # a script's dataclass documents its fields here:
 import numpy as np
 import pandas as pd
 import torch
-from genome_lab.hypernetwork import (ReplicatorConfig, ReplicatorTrainingLoop, run_policy_es, DiffusionHypernetwork, PolicyES,
-                                     policy_config, init_policy, evaluate_population, stored_config, CONTROL_FILE, checkpoint_meta)
+from genome_lab.hypernetwork import (ReplicatorConfig, train_replicator, run_policy_es, DiffusionHypernetwork, PolicyES,
+                                     policy_config, init_policy, evaluate_population, stored_config, CONTROL_FILE, LOOP_FILE,
+                                     checkpoint_meta)
 from genome_lab.core import config_parser, config_from_args, atomic_write_json, run_lock, RunLocked, machine
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate
 
 PRESET = dict(eval_interval=50)   # where the bench's runs differ from `ReplicatorConfig()`, and why:
-PRESET_WHY = "a reading of the curve plays 64 snakes up to 20,000 steps, so at full budget the curve is read every 50 generations"
+PRESET_WHY = "a reading of the curve plays 64 snakes on 4 maps, greedy and sampled, so at full budget the curve is read every 50 generations"
 PLAY_STEPS = 1500   # steps of the greedy game that `play` reads habits from
 
 def score(policy, snakes, seed, max_steps)->dict: # length at death of each snake's first episode, and how it lived
@@ -105,9 +106,9 @@ def train(cfg:ReplicatorConfig, o:BenchOptions, run_dir:Path)->tuple: # (loop, h
     loop = hist = ctrl = es = None
     if not o.control_only:
         t0 = time.perf_counter()
-        loop = ReplicatorTrainingLoop(cfg, run_dir, resume=o.resume)
-        start = loop.generation   # 0, or where a resumed run stopped
-        hist = loop.run(progress=False)
+        start = checkpoint_meta(run_dir/LOOP_FILE)['generation'] if o.resume else 0   # 0, or where a resumed run stopped
+        loop = train_replicator(cfg, run_dir, resume=o.resume, progress=False, lock=False)   # `main` holds the folder's lock
+        hist = pd.DataFrame(loop.history)
         print(f"replicator run: {time.perf_counter() - t0:.0f} s for generations {start}-{cfg.generations}, "
               f"{int(hist.agent_steps.iloc[-1]):,} agent-steps")
     if not o.skip_control:
@@ -126,27 +127,29 @@ def fitness_rows(cfg:ReplicatorConfig, hist, ctrl, report:int):
         line = f"{g:4d}"
         if hist is not None:
             r = hist.iloc[w]
-            line += f" | {r.fitness_mean.mean():15.3f} {r.fitness_max.mean():5.2f} | {r.food_mean.mean():4.1f} | {r.entropy.iloc[-1]:7.2f} | {np.nanmean(r.estimator_r2):12.3f}"
-        if ctrl is not None:   # a control checkpointed before its rows counted food has none
+            line += (f" | {r['charts/fitness_mean'].mean():15.3f} {r['charts/fitness_best'].mean():5.2f} | {r['charts/food'].mean():4.1f} | "
+                     f"{r['replicator/entropy'].iloc[-1]:7.2f} | {np.nanmean(r['surrogate/r2']):12.3f}")
+        if ctrl is not None:
             c = ctrl.iloc[w]
-            line += f" | {c.fitness_mean.mean():15.3f} {c.fitness_max.mean():5.2f} | {c.get('food_mean', pd.Series(dtype=float)).mean():4.1f}"
+            line += f" | {c['charts/fitness_mean'].mean():15.3f} {c['charts/fitness_best'].mean():5.2f} | {c['charts/food'].mean():4.1f}"
         print(line)
 
 def training_figures(cfg:ReplicatorConfig, loop, hist, report:int)->dict: # fitness, entropy, estimator and how far the mean genome's policy moved
     floor = 0.5 * cfg.hypernet.genome_dim * (1 + math.log(2 * math.pi)) + cfg.hypernet.genome_dim * math.log(0.1)
-    r2 = hist.estimator_r2.dropna()
+    r2 = hist['surrogate/r2'].dropna()
     genomes, dev = loop.pm.next(torch.Generator().manual_seed(cfg.seed + 4242))   # a generation of the final distribution, evaluated twice
     f1, f2 = [evaluate_population(loop.pm.hn.policy_config, dev['params'], loop.arena, cfg.steps, seed=s, fitness=cfg.fitness)['fitness'].view(2, -1).mean(0)
               for s in (cfg.seed + 11, cfg.seed + 12)]
     mean = {k: v[0] for k, v in loop.pm.develop_mean(loop.pm.dist.mean()[None]).items()}
-    init = {k: v[0] for k, v in PolicyES(DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)).mean_params().items()}   # where evolution started
+    init = {k: v[0] for k, v in PolicyES(cfg).mean_params().items()}   # init_policy: where a decoder trained from fitness alone starts
     rms = lambda x: float(x.pow(2).mean().sqrt())
     moved = {k: rms(mean[k] - init[k]) for k in init if not k.startswith('value.')}
     codes = (mean['encoder.weight'] - init['encoder.weight']).view(cfg.hypernet.hidden, -1, 8)
     by_code = [rms(codes[:, :, c]) for c in range(8)]
-    return dict(fitness_first=float(hist.fitness_mean[:report].mean()), fitness_last=float(hist.fitness_mean[-report:].mean()),
-                lowest_entropy=float(hist.entropy.min()), entropy_floor=floor, estimator_r2_median=float(r2.median()),
-                estimator_r2_above_0=float((r2 > 0).mean()), trust_mean=float(hist.trust.mean()), trust_above_0=float((hist.trust > 0).mean()),
+    fm, trust = hist['charts/fitness_mean'], hist['surrogate/trust']
+    return dict(fitness_first=float(fm[:report].mean()), fitness_last=float(fm[-report:].mean()),
+                lowest_entropy=float(hist['replicator/entropy'].min()), entropy_floor=floor, estimator_r2_median=float(r2.median()),
+                estimator_r2_above_0=float((r2 > 0).mean()), trust_mean=float(trust.mean()), trust_above_0=float((trust > 0).mean()),
                 test_retest=float(np.corrcoef(f1.numpy(), f2.numpy())[0, 1]), moved=moved, encoder_initial_rms=rms(init['encoder.weight']),
                 encoder_by_code=[min(by_code), max(by_code)])
 
@@ -222,13 +225,14 @@ def main(argv=None):
     fitness_rows(cfg, hist, ctrl, o.report)
     if hist is not None:
         print("\n2. score versus evaluations (the distribution's mean genome, training map, length at death)")
-        for c in loop.curve: print(f"  {c['agent_steps']:>12,} agent-steps (generation {c['generation']:4d}): {fmt(dict(c, mean=c['score']))}")
+        for c in loop.curve: print(f"  {c['agent_steps']:>12,} agent-steps (generation {c['generation']:4d}): {c['score']:7.2f} (greedy {c['greedy']:.2f}, "
+                                   f"sampled {c['sampled']:.2f}; {c['n']} snakes, censored {c['censored']})")
     figures = final(cfg, o, loop, hist, es)
     if o.out:
         runs = [h for h in (hist, ctrl) if h is not None]
         atomic_write_json(o.out, dict(command='python bench/hypernetwork.py ' + ' '.join(sys.argv[1:] if argv is None else argv),
                                       machine=machine(), config=asdict(cfg), generations=cfg.generations,
-                                      agent_steps=int(runs[0].agent_steps.iloc[-1]), final_snakes=o.final_snakes, max_steps=o.max_steps,
+                                      agent_steps=int(runs[0]['agent_steps'].iloc[-1]), final_snakes=o.final_snakes, max_steps=o.max_steps,
                                       generation_seconds={n: float(h.seconds.sum()) for n, h in zip(('replicator', 'control'), (hist, ctrl)) if h is not None},
                                       **figures))
         print(f"\nfigures written to {o.out}")

@@ -1,8 +1,8 @@
 """Collects what stored replicator training runs measured while they trained, for the figures of `51_hypernetwork_report`.
 
 Reads the checkpoint (`checkpoint.safetensors`) of each run folder given as LABEL=DIR and writes one JSON file:
-for each run its settings, the score-versus-evaluations curve (the distribution's mean genome, length at death on
-the training map: mean, std, n, against agent-steps), its training fitness in blocks of `--block` generations
+for each run its settings, the score-versus-evaluations curve (the distribution's mean genome read by `read_policy`:
+length at death on the training map, greedy and sampled, against agent-steps), its training fitness in blocks of `--block` generations
 (window reward, food eaten and share of snakes that died, per snake, and the hypernetwork's parameter norm) and the
 machine that wrote the checkpoint (None for checkpoints written before genome_lab recorded it).
 Usage: python bench/hypernetwork_curves.py --out nbs/measured/hypernetwork_runs_$(date +%F).json "seed 0=/tmp/run0" ...
@@ -10,18 +10,18 @@ Usage: python bench/hypernetwork_curves.py --out nbs/measured/hypernetwork_runs_
 import argparse, json
 from pathlib import Path
 import numpy as np
-from genome_lab.hypernetwork import checkpoint_meta
+from genome_lab.hypernetwork import checkpoint_meta, LOOP_FILE
 
 def run_record(run_dir:Path, block:int)->dict:
-    m = checkpoint_meta(Path(run_dir)/'checkpoint.safetensors')
+    m = checkpoint_meta(Path(run_dir)/LOOP_FILE)
     h, blocks = m['history'], []
     for lo in range(0, len(h), block):
         b = h[lo:lo + block]
         mean = lambda k: round(float(np.mean([r[k] for r in b])), 4)
-        blocks.append(dict(generation=lo, agent_steps=b[-1]['agent_steps'], window=mean('fitness_mean'), food=mean('food_mean'),
-                           died=mean('died'), hn_param_norm=mean('hn_param_norm')))
-    curve = [dict(generation=c['generation'], agent_steps=c['agent_steps'], score=round(c['score'], 3), std=round(c['std'], 3),
-                  n=c['n'], censored=c['censored']) for c in m['curve']]
+        blocks.append(dict(generation=lo, agent_steps=b[-1]['agent_steps'], window=mean('charts/fitness_mean'), food=mean('charts/food'),
+                           died=mean('charts/died'), hn_param_norm=mean('hypernetwork/param_norm')))
+    curve = [dict(generation=c['generation'], agent_steps=c['agent_steps'], score=round(c['score'], 3), greedy=round(c['greedy'], 3),
+                  sampled=round(c['sampled'], 3), n=c['n'], censored=c['censored']) for c in m['curve']]
     return dict(config=m['config'], generations=m['generation'], machine=m.get('machine'), curve=curve, blocks=blocks)
 
 def main(argv=None):

@@ -1,6 +1,6 @@
-"""Seed 001's surrogate target read against the ceiling that the fitness noise allows.
+"""The design's surrogate target read against the ceiling that the fitness noise allows.
 
-The replicator's fitness estimator is judged by its R^2 on genomes it has not seen (seed 001's target: R^2 > 0.7).
+The replicator's fitness estimator is judged by its R^2 on genomes it has not seen (the design's target: R^2 > 0.7).
 A genome's fitness is one noisy evaluation, and no predictor can explain more of its variance than the share that
 repeats when the same policies are evaluated again: for fitness = true value + independent noise, the best R^2
 against one evaluation equals the test-retest reliability r (the correlation of two evaluations of the same policies
@@ -12,7 +12,7 @@ genome averaging would need for a ceiling of 0.7 (Spearman-Brown). The replaceme
 Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
 Usage: python bench/surrogate_ceiling.py [--generations 40] [--retest-every 10]
 """
-import datetime, json, os, tempfile, time
+import datetime, json, os, time
 from dataclasses import dataclass
 from typing import Annotated
 import numpy as np
@@ -35,8 +35,9 @@ def retest(loop:ReplicatorTrainingLoop, seed:int)->dict:
     f1, f_map, f2 = fit(dev, seed + 1), fit(dev, seed + 2), fit(loop.pm.trainer.develop(genomes, g), seed + 3)
     corr = lambda x, y: float(np.corrcoef(x.numpy(), y.numpy())[0, 1])
     r, r_map = corr(f1, f2), corr(f1, f_map)
-    r2 = loop.est.r2(genomes, f1) if loop.est.fitted else float('nan')
-    r2_mean = loop.est.r2(genomes, (f1 + f2) / 2) if loop.est.fitted else float('nan')
+    x = loop.features(genomes)   # what the surrogate reads of them
+    r2 = loop.est.r2(x, f1) if loop.est.fitted else float('nan')
+    r2_mean = loop.est.r2(x, (f1 + f2) / 2) if loop.est.fitted else float('nan')
     return dict(generation=loop.generation, reliability=r, reliability_map=r_map, estimator_r2=r2, estimator_r2_vs_mean=r2_mean,
                 ceiling_of_mean=2 * r / (1 + r) if r > -1 else float('nan'), share_of_ceiling=r2 / r if r > 0 else float('nan'),
                 evaluations_for_0_7=spearman_brown_k(r))
@@ -55,7 +56,7 @@ def main():
     out = b.out or str(measured_dir()/f'surrogate_ceiling_{datetime.date.today()}.json')
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}; population {cfg.population}, {cfg.agents_each} snakes x {cfg.steps} steps per policy, fitness {cfg.fitness!r}", flush=True)
-    loop, rows, t0 = ReplicatorTrainingLoop(cfg, tempfile.mkdtemp(prefix='ceiling-')), [], time.perf_counter()
+    loop, rows, t0 = ReplicatorTrainingLoop(cfg), [], time.perf_counter()
     print(" gen | reliability r (policies of the map alone) | estimator R2 (one evaluation) | R2 / r | R2 vs mean of two | evaluations for a 0.7 ceiling")
     while True:
         if loop.generation % b.retest_every == 0:
@@ -65,7 +66,7 @@ def main():
                   f"{row['estimator_r2_vs_mean']:17.3f} | {row['evaluations_for_0_7']:.1f}", flush=True)
         if loop.generation >= cfg.generations: break
         loop.step()
-    r2 = [h['estimator_r2'] for h in loop.history if not np.isnan(h['estimator_r2'])]
+    r2 = [h['surrogate/r2'] for h in loop.history if not np.isnan(h['surrogate/r2'])]
     rel = [r['reliability'] for r in rows]
     summary = dict(estimator_r2_median=float(np.median(r2)), estimator_r2_above_0_7=float(np.mean(np.array(r2) > 0.7)),
                    reliability_mean=float(np.mean(rel)), reliability_std=float(np.std(rel, ddof=1)), retests=len(rows),

@@ -420,7 +420,7 @@ def fit(params, # the parameters to train: a module's `parameters()`, or a list 
             opt.step(); updates += 1
             if sched is not None: sched.step()
             for name, v in out.items():
-                if name != 'n': sums[name] = sums.get(name, 0.0) + float(v) * k
+                if name != 'n': sums[name] = sums.get(name, 0.0) + float(v.detach() if isinstance(v, torch.Tensor) else v) * k
             n += k
             if every and updates % every == 0: row()
         if not every: row(after_epoch() if after_epoch else None)

@@ -1,4 +1,4 @@
-"""A 16-D genome is developed into the weights and initial LSTM state of a snake policy by a genome-conditioned DDPM; a population of genomes evolves by the replicator equation while the hypernetwork learns from fitness (seed 001).
+"""A 16-D genome is developed into the weights and initial LSTM state of a snake policy by a genome-conditioned DDPM; a population of genomes evolves by the replicator equation while the hypernetwork learns from fitness (DESIGN's replicator + hypernetwork).
 
 Docs: https://genome-lab.github.io/genome_lab/hypernetwork.html.md"""
 
@@ -6,8 +6,8 @@ Docs: https://genome-lab.github.io/genome_lab/hypernetwork.html.md"""
 
 # %% ../nbs/50_hypernetwork.ipynb #264c4cfb
 from __future__ import annotations
-import functools, json, math, sys, time, warnings
-from dataclasses import dataclass, asdict
+import contextlib, copy, functools, hashlib, json, math, os, sys, time, warnings
+from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 import numpy as np
 from scipy import stats
@@ -15,27 +15,29 @@ import pandas as pd
 import torch
 import torch.nn as nn
 from fastcore.basics import patch
-from safetensors.torch import save as st_save, load as st_load
 from .arenas import SnakeArena, SNAKE_INPUT, tqdm
-from .policies import LinearLSTM, StackedLinearLSTM
+from .policies import LinearLSTM, StackedLinearLSTM, load_pufferlib_policy
 from .evaluation import evaluate, torch_threads
 from .registry import Genome, Registry
-from .replicator import make_distribution, FitnessEstimator, GPSurrogate, DISTRIBUTIONS
-from .core import (Producer, ProducerContext, log_scalars, machine, optimizer_tensors, load_optimizer, save_checkpoint,
-                             checkpoint_header,
-                             settings_diff, atomic_write, config_parser, config_from_args, run_lock, RunLocked)
+from .replicator import make_distribution, FitnessEstimator, GPSurrogate, DISTRIBUTIONS, kl_divergence
+from .core import (Producer, ProducerContext, machine, save_checkpoint, load_checkpoint, checkpoint_header,
+                             save_state, STATE_FORMAT, advance, settings_diff, config_parser, config_from_args, run_lock,
+                             RunLocked, measured_dir, fit)
 
 # %% auto #0
-__all__ = ['BACKBONES', 'FITNESS', 'PROBE_VIEWS', 'SURROGATES', 'CHECKPOINT_FORMAT', 'ADDED_SETTINGS', 'ADDED_NESTED',
-           'REMOVED_SETTINGS', 'REMOVED_VALUES', 'CONTROL_FILE', 'replicator_producer', 'policy_config', 'init_policy',
-           'target_layout', 'cosine_schedule', 'HypernetConfig', 'DenoiserBlock', 'DiffusionHypernetwork',
-           'evaluate_population', 'probe_views', 'probe_actions', 'centred_ranks', 'TrainerConfig',
-           'drop_learning_rates', 'HypernetworkTrainer', 'ReplicatorConfig', 'PopulationManager', 'current_config',
-           'checkpoint_meta', 'stored_config', 'ReplicatorTrainingLoop', 'register_best', 'ReplicatorSettings',
-           'produce_replicator', 'PolicyES', 'run_policy_es', 'train_replicator_cli', 'seed001_bar']
+__all__ = ['BACKBONES', 'TEACHER_FILE', 'DECODER_VERSION', 'FITNESS', 'PROBE_VIEWS', 'SURROGATES', 'CHECKPOINT_FORMAT',
+           'ADDED_SETTINGS', 'ADDED_NESTED', 'REMOVED_SETTINGS', 'REMOVED_VALUES', 'DROPPED_SETTINGS', 'LOOP_FILE',
+           'CONTROL_FILE', 'replicator_producer', 'BAR_SMOOTHING', 'policy_config', 'init_policy', 'target_layout',
+           'cosine_schedule', 'HypernetConfig', 'DenoiserBlock', 'DiffusionHypernetwork', 'teachers', 'teacher_lines',
+           'PretrainConfig', 'pretrain_decoder', 'decoder_key', 'decoder_cache', 'pretrained_decoder',
+           'evaluate_population', 'probe_views', 'probe_actions', 'policy_distance_ratio', 'centred_ranks',
+           'TrainerConfig', 'drop_learning_rates', 'HypernetworkTrainer', 'resolve_device', 'ReplicatorConfig',
+           'PopulationManager', 'current_config', 'checkpoint_meta', 'stored_config', 'ReplicatorTrainingLoop',
+           'read_policy', 'train_replicator', 'register_best', 'ReplicatorSettings', 'ReplicatorProducer', 'PolicyES',
+           'run_policy_es', 'train_replicator_cli', 'smooth', 'replicator_bar']
 
 # %% ../nbs/50_hypernetwork.ipynb #7b73bb24
-def policy_config(hidden:int=16)->dict: # `LinearLSTM` config of a developed snake genome
+def policy_config(hidden:int=128)->dict: # `LinearLSTM` config of a developed snake genome
     "Config of the developed snake policy: `LinearLSTM(968, 4, hidden, 'onehot8', learned_state=True)`."
     return LinearLSTM(SNAKE_INPUT, SnakeArena.num_actions, hidden, 'onehot8', learned_state=True).config
 
@@ -77,24 +79,23 @@ BACKBONES = ('transformer', 'mlp')   # the denoisers `DiffusionHypernetwork` has
 
 @dataclass
 class HypernetConfig:
-    "Settings of `DiffusionHypernetwork` (seed 001's `HypernetworkConfig`)."
+    "Settings of `DiffusionHypernetwork` (the design's `DiffusionHypernetworkConfig`, DESIGN's replicator + hypernetwork)."
     genome_dim: int = 16        # latent genome size
-    hidden: int = 16            # width of the developed `LinearLSTM` (PufferLib's snake: 128)
-    chunk: int = 256            # numbers per token
+    hidden: int = 128           # width of the developed `LinearLSTM` (PufferLib's snake: 128, the teachers' size)
+    chunk: int = 1024           # numbers per token (a hidden-128 policy is 256 tokens)
     width: int = 128            # denoiser width
     T: int = 10                 # denoising steps
-    exploration: float = 0.2    # noise of the last step, in units of `scale`
+    exploration: float = 0.03   # noise of the last step, in units of `scale` (two genomes' policies then differ 4x more than a mirrored pair)
     x0_bound: float = 5.0       # predicted x0 is kept in (-bound, bound) by a tanh, in units of `scale`
     scale: float = 0.1          # the generated numbers' unit
     zero_init: bool = True      # start the denoiser's output layer at zero (every genome develops `base` plus noise)?
-    backbone: str = 'transformer'  # 'transformer' (self- and cross-attention, seed 001) or 'mlp' (per token)
+    backbone: str = 'transformer'  # 'transformer' (self- and cross-attention) or 'mlp' (per token)
     depth: int = 2              # transformer blocks
     heads: int = 4              # attention heads (divide `width`)
     genome_tokens: int = 4      # tokens the genome's embedding is split into: the keys and values of cross-attention
     def __post_init__(self):
         if self.backbone not in BACKBONES: raise ValueError(f"backbone must be one of {BACKBONES}, not {self.backbone!r}")
         if self.width % self.heads: raise ValueError(f"heads ({self.heads}) must divide width ({self.width})")
-
 
 # %% ../nbs/50_hypernetwork.ipynb #394c87c1
 class DenoiserBlock(nn.Module):
@@ -114,7 +115,7 @@ class DenoiserBlock(nn.Module):
 
 # %% ../nbs/50_hypernetwork.ipynb #ac73c9da
 class DiffusionHypernetwork(nn.Module):
-    "Genome (P, genome_dim) -> parameters of P snake `LinearLSTM`s (and their initial state) by T DDPM steps."
+    "Genome (P, genome_dim) -> parameters of P snake `LinearLSTM`s (and their initial state) by T DDPM steps (Ho et al. 2020)."
     def __init__(self, cfg:HypernetConfig=HypernetConfig(), seed:int=0):
         super().__init__()
         self.cfg, self.policy_config = cfg, policy_config(cfg.hidden)
@@ -158,7 +159,7 @@ class DiffusionHypernetwork(nn.Module):
         P, C, flat = len(x0), self.cfg.chunk, x0.reshape(len(x0), -1)
         out = {name: flat[:, tok*C: tok*C + math.prod(shape)].reshape(P, *shape) * scale
                for name, shape, scale, tok, n in self.layout}
-        out['value.weight'], out['value.bias'] = torch.zeros(P, 1, self.cfg.hidden), torch.zeros(P, 1)
+        out['value.weight'], out['value.bias'] = x0.new_zeros(P, 1, self.cfg.hidden), x0.new_zeros(P, 1)
         return out
 
     def _backbone(self, h:torch.Tensor, te:torch.Tensor, genomes:torch.Tensor)->torch.Tensor: # (P, L, W) -> (P, L, W)
@@ -185,20 +186,21 @@ class DiffusionHypernetwork(nn.Module):
         pol = LinearLSTM(**self.policy_config)
         pol.load_state_dict({k: v[i] for k, v in params.items()}); return pol
 
-
 # %% ../nbs/50_hypernetwork.ipynb #692c59f3
 @patch
 def sample(self:DiffusionHypernetwork, genomes:torch.Tensor, generator:torch.Generator|None=None, # (P, genome_dim); the noise's generator
            final_noise:bool=True)->torch.Tensor: # False: the last step returns its mean (no exploration); -> (T+1, P, L, C)
-    "Run the chain from x_T ~ N(0, I) to x_0; returns every x_t, x_T first and the developed x_0 last."
+    """Run the chain from x_T ~ N(0, I) to x_0 on the hypernetwork's device; returns every x_t, x_T first and the
+    developed x_0 last. The noise is drawn from `generator` on the CPU, so a run on CUDA draws the same noise."""
     if genomes.ndim != 2 or genomes.shape[1] != self.cfg.genome_dim:
         raise ValueError(f"genomes must be (P, {self.cfg.genome_dim}), got {tuple(genomes.shape)}")
-    x = torch.randn(len(genomes), *self.mask.shape, generator=generator)
+    dev = self.mask.device
+    x, genomes = torch.randn(len(genomes), *self.mask.shape, generator=generator).to(dev), genomes.to(dev)
     traj = [x]
     with torch.no_grad():
         for t in range(self.cfg.T, 0, -1):
             mu = self.c_x0[t] * self.denoise(x, t, genomes) + self.c_xt[t] * x
-            noise = torch.randn(mu.shape, generator=generator)
+            noise = torch.randn(mu.shape, generator=generator).to(dev)
             x = mu + self.sigma(t) * noise if (t > 1 or final_noise) else mu
             traj.append(x)
     return torch.stack(traj)
@@ -241,6 +243,123 @@ def denoising_loss(self:DiffusionHypernetwork, x0:torch.Tensor, # clean tokens (
     xt = ab.sqrt() * x0 + (1 - ab).sqrt() * torch.randn(x0.shape, generator=generator, device=x0.device)
     return ((self.denoise(xt, t, genomes) - x0) ** 2)[:, self.mask].mean()
 
+
+# %% ../nbs/50_hypernetwork.ipynb #0d08e9bc
+TEACHER_FILE = 'gpu_snake_finetune.safetensors'   # the second teacher, under `nbs/measured` (bench/gpu_snake.py's fine-tune)
+
+def _linear_lstm_names(tensors:dict)->dict: # PufferLib's `Recurrent(Snake)` names -> `LinearLSTM`'s
+    "Rename a PufferLib snake model's tensors as `LinearLSTM` names them (`75_training`'s `PUFFER_NAMES`, as a rule)."
+    rule = (('policy.encoder.0.', 'encoder.'), ('policy.decoder.', 'actor.'), ('policy.value.', 'value.'), ('lstm.', 'lstm.'))
+    out = {}
+    for k, v in tensors.items():
+        new = next((to + k[len(fr):] for fr, to in rule if k.startswith(fr)), None)
+        if new is None: raise ValueError(f"{k} is not a tensor of PufferLib's snake model")
+        out[new.removesuffix('_l0')] = v
+    return out
+
+def teachers()->list: # [(name, `LinearLSTM` state_dict)] at PufferLib's size (hidden 128)
+    """The trained snake policies the decoder is pretrained towards: PufferLib's own (`load_pufferlib_policy`) and its
+    fine-tune by self-play on a GPU (`bench/gpu_snake.py`, kept in `nbs/measured`)."""
+    from safetensors.torch import load_file
+    tuned = _linear_lstm_names(load_file(str(measured_dir()/TEACHER_FILE)))
+    pol = load_pufferlib_policy('snake')
+    pol.load_state_dict(tuned)   # a shape or name that does not fit raises here
+    return [('PufferLib snake', load_pufferlib_policy('snake').state_dict()), ('GPU fine-tune', pol.state_dict())]
+
+# %% ../nbs/50_hypernetwork.ipynb #fba2374d
+def teacher_lines(hn:DiffusionHypernetwork, # its layout turns policies into tokens (hidden 128)
+                  n:int, # policies
+                  seed:int, # seeds the genomes and the untrained policies
+                  tch:list)->tuple: # `teachers()`; -> (tokens (n, L, C), genomes (n, genome_dim))
+    """Policies on the lines from untrained ones (`init_policy`, each its own seed) to the teachers, with their genomes
+    z ~ N(0, I): the teacher's share is Phi(z_0), the sign of z_1 chooses the teacher, the other coordinates are noise."""
+    if hn.cfg.hidden != 128: raise ValueError(f"the teachers are PufferLib's size (hidden 128), not hidden {hn.cfg.hidden}")
+    z = torch.randn(n, hn.cfg.genome_dim, generator=torch.Generator().manual_seed(seed))
+    alpha, which = torch.special.ndtr(z[:, 0]), (z[:, 1] > 0).long()
+    toks = []
+    for i in range(n):
+        init = init_policy(hn.policy_config, seed=100_000 * (seed + 1) + i).state_dict()
+        t = tch[int(which[i])][1]
+        toks.append(hn.to_tokens({k: alpha[i] * t.get(k, torch.zeros_like(v)) + (1 - alpha[i]) * v for k, v in init.items()}))
+    return torch.stack(toks), z
+
+# %% ../nbs/50_hypernetwork.ipynb #dbd4e86b
+@dataclass
+class PretrainConfig:
+    "Settings of the decoder's pretraining on teacher lines (`pretrain_decoder`)."
+    pretrain_steps: int = 1500      # Adam steps of `denoising_loss` (0: none; the decoder starts at `init_policy`)
+    pretrain_data: int = 64         # teacher-line policies it learns from
+    pretrain_held_out: int = 16     # teacher-line policies of its held-out denoising loss
+    pretrain_batch: int = 8         # policies per step
+    pretrain_lr: float = 1e-3       # Adam's learning rate
+    pretrain_seed: int = 0          # seeds the data, the decoder's initialisation and the batches
+    def __post_init__(self):
+        if min(self.pretrain_steps, self.pretrain_data - 1, self.pretrain_held_out, self.pretrain_batch - 1) < 0:
+            raise ValueError(f"pretraining needs steps >= 0, data and batch >= 1, held_out >= 0: got {asdict(self)}")
+
+# %% ../nbs/50_hypernetwork.ipynb #0abc6fc3
+def pretrain_decoder(hcfg:HypernetConfig, # the decoder (hidden 128: the teachers' size)
+                     pcfg:PretrainConfig, # its pretraining
+                     device:str|torch.device='cpu')->tuple: # torch device of the training; -> (decoder on the CPU, record)
+    """The decoder trained by `denoising_loss` (Ho et al. 2020) on `pretrain_data` teacher lines (`teacher_lines`):
+    `pretrain_steps` batches of `pretrain_batch` lines drawn with replacement, Adam, the gradient norm clipped at 1
+    (`fit` of `03_core`). The record holds the mean loss of the first and the last 20 steps and the loss on
+    `pretrain_held_out` other lines (8 fixed noise draws). A CUDA run draws other noise than a CPU run."""
+    t0, dev, n = time.perf_counter(), torch.device(device), pcfg.pretrain_data
+    hn = DiffusionHypernetwork(hcfg, seed=pcfg.pretrain_seed)
+    data, z = teacher_lines(hn, n + pcfg.pretrain_held_out, pcfg.pretrain_seed, teachers())
+    hn, x, zz, g = hn.to(dev), data[:n].to(dev), z[:n].to(dev), torch.Generator(dev).manual_seed(pcfg.pretrain_seed + 1)
+    def batches(epoch): # drawn as the steps go, from the generator the loss draws from too
+        for _ in range(pcfg.pretrain_steps): yield torch.randint(n, (pcfg.pretrain_batch,), generator=g, device=dev)
+    rows = fit(hn.parameters(), batches, lambda i: dict(loss=hn.denoising_loss(x[i], zz[i], g)), lr=pcfg.pretrain_lr,
+               grad_clip=1.0, every=20, step_key='step')
+    hn = hn.cpu()
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(999)
+        held = (float(np.mean([float(hn.denoising_loss(data[n:], z[n:], g)) for _ in range(8)]))
+                if pcfg.pretrain_held_out else float('nan'))
+    nan = float('nan')
+    return hn, dict(loss_first=rows[0]['loss'] if rows else nan, loss_last=rows[-1]['loss'] if rows else nan,
+                    held_out_loss=held, seconds=time.perf_counter() - t0, machine=machine())
+
+# %% ../nbs/50_hypernetwork.ipynb #4a87bfdf
+DECODER_VERSION = 1   # raised whenever the same settings would pretrain another decoder: older files are not read
+
+def decoder_key(hcfg:HypernetConfig, pcfg:PretrainConfig)->str: # 16 hex digits
+    "What a pretrained decoder is a function of: `DECODER_VERSION`, its architecture (`hcfg` but `exploration`, which only sampling reads) and `pcfg`."
+    arch = {k: v for k, v in asdict(hcfg).items() if k != 'exploration'}
+    text = json.dumps(dict(version=DECODER_VERSION, hypernet=arch, pretrain=asdict(pcfg)), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+def decoder_cache()->Path:
+    "Where pretrained decoders are kept: `$GENOME_LAB_CACHE/decoders`, else `~/.cache/genome_lab/decoders`."
+    return Path(os.environ.get('GENOME_LAB_CACHE') or Path.home()/'.cache'/'genome_lab')/'decoders'
+
+# %% ../nbs/50_hypernetwork.ipynb #ed1fe691
+def pretrained_decoder(hcfg:HypernetConfig, pcfg:PretrainConfig,
+                       cache_dir:str|Path|None=None, # where decoders are kept; None: `decoder_cache()`
+                       device:str='cpu', # torch device of a pretraining (the decoder is returned on the CPU)
+                       wait_s:float=2.0)->DiffusionHypernetwork: # seconds between looks while another process builds it
+    """The decoder pretrained with `hcfg` and `pcfg`: read from `<cache_dir>/decoder-<decoder_key>.safetensors`, else
+    pretrained (`pretrain_decoder`) and kept there, its settings and record in the file. Nothing is downloaded. One
+    process builds a decoder at a time (`run_lock`); the others wait and read it."""
+    path = Path(cache_dir or decoder_cache())/f'decoder-{decoder_key(hcfg, pcfg)}.safetensors'
+    while not path.exists():
+        try:
+            with run_lock(path.with_suffix('.lock')):
+                if path.exists(): break
+                hn, record = pretrain_decoder(hcfg, pcfg, device)
+                save_checkpoint(path, 'decoder', {k: v.contiguous() for k, v in hn.state_dict().items()},
+                                dict(version=DECODER_VERSION, hypernet=asdict(hcfg), pretrain=asdict(pcfg), record=record))
+                return hn
+        except RunLocked: time.sleep(wait_s)
+    meta, tensors = load_checkpoint(path, 'decoder')
+    want = {k: v for k, v in asdict(hcfg).items() if k != 'exploration'}
+    if (meta['version'], {k: meta['hypernet'][k] for k in want}, meta['pretrain']) != (DECODER_VERSION, want, asdict(pcfg)):
+        raise ValueError(f"{path} holds a decoder of other settings: remove it, it is rebuilt")
+    hn = DiffusionHypernetwork(hcfg, seed=pcfg.pretrain_seed)
+    hn.load_state_dict(tensors)
+    return hn
 
 # %% ../nbs/50_hypernetwork.ipynb #b590b8f0
 FITNESS = ('window', 'first')   # what a policy's fitness counts (see above)
@@ -291,6 +410,16 @@ def probe_actions(hn:DiffusionHypernetwork, params:dict, views:torch.Tensor)->to
         return torch.stack([torch.softmax(hn.policy(params, i)(views)[0], -1).flatten()
                             for i in range(len(params['h0']))])
 
+# %% ../nbs/50_hypernetwork.ipynb #6dd9172a
+def policy_distance_ratio(pa:torch.Tensor)->float: # (2, P, F) probe actions of P genomes' mirrored pairs -> ratio
+    """How far the genome moves the policy: the mean distance between two genomes' policies (their probe actions, the
+    first policy of each pair) over the mean distance between one genome's two mirrored policies. If the genome added
+    nothing to its last step's mirrored noise (x + e, x - e) the ratio would be 1/sqrt(2); the design needs at least 2."""
+    if pa.ndim != 3 or pa.shape[0] != 2 or pa.shape[1] < 2: raise ValueError(f"pa must be (2, P >= 2, F), got {tuple(pa.shape)}")
+    P = pa.shape[1]
+    between = torch.cdist(pa[0], pa[0]).sum() / (P * (P - 1))
+    return float(between / (pa[0] - pa[1]).norm(dim=1).mean())
+
 # %% ../nbs/50_hypernetwork.ipynb #c2c1d2a7
 def centred_ranks(x:torch.Tensor)->torch.Tensor: # (n,) -> (n,) in [-0.5, 0.5]
     "Ranks of `x` scaled to [-0.5, 0.5] (the fitness shaping of NES and OpenAI-ES); tied values share their mean rank."
@@ -300,10 +429,10 @@ def centred_ranks(x:torch.Tensor)->torch.Tensor: # (n,) -> (n,) in [-0.5, 0.5]
 # %% ../nbs/50_hypernetwork.ipynb #4fe2ba92
 @dataclass
 class TrainerConfig:
-    "Settings of `HypernetworkTrainer` (seed 001's `TrainingConfig`)."
+    "Settings of `HypernetworkTrainer` (the design's `HypernetworkTrainer` settings)."
     kind: str = 'reinforce'     # 'reinforce' or 'es'
-    lr: float = 3e-4            # Adam learning rate of the denoiser network
-    base_lr: float = 0.1        # Adam learning rate of the per-token `base` (a table, like an embedding)
+    lr: float = 1e-5            # Adam learning rate of the denoiser network (3e-4 suits a decoder trained from fitness alone)
+    base_lr: float = 1e-5       # Adam learning rate of the per-token `base` (a table, like an embedding; 0.1 suits a decoder trained from fitness alone)
     last_step: bool = True      # REINFORCE through the last denoising step only (the noise that decides the policy)?
     shaping: str = 'ranks'      # REINFORCE's advantage: 'ranks' (centred ranks) or 'baseline' (moving baseline / std)
     clip: float = 1.0           # gradient-norm clip
@@ -335,11 +464,11 @@ class HypernetworkTrainer:
         "Develop each of `genomes` (P, genome_dim) twice, by antithetic noise: policies `i` and `P + i` are genome `i`'s."
         if self.cfg.kind == 'reinforce':   # one chain per genome; its last step's noise is mirrored
             traj = self.hn.sample(genomes, generator, final_noise=False)
-            e = self.hn.sigma(1) * torch.randn(traj[-1].shape, generator=generator)
+            e = self.hn.sigma(1) * torch.randn(traj[-1].shape, generator=generator).to(traj.device)
             traj = torch.cat([traj, traj], 1); traj[-1] += torch.cat([e, -e])
             return dict(params=self.hn.to_params(traj[-1]), traj=traj)
         names, P = [n for n, _ in self.hn.named_parameters()], len(genomes)
-        eps = [torch.randn(P, *p.shape, generator=generator) for p in self.hn.parameters()]
+        eps = [torch.randn(P, *p.shape, generator=generator).to(p.device) for p in self.hn.parameters()]
         eps = [torch.cat([e, -e]) for e in eps]
         with torch.no_grad():
             x0 = [torch.func.functional_call(self.hn, {n: p + self.cfg.es_sigma * e[i] for (n, p), e in zip(self.hn.named_parameters(), eps)},
@@ -359,13 +488,13 @@ def step(self:HypernetworkTrainer, genomes:torch.Tensor, dev:dict, fitness:torch
     self.opt.zero_grad()
     if self.cfg.kind == 'reinforce':
         adv = ranks if self.cfg.shaping == 'ranks' else (fitness - self.baseline) / (fitness.std() + 1e-8)
-        lp = self.hn.log_prob(genomes.repeat(2, 1), dev['traj'], last=1 if self.cfg.last_step else None)
-        loss = -(adv * lp).mean() / self.hn.mask.sum()   # per generated number
+        lp = self.hn.log_prob(genomes.repeat(2, 1).to(dev['traj'].device), dev['traj'], last=1 if self.cfg.last_step else None)
+        loss = -(adv.to(lp.device) * lp).mean() / self.hn.mask.sum()   # per generated number
         loss.backward()
     else:
         for n, p in self.hn.named_parameters():
             e = dev['eps'][n]
-            p.grad = -(ranks.view(-1, *[1]*(e.ndim - 1)) * e).sum(0) / (len(fitness) * self.cfg.es_sigma)
+            p.grad = -(ranks.to(e.device).view(-1, *[1]*(e.ndim - 1)) * e).sum(0) / (len(fitness) * self.cfg.es_sigma)
         loss = -(ranks * fitness).mean()
     gn = float(torch.nn.utils.clip_grad_norm_(self.hn.parameters(), self.cfg.clip))
     self.opt.step()
@@ -373,11 +502,18 @@ def step(self:HypernetworkTrainer, genomes:torch.Tensor, dev:dict, fitness:torch
     return dict(loss=float(loss.detach()), grad_norm=gn, param_norm=pn, baseline=self.baseline)
 
 # %% ../nbs/50_hypernetwork.ipynb #c3404177
+def resolve_device(device:str)->torch.device: # `ValueError` for a name torch does not know
+    "The torch device of `device`: 'auto' is CUDA when present, else the CPU (DESIGN's defaults); any other name as torch reads it."
+    if device == 'auto': return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    try: return torch.device(device)
+    except RuntimeError as e: raise ValueError(f"device {device!r}: {e}; use 'auto', 'cpu' or 'cuda'") from None
+
+# %% ../nbs/50_hypernetwork.ipynb #82f2561d
 SURROGATES = ('probe', 'genome')   # what the replicator's fitness estimator reads (see `ReplicatorConfig.surrogate`)
 
 @dataclass
 class ReplicatorConfig:
-    "All settings of a replicator training run (seed 001's `ReplicatorConfig`, `PopulationConfig`, `EvalConfig`)."
+    "All settings of a replicator training run (the design's `ReplicatorTrainerConfig`, population and evaluation settings)."
     generations: int = 600      # generations to train (a resumed run continues to this many)
     population: int = 32        # genomes per generation; each is developed into two policies (antithetic noise)
     distribution: str = 'mixture'  # 'mixture', 'particles' or 'flow' (`40_replicator`)
@@ -396,26 +532,32 @@ class ReplicatorConfig:
     map_width: int = 640        # the training map (walls included): PufferLib's own
     map_height: int = 360       # its height
     num_food: int = 4096        # food on the training map
-    reward_food: float = 0.1    # training reward per food or corpse eaten (PufferLib's 0.1); evaluations score length at death
+    reward_food: float = 0.1    # training reward per food or corpse eaten (PufferLib's 0.1); readings score length at death
     reward_death: float = -1.0  # training reward at death (PufferLib's -1)
-    eval_interval: int = 10     # generations between evaluations of the distribution's mean genome (0: none)
-    eval_snakes: int = 64       # snakes of those evaluations
-    eval_max_steps: int = 20_000   # their step cap; snakes alive then are censored (left out of the mean), so a low cap hides the best
-    checkpoint_every: int = 5   # generations between checkpoints
-    seed: int = 0               # seeds genomes, hypernetwork, arena and noise
+    eval_interval: int = 10     # generations between readings of the distribution's mean genome (`read_policy`; 0: none)
+    eval_maps: int = 4          # maps of a reading (seeds 1, 2, ...), each played greedily and sampled
+    eval_snakes: int = 64       # snakes per map of a reading
+    eval_max_steps: int = 5000  # a reading's step cap: a snake alive then counts its length so far (a lower bound)
+    seed: int = 0               # seeds genomes, arena and noise (the pretrained decoder has its own, `pretrain_seed`)
+    device: str = 'auto'        # torch device of the decoder ('auto': CUDA when present); games and surrogate run on the CPU
     hypernet: HypernetConfig = None   # the hypernetwork's settings (default `HypernetConfig()`)
     trainer: TrainerConfig = None     # the trainer's settings (default `TrainerConfig()`)
+    pretrain: PretrainConfig = None   # the decoder's pretraining (default `PretrainConfig()`; `pretrain_steps=0`: none)
     def __post_init__(self):
-        if isinstance(self.hypernet, dict): self.hypernet = HypernetConfig(**self.hypernet)
-        if isinstance(self.trainer, dict): self.trainer = TrainerConfig(**self.trainer)
-        self.hypernet, self.trainer = self.hypernet or HypernetConfig(), self.trainer or TrainerConfig()
+        for name, cls in (('hypernet', HypernetConfig), ('trainer', TrainerConfig), ('pretrain', PretrainConfig)):
+            v = getattr(self, name)
+            setattr(self, name, cls(**v) if isinstance(v, dict) else v or cls())
         if self.population < 2: raise ValueError("population must be at least 2")
         if self.trust_window < 0: raise ValueError(f"trust_window must be >= 0 (0: a plain step of dt), got {self.trust_window}")
-        if self.eval_max_steps < 1: raise ValueError(f"eval_max_steps must be >= 1, got {self.eval_max_steps}")
+        if min(self.eval_max_steps, self.eval_maps, self.eval_snakes) < 1: raise ValueError("eval_max_steps, eval_maps and eval_snakes must be >= 1")
         if self.surrogate not in SURROGATES: raise ValueError(f"surrogate must be one of {SURROGATES}, not {self.surrogate!r}")
         if self.fitness not in FITNESS: raise ValueError(f"fitness must be one of {FITNESS}, not {self.fitness!r}")
         if self.distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution must be one of {sorted(DISTRIBUTIONS)}, not {self.distribution!r}")
+        if self.pretrain.pretrain_steps and self.hypernet.hidden != 128:
+            raise ValueError(f"the decoder is pretrained on teachers of PufferLib's size (hidden 128), not hidden {self.hypernet.hidden}: "
+                             "set hidden 128, or pretrain_steps 0 for a decoder trained from fitness alone")
+        resolve_device(self.device)
 
     def arena(self)->SnakeArena: # the training map with room for every developed policy's snakes
         return SnakeArena(width=self.map_width, height=self.map_height, num_snakes=2 * self.population * self.agents_each, num_food=self.num_food,
@@ -423,12 +565,14 @@ class ReplicatorConfig:
 
 # %% ../nbs/50_hypernetwork.ipynb #3e0cd471
 class PopulationManager:
-    "Genomes sampled from a `LatentDistribution` and developed by the hypernetwork's trainer."
-    def __init__(self, cfg:ReplicatorConfig):
+    "Genomes sampled from a `LatentDistribution` and developed by the hypernetwork's trainer, on `cfg.device`."
+    def __init__(self, cfg:ReplicatorConfig, cache_dir:str|Path|None=None): # where pretrained decoders are kept (`pretrained_decoder`)
         kw = dict(mixture=dict(components=cfg.components), particles=dict(particles=cfg.particles),
                   flow={})[cfg.distribution]
         self.dist = make_distribution(cfg.distribution, cfg.hypernet.genome_dim, diffusion=cfg.diffusion, seed=cfg.seed, **kw)
-        self.hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
+        self.device = resolve_device(cfg.device)
+        self.hn = (pretrained_decoder(cfg.hypernet, cfg.pretrain, cache_dir, self.device) if cfg.pretrain.pretrain_steps
+                   else DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)).to(self.device)
         self.trainer = HypernetworkTrainer(self.hn, cfg.trainer)
         self.size = cfg.population
 
@@ -436,30 +580,24 @@ class PopulationManager:
         genomes = self.dist.sample(self.size, generator)
         return genomes, self.trainer.develop(genomes, generator)
 
-    def develop_mean(self, genomes:torch.Tensor, seed:int=0)->dict: # stacked params, no exploration noise at the last step
+    def develop_mean(self, genomes:torch.Tensor, seed:int=0)->dict: # stacked params on the CPU, no exploration noise at the last step
         "Develop `genomes` as the hypernetwork means them: the chain with its last step's noise off."
-        return self.hn.generate_weights(genomes, torch.Generator().manual_seed(seed), final_noise=False)
+        return _cpu(self.hn.generate_weights(genomes, torch.Generator().manual_seed(seed), final_noise=False))
 
-# %% ../nbs/50_hypernetwork.ipynb #19af6bb0
-def _flat(prefix:str, sd:dict)->dict: return {f'{prefix}.{k}': v.detach().contiguous().clone() for k, v in sd.items()}
-def _part(prefix:str, tensors:dict)->dict: return {k[len(prefix)+1:]: v for k, v in tensors.items() if k.startswith(prefix + '.')}
-
-# %% ../nbs/50_hypernetwork.ipynb #5f2732f6
-CHECKPOINT_FORMAT = 2   # 2: each genome is developed into two mirrored policies
-
-def _write_checkpoint(path:Path, tensors:dict, cfg:ReplicatorConfig, **meta):
-    "Write `tensors`, `cfg` and `meta` (`save_checkpoint`, key 'replicator', with `machine()`) to `path`."
-    save_checkpoint(path, 'replicator', tensors, dict(format=CHECKPOINT_FORMAT, config=asdict(cfg), **meta))
+def _cpu(params:dict)->dict: return {k: v.cpu() for k, v in params.items()}   # the games and probes run on the CPU
 
 # %% ../nbs/50_hypernetwork.ipynb #64a8cea7
-ADDED_SETTINGS = dict(trust_window=0, eval_max_steps=5000, fitness='first', surrogate='genome')   # added since format 2, at the values runs before them had
-ADDED_NESTED = {('hypernet', 'backbone'): 'mlp'}   # added inside a group since format 2, at the runs' value before it
+CHECKPOINT_FORMAT = 3   # 3: a `Loop` state (`save_state`); 2: one checkpoint file of its own, each genome developed twice
+ADDED_SETTINGS = dict(trust_window=0, eval_max_steps=5000, fitness='first', surrogate='genome', eval_maps=1, device='cpu')   # added since format 2, at the values runs before them had
+ADDED_NESTED = {('hypernet', 'backbone'): 'mlp', ('pretrain', 'pretrain_steps'): 0}   # added inside a group since format 2, at the runs' value before it
 REMOVED_SETTINGS = {('trainer', 'base_decay'): 0.0, ('hypernet', 'tied_codes'): False}   # removed: the value that ran as today's code runs
 REMOVED_VALUES = {'fitness': ('episode',)}   # values a setting no longer takes
+DROPPED_SETTINGS = ('checkpoint_every',)   # removed settings that never changed what a run computes (`advance` checkpoints now)
 
 def current_config(config:dict, source:str='the checkpoint')->dict: # a stored config with today's fields
     "A stored config (JSON of `ReplicatorConfig`) in today's fields: added settings filled in, removed ones dropped; `ValueError` for a removed setting or value the run used."
-    c = {**ADDED_SETTINGS, **config, 'hypernet': dict(config.get('hypernet') or {}), 'trainer': dict(config.get('trainer') or {})}
+    c = {**ADDED_SETTINGS, **{k: v for k, v in config.items() if k not in DROPPED_SETTINGS},
+         **{g: dict(config.get(g) or {}) for g in ('hypernet', 'trainer', 'pretrain')}}
     for (group, name), then in ADDED_NESTED.items(): c[group].setdefault(name, then)
     for (group, name), today in REMOVED_SETTINGS.items():
         if (v := c[group].pop(name, today)) != today:
@@ -471,153 +609,204 @@ def current_config(config:dict, source:str='the checkpoint')->dict: # a stored c
                              f"than the default: 51_hypernetwork_report): it cannot be continued; start a new --run-dir")
     return c
 
-def checkpoint_meta(path:str|Path)->dict: # {'config', 'generation', 'history', 'agent_steps', ...}
-    "A checkpoint's metadata (a training run's or the control's), its config in today's fields (`current_config`); `ValueError` for a checkpoint of an earlier format."
-    meta = checkpoint_header(path, 'replicator')
-    if meta.get('format') != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} was written by an earlier genome_lab (one policy per genome): start a new --run-dir")
-    meta['config'] = current_config(meta['config'], str(path))
-    return meta
-
 # %% ../nbs/50_hypernetwork.ipynb #ed8393e6
-CONTROL_FILE = 'control.safetensors'   # the ES control's checkpoint, beside the training run's `checkpoint.safetensors`
+LOOP_FILE, CONTROL_FILE = 'checkpoint.safetensors', 'control.safetensors'   # a run folder's training run and ES control
+
+def checkpoint_meta(path:str|Path)->dict: # {'config', 'generation', 'history', 'curve', 'agent_steps', 'machine', ...}
+    """The JSON part of a replicator run's or control's checkpoint (no tensors read), its config in today's fields
+    (`current_config`); `ValueError` for another kind of file or an earlier genome_lab's checkpoint."""
+    meta = checkpoint_header(path, 'replicator')
+    if meta.get('format') != STATE_FORMAT or meta.get('state', {}).get('format') != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} was written by an earlier genome_lab: start a new --run-dir")
+    st = meta['state']
+    return {k: st[k] for k in ('generation', 'agent_steps', 'history', 'curve') if k in st} | dict(
+        config=current_config(st['config'], str(path)), machine=meta.get('machine'))
 
 def stored_config(run_dir:str|Path)->ReplicatorConfig: # raises FileNotFoundError without a checkpoint
     "The settings the checkpoints in `run_dir` were made with (`--resume` continues with them): the training run's, else the ES control's."
-    paths = [Path(run_dir)/n for n in ('checkpoint.safetensors', CONTROL_FILE)]
+    paths = [Path(run_dir)/n for n in (LOOP_FILE, CONTROL_FILE)]
     path = next((p for p in paths if p.exists()), None)
     if path is None: raise FileNotFoundError(f"nothing to resume: no {paths[0]} or {paths[1]}")
     return ReplicatorConfig(**checkpoint_meta(path)['config'])
 
-def _read_checkpoint(path:Path, cfg:ReplicatorConfig, resume:bool)->tuple|None: # (meta, tensors) to resume from; None: a new run
-    "Refuse to overwrite a checkpoint without `resume`, to resume without one, or to resume one made with other settings than `cfg` (`generations` aside)."
-    if path.exists() and not resume:
-        raise FileExistsError(f"{path} exists: resume it (resume=True, --resume) or choose another run_dir")
-    if not resume: return None
-    if not path.exists(): raise FileNotFoundError(f"nothing to resume: no {path}")
-    meta, tensors = checkpoint_meta(path), st_load(path.read_bytes())
-    saved = ReplicatorConfig(**{**meta['config'], 'generations': cfg.generations})
-    if saved != cfg:
-        raise ValueError(f"{path} was made with other settings ({settings_diff(asdict(saved), asdict(cfg))}): only "
-                                      "generations may change; resume with its settings or choose another run_dir")
-    if (then := meta.get('machine')) and then != (now := machine()):
-        warnings.warn(f"{path} was written on {then}, this is {now}: the run goes on, but it will not repeat the "
-                      "uninterrupted run (see 51_hypernetwork_report)", RuntimeWarning)
-    return meta, tensors
-
 # %% ../nbs/50_hypernetwork.ipynb #90390a2f
 class ReplicatorTrainingLoop:
-    "Seed 001's training loop over a `PopulationManager`, a fitness surrogate and the snake arena; checkpoints to `run_dir`."
-    def __init__(self, cfg:ReplicatorConfig, # settings (a resumed run must have the same ones, `generations` aside)
-                 run_dir:str|Path, # where `checkpoint.safetensors` is kept
-                 resume:bool=False): # continue from the checkpoint in `run_dir`?
-        self.cfg, self.dir = cfg, Path(run_dir)
-        self.path = self.dir / 'checkpoint.safetensors'
-        stored = _read_checkpoint(self.path, cfg, resume)
-        self.pm = PopulationManager(cfg)
-        probe = cfg.surrogate == 'probe'
-        self.views = probe_views() if probe else None
-        self.est = (GPSurrogate(4 * PROBE_VIEWS, seed=cfg.seed) if probe else
+    """The design's training loop (`ReplicatorTrainingLoop` of DESIGN's replicator + hypernetwork) over a
+    `PopulationManager`, a fitness surrogate and the snake arena, as a `Loop` (`03_core`): one `step` is one
+    generation, `state_dict` / `load_state_dict` give and take the whole run, and `advance` (`train_replicator`)
+    drives and checkpoints it."""
+    step_key = 'generation'
+    def __init__(self, cfg:ReplicatorConfig, # settings (a resumed state must have the same ones, `generations` aside)
+                 cache_dir:str|Path|None=None): # where the pretrained decoder is kept (`pretrained_decoder`)
+        self.cfg = cfg
+        self.pm = PopulationManager(cfg, cache_dir)
+        self.views = probe_views()   # the probe actions: the 'probe' surrogate's input and the distance ratio's
+        self.est = (GPSurrogate(4 * PROBE_VIEWS, seed=cfg.seed) if cfg.surrogate == 'probe' else
                     FitnessEstimator(cfg.hypernet.genome_dim, members=cfg.estimator_members, seed=cfg.seed))
         self.arena = cfg.arena()
         self.generation, self.history, self.curve, self.agent_steps, self.genomes = 0, [], [], 0, []
-        if stored: self._load(*stored)
 
     def _gen(self, g:int)->torch.Generator: return torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + g)
 
-    def step(self)->dict: # one generation; returns its statistics row
-        "Run one generation (see above) and return its statistics."
-        cfg, g, t0 = self.cfg, self.generation, time.perf_counter()
-        drop_learning_rates(self.pm.trainer.opt, cfg.trainer, g)
-        genomes, dev = self.pm.next(self._gen(g))
-        ev = evaluate_population(self.pm.hn.policy_config, dev['params'], self.arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
-        f = ev['fitness'].view(2, -1).mean(0)   # a genome's fitness: the mean of its two policies
-        x = self.features(genomes, dev['params'])
-        r2 = self.est.r2(x, f) if self.est.fitted else float('nan')   # held out: these genomes are new to it
-        self.est.add(x, f)
-        fit = ((self.est.fit() if cfg.surrogate == 'probe' else self.est.fit(epochs=cfg.estimator_epochs, holdout=0))
-               if len(self.est) >= 10 else {})
-        f_hat = self.est.predict(x)[0] if cfg.use_estimator and self.est.fitted else f
-        trust, d = self.trust(r2), self.pm.dist
-        dist = d.update(genomes, f_hat, cfg.dt * trust) if trust > 0 else dict(entropy=d.entropy(), ess=d.ess())
-        tr = self.pm.trainer.step(genomes, dev, ev['fitness'])
-        self.agent_steps += ev['agent_steps']
-        row = dict(generation=g, fitness_mean=float(f.mean()), fitness_std=float(f.std()), fitness_max=float(ev['fitness'].max()),
-                   food_mean=float(ev['food'].mean()), died=float(ev['died'].mean()), entropy=dist['entropy'], ess=dist['ess'],
-                   estimator_r2=r2, trust=trust, estimator_loss=fit.get('loss', float('nan')), **{f'hn_{k}': v for k, v in tr.items()},
-                   agent_steps=self.agent_steps, seconds=time.perf_counter() - t0)
-        self.history.append(row); self.genomes.append(genomes); self.generation += 1
-        return row
+    def state_dict(self)->dict:
+        "The whole run: settings, counters, history, curve, decoder, distribution, surrogate, optimiser, genomes (`save_state` stores it)."
+        tr = self.pm.trainer
+        return dict(format=CHECKPOINT_FORMAT, config=asdict(self.cfg), machine=machine(), generation=self.generation,
+                    agent_steps=self.agent_steps, history=self.history, curve=self.curve, baseline=tr.baseline,
+                    hn=self.pm.hn.state_dict(), dist=self.pm.dist.state_dict(), est=self.est.state_dict(), opt=tr.opt.state_dict(),
+                    genomes=torch.stack(self.genomes) if self.genomes else torch.zeros(0, self.pm.size, self.cfg.hypernet.genome_dim))
 
-    def features(self, genomes:torch.Tensor, params:dict|None=None)->torch.Tensor: # (P, the surrogate's input size)
-        """What the surrogate reads of `genomes` (P, genome_dim): the genomes, or the `probe_actions` of their developed
-        policies (`params`: the 2P mirrored ones, averaged per genome; None: developed without noise)."""
-        if self.cfg.surrogate == 'genome': return genomes
-        if params is None: return probe_actions(self.pm.hn, self.pm.develop_mean(genomes), self.views)
-        return probe_actions(self.pm.hn, params, self.views).view(2, len(genomes), -1).mean(0)
+# %% ../nbs/50_hypernetwork.ipynb #be80608a
+def _check_state(state:dict, cfg:ReplicatorConfig, what:str='the checkpoint'): # ValueError for another run's state; a warning for another machine's
+    "Refuse a state of an earlier genome_lab or of other settings than `cfg` (`generations` aside); warn if another kind of CPU wrote it."
+    if state.get('format') != CHECKPOINT_FORMAT: raise ValueError(f"{what} was written by an earlier genome_lab: start a new --run-dir")
+    saved = ReplicatorConfig(**{**current_config(state['config'], what), 'generations': cfg.generations})
+    if saved != cfg:
+        raise ValueError(f"{what} was made with other settings ({settings_diff(asdict(saved), asdict(cfg))}): only "
+                         "generations may change; resume with its settings or choose another run_dir")
+    if (then := state.get('machine')) and then != (now := machine()):
+        warnings.warn(f"{what} was written on {then}, this is {now}: the run goes on, but it will not repeat the "
+                      "uninterrupted run (see 51_hypernetwork_report)", RuntimeWarning)
 
-    def trust(self, r2:float)->float: # in [0, 1]
-        "How far the replicator step trusts the estimator: its mean held-out R^2 over the last `trust_window` generations (`r2` is this one's), clipped to [0, 1]; 1 without an estimator or window."
-        if not (self.cfg.use_estimator and self.cfg.trust_window): return 1.0
-        w = self.cfg.trust_window
-        recent = [h['estimator_r2'] for h in self.history[max(0, len(self.history) - (w - 1)):]] + [r2]
-        recent = [v for v in recent if not math.isnan(v)]
-        return float(np.clip(np.mean(recent), 0, 1)) if recent else 0.0
+@patch
+def load_state_dict(self:ReplicatorTrainingLoop, state:dict):
+    "Continue from `state_dict()`'s output (`_check_state`: the same settings, `generations` aside)."
+    _check_state(state, self.cfg)
+    self.pm.hn.load_state_dict(state['hn']); self.pm.dist.load_state_dict(state['dist']); self.est.load_state_dict(state['est'])
+    self.pm.trainer.opt.load_state_dict(state['opt']); self.pm.trainer.baseline = state['baseline']
+    self.generation, self.agent_steps = state['generation'], state['agent_steps']
+    self.history, self.curve, self.genomes = state['history'], state['curve'], list(state['genomes'])
+
+# %% ../nbs/50_hypernetwork.ipynb #068b1283
+@patch
+def step(self:ReplicatorTrainingLoop)->dict: # this generation's metrics (namespaced scalars), also kept in `history`
+    """One generation: develop the population, play it, update the surrogate and read its held-out R^2 first, move
+    the distribution by the trust-gated replicator step, train the decoder; then, every `eval_interval` generations,
+    read the distribution's mean genome (`read_mean`). The metrics are the in-loop diagnostics, one name each."""
+    cfg, g, t0 = self.cfg, self.generation, time.perf_counter()
+    if cfg.eval_interval and g == 0 and not self.curve: self.curve.append(self.read_mean())   # where the run starts
+    drop_learning_rates(self.pm.trainer.opt, cfg.trainer, g)
+    genomes, dev = self.pm.next(self._gen(g))
+    params = _cpu(dev['params'])
+    ev = evaluate_population(self.pm.hn.policy_config, params, self.arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
+    f = ev['fitness'].view(2, -1).mean(0)   # a genome's fitness: the mean of its two policies
+    pa = probe_actions(self.pm.hn, params, self.views).view(2, len(genomes), -1)
+    x = genomes if cfg.surrogate == 'genome' else pa.mean(0)   # the mirrored pair's probe actions, averaged
+    r2 = self.est.r2(x, f) if self.est.fitted else float('nan')   # held out: these genomes are new to it
+    self.est.add(x, f)
+    fit = ((self.est.fit() if cfg.surrogate == 'probe' else self.est.fit(epochs=cfg.estimator_epochs, holdout=0))
+           if len(self.est) >= 10 else {})
+    f_hat = self.est.predict(x)[0] if cfg.use_estimator and self.est.fitted else f
+    trust, d = self.trust(r2), self.pm.dist
+    before = copy.deepcopy(d) if trust > 0 else d
+    dist = d.update(genomes, f_hat, cfg.dt * trust) if trust > 0 else dict(entropy=d.entropy(), ess=d.ess())
+    tr = self.pm.trainer.step(genomes, dev, ev['fitness'])
+    self.agent_steps += ev['agent_steps']; self.genomes.append(genomes); self.generation += 1
+    row = {'generation': g, 'agent_steps': self.agent_steps, 'charts/fitness_mean': float(f.mean()),
+           'charts/fitness_std': float(f.std()), 'charts/fitness_best': float(ev['fitness'].max()),
+           'charts/food': float(ev['food'].mean()), 'charts/died': float(ev['died'].mean()),
+           'surrogate/r2': r2, 'surrogate/trust': trust, 'surrogate/loss': fit.get('loss', float('nan')),
+           'replicator/step': cfg.dt * trust, 'replicator/kl': kl_divergence(d, before) if trust > 0 else 0.0,
+           'replicator/mean_shift': float((d.mean() - before.mean()).norm()), 'replicator/entropy': dist['entropy'],
+           'replicator/ess': dist['ess'], 'policy/distance_ratio': policy_distance_ratio(pa),
+           **{f'hypernetwork/{k}': v for k, v in tr.items()}}
+    if cfg.eval_interval and self.generation % cfg.eval_interval == 0:
+        self.curve.append(self.read_mean()); row['charts/length_at_death'] = self.curve[-1]['score']
+    row['seconds'] = time.perf_counter() - t0
+    self.history.append(row)
+    return row
+
+# %% ../nbs/50_hypernetwork.ipynb #39d983bb
+@patch
+def trust(self:ReplicatorTrainingLoop, r2:float)->float: # in [0, 1]
+    "How far the replicator step trusts the estimator: its mean held-out R^2 over the last `trust_window` generations (`r2` is this one's), clipped to [0, 1]; 1 without an estimator or window."
+    if not (self.cfg.use_estimator and self.cfg.trust_window): return 1.0
+    w = self.cfg.trust_window
+    recent = [h['surrogate/r2'] for h in self.history[max(0, len(self.history) - (w - 1)):]] + [r2]
+    recent = [v for v in recent if not math.isnan(v)]
+    return float(np.clip(np.mean(recent), 0, 1)) if recent else 0.0
+
+@patch
+def features(self:ReplicatorTrainingLoop, genomes:torch.Tensor)->torch.Tensor: # (P, the surrogate's input size)
+    "What the surrogate reads of `genomes` (P, genome_dim): the genomes, or the `probe_actions` of their policies developed without noise."
+    if self.cfg.surrogate == 'genome': return genomes
+    return probe_actions(self.pm.hn, self.pm.develop_mean(genomes), self.views)
 
 # %% ../nbs/50_hypernetwork.ipynb #74108b8d
+def read_policy(policy, # a snake `Policy`
+                maps:int=4, # map seeds 1, 2, ..., `maps` of PufferLib's training map (640x360, 4096 food)
+                snakes:int=64, # snakes on each map, all driven by `policy`
+                max_steps:int=5000)->dict: # {'score', 'greedy', 'sampled', 'per_map', 'censored', 'n', 'seconds'}
+    """One reading of a policy, the same for every method the replicator's bar compares (`replicator_bar`): on each
+    map, greedy and sampled play, each snake's first episode scored by its length at death, or by its length at
+    `max_steps` if it is still alive then (right-censored, a lower bound: a snake that circles without eating is
+    still scored). `score` is the mean of the greedy and the sampled means over the maps."""
+    arena, t0, out = SnakeArena(num_snakes=snakes), time.perf_counter(), {}
+    try:
+        for mode in ('greedy', 'sampled'):
+            per, cens = [], 0
+            for s in range(1, maps + 1):
+                r = evaluate(policy, arena, seed=s, greedy=mode == 'greedy', max_steps=max_steps, progress=False)
+                alive = np.setdiff1d(np.arange(snakes), r.episodes.agent)   # censored: their length so far
+                per.append(float(np.concatenate([r.episodes.score, arena.running().score[alive]]).mean())); cens += len(alive)
+            out[mode] = dict(score=float(np.mean(per)), per_map=per, censored=cens)
+    finally: arena.close()
+    return dict(score=(out['greedy']['score'] + out['sampled']['score']) / 2, greedy=out['greedy']['score'],
+                sampled=out['sampled']['score'], per_map={k: v['per_map'] for k, v in out.items()},
+                censored=out['greedy']['censored'] + out['sampled']['censored'], n=2 * maps * snakes,
+                seconds=time.perf_counter() - t0)
+
+# %% ../nbs/50_hypernetwork.ipynb #7d90bb30
 @patch
-def top_genomes(self:ReplicatorTrainingLoop, k:int, samples:int=256, seed:int=0)->torch.Tensor: # (k, genome_dim)
+def top_genomes(self:ReplicatorTrainingLoop, k:int, samples:int=64, seed:int=0)->torch.Tensor: # (k, genome_dim)
     "The distribution's mean genome, then the `k`-1 of highest estimated fitness among `samples` draws from the distribution."
+    mean = self.pm.dist.mean()[None]
+    if k <= 1: return mean
     cand = self.pm.dist.sample(samples, torch.Generator().manual_seed(seed))
-    if self.est.fitted: cand = cand[self.est.predict(self.features(cand))[0].argsort(descending=True)]
-    return torch.cat([self.pm.dist.mean()[None], cand[:k - 1]])
+    if self.est.fitted:   # developed 16 at a time: a full-size chain holds 11 steps of every policy's numbers
+        x = torch.cat([self.features(c) for c in cand.split(16)])
+        cand = cand[self.est.predict(x)[0].argsort(descending=True)]
+    return torch.cat([mean, cand[:k - 1]])
 
 @patch
-def evaluate_best(self:ReplicatorTrainingLoop, snakes:int|None=None, seed:int=1, max_steps:int|None=None)->dict: # {'score', 'std', 'n', ...}; defaults from the config
-    "The distribution's mean genome, developed without exploration noise, on PufferLib's training map (length at death)."
-    params = self.pm.develop_mean(self.pm.dist.mean()[None])
-    r = evaluate(self.pm.hn.policy(params, 0), 'snake', seed=seed, max_steps=max_steps or self.cfg.eval_max_steps, progress=False,
-                 num_snakes=snakes or self.cfg.eval_snakes)
-    s = r.stats()['score']
-    return dict(generation=self.generation, agent_steps=self.agent_steps, score=s['mean'], std=s['std'], n=s['n'], censored=r.censored)
+def read_mean(self:ReplicatorTrainingLoop)->dict: # the curve's row: {'generation', 'agent_steps', 'score', ...}
+    "The distribution's mean genome, developed without exploration noise, read by `read_policy` with the run's `eval_*` settings."
+    cfg = self.cfg
+    pol = self.pm.hn.policy(self.pm.develop_mean(self.pm.dist.mean()[None]), 0)
+    r = read_policy(pol, maps=cfg.eval_maps, snakes=cfg.eval_snakes, max_steps=cfg.eval_max_steps)
+    return dict(generation=self.generation, agent_steps=self.agent_steps, **r)
 
 # %% ../nbs/50_hypernetwork.ipynb #2d74922c
-@patch
-def run(self:ReplicatorTrainingLoop, progress:bool=True)->pd.DataFrame: # the history, one row per generation
-    "Run to `cfg.generations`, checkpointing every `checkpoint_every` generations and at the end."
-    cfg = self.cfg
-    with tqdm(total=cfg.generations, initial=self.generation, desc='replicator', disable=not progress) as bar:
-        while self.generation < cfg.generations:
-            row = self.step()
-            if cfg.eval_interval and (self.generation % cfg.eval_interval == 0 or self.generation == cfg.generations):
-                self.curve.append(self.evaluate_best())
-            if self.generation % cfg.checkpoint_every == 0 or self.generation == cfg.generations: self.save()
-            bar.set_postfix(fit=f"{row['fitness_mean']:.3f}", max=f"{row['fitness_max']:.2f}", H=f"{row['entropy']:.1f}")
-            bar.update()
-    return pd.DataFrame(self.history)
-
-@patch
-def save(self:ReplicatorTrainingLoop):
-    "Write the checkpoint atomically (`atomic_write`)."
-    opt, groups = optimizer_tensors(self.pm.trainer.opt)
-    tensors = {**_flat('hn', self.pm.hn.state_dict()), **_flat('dist', self.pm.dist.state_dict()),
-               **_flat('est', self.est.state_dict()), **opt}
-    if self.genomes: tensors['genomes'] = torch.stack(self.genomes)
-    _write_checkpoint(self.path, tensors, self.cfg, generation=self.generation, history=self.history, curve=self.curve,
-                      agent_steps=self.agent_steps, baseline=self.pm.trainer.baseline, groups=groups)
-
-@patch
-def _load(self:ReplicatorTrainingLoop, meta:dict, tensors:dict):
-    self.pm.hn.load_state_dict(_part('hn', tensors)); self.pm.dist.load_state_dict(_part('dist', tensors))
-    self.est.load_state_dict(_part('est', tensors)); load_optimizer(self.pm.trainer.opt, tensors, meta['groups'])
-    self.generation, self.history, self.curve = meta['generation'], meta['history'], meta['curve']
-    self.agent_steps, self.pm.trainer.baseline = meta['agent_steps'], meta['baseline']
-    self.genomes = list(tensors['genomes']) if 'genomes' in tensors else []
+def train_replicator(cfg:ReplicatorConfig, # settings; `cfg.generations` is where the run stops
+                     run_dir:str|Path, # its folder: checkpoint `checkpoint.safetensors`, lock `.lock`
+                     resume:bool=False, # continue the checkpoint in `run_dir`?
+                     cache_dir:str|Path|None=None, # where the pretrained decoder is kept (`pretrained_decoder`)
+                     every_s:float=60.0, # seconds between checkpoints (one is saved at the end too; 0: every generation)
+                     scalars:tuple|None=None, # (registry folder, producer, run name): each generation's metrics as TensorBoard scalars
+                     progress:bool=True, # a progress bar with the population's fitness?
+                     lock:bool=True)->ReplicatorTrainingLoop: # hold `run_lock` on the folder (False: the caller holds it)?
+    """Run `cfg` in `run_dir` to `cfg.generations` (`advance`, key 'replicator'), one process per folder (`run_lock`);
+    raises `FileExistsError` for a checkpoint not resumed, `FileNotFoundError` for a resume without one, `ValueError`
+    for a checkpoint of other settings or of an earlier genome_lab (nothing is changed then)."""
+    path = Path(run_dir)/LOOP_FILE
+    if Path(run_dir).is_file(): raise ValueError(f"{run_dir} is a file, not a run folder")
+    if path.exists() and not resume: raise FileExistsError(f"{path} exists: resume it (resume=True, --resume) or choose another run_dir")
+    if resume and not path.exists(): raise FileNotFoundError(f"nothing to resume: no {path}")
+    with run_lock(Path(run_dir)/'.lock') if lock else contextlib.nullcontext():
+        if resume: checkpoint_meta(path)   # an earlier genome_lab's checkpoint is refused before any work
+        loop = ReplicatorTrainingLoop(cfg, cache_dir)
+        with tqdm(total=cfg.generations, desc='replicator', disable=not progress) as bar:
+            def done(run): # `advance` asks before every step: the bar follows
+                bar.update(run.generation - bar.n)
+                if run.history: bar.set_postfix(fit=f"{run.history[-1]['charts/fitness_mean']:.3f}", r2=f"{run.history[-1]['surrogate/r2']:.2f}")
+                return run.generation >= cfg.generations
+            advance(loop, path, 'replicator', until=done, every_s=every_s, scalars=scalars)
+    return loop
 
 # %% ../nbs/50_hypernetwork.ipynb #3b492b47
 def register_best(loop:ReplicatorTrainingLoop, registry:Registry, genomes:torch.Tensor, # (k, genome_dim) latent genomes
                   run:str='replicator', status:str='candidate')->list: # registered genome ids
-    "Develop `genomes` with `loop`'s hypernetwork (no exploration noise) and add them to `registry` as `rl` genomes."
+    "Develop `genomes` with `loop`'s hypernetwork (no exploration noise) and add them to `registry` as `rl` genomes named `<run>-g<generation>-<i>`."
     params, ids = loop.pm.develop_mean(genomes), []
     for i, z in enumerate(genomes):
         desc = json.dumps(dict(run=run, generation=loop.generation, latent=[round(float(v), 6) for v in z]))
@@ -629,87 +818,116 @@ def register_best(loop:ReplicatorTrainingLoop, registry:Registry, genomes:torch.
 # %% ../nbs/50_hypernetwork.ipynb #3bc65894
 @dataclass
 class ReplicatorSettings:
-    "Settings of the replicator producer (small: a season's share of a replicator run)."
-    replicator_generations: int = 2 # generations its run trains per season
+    "Settings of the replicator producer: a small share of the design's run per offer, on the pretrained full-size decoder."
+    replicator_generations: int = 2 # generations between offers (each offer: the distribution's mean genome)
     replicator_population: int = 4 # genomes per generation
     replicator_steps: int = 64 # steps per fitness game
-    replicator_hidden: int = 8 # the hypernetwork's width
+    replicator_pretrain_steps: int = 1500 # the decoder's pretraining steps (`PretrainConfig`; 0: a decoder from fitness alone)
+    replicator_device: str = 'auto' # torch device of the decoder ('auto': CUDA when present)
 
-# %% ../nbs/50_hypernetwork.ipynb #bc4a500b
-def produce_replicator(ctx:ProducerContext)->list: # genome ids
-    """The replicator's best: its run continues `replicator_generations` generations (checkpointed), then its best
-    genome is registered."""
-    s = ctx.settings
-    rcfg = ReplicatorConfig(generations=ctx.work_round*s.replicator_generations, population=s.replicator_population,
-                            agents_each=1,
-                            steps=s.replicator_steps, eval_interval=0, checkpoint_every=1, seed=ctx.seed, map_width=48,
-                            map_height=36, num_food=60, hypernet=HypernetConfig(hidden=s.replicator_hidden))
-    run_dir = ctx.work_dir/'replicator'
-    loop = ReplicatorTrainingLoop(rcfg, run_dir, resume=(run_dir/'checkpoint.safetensors').exists())
-    done = len(loop.history)
-    loop.run(progress=False)   # its checkpoint is saved before anything is registered
-    rows = [{'generation': h['generation'], **{f'charts/{k}': h[k] for k in ('fitness_mean', 'fitness_max', 'entropy')},
-             'losses/hypernetwork': h['hn_loss'], 'losses/estimator': h['estimator_loss']} for h in loop.history[done:]]
-    log_scalars(ctx.registry.root, 'replicator', f'season-{ctx.season}', rows, 'generation')
-    name = f'season-replicator-g{loop.generation}-0'
-    return [ctx.registry.by_name(name) or register_best(loop, ctx.registry, loop.top_genomes(1, seed=ctx.seed),
-                                                        run='season-replicator')[0]]
+class ReplicatorProducer:
+    """The replicator producer (`Producer` with `loop`, `03_core`): a `ReplicatorTrainingLoop` on a small map that works
+    as long as its worker runs (`85_seasons`' `work`), one generation a step; every `replicator_generations` its
+    commit registers the distribution's mean genome, developed without noise, as `rep<seed>-g<generation>`."""
+    step_key = 'generation'
+    def __init__(self, ctx:ProducerContext):
+        s, self.ctx, self.pending = ctx.settings, ctx, None
+        self.every = s.replicator_generations
+        if self.every < 1: raise ValueError(f"replicator_generations must be >= 1, got {self.every}")
+        cfg = ReplicatorConfig(generations=2**31 - 1, population=s.replicator_population, agents_each=1, steps=s.replicator_steps,
+                               eval_interval=0, seed=ctx.seed, map_width=48, map_height=36, num_food=60, device=s.replicator_device,
+                               pretrain=PretrainConfig(pretrain_steps=s.replicator_pretrain_steps))
+        self.loop = ReplicatorTrainingLoop(cfg)
+    def state_dict(self)->dict: return dict(loop=self.loop.state_dict(), pending=self.pending)
+    def load_state_dict(self, state:dict): self.loop.load_state_dict(state['loop']); self.pending = state['pending']
+    def step(self)->dict:
+        m = self.loop.step()
+        if self.loop.generation % self.every == 0: self.pending = dict(generation=self.loop.generation)
+        return m
+    def commit(self)->list: # [the offered genome's id]; idempotent: a resumed run finds the genome it registered
+        name, reg = f"rep{self.ctx.seed}-g{self.pending['generation']}", self.ctx.registry
+        gid = reg.by_name(name) or self._register(name)
+        self.pending = None
+        return [gid]
+    def _register(self, name:str)->str:
+        z = self.loop.pm.dist.mean()[None]
+        pol = self.loop.pm.hn.policy(self.loop.pm.develop_mean(z), 0)
+        desc = json.dumps(dict(run='season-replicator', generation=self.loop.generation, latent=[round(float(v), 6) for v in z[0]]))
+        g = Genome(name=name, type='rl', arena='snake', arch='linear_lstm', config=pol.config, source='replicator', description=desc)
+        return self.ctx.registry.add(g, pol.state_dict(), status='candidate').id
 
-replicator_producer = Producer(produce_replicator, ReplicatorSettings)
+replicator_producer = Producer(None, ReplicatorSettings, loop=ReplicatorProducer)
 
 # %% ../nbs/50_hypernetwork.ipynb #cbbd832c
 class PolicyES:
-    "OpenAI-ES over the tokens of one developed policy (same layout and units as the hypernetwork's output)."
-    def __init__(self, hn:DiffusionHypernetwork, sigma:float=0.2, lr:float=0.1):
-        self.hn, self.sigma = hn, sigma
-        b = hn.cfg.x0_bound      # `init_policy`, where the hypernetwork starts from
-        self.theta = (b * torch.tanh(hn.base.detach() / b)).clone()
-        self.theta.requires_grad_(True)
-        self.opt = torch.optim.Adam([self.theta], lr=lr)
+    """The control: OpenAI-ES (Salimans et al. 2017) over the tokens of one policy (the hypernetwork's layout and units,
+    sigma = `cfg.hypernet.exploration`, Adam at `cfg.trainer.base_lr` with its drop), starting at `init_policy`; a
+    `Loop` (`03_core`) whose `step` is one generation on as many policies, snakes and steps as `cfg`'s training run,
+    with its seeds. `ask` / `tell` are the evosax-style halves of a step."""
+    step_key = 'generation'
+    def __init__(self, cfg:ReplicatorConfig):
+        self.cfg, self.hn, self.sigma = cfg, DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed), cfg.hypernet.exploration
+        b = cfg.hypernet.x0_bound      # `init_policy`, where an untrained hypernetwork starts from
+        self.theta = (b * torch.tanh(self.hn.base.detach() / b)).clone().requires_grad_(True)
+        self.opt = torch.optim.Adam([self.theta], lr=cfg.trainer.base_lr)
+        self.generation, self.history, self.agent_steps, self._arena = 0, [], 0, None
 
-    def ask(self, P:int, generator:torch.Generator)->tuple: # (stacked params, eps (P, L, C))
+    def ask(self, P:int, generator:torch.Generator)->tuple: # (stacked params of P policies, eps (P, L, C))
         e = torch.randn(P // 2, *self.theta.shape, generator=generator) * self.hn.mask
         e = torch.cat([e, -e])
         return self.hn.to_params(self.theta.detach() + self.sigma * e), e
 
     def tell(self, eps:torch.Tensor, fitness:torch.Tensor):
+        "One Adam step along the antithetic estimate of the fitness gradient (centred ranks)."
         ranks = centred_ranks(fitness)
         self.theta.grad = -(ranks[:, None, None] * eps).sum(0) / (len(fitness) * self.sigma)
         self.opt.step()
 
     def mean_params(self)->dict: return self.hn.to_params(self.theta.detach()[None])
 
+    def state_dict(self)->dict:
+        return dict(format=CHECKPOINT_FORMAT, config=asdict(self.cfg), machine=machine(), generation=self.generation,
+                    agent_steps=self.agent_steps, history=self.history, theta=self.theta.detach(), opt=self.opt.state_dict())
+
+    def load_state_dict(self, state:dict):
+        _check_state(state, self.cfg, 'the control checkpoint')
+        with torch.no_grad(): self.theta.copy_(state['theta'])
+        self.opt.load_state_dict(state['opt'])
+        self.generation, self.agent_steps, self.history = state['generation'], state['agent_steps'], state['history']
+
 # %% ../nbs/50_hypernetwork.ipynb #7f9d942d
+@patch
+def step(self:PolicyES)->dict: # this generation's metrics
+    "One generation: 2 x `population` mirrored policies asked, played (`evaluate_population`), told."
+    cfg, g, t0 = self.cfg, self.generation, time.perf_counter()
+    self._arena = self._arena or cfg.arena()
+    drop_learning_rates(self.opt, cfg.trainer, g)
+    params, eps = self.ask(2 * cfg.population, torch.Generator().manual_seed(cfg.seed * 1_000_003 + g))
+    ev = evaluate_population(self.hn.policy_config, params, self._arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
+    self.tell(eps, ev['fitness'])
+    self.agent_steps += ev['agent_steps']; self.generation += 1
+    row = {'generation': g, 'agent_steps': self.agent_steps, 'charts/fitness_mean': float(ev['fitness'].mean()),
+           'charts/fitness_best': float(ev['fitness'].max()), 'charts/food': float(ev['food'].mean()),
+           'charts/died': float(ev['died'].mean()), 'seconds': time.perf_counter() - t0}
+    self.history.append(row)
+    return row
+
 def run_policy_es(cfg:ReplicatorConfig, # settings, `cfg.generations` generations
-                  run_dir:str|Path|None=None, # where `control.safetensors` is kept (every `cfg.checkpoint_every` generations); None: no checkpoint
+                  run_dir:str|Path|None=None, # where `control.safetensors` is kept (`advance`); None: no checkpoint
                   resume:bool=False, # continue from the checkpoint in `run_dir`?
+                  every_s:float=60.0, # seconds between checkpoints (and one at the end; 0: every generation)
                   progress:bool=True)->tuple: # -> (history DataFrame, PolicyES)
-    "The control run: `PolicyES` (sigma = `cfg.hypernet.exploration`, the `base` table's learning rate and drop) on as many policies, snakes and steps as `cfg`'s run, with its seeds."
-    hn = DiffusionHypernetwork(cfg.hypernet, seed=cfg.seed)
-    es = PolicyES(hn, sigma=cfg.hypernet.exploration, lr=cfg.trainer.base_lr)
+    "The control run of `cfg`: `PolicyES` to `cfg.generations`, checkpointed beside the training run's checkpoint."
+    es, done = PolicyES(cfg), lambda run: run.generation >= cfg.generations
     path = Path(run_dir)/CONTROL_FILE if run_dir else None
-    rows, spent = [], 0
-    if path and (stored := _read_checkpoint(path, cfg, resume)):
-        meta, tensors = stored
-        with torch.no_grad(): es.theta.copy_(tensors['theta'])
-        load_optimizer(es.opt, tensors, meta['groups']); rows, spent = meta['history'], meta['agent_steps']
-    elif resume: raise ValueError("resume needs the run_dir of the control run")
-    arena = cfg.arena()
-    for g in tqdm(range(len(rows), cfg.generations), initial=len(rows), total=cfg.generations, desc='policy ES', disable=not progress):
-        t0 = time.perf_counter()
-        drop_learning_rates(es.opt, cfg.trainer, g)
-        params, eps = es.ask(2 * cfg.population, torch.Generator().manual_seed(cfg.seed * 1_000_003 + g))
-        ev = evaluate_population(hn.policy_config, params, arena, cfg.steps, seed=cfg.seed * 100_003 + g, fitness=cfg.fitness)
-        es.tell(eps, ev['fitness']); spent += ev['agent_steps']
-        rows.append(dict(generation=g, fitness_mean=float(ev['fitness'].mean()), fitness_max=float(ev['fitness'].max()),
-                         food_mean=float(ev['food'].mean()), died=float(ev['died'].mean()), agent_steps=spent,
-                         seconds=time.perf_counter() - t0))
-        if path and (len(rows) % cfg.checkpoint_every == 0 or len(rows) == cfg.generations):
-            opt, groups = optimizer_tensors(es.opt)
-            _write_checkpoint(path, {'theta': es.theta.detach().clone(), **opt}, cfg, generation=len(rows), history=rows,
-                              agent_steps=spent, groups=groups)
-    arena.close()
-    return pd.DataFrame(rows), es
+    if path and path.exists() and not resume: raise FileExistsError(f"{path} exists: resume it (resume=True, --resume) or choose another run_dir")
+    if resume and not (path and path.exists()): raise ValueError("resume needs the run_dir of a stored control run")
+    with tqdm(total=cfg.generations, desc='policy ES', disable=not progress) as bar:
+        if path: advance(es, path, 'replicator', until=lambda r: (bar.update(r.generation - bar.n), done(r))[1], every_s=every_s)
+        else:
+            while not done(es): es.step(); bar.update()
+    if es._arena is not None: es._arena.close()
+    return pd.DataFrame(es.history), es
 
 # %% ../nbs/50_hypernetwork.ipynb #6a9eacc2
 def train_replicator_cli(argv:list|None=None)->int: # exit status
@@ -717,43 +935,56 @@ def train_replicator_cli(argv:list|None=None)->int: # exit status
     ap = config_parser(ReplicatorConfig, prog='genome-lab train-replicator', description=train_replicator_cli.__doc__)
     ap.add_argument('--run-dir', required=True, help='checkpoint folder of the run')
     ap.add_argument('--resume', action='store_true', help="continue the checkpoint in --run-dir with its settings (a setting given must match, --generations aside)")
-    ap.add_argument('--registry', default='', help='registry folder to add the best genomes to')
+    ap.add_argument('--registry', default='', help='registry folder to add the best genomes to (and to log the scalars under)')
     ap.add_argument('--register', type=int, default=3, help='genomes to register')
+    ap.add_argument('--every-s', type=float, default=60.0, help='seconds between checkpoints (0: every generation)')
+    ap.add_argument('--cache-dir', default='', help='where the pretrained decoder is kept (default: $GENOME_LAB_CACHE/decoders or ~/.cache/genome_lab/decoders)')
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
     ap.add_argument('--no-progress', action='store_true', help='no progress bar')
     a = ap.parse_args(argv)
     try:
-        if Path(a.run_dir).is_file(): raise ValueError(f"{a.run_dir} is a file, not a run folder")
         cfg = config_from_args(ReplicatorConfig, a, stored_config(a.run_dir) if a.resume else None)   # settings not given: the checkpoint's or the defaults
-        with run_lock(Path(a.run_dir)/'.lock'), torch_threads(a.threads):   # one process per run folder
-            loop = ReplicatorTrainingLoop(cfg, a.run_dir, resume=a.resume)
-            hist = loop.run(progress=not a.no_progress)
+        scalars = (a.registry, 'replicator', Path(a.run_dir).name) if a.registry else None
+        with torch_threads(a.threads):
+            loop = train_replicator(cfg, a.run_dir, a.resume, a.cache_dir or None, a.every_s, scalars, not a.no_progress)
     except (RunLocked, ValueError, FileExistsError, FileNotFoundError) as e:
         print(f"train-replicator: {e}", file=sys.stderr); return 2
-    last = hist.iloc[-1]
-    print(f"generation {int(last.generation)+1}: fitness {last.fitness_mean:.3f} ± {last.fitness_std:.3f} (max {last.fitness_max:.3f}), "
-          f"entropy {last.entropy:.2f}, {int(last.agent_steps):,} agent-steps")
-    for c in loop.curve: print(f"  evaluation at {c['agent_steps']:,} agent-steps: length at death {c['score']:.2f} ± {c['std']:.2f} (n={c['n']})")
+    last = loop.history[-1] if loop.history else None
+    if last: print(f"generation {last['generation'] + 1}: fitness {last['charts/fitness_mean']:.3f} (best policy {last['charts/fitness_best']:.3f}), "
+                   f"surrogate R^2 {last['surrogate/r2']:.3f}, distance ratio {last['policy/distance_ratio']:.2f}, {loop.agent_steps:,} agent-steps")
+    for c in loop.curve: print(f"  reading at {c['agent_steps']:,} agent-steps: length {c['score']:.2f} (greedy {c['greedy']:.2f}, sampled {c['sampled']:.2f})")
     if a.registry:
         top = loop.top_genomes(a.register, seed=cfg.seed)
         print('registered', register_best(loop, Registry(a.registry), top, run=Path(a.run_dir).name))
     return 0
 
 # %% ../nbs/50_hypernetwork.ipynb #f5f93826
-def seed001_bar(runs:dict, # {run name: curve}; a curve is [{'agent_steps', 'score'}, ...], one replicator run (seed)
-                ppo:list, # the same-machine PPO curve, [{'agent_steps', 'score'}, ...]
-                factor:float=10, # the replicator may spend `factor` times PPO's agent-steps
-                bar:float=0.5, # seed 001's bar: this fraction of PPO's score
-                seeds_needed:int=3)->dict: # {'per_run', 'mean', 'ci95', 'n', 'verdict'}
-    """Seed 001's Phase 5 bar: per run, its last reading A whose A / `factor` lies on PPO's curve, and the ratio of its
-    score to PPO's there (linear interpolation); the mean ratio over runs with a Student-t 95% interval, one verdict."""
-    xs, ys = np.array([c['agent_steps'] for c in ppo], float), np.array([c['score'] for c in ppo], float)
+BAR_SMOOTHING = 3   # the bar's smoothing, fixed before any run it reads: a curve's score is the mean of its last 3 readings
+
+def smooth(curve:list, # [{'agent_steps', 'score', ...}, ...] in order
+           window:int=BAR_SMOOTHING)->list: # the rows with 'score' the trailing mean of `window` readings, 'raw' the reading
+    "A curve smoothed by the trailing mean of its last `window` readings (fewer at its start)."
+    if window < 1: raise ValueError(f"window must be >= 1, got {window}")
+    s = [c['score'] for c in curve]
+    return [c | dict(raw=c['score'], score=float(np.mean(s[max(0, i - window + 1):i + 1]))) for i, c in enumerate(curve)]
+
+def replicator_bar(runs:dict, # {run name: curve}; a curve is [{'agent_steps', 'score'}, ...], one replicator run (seed)
+                   ppo:dict|list, # PPO's curves {seed name: curve} (their mean is the reference), or one curve
+                   factor:float=10, # the replicator may spend `factor` times PPO's agent-steps
+                   bar:float=0.5, # the design's bar: this fraction of PPO's score
+                   seeds_needed:int=3, # replicator runs a verdict needs
+                   window:int=1)->dict: # `smooth`'s window, applied to every curve first (1: the readings as they are)
+    """The design's Phase 5 bar, "> 0.5x PPO performance within 10x evaluations": per run, its last reading A whose
+    A / `factor` lies on every PPO curve, and the ratio of its (smoothed) score to PPO's there (the mean over PPO's
+    curves of each one's linear interpolation); the mean ratio over runs with a Student-t 95% interval, one verdict."""
+    ppo = {'ppo': ppo} if isinstance(ppo, list) else ppo
+    pc = {k: (np.array([c['agent_steps'] for c in v], float), np.array([c['score'] for c in smooth(v, window)], float)) for k, v in ppo.items()}
+    lo_x, hi_x = max(x[0] for x, _ in pc.values()), min(x[-1] for x, _ in pc.values())
     per = {}
     for name, curve in runs.items():
-        ok = [c for c in curve if xs[0] <= c['agent_steps'] / factor <= xs[-1]]
-        if not ok: raise ValueError(f"run {name!r} has no reading whose agent-steps / {factor} lie on PPO's curve "
-                                    f"({xs[0]:,.0f}-{xs[-1]:,.0f})")
-        c = ok[-1]; p = float(np.interp(c['agent_steps'] / factor, xs, ys))
+        ok = [c for c in smooth(curve, window) if lo_x <= c['agent_steps'] / factor <= hi_x]
+        if not ok: raise ValueError(f"run {name!r} has no reading whose agent-steps / {factor} lie on PPO's curves ({lo_x:,.0f}-{hi_x:,.0f})")
+        c = ok[-1]; p = float(np.mean([np.interp(c['agent_steps'] / factor, x, y) for x, y in pc.values()]))
         per[name] = dict(agent_steps=c['agent_steps'], score=c['score'], ppo_agent_steps=c['agent_steps'] / factor,
                          ppo_score=p, ratio=c['score'] / p)
     r = np.array([v['ratio'] for v in per.values()]); n = len(r)
@@ -763,5 +994,4 @@ def seed001_bar(runs:dict, # {run name: curve}; a curve is [{'agent_steps', 'sco
     elif lo > bar: verdict = f"met: the 95% interval lies above {bar}"
     elif hi < bar: verdict = f"not met: the 95% interval lies below {bar}"
     else: verdict = f"undecided: the 95% interval contains {bar}"
-    return dict(per_run=per, mean=float(r.mean()), ci95=(lo, hi), n=n, factor=factor, bar=bar, verdict=verdict)
-
+    return dict(per_run=per, mean=float(r.mean()), ci95=(lo, hi), n=n, factor=factor, bar=bar, window=window, verdict=verdict)

@@ -1,12 +1,12 @@
-"""Diffusion hypernetwork, replicator training loop, `genome-lab train-replicator` (SIGKILL, --resume, registration)
-and the replicator bench with tiny settings."""
+"""Diffusion hypernetwork, replicator training loop (a `Loop`: SIGKILL and resume), `genome-lab train-replicator`
+(--resume, registration), the ES control and the replicator benches with tiny settings."""
 import json, os, shutil, signal, subprocess, sys, time, warnings
 from pathlib import Path
 import numpy as np, pytest, torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, HypernetworkTrainer, TrainerConfig,
-                                     ReplicatorConfig, evaluate_population)
+                                     ReplicatorConfig, PretrainConfig, evaluate_population, checkpoint_meta, train_replicator)
 from genome_lab.registry import Registry
 from genome_lab.core import run_lock
 from genome_lab.policies import load_pufferlib_policy
@@ -19,9 +19,13 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1'}
 TINY = ['--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', '4', '--chunk', '64', '--width', '32',
-        '--eval-interval', '0', '--seed', '5']
+        '--eval-interval', '0', '--pretrain-steps', '0', '--seed', '5', '--every-s', '0']
+SMALL = dict(population=4, agents_each=1, steps=16, eval_interval=0, seed=5, hypernet=HypernetConfig(hidden=4, chunk=64, width=32),
+             pretrain=PretrainConfig(pretrain_steps=0))
 
-def _meta(run_dir):
+def _meta(run_dir): return checkpoint_meta(Path(run_dir)/'checkpoint.safetensors')
+
+def _raw(run_dir): # the checkpoint's whole metadata (`save_state`'s JSON)
     with safe_open(str(Path(run_dir)/'checkpoint.safetensors'), 'pt') as f: return json.loads(f.metadata()['replicator'])
 
 def untimed(rows): return [{k: v for k, v in row.items() if k != 'seconds'} for row in rows]   # timings differ between runs
@@ -84,11 +88,11 @@ def test_each_genome_is_developed_twice_by_mirrored_noise():
 
 def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
     run = lambda *a, **kw: subprocess.run([BIN/'genome-lab', 'train-replicator', *a], capture_output=True, text=True, env=ENV, timeout=300, **kw)
-    r = run('--run-dir', str(tmp_path/'A'), '--generations', '6', '--checkpoint-every', '1', *TINY)
+    r = run('--run-dir', str(tmp_path/'A'), '--generations', '6', *TINY)
     assert r.returncode == 0, r.stderr
     assert 'replicator' in r.stderr and 'fit=' in r.stderr             # the progress bar
     p = subprocess.Popen([BIN/'genome-lab', 'train-replicator', '--run-dir', str(tmp_path/'B'), '--generations', '6',
-                          '--checkpoint-every', '1', '--no-progress', *TINY], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+                          '--no-progress', *TINY], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     t0 = time.time()
     while time.time() - t0 < 240:
         time.sleep(0.05)
@@ -104,7 +108,7 @@ def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
     a, b = _meta(tmp_path/'A'), _meta(tmp_path/'B')
     assert b['generation'] == 6 and untimed(a['history']) == untimed(b['history'])
     ta, tb = load_file(tmp_path/'A'/'checkpoint.safetensors'), load_file(tmp_path/'B'/'checkpoint.safetensors')
-    assert ta.keys() == tb.keys()
+    assert ta.keys() == tb.keys() and any(k.startswith('state/hn/') for k in ta)
     for k in ta: torch.testing.assert_close(tb[k], ta[k], rtol=0, atol=0)
 
 def test_cli_refuses_and_keeps_the_checkpoint(tmp_path):
@@ -113,7 +117,7 @@ def test_cli_refuses_and_keeps_the_checkpoint(tmp_path):
     ck = (tmp_path/'checkpoint.safetensors').read_bytes()
     r = run('--run-dir', str(tmp_path), '--generations', '2', '--no-progress', *TINY)
     assert r.returncode == 2 and 'resume it' in r.stderr
-    r = run('--run-dir', str(tmp_path), '--generations', '2', '--resume', '--no-progress', *TINY[:-2], '--seed', '6')
+    r = run('--run-dir', str(tmp_path), '--generations', '2', '--resume', '--no-progress', *TINY[:-4], '--seed', '6')
     assert r.returncode == 2 and 'other settings' in r.stderr
     r = run('--run-dir', str(tmp_path/'new'), '--resume', '--no-progress', *TINY)
     assert r.returncode == 2 and 'nothing to resume' in r.stderr
@@ -121,12 +125,12 @@ def test_cli_refuses_and_keeps_the_checkpoint(tmp_path):
         r = run('--run-dir', str(tmp_path), '--generations', '2', '--resume', '--no-progress')
     assert r.returncode == 2 and f'in use by another process (pid {os.getpid()})' in r.stderr and 'Traceback' not in r.stderr, r.stderr
     assert (tmp_path/'checkpoint.safetensors').read_bytes() == ck
-    meta = _meta(tmp_path); del meta['format']                     # a checkpoint of the one-policy-per-genome version
+    meta = _raw(tmp_path); meta['state']['format'] = 2                # a checkpoint of an earlier version
     old = tmp_path/'old'; old.mkdir()
     save_file(load_file(tmp_path/'checkpoint.safetensors'), old/'checkpoint.safetensors', metadata={'replicator': json.dumps(meta)})
     before = (old/'checkpoint.safetensors').read_bytes()
     r = run('--run-dir', str(old), '--generations', '2', '--resume', '--no-progress', *TINY)
-    assert r.returncode == 2 and 'earlier genome_lab' in r.stderr
+    assert r.returncode == 2 and 'earlier genome_lab' in r.stderr, r.stderr
     assert (old/'checkpoint.safetensors').read_bytes() == before
 
 def test_registered_genomes_play_in_a_tournament_game(tmp_path):
@@ -160,7 +164,7 @@ def test_bench_flags_are_the_config_fields_and_its_defaults_the_configs_but_for_
     assert bench.settings(ap.parse_args([])) == ReplicatorConfig(**bench.PRESET)
     assert all(getattr(ReplicatorConfig(), k) != v for k, v in bench.PRESET.items())   # a preset entry differs, or it would not be one
     assert bench.PRESET_WHY in ' '.join(ap.format_help().split())               # and says why in --help
-    a = ap.parse_args(['--no-zero-init', '--no-use-estimator', '--no-last-step', '--lr-drop-at', '5', '--hidden', '8'])
+    a = ap.parse_args(['--no-zero-init', '--no-use-estimator', '--no-last-step', '--lr-drop-at', '5', '--hidden', '8', '--pretrain-steps', '0'])
     cfg = bench.settings(a)
     assert (cfg.hypernet.zero_init, cfg.use_estimator, cfg.trainer.last_step) == (False, False, False)   # no inverted booleans
     assert (cfg.trainer.lr_drop_at, cfg.hypernet.hidden, cfg.eval_interval) == (5, 8, bench.PRESET['eval_interval'])
@@ -169,13 +173,14 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     bench = [sys.executable, ROOT/'bench'/'hypernetwork.py', '--run-dir', tmp_path, '--eval-snakes', '4', '--final-snakes', '4',
              '--new-genomes', '2', '--max-steps', '30', '--report', '1']
     r = subprocess.run(bench + ['--generations', '2', '--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', '4',
+                                '--chunk', '64', '--width', '32', '--pretrain-steps', '0', '--eval-maps', '1', '--eval-max-steps', '30',
                                 '--eval-interval', '1', '--no-zero-init', '--out', tmp_path/'final.json'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
     for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'ran into wall',
               'moved from where evolution started (init_policy)', '| food |', 'control ES mean   max | food', 'machine: {"cpu": '): assert s in r.stdout, r.stdout
     final = json.loads((tmp_path/'final.json').read_text())              # the figures the bench printed, as JSON
     assert final['config'] == json.loads(r.stdout.split('config: ', 1)[1].split(' (PRESET')[0]) and final['generations'] == 2
-    assert final['config']['hypernet']['zero_init'] is False and final['agent_steps'] == 2 * 8 * 16 and len(final['curve']) == 2
+    assert final['config']['hypernet']['zero_init'] is False and final['agent_steps'] == 2 * 8 * 16 and len(final['curve']) == 3   # the start and each generation
     assert f"{final['pufferlib']['play']['adjacent_food']:.3f}" in r.stdout and final['pufferlib']['n'] + final['pufferlib']['censored'] == 4
     assert len(final['new_genomes']['scores']) == 2 and set(final['generation_seconds']) == {'replicator', 'control'}
     r = subprocess.run(bench + ['--generations', '3', '--control-only'], capture_output=True, text=True, env=ENV, timeout=300)
@@ -192,8 +197,8 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     r = subprocess.run(curves + [f'tiny={tmp_path}'], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr
     tiny = json.loads((tmp_path/'runs.json').read_text())['tiny']
-    assert tiny['generations'] == 3 and [b['generation'] for b in tiny['blocks']] == [0, 2] and len(tiny['curve']) == 3
-    assert tiny['config']['hypernet']['zero_init'] is False and all(c['n'] + c['censored'] == 4 for c in tiny['curve'])   # every snake counted: died, or censored at the cap
+    assert tiny['generations'] == 3 and [b['generation'] for b in tiny['blocks']] == [0, 2] and len(tiny['curve']) == 4
+    assert tiny['config']['hypernet']['zero_init'] is False and all(c['n'] == 2 * 4 and c['censored'] <= 8 for c in tiny['curve'])   # every snake scored, censored ones at their length
     from genome_lab.core import machine
     assert tiny['machine'] == machine()                                    # the kind of CPU the run was on
     r = subprocess.run(curves + [str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=300)
@@ -201,9 +206,8 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
 
 def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     from genome_lab.hypernetwork import ReplicatorTrainingLoop
-    small = dict(population=4, agents_each=1, steps=16, eval_interval=0, seed=5, hypernet=HypernetConfig(hidden=4, chunk=64, width=32))
-    loop = ReplicatorTrainingLoop(ReplicatorConfig(trust_window=3, **small), tmp_path/'gate')
-    loop.history = [dict(estimator_r2=v) for v in (0.9, float('nan'), 0.5)]
+    loop = ReplicatorTrainingLoop(ReplicatorConfig(trust_window=3, **SMALL))
+    loop.history = [{'surrogate/r2': v} for v in (0.9, float('nan'), 0.5)]
     assert loop.trust(0.1) == pytest.approx(0.3)            # the last 3 generations, the missing one skipped
     assert loop.trust(-2.0) == 0 and loop.trust(float('nan')) == pytest.approx(0.5)
     loop.cfg.trust_window = 1
@@ -214,26 +218,25 @@ def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
     assert loop.trust(float('nan')) == 0                     # no evidence yet: no step
     before = {k: v.clone() for k, v in loop.pm.dist.state_dict().items()}
     row = loop.step()                                        # first generation: the estimator is not fitted, so no step
-    assert row['trust'] == 0 and np.isfinite(row['entropy'])
+    assert row['surrogate/trust'] == 0 and row['replicator/kl'] == 0 and np.isfinite(row['replicator/entropy'])
     for k, v in loop.pm.dist.state_dict().items(): assert torch.equal(v, before[k]), k
-    raw = ReplicatorTrainingLoop(ReplicatorConfig(use_estimator=False, **small), tmp_path/'raw')
-    assert raw.step()['trust'] == 1                          # measured fitness: the plain step dt
-    assert not torch.equal(raw.pm.dist.state_dict()['means'], before['means'])
+    raw = ReplicatorTrainingLoop(ReplicatorConfig(use_estimator=False, **SMALL))
+    row = raw.step()
+    assert row['surrogate/trust'] == 1 and row['replicator/step'] == raw.cfg.dt and row['replicator/kl'] > 0   # measured fitness: the plain step dt
+    assert not torch.equal(raw.pm.dist.state_dict()['vars'], before['vars'])   # stepped: mutation at least (16 steps may give every genome one fitness)
 
 def test_the_surrogate_option_chooses_what_the_estimator_reads(tmp_path):
     from dataclasses import asdict
     from genome_lab.hypernetwork import ReplicatorTrainingLoop, probe_actions, current_config, PROBE_VIEWS
     from genome_lab.replicator import GPSurrogate, FitnessEstimator
-    small = dict(population=4, agents_each=1, steps=16, eval_interval=0, seed=5, hypernet=HypernetConfig(hidden=4, chunk=64, width=32))
-    probe = ReplicatorTrainingLoop(ReplicatorConfig(generations=4, surrogate='probe', **small), tmp_path/'probe')
-    probe.run(progress=False)
-    assert isinstance(probe.est, GPSurrogate) and probe.est.fitted and np.isfinite(probe.history[-1]['estimator_r2'])
+    probe = train_replicator(ReplicatorConfig(generations=4, surrogate='probe', **SMALL), tmp_path/'probe', progress=False)
+    assert isinstance(probe.est, GPSurrogate) and probe.est.fitted and np.isfinite(probe.history[-1]['surrogate/r2'])
     X, y = probe.est.data()
     assert X.shape == (16, 4 * PROBE_VIEWS) and torch.allclose(X.view(16, -1, 4).sum(-1), torch.ones(16, PROBE_VIEWS))
-    z = probe.genomes[-1]   # each genome's input: its two mirrored policies' probe actions, averaged
+    z = torch.stack(probe.genomes)[-1]   # each genome's input: its two mirrored policies' probe actions, averaged
     mean = probe_actions(probe.pm.hn, probe.pm.develop_mean(z), probe.views)
     assert torch.allclose(probe.features(z), mean) and (X[-4:] - mean).abs().max() < 0.01   # the mirrored noise cancels to first order
-    genome = ReplicatorTrainingLoop(ReplicatorConfig(generations=1, surrogate='genome', **small), tmp_path/'genome')
+    genome = ReplicatorTrainingLoop(ReplicatorConfig(generations=1, surrogate='genome', **SMALL))
     assert isinstance(genome.est, FitnessEstimator) and torch.equal(genome.features(z), z)
     stored = {k: v for k, v in asdict(probe.cfg).items() if k != 'surrogate'}   # a run from before the option
     assert current_config(stored)['surrogate'] == 'genome'
@@ -252,10 +255,10 @@ def test_resume_takes_the_stored_settings(tmp_path):
     assert meta['config']['trainer']['last_step'] is False
 
 def _with_config(src, dst, **changes): # a copy of the checkpoint in `src` whose stored config has `changes` ({group: {name: value}} or {name: value})
-    meta = _meta(src)
+    meta = _raw(src)
     for k, v in changes.items():
-        if isinstance(v, dict): meta['config'][k].update(v)
-        else: meta['config'][k] = v
+        if isinstance(v, dict): meta['state']['config'][k].update(v)
+        else: meta['state']['config'][k] = v
     dst.mkdir()
     save_file(load_file(src/'checkpoint.safetensors'), dst/'checkpoint.safetensors', metadata={'replicator': json.dumps(meta)})
     return (dst/'checkpoint.safetensors').read_bytes()
@@ -264,7 +267,7 @@ def test_checkpoints_with_removed_settings_resume_at_todays_behaviour_else_refus
     run = lambda d, *a: subprocess.run([BIN/'genome-lab', 'train-replicator', '--run-dir', str(d), '--no-progress', *a],
                                        capture_output=True, text=True, env=ENV, timeout=300)
     assert run(tmp_path/'now', '--generations', '1', *TINY).returncode == 0
-    _with_config(tmp_path/'now', tmp_path/'same', trainer=dict(base_decay=0.0), hypernet=dict(tied_codes=False))   # as an older version wrote them
+    _with_config(tmp_path/'now', tmp_path/'same', trainer=dict(base_decay=0.0), hypernet=dict(tied_codes=False), checkpoint_every=5)   # as an older version wrote them
     r = run(tmp_path/'same', '--generations', '2', '--resume')
     assert r.returncode == 0, r.stderr                                   # removed settings at the value that ran as today's code: dropped
     assert _meta(tmp_path/'same')['generation'] == 2 and 'base_decay' not in _meta(tmp_path/'same')['config']['trainer']
@@ -276,18 +279,15 @@ def test_checkpoints_with_removed_settings_resume_at_todays_behaviour_else_refus
         assert (tmp_path/name/'checkpoint.safetensors').read_bytes() == before   # nothing stored is lost
 
 def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_resume(tmp_path):
-    from genome_lab.hypernetwork import ReplicatorTrainingLoop, run_policy_es
-    small = dict(population=4, agents_each=1, steps=16, eval_interval=0, seed=5, hypernet=HypernetConfig(hidden=4, chunk=64, width=32),
-                 trainer=TrainerConfig(lr_drop_at=2, lr_drop=4.0))
+    from genome_lab.hypernetwork import run_policy_es
+    small = dict(SMALL, trainer=TrainerConfig(lr_drop_at=2, lr_drop=4.0, lr=3e-4, base_lr=0.1))
     lrs = lambda opt: [g['lr'] for g in opt.param_groups]
-    loop = ReplicatorTrainingLoop(ReplicatorConfig(generations=2, **small), tmp_path)
-    loop.run(progress=False)
+    loop = train_replicator(ReplicatorConfig(generations=2, **small), tmp_path, progress=False)
     assert lrs(loop.pm.trainer.opt) == [3e-4, 0.1]                          # generations 0 and 1: the full step
     for end in (4, 5):                                                      # resumed across the drop, then past it
         with warnings.catch_warnings():
             warnings.simplefilter('error', RuntimeWarning)                  # the same machine: no warning
-            loop = ReplicatorTrainingLoop(ReplicatorConfig(generations=end, **small), tmp_path, resume=True)
-        loop.run(progress=False)
+            loop = train_replicator(ReplicatorConfig(generations=end, **small), tmp_path, resume=True, progress=False)
         assert lrs(loop.pm.trainer.opt) == pytest.approx([3e-4 / 4, 0.1 / 4])   # divided once, kept by the checkpoint
     _, es = run_policy_es(ReplicatorConfig(generations=3, **small), progress=False)
     assert lrs(es.opt) == pytest.approx([0.1 / 4])                          # the control gets the same schedule
@@ -295,8 +295,7 @@ def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_res
 
 def test_control_killed_mid_run_resumes_from_its_checkpoint_to_the_uninterrupted_result(tmp_path, monkeypatch):
     import genome_lab.hypernetwork as H
-    small = dict(population=4, agents_each=1, steps=16, eval_interval=0, seed=3, checkpoint_every=2,
-                 hypernet=HypernetConfig(hidden=4, chunk=64, width=32), trainer=TrainerConfig(lr_drop_at=3, lr_drop=4.0))
+    small = dict(SMALL, seed=3, trainer=TrainerConfig(lr_drop_at=3, lr_drop=4.0, lr=3e-4, base_lr=0.1))
     cfg = ReplicatorConfig(generations=5, **small)
     full, es_full = H.run_policy_es(cfg, progress=False)                   # uninterrupted, nothing stored
     calls, real = [], H.evaluate_population
@@ -305,9 +304,9 @@ def test_control_killed_mid_run_resumes_from_its_checkpoint_to_the_uninterrupted
         if len(calls) == 4: raise KeyboardInterrupt                         # killed during generation 3
         return real(*args, **kw)
     monkeypatch.setattr(H, 'evaluate_population', dies_at_the_fourth)
-    with pytest.raises(KeyboardInterrupt): H.run_policy_es(cfg, tmp_path, progress=False)
+    with pytest.raises(KeyboardInterrupt): H.run_policy_es(cfg, tmp_path, every_s=0, progress=False)
     monkeypatch.setattr(H, 'evaluate_population', real)
-    assert H.checkpoint_meta(tmp_path/H.CONTROL_FILE)['generation'] == 2    # the last checkpoint: generation 3 is lost
+    assert H.checkpoint_meta(tmp_path/H.CONTROL_FILE)['generation'] == 3    # the last checkpoint: generation 3 is lost
     assert H.stored_config(tmp_path) == cfg                                # a control-only folder gives its settings
     with pytest.raises(FileExistsError): H.run_policy_es(cfg, tmp_path, progress=False)
     with pytest.raises(ValueError, match='other settings'): H.run_policy_es(ReplicatorConfig(generations=5, **{**small, 'seed': 4}), tmp_path, resume=True)
@@ -316,14 +315,14 @@ def test_control_killed_mid_run_resumes_from_its_checkpoint_to_the_uninterrupted
     with pytest.warns(RuntimeWarning, match='will not repeat the uninterrupted run'):
         hist, es = H.run_policy_es(cfg, tmp_path, resume=True, progress=False)
     assert untimed(hist.to_dict('records')) == untimed(full.to_dict('records')) and len(hist) == 5
-    assert {'food_mean', 'died', 'seconds'} <= set(hist.columns) and (hist.food_mean >= 0).all() and hist.died.between(0, 1).all()
+    assert {'charts/food', 'charts/died', 'seconds'} <= set(hist.columns) and (hist['charts/food'] >= 0).all() and hist['charts/died'].between(0, 1).all()
     assert torch.equal(es.theta, es_full.theta) and [g['lr'] for g in es.opt.param_groups] == pytest.approx([0.1 / 4])
 
 def test_within_generation_bench_mode_adds_its_key(tmp_path):
-    "bench/seed001.py --within-only keeps --out's figures and adds the loop fitness's within-generation reliability."
-    out = tmp_path/'seed001.json'; shutil.copy(ROOT/'nbs'/'measured'/'seed001.json', out)
+    "bench/hypernetwork_decoder.py --within-only keeps --out's figures and adds the loop fitness's within-generation reliability."
+    out = tmp_path/'decoder.json'; shutil.copy(ROOT/'nbs'/'measured'/'hypernetwork_decoder.json', out)
     before = json.loads(out.read_text())
-    subprocess.run([sys.executable, ROOT/'bench'/'seed001.py', '--within-only', '--loop-generations', '2', '--out', str(out)],
+    subprocess.run([sys.executable, ROOT/'bench'/'hypernetwork_decoder.py', '--within-only', '--loop-generations', '2', '--out', str(out)],
                    check=True, capture_output=True, text=True, timeout=600)
     after = json.loads(out.read_text())
     assert {k: v for k, v in after.items() if k != 'within_generation'} == {k: v for k, v in before.items() if k != 'within_generation'}

@@ -1,12 +1,11 @@
-"""Seed 001 as written, on the snake arena: the transformer denoiser against the per-token MLP on full-size policies,
-100 genomes decoded, and a fitness protocol whose test-retest reliability is measured, with the surrogate chosen by
-measurement (issue 38).
+"""The decoder of the replicator's design (DESIGN's replicator + hypernetwork) on the snake arena: the transformer
+denoiser against the per-token MLP on full-size policies, 100 genomes decoded, and a fitness protocol whose
+test-retest reliability is measured, with the surrogate chosen by measurement (issue 38).
 
-1. Data: `--data` full-size snake policies (`LinearLSTM` hidden 128, PufferLib's size), each a point on the line from
-   an untrained policy (`init_policy`, PufferLib's `layer_init`, its own seed) to a trained teacher (PufferLib's snake,
-   or the GPU fine-tune of bench/gpu_snake.py), with a genome z ~ N(0, I): the share of the teacher is Phi(z_0), the
-   teacher is chosen by the sign of z_1, the other 14 coordinates are the untrained policy's seed's own (noise).
-   Both backbones (`HypernetConfig.backbone`) train by `denoising_loss` on the same data, batches and steps;
+1. Data: `--data` full-size snake policies on the teacher lines of `teacher_lines` (50_hypernetwork: from untrained
+   policies to PufferLib's snake or the GPU fine-tune of bench/gpu_snake.py, the genome's z_0 the teacher's share, the
+   sign of z_1 the teacher). Both backbones (`HypernetConfig.backbone`) are pretrained by `pretrain_decoder` on the
+   same data, batches and steps (the transformer at these settings is the loop's decoder, `pretrained_decoder`);
    the held-out denoising loss (on `--held-out` policies never trained on) is printed for both.
 2. `--genomes` new genomes (N(0, I), never in the data) are decoded by each backbone (no exploration noise) and played
    greedily on PufferLib's training map (`evaluate`: length at death of each snake's first episode, the same map
@@ -25,10 +24,12 @@ measurement (issue 38).
    alone, the transformer retrained). `--loop-only`: each `ReplicatorConfig.surrogate`'s held-out R^2 inside
    `ReplicatorTrainingLoop` ('surrogate_in_loop'), the measurement behind the loop's default. `--within-only`: the loop
    fitness's test-retest r among one generation's genomes ('within_generation'), the ceiling of that R^2; with
-   `--within-pretrained` from this bench's genome-conditioned transformer ('within_generation_pretrained').
-Writes --out (nbs/measured/seed001.json). Usage: python bench/seed001.py [--train-steps 200] [--genomes 100]
+   `--within-pretrained` from the pretrained transformer ('within_generation_pretrained'). These modes measured the loop
+   as it was then (`EARLIER`: the zero-initialised 16-wide decoder trained from fitness, exploration 0.2, `base_lr` 0.1),
+   the figures behind today's defaults; the bar's own run (bench/replicator_bar.py) measures today's loop.
+Writes --out (nbs/measured/hypernetwork_decoder.json). Usage: python bench/hypernetwork_decoder.py [--train-steps 1500] [--genomes 100]
 """
-import datetime, json, os, shutil, sys, tempfile, time
+import datetime, json, os, sys, time
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from typing import Annotated
@@ -43,13 +44,13 @@ from sklearn.mixture import GaussianMixture as SkMixture
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine
 from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, init_policy, policy_config, evaluate_population,
                                      HypernetworkTrainer, TrainerConfig, probe_views, probe_actions, ReplicatorConfig,
-                                     ReplicatorTrainingLoop, SURROGATES)
+                                     ReplicatorTrainingLoop, SURROGATES, PretrainConfig, teachers, teacher_lines, pretrain_decoder,
+                                     pretrained_decoder, policy_distance_ratio)
 from genome_lab.policies import load_pufferlib_policy, RandomPolicy
 from genome_lab.evaluation import evaluate
 from genome_lab.arenas import SnakeArena
 from genome_lab.replicator import FitnessEstimator
 sys.path.insert(0, str(Path(__file__).parent))
-from gpu_weights import read_trained
 from hypernetwork import play
 
 @dataclass
@@ -78,33 +79,20 @@ class Options:
     within_only: Annotated[bool, "add only the loop fitness's within-generation reliability ('within_generation', --loop-generations of `ReplicatorConfig()`) to --out?"] = False
     within_pretrained: Annotated[bool, "with --within-only: start the loop's decoder from the transformer this bench trains (--data, --train-steps, ...) at PufferLib's size, genome-conditioned from the start ('within_generation_pretrained')?"] = False
     device: Annotated[str, "torch device of the denoisers' training ('cpu', 'cuda'); decoding and games run on the CPU"] = 'cpu'
-    out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001.json')
+    out: Annotated[str, 'JSON to write'] = str(measured_dir()/'hypernetwork_decoder.json')
 
-def teachers()->list: # [(name, state_dict)] of trained full-size snake policies
-    g, _ = read_trained(measured_dir()/'gpu_snake_finetune.safetensors')
-    return [('PufferLib snake', load_pufferlib_policy('snake').state_dict()), ('GPU fine-tune', g.state_dict())]
+EARLIER = dict(hypernet=HypernetConfig(hidden=16, chunk=256, exploration=0.2), trainer=TrainerConfig(lr=3e-4, base_lr=0.1),
+               pretrain=PretrainConfig(pretrain_steps=0))   # the loop's defaults when its within-generation figures were measured
 
-def dataset(hn:DiffusionHypernetwork, n:int, seed:int, tch:list)->tuple: # (tokens (n, L, C), genomes (n, 16), alpha (n,), teacher (n,))
-    "Policies on the lines from untrained initialisations to the teachers, with their genomes (see the docstring)."
-    z = torch.randn(n, hn.cfg.genome_dim, generator=torch.Generator().manual_seed(seed))
-    alpha, which = torch.special.ndtr(z[:, 0]), (z[:, 1] > 0).long()
-    toks = []
-    for i in range(n):
-        init = init_policy(hn.policy_config, seed=100_000 * (seed + 1) + i).state_dict()
-        t = tch[int(which[i])][1]
-        toks.append(hn.to_tokens({k: alpha[i] * t.get(k, torch.zeros_like(v)) + (1 - alpha[i]) * v for k, v in init.items()}))
-    return torch.stack(toks), z, alpha, which
+def pretraining(o:Options)->PretrainConfig: return PretrainConfig(pretrain_steps=o.train_steps, pretrain_data=o.data,
+                                                                  pretrain_held_out=o.held_out, pretrain_batch=o.batch, pretrain_lr=o.lr, pretrain_seed=o.seed)
 
-def train(cfg:HypernetConfig, data:torch.Tensor, z:torch.Tensor, o:Options)->tuple: # (hn on the CPU, losses)
-    "`o.train_steps` Adam steps of `denoising_loss` on `o.device` (a CUDA run draws other noise than a CPU run)."
-    dev = torch.device(o.device)
-    hn, data, z = DiffusionHypernetwork(cfg, seed=o.seed).to(dev), data.to(dev), z.to(dev)
-    opt, g, losses = torch.optim.Adam(hn.parameters(), lr=o.lr), torch.Generator(dev).manual_seed(o.seed + 1), []
-    for s in range(o.train_steps):
-        i = torch.randint(len(data), (o.batch,), generator=g, device=dev)
-        opt.zero_grad(); loss = hn.denoising_loss(data[i], z[i], g); loss.backward()
-        torch.nn.utils.clip_grad_norm_(hn.parameters(), 1.0); opt.step(); losses.append(loss.detach())
-    return hn.cpu(), [float(v) for v in losses]
+def train(cfg:HypernetConfig, o:Options)->tuple: # (hn on the CPU, record)
+    "`pretrain_decoder` with the bench's settings on `o.device` (a CUDA run draws other noise than a CPU run)."
+    return pretrain_decoder(cfg, pretraining(o), o.device)
+
+def _policy(sd:dict)->torch.nn.Module: # a teacher's state_dict as a playing policy
+    pol = load_pufferlib_policy('snake'); pol.load_state_dict(sd); return pol
 
 def held_out_loss(hn, data, z, repeats:int=8)->float: # mean over fixed noise draws
     g = torch.Generator().manual_seed(999)
@@ -207,9 +195,9 @@ def held_out_r2(feats:dict, y:np.ndarray, noise:np.ndarray, n:int, repeats:int=3
     return out
 
 def transformer_data(o:Options)->tuple: # (HypernetConfig, tokens (data + held_out, L, C), genomes (data + held_out, 16))
-    "The full run's transformer settings and its data (`dataset`: --data training policies, then --held-out ones)."
+    "The full run's transformer settings and its data (`teacher_lines`: --data training policies, then --held-out ones)."
     cfg = HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone='transformer')
-    data, z, *_ = dataset(DiffusionHypernetwork(replace(cfg, backbone='mlp')), o.data + o.held_out, o.seed, teachers())
+    data, z = teacher_lines(DiffusionHypernetwork(replace(cfg, backbone='mlp')), o.data + o.held_out, o.seed, teachers())
     return cfg, data, z
 
 def surrogate_study(o:Options, hn:DiffusionHypernetwork|None=None)->dict:
@@ -217,7 +205,7 @@ def surrogate_study(o:Options, hn:DiffusionHypernetwork|None=None)->dict:
     and seed), the 'crn' fitness (test and retest seeds) of its --genomes genomes and --surrogate-genomes more, every
     surrogate's held-out R^2 at growing numbers of genomes against 0.7 and 0.7 r."""
     cfg, data, z = transformer_data(o)
-    hn = hn or train(cfg, data[:o.data], z[:o.data], o)[0]
+    hn = hn or train(cfg, o)[0]
     ho = held_out_loss(hn, data[o.data:], z[o.data:])
     print(f"transformer: held-out loss {ho:.6f}", flush=True)
     genomes = torch.cat([torch.randn(o.genomes, 16, generator=torch.Generator().manual_seed(o.seed + 12345)),
@@ -250,45 +238,43 @@ def in_loop(o:Options)->dict: # {surrogate: {'r2': per generation, 'mean', 'mean
     "The held-out R^2 of each `ReplicatorConfig.surrogate` inside the training loop: `ReplicatorConfig()` but for generations, steps and surrogate."
     out = {}
     for s in SURROGATES:
-        t0, run_dir = time.perf_counter(), Path(tempfile.mkdtemp(prefix='seed001-loop-'))
-        cfg = ReplicatorConfig(generations=o.loop_generations, steps=o.loop_steps, eval_interval=0, checkpoint_every=1000, surrogate=s, seed=o.seed)
-        loop = ReplicatorTrainingLoop(cfg, run_dir); loop.run(progress=False); shutil.rmtree(run_dir)
-        r2 = [h['estimator_r2'] for h in loop.history]
+        t0 = time.perf_counter()
+        cfg = ReplicatorConfig(generations=o.loop_generations, steps=o.loop_steps, eval_interval=0, surrogate=s, seed=o.seed, **EARLIER)
+        loop = ReplicatorTrainingLoop(cfg)
+        for _ in range(cfg.generations): loop.step()
+        r2 = [h['surrogate/r2'] for h in loop.history]
         out[s] = dict(r2=r2, mean=float(np.nanmean(r2)), mean_last_half=float(np.nanmean(r2[len(r2) // 2:])),
-                      trust=[h['trust'] for h in loop.history], seconds=time.perf_counter() - t0)
+                      trust=[h['surrogate/trust'] for h in loop.history], seconds=time.perf_counter() - t0)
         print(f"surrogate {s!r} in the loop: held-out R2 mean {out[s]['mean']:.3f}, last half {out[s]['mean_last_half']:.3f}; "
               f"{out[s]['seconds']:.0f} s", flush=True)
     return out
 
-def within_generation(o:Options, hn:DiffusionHypernetwork|None=None)->dict: # {'rows': one per measured generation, 'seconds'}
+def within_generation(o:Options, pretrained:bool=False)->dict: # {'rows': one per measured generation, 'seconds'}
     """Can the loop's surrogate predict anything? Every sixth of `--loop-generations` of a `ReplicatorConfig()` run
     (the bar's settings; its start and end included), one population the loop would draw is played twice on other map
     seeds: the test-retest r of its genomes' fitness (each the mean of its two mirrored policies, one game as in the
     loop) bounds the held-out R^2 any surrogate can reach on it. Beside it, how far apart the genomes' decoded policies
     are: the mean distance between the probe actions of two genomes, over that between a genome's two mirrored ones
-    (1/sqrt(2) if the genome adds nothing to its last step's mirrored exploration noise). With `hn` the loop's decoder
-    starts as a copy of it (its settings replace `ReplicatorConfig()`'s zero-initialised 16-wide one)."""
-    t0, run_dir = time.perf_counter(), Path(tempfile.mkdtemp(prefix='seed001-within-'))
-    cfg = ReplicatorConfig(generations=o.loop_generations, eval_interval=0, checkpoint_every=1000, seed=o.seed,
-                           **(dict(hypernet=hn.cfg) if hn is not None else {}))
-    loop, views, rows = ReplicatorTrainingLoop(cfg, run_dir), probe_views(), []
-    if hn is not None: loop.pm.hn.load_state_dict(hn.state_dict())   # in place: the trainer's optimiser keeps its parameters
+    (1/sqrt(2) if the genome adds nothing to its last step's mirrored exploration noise: `policy_distance_ratio`). The
+    loop is `EARLIER`'s; `pretrained`: its decoder the pretrained transformer (`pretrained_decoder`, `PretrainConfig()`)
+    at exploration 0.2, as when this was measured."""
+    t0 = time.perf_counter()
+    settings = dict(EARLIER, hypernet=HypernetConfig(exploration=0.2), pretrain=PretrainConfig()) if pretrained else EARLIER
+    cfg = ReplicatorConfig(generations=o.loop_generations, eval_interval=0, seed=o.seed, **settings)
+    loop, views, rows = ReplicatorTrainingLoop(cfg), probe_views(), []
     for g in range(cfg.generations + 1):
         if g % max(1, cfg.generations // 6) == 0:
             genomes, dev = loop.pm.next(torch.Generator().manual_seed(10_007 + g))
             f = [evaluate_population(loop.pm.hn.policy_config, dev['params'], loop.arena, cfg.steps, seed=900_001 + 2 * g + k,
                                      fitness=cfg.fitness)['fitness'].view(2, -1).mean(0).numpy() for k in (0, 1)]
             pa = probe_actions(loop.pm.hn, dev['params'], views).view(2, len(genomes), -1)
-            between = torch.cdist(pa[0], pa[0]).sum() / (len(genomes) * (len(genomes) - 1))
-            within = (pa[0] - pa[1]).norm(dim=1).mean()
             rows.append(dict(generation=g, r=float(np.corrcoef(*f)[0, 1]), fitness_mean=float(np.mean(f)),
-                             fitness_std=float(np.std(f[0])), probe_between_over_within=float(between / within)))
+                             fitness_std=float(np.std(f[0])), probe_between_over_within=policy_distance_ratio(pa)))
             print(f"generation {g}: within-generation test-retest r {rows[-1]['r']:.3f}; fitness {rows[-1]['fitness_mean']:.3f} "
                   f"+- {rows[-1]['fitness_std']:.3f}; probe distance between genomes / within a genome "
                   f"{rows[-1]['probe_between_over_within']:.3f}", flush=True)
         if g < cfg.generations: loop.step()
-    shutil.rmtree(run_dir)
-    return dict(rows=rows, loop_r2=[h['estimator_r2'] for h in loop.history], trust=[h['trust'] for h in loop.history],
+    return dict(rows=rows, loop_r2=[h['surrogate/r2'] for h in loop.history], trust=[h['surrogate/trust'] for h in loop.history],
                 steps=cfg.steps, population=cfg.population, seconds=time.perf_counter() - t0)
 
 def modes(hn:DiffusionHypernetwork, genomes:torch.Tensor, sc:list, tch:list, o:Options)->list: # one row per mode
@@ -321,13 +307,8 @@ def main():
         res['surrogate_in_loop'] = in_loop(o)
         atomic_write_json(o.out, res); return
     if o.within_only:
-        res, hn = json.loads(Path(o.out).read_text()), None
-        if o.within_pretrained:
-            cfg, data, z = transformer_data(o)   # the full run's transformer, retrained as it was
-            hn, losses = train(cfg, data[:o.data], z[:o.data], o)
-            print(f"pretrained: denoising loss {np.mean(losses[:20]):.4f} -> {np.mean(losses[-20:]):.4f}; "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)
-        res['within_generation_pretrained' if hn is not None else 'within_generation'] = within_generation(o, hn)
+        res = json.loads(Path(o.out).read_text())
+        res['within_generation_pretrained' if o.within_pretrained else 'within_generation'] = within_generation(o, o.within_pretrained)
         atomic_write_json(o.out, res); return
     if o.baseline_only:
         res = json.loads(Path(o.out).read_text())
@@ -340,7 +321,7 @@ def main():
     tch = teachers()
     cfgs = {b: HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone=b) for b in ('transformer', 'mlp')}
     probe = DiffusionHypernetwork(cfgs['mlp'])
-    data, z, alpha, which = dataset(probe, o.data + o.held_out, o.seed, tch)
+    data, z = teacher_lines(probe, o.data + o.held_out, o.seed, tch)
     clipped = float((data[:, probe.mask].abs() > probe.cfg.x0_bound).float().mean())
     print(f"data: {o.data} + {o.held_out} held-out policies of {int(probe.mask.sum()):,} numbers in {probe.mask.shape[0]} tokens; "
           f"share beyond x0_bound {clipped:.2e}", flush=True)
@@ -350,22 +331,20 @@ def main():
     nets = {}
     for b, cfg in cfgs.items():
         t1 = time.perf_counter()
-        hn, losses = train(cfg, data[:o.data], z[:o.data], o)
-        nets[b] = hn
-        ho = held_out_loss(hn, data[o.data:], z[o.data:])
+        hn, rec = train(cfg, o)
+        nets[b], ho = hn, rec['held_out_loss']
         params = hn.generate_weights(genomes, torch.Generator().manual_seed(0), final_noise=False)
         sc = scores([hn.policy(params, i) for i in range(o.genomes)], o)
-        res['backbones'][b] = dict(parameters=sum(p.numel() for p in hn.parameters()), train_loss_first=float(np.mean(losses[:20])),
-                                   train_loss_last=float(np.mean(losses[-20:])), held_out_loss=ho, train_seconds=0.0,
+        res['backbones'][b] = dict(parameters=sum(p.numel() for p in hn.parameters()), train_loss_first=rec['loss_first'],
+                                   train_loss_last=rec['loss_last'], held_out_loss=ho, train_seconds=rec['seconds'],
                                    decoded=spread(sc), seconds=time.perf_counter() - t1)
-        print(f"{b:11s}: {res['backbones'][b]['parameters']:,} parameters; denoising loss {np.mean(losses[:20]):.4f} -> "
-              f"{np.mean(losses[-20:]):.4f} (train), held-out {ho:.4f}; {o.genomes} decoded genomes' length at death: mean "
+        print(f"{b:11s}: {res['backbones'][b]['parameters']:,} parameters; denoising loss {rec['loss_first']:.4f} -> "
+              f"{rec['loss_last']:.4f} (train), held-out {ho:.4f}; {o.genomes} decoded genomes' length at death: mean "
               f"{np.mean(sc):.2f}, std {np.std(sc):.2f}, min {np.min(sc):.2f}, max {np.max(sc):.2f}; {time.perf_counter() - t1:.0f} s", flush=True)
     base = scores([init_policy(policy_config(128), seed=7 + i) for i in range(o.genomes)], o)
     rnd = scores([RandomPolicy(4)], o)
     res['untrained_init'], res['random'] = spread(base), spread(rnd)
-    res['teachers'] = {n: scores([load_pufferlib_policy('snake')] if n.startswith('PufferLib') else [read_trained(measured_dir()/'gpu_snake_finetune.safetensors')[0]], o)[0]
-                       for n, _ in tch}
+    res['teachers'] = {n: scores([_policy(t)], o)[0] for n, t in tch}
     print(f"untrained PufferLib initialisations ({o.genomes}): mean {np.mean(base):.2f}, max {np.max(base):.2f}; random moves {rnd[0]:.2f}; "
           f"teachers {res['teachers']}", flush=True)
     hn = nets['transformer']

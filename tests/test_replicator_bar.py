@@ -1,0 +1,55 @@
+"""bench/replicator_bar.py with tiny settings: rounds of PPO and replicator seeds, every policy read alike, a resume
+that finishes where one uninterrupted call ends, and the figures file the chapters read."""
+import importlib.util, json, sys
+from dataclasses import replace
+from pathlib import Path
+import pytest, torch
+from genome_lab.hypernetwork import ReplicatorConfig, HypernetConfig, PretrainConfig, replicator_bar, BAR_SMOOTHING
+from genome_lab.training import PPOHyper
+
+ROOT = Path(__file__).resolve().parent.parent
+torch.set_num_threads(1)
+
+def _bench():
+    spec = importlib.util.spec_from_file_location('bench_replicator_bar', ROOT/'bench'/'replicator_bar.py')
+    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    return bench
+
+@pytest.fixture
+def bench(monkeypatch):
+    b = _bench()
+    monkeypatch.setattr(b, 'REPLICATOR', ReplicatorConfig(population=4, agents_each=1, steps=16, eval_interval=1, eval_maps=1, eval_snakes=4,
+                                                          eval_max_steps=30, hypernet=HypernetConfig(hidden=4, chunk=64, width=32),
+                                                          pretrain=PretrainConfig(pretrain_steps=0)))
+    monkeypatch.setattr(b, 'PPO_SETTINGS', dict(num_snakes=16, width=48, height=32, num_food=60, hyper=PPOHyper(minibatch_size=256, bptt_horizon=16)))
+    return b
+
+def _run(bench, monkeypatch, tmp_path, *flags):
+    monkeypatch.setattr(sys, 'argv', ['replicator_bar.py', '--run-dir', str(tmp_path/'runs'), '--out', str(tmp_path/'bar.json'),
+                                      '--seeds', '2', '--ppo-seeds', '2', '--round', '1', '--workers', '1', *flags])
+    bench.main()
+    return json.loads((tmp_path/'bar.json').read_text())
+
+def test_bar_bench_reads_both_methods_alike_resumes_and_writes_the_figures(bench, monkeypatch, tmp_path):
+    out = _run(bench, monkeypatch, tmp_path, '--generations', '1')
+    assert out['generations'] == 1 and out['reading'] == dict(maps=1, snakes=4, max_steps=30, window=BAR_SMOOTHING)
+    out = _run(bench, monkeypatch, tmp_path, '--generations', '2')           # resumed: the seeds go on from their checkpoints
+    assert out['generations'] == 2 and [r['generations'] for r in out['rounds']] == [1, 2]
+    ppo, rep = out['ppo_curves'], out['replicator_curves']
+    assert set(ppo) == set(rep) == {'seed 0', 'seed 1'}
+    assert all(c[0]['agent_steps'] == 0 for c in [*ppo.values(), *rep.values()])   # both read where they start
+    assert [c['generation'] for c in rep['seed 0']] == [0, 1, 2] and rep['seed 0'][-1]['agent_steps'] == 2 * 2 * 4 * 16
+    reading = {'score', 'greedy', 'sampled', 'per_map', 'censored', 'n'}
+    assert all(reading <= set(c) for c in [*ppo['seed 0'], *rep['seed 0']])   # one reading for both
+    again = replicator_bar(rep, ppo, factor=10, window=BAR_SMOOTHING)
+    assert again['mean'] == pytest.approx(out['bar']['mean']) and again['verdict'] == out['bar']['verdict']
+    assert out['bar']['verdict'].startswith('not decided')                     # 2 seeds: the bar asks for 3
+    d = out['diagnostics']
+    assert d['generations'] == 4 and len(d['series']['seed 1']['surrogate/r2']) == 2 and 0 <= d['gate_open_share'] <= 1
+    assert d['series']['seed 0']['surrogate/r2'][0] is None                    # no surrogate before the first generation's genomes
+    assert set(out['mixtures']['seed 0']) == {'generation', 'weights', 'means', 'vars'}
+    fresh = tmp_path/'fresh'; fresh.mkdir()
+    one = _run(bench, monkeypatch, fresh, '--generations', '2')              # one call, no stop: the same curves
+    untimed = lambda curves: {k: [{f: v for f, v in c.items() if f != 'seconds'} for c in cs] for k, cs in curves.items()}
+    assert untimed(one['replicator_curves']) == untimed(rep) and one['diagnostics']['series'] == d['series']
