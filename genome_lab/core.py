@@ -20,7 +20,7 @@ __all__ = ['SCALARS_DIR', 'STATE_FORMAT', 'PRODUCERS', 'atomic_write', 'atomic_w
            'load_optimizer', 'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff',
            'keep_after_save', 'scalar_writer', 'log_scalars', 'read_events', 'save_state', 'load_state', 'Loop',
            'advance', 'fit', 'ProducerContext', 'Rounds', 'Producer', 'register_producer', 'find_producer',
-           'producer_names', 'after_season_hooks', 'notebooks_dir', 'measured_dir', 'first_sentence']
+           'producer_names', 'producer_list', 'after_season_hooks', 'notebooks_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/03_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -497,6 +497,15 @@ def find_producer(name:str)->Producer:
 def producer_names()->list: # sorted
     "Names of every producer: registered ones and those of installed entry points."
     return sorted(set(PRODUCERS) | set(_producer_entry_points()))
+
+def producer_list(text:str)->list: # the names in their order
+    """The producers of a comma-separated list (`'ppo,programs'`; '' for none): `ValueError` for an unknown name (the
+    known are named) or a name given twice."""
+    names = [p.strip() for p in text.split(',') if p.strip()]
+    for n in names: find_producer(n)
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise ValueError(f"producers {text!r} name {twice} more than once: give each producer once")
+    return names
 
 def after_season_hooks()->list: # [fn(registry, season)], in entry-point name order
     """What runs at the end of each season, once its selections are made and before its row is written (85_seasons'

@@ -12,8 +12,8 @@ from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from typing import ClassVar
 import numpy as np
-from .core import (advance, check_config, config_parser, config_from_args, find_producer, run_lock, RunLocked,
-                             load_state)
+from .core import (advance, check_config, config_parser, config_from_args, find_producer, producer_list,
+                             run_lock, RunLocked, load_state)
 from .registry import Registry, RegistryError
 from .seasons import (SeasonConfig, run_season, spawn_worker, ray_workers, season_parser,
                                 season_config_from_args, arena_plan)
@@ -35,8 +35,8 @@ class EcosystemConfig:
     RANGES: ClassVar[dict] = dict(hours=(0.0, 10.0**5), work_s=(0.0, 10.0**7), threads=(1, 256))
     def __post_init__(self):
         check_config(self, self.RANGES)
-        for n in self.names(): find_producer(n)   # ValueError naming the known ones
-    def names(self)->list: return [p.strip() for p in self.workers.split(',') if p.strip()]
+        self.names()   # ValueError for an unknown producer or one named twice
+    def names(self)->list: return producer_list(self.workers)
 
 # %% ../nbs/89_ecosystem.ipynb #24a17585
 def founders(registry:Registry)->dict: # {name: genome id}

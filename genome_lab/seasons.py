@@ -16,7 +16,7 @@ from typing import ClassVar, Optional
 import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
-from .core import (config_fields, config_parser, config_from_args, config_argv, check_config, find_producer, producer_names,
+from .core import (config_fields, config_parser, config_from_args, config_argv, check_config, find_producer, producer_names, producer_list,
                              ProducerContext, run_lock, RunLocked, after_season_hooks, advance)
 from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
@@ -74,12 +74,11 @@ class SeasonConfig:
     def __post_init__(self):
         check_config(self, self.RANGES)
         names = self.producer_names()
-        for n in names: find_producer(n)   # ValueError naming the known ones
         if extra := sorted(set(self.producer_settings) - set(names)):
             raise ValueError(f"producer_settings names {extra}, which are not among the season's producers {names}")
         # complete: the season's row records them all
         self.producer_settings = {n: asdict(self.settings_of(n)) for n in names}
-    def producer_names(self)->list: return [p.strip() for p in self.producers.split(',') if p.strip()]
+    def producer_names(self)->list: return producer_list(self.producers)
     def settings_of(self, name:str): # an instance of the producer's settings dataclass
         """Producer `name`'s settings: its dataclass with the values `producer_settings` gives; `ValueError` for a
         setting it lacks or a bad value."""
@@ -538,6 +537,8 @@ def cron_trigger(expr:str):
     if len(parts) not in (5, 6):
         raise ValueError(f"cron expression {expr!r}: give 5 fields (minute hour day month day-of-week) "
                          "or 6 (seconds first)")
+    if len(parts) == 6 and not parts[0].isdigit():
+        raise ValueError(f"cron expression {expr!r} fires more than once a minute: give its seconds field one number (0-59)")
     names = (('second',) if len(parts) == 6 else ()) + ('minute', 'hour', 'day', 'month', 'day_of_week')
     spec = dict(zip(names, parts))
     days, _, step = spec['day_of_week'].partition('/')
@@ -594,8 +595,8 @@ class ProducerWorkers:
     RANGES: ClassVar[dict] = dict(producer_budget_s=(0.0, 10.0**9), producer_threads=(1, 256))
     def __post_init__(self):
         check_config(self, self.RANGES)
-        for n in self.names(): find_producer(n)   # ValueError naming the known ones
-    def names(self)->list: return [p.strip() for p in self.producers.split(',') if p.strip()]
+        self.names()   # ValueError for an unknown producer or one named twice
+    def names(self)->list: return producer_list(self.producers)
 
 # %% ../nbs/85_seasons.ipynb #7c224f18
 @contextlib.contextmanager

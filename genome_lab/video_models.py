@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/video_models.html.md"""
 
 # %% ../nbs/95_video_models.ipynb #89b0bd07
 from __future__ import annotations
-import json, time
+import json
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -165,15 +165,10 @@ def fit_classifier(model:nn.Module, x:torch.Tensor, y:torch.Tensor, # inputs (N,
     "Train a classifier with cross-entropy and Adam, in place; `losses/ce` and `charts/accuracy` per epoch."
     if not len(y): raise ValueError("no labelled examples to fit")
     torch.manual_seed(seed); g = torch.Generator().manual_seed(seed)
-    opt, hist = torch.optim.Adam(model.parameters(), lr=lr), []
-    for epoch in range(epochs):
-        model.train(); tot = right = 0; t0 = time.perf_counter()
-        for b in torch.randperm(len(y), generator=g).split(batch):
-            loss = F.cross_entropy(lg := model(x[b]), y[b])
-            opt.zero_grad(); loss.backward(); opt.step()
-            tot += loss.item() * len(b); right += (lg.argmax(1) == y[b]).sum().item()
-        hist.append({'epoch': epoch + 1, 'losses/ce': tot / len(y), 'charts/accuracy': right / len(y),
-                     'seconds': time.perf_counter() - t0})
+    def loss(b):
+        lg = model(x[b])
+        return {'losses/ce': F.cross_entropy(lg, y[b]), 'charts/accuracy': (lg.argmax(1) == y[b]).float().mean(), 'n': len(b)}
+    model.train(); hist = fit(model.parameters(), lambda epoch: torch.randperm(len(y), generator=g).split(batch), loss, epochs, lr)
     model.eval(); return pd.DataFrame(hist)
 
 @torch.no_grad()
@@ -195,9 +190,8 @@ def train_trex(windows:list, # [(T, c, rows, cols) tensors] per training clip (`
     rank = np.asarray(rank, float)
     if len(set(rank)) < 2: raise ValueError("T-REX needs clips of at least two ranks")
     rng = np.random.default_rng(seed); torch.manual_seed(seed)
-    net = BoardCNN(1, history=0, width=width); opt = torch.optim.Adam(net.parameters(), lr=lr)
-    hist, tot, right = [], 0.0, 0
-    for step in range(pairs // batch):
+    net = BoardCNN(1, history=0, width=width)
+    def pair_batch(_):   # `batch` pairs of segments from clips of different rank, and which of each pair ranks higher
         xs, ys = [], []
         for _ in range(batch):
             i, j = rng.choice(len(windows), 2, replace=False)
@@ -205,14 +199,13 @@ def train_trex(windows:list, # [(T, c, rows, cols) tensors] per training clip (`
             for k in (i, j):
                 s = rng.integers(0, len(windows[k]) - length + 1); xs.append(windows[k][s:s+length])
             ys.append(int(rank[j] > rank[i]))
-        ret = net(torch.cat(xs)).view(batch, 2, length).sum(-1)
-        loss = F.cross_entropy(ret, y := torch.tensor(ys))
-        opt.zero_grad(); loss.backward(); opt.step()
-        tot += loss.item(); right += (ret.argmax(1) == y).sum().item()
-        if (step + 1) % 25 == 0:
-            hist.append({'pairs': (step + 1) * batch, 'losses/trex': tot / 25, 'charts/accuracy': right / (25*batch)})
-            tot, right = 0.0, 0
-    return net.eval(), pd.DataFrame(hist)
+        return torch.cat(xs), torch.tensor(ys)
+    def loss(b):
+        ret = net(b[0]).view(batch, 2, length).sum(-1)
+        return {'losses/trex': F.cross_entropy(ret, b[1]), 'charts/accuracy': (ret.argmax(1) == b[1]).float().mean(), 'n': 1}
+    rows = fit(net.parameters(), lambda epoch: map(pair_batch, range(pairs // batch)), loss, lr=lr, every=25, step_key='update')
+    hist = pd.DataFrame(rows)
+    return net.eval(), hist.assign(pairs=hist['update'] * batch).drop(columns=['update', 'n'])
 
 @torch.no_grad()
 def predict_reward(net:nn.Module, x:torch.Tensor, batch:int=1024)->np.ndarray: # (N,) float32 per-step rewards

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/watching.html.md"""
 
 # %% ../nbs/22_watching.ipynb #5a51b260
 from __future__ import annotations
-import json, time
+import json
 from dataclasses import dataclass
 from pathlib import Path
 import av
@@ -19,7 +19,7 @@ from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_VISION, SNAKE_CELLS, PUFFERLIB
 from .policies import LinearLSTM, pufferlib_config
 from .sessions import PALETTE, make_bot, MixedDriver, DataRecorder
 from .cloning import CloneConfig, train_clone, session_sequences, split_by_session, SkipReport
-from .core import atomic_write, Producer, ProducerContext
+from .core import atomic_write, fit, Producer, ProducerContext
 from .registry import Registry, Genome
 
 # %% auto #0
@@ -216,17 +216,14 @@ def train_idm(data:FrameWindows, epochs:int=5, lr:float=2e-3, batch:int=64,
     idx = np.flatnonzero(data.y >= 0)
     if not len(idx): raise ValueError("no labelled windows: film with label_frac > 0")
     torch.manual_seed(seed); model, g = IDM(), torch.Generator().manual_seed(seed)
-    opt, hist = torch.optim.Adam(model.parameters(), lr=lr), []
-    for epoch in range(epochs):
-        model.train(); tot = right = 0; t0 = time.perf_counter()
+    def windows(epoch):   # the epoch's batches of labelled windows, in a fresh order
         for b in torch.randperm(len(idx), generator=g).split(batch):
             xs, ys = zip(*[data[int(i)] for i in idx[b]])
-            x, y = torch.stack(xs), torch.as_tensor(np.array(ys))
-            loss = F.cross_entropy(lg := model(x), y)
-            opt.zero_grad(); loss.backward(); opt.step()
-            tot += loss.item() * len(y); right += (lg.argmax(1) == y).sum().item()
-        hist.append({'epoch': epoch + 1, 'losses/idm': tot / len(idx), 'charts/accuracy': right / len(idx),
-                     'seconds': time.perf_counter() - t0})
+            yield torch.stack(xs), torch.as_tensor(np.array(ys))
+    def loss(b):
+        lg = model(b[0])
+        return {'losses/idm': F.cross_entropy(lg, b[1]), 'charts/accuracy': (lg.argmax(1) == b[1]).float().mean(), 'n': len(b[1])}
+    model.train(); hist = fit(model.parameters(), windows, loss, epochs, lr)
     return model.eval(), pd.DataFrame(hist)
 
 @torch.no_grad()

@@ -163,6 +163,8 @@ BAD_SCHEDULES = {  # issue 30: each was stored by PUT /schedule; message expecte
     'zero batch': (dict(config=dict(batch=0)), 'batch=0 is outside'),
     'cron that never fires': (dict(cron='0 0 31 2 *'), "'0 0 31 2 *' never fires"),
     'unknown key': (dict(config=dict(snake_stepz=100)), "unknown season settings ['snake_stepz']"),
+    'every second': (dict(cron='* * * * * *'), 'fires more than once a minute'),   # issue 45
+    'producer twice': (dict(config=dict(producers='clones,clones')), "name ['clones'] more than once"),
 }
 
 @pytest.fixture(scope='module')

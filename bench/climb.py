@@ -1,0 +1,129 @@
+"""Does the loop make the climbers? The continuous ecosystem from the founders, for a wall budget, measured per arena.
+
+A registry with every arena's founders (`genome_lab.ecosystem.founders`: PufferLib's snake and tetris policies, the
+heuristic and random baselines, the reference tetris players, the random reference creatures) runs `run_ecosystem`:
+the producers of --workers at work at once (each a process of its own, one torch thread, on --device), then a season
+at the stable settings that trains nothing and plays their offers, cycle after cycle, until --hours are spent
+(resumable: rerun the same command after a kill). Then, per arena, from the seasons' ratings (`ratings_by_season`):
+the first season (and the ecosystem's wall-seconds at its end) in which a producer-made genome was rated above every
+founder that is not random (creatures, whose founders are all random reference creatures: above the best of them);
+the best producer-made genome of the last season against the best such founder of that season, both ratings; and a
+check tournament of --check-games games between the two alone (`check_lead`: the gap in combined sigma, wins and
+losses). Per producer: its work rate (its loop's counter per second of its worker's wall time; agent-steps for PPO)
+next to the standalone trainer's rate (PPO: PuffeRL alone with the producer's settings, as bench/producer_speed.py
+measures it, in this run before the ecosystem starts).
+Writes --out (default nbs/measured/climb.json): `arenas` {snake|tetris|creatures: {reached, season, seconds, genome,
+made_by, founder, genome_rating, founder_rating, check}}, `producers` {name: {agent_steps_per_s, standalone_per_s,
+unit}}, `hours`, `device`, `seasons` (each season's top ordinals per arena, for 89_ecosystem's plot).
+Usage: OMP_NUM_THREADS=1 python bench/climb.py [--hours 2] [--work-s 600] [--workers ppo,programs,creatures]
+       [--device cpu|cuda|auto] [--registry runs/climb]
+"""
+import json, os, time
+from dataclasses import dataclass, asdict, fields
+from pathlib import Path
+from typing import Annotated
+from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, find_producer
+from genome_lab.registry import Registry
+from genome_lab.seasons import SeasonConfig, ratings_by_season
+from genome_lab.ecosystem import EcosystemConfig, run_ecosystem, founders, check_lead
+from producer_speed import standalone   # bench/: the trainer alone, as the producer speed bench measures it
+
+@dataclass
+class Climb:
+    "The climb bench's settings."
+    registry: Annotated[str, 'the registry folder (kept: rerun to resume)'] = 'runs/climb'
+    hours: Annotated[float, 'wall-hours of the ecosystem'] = 2.0
+    work_s: Annotated[float, "seconds the producers work before each season"] = 600.0
+    workers: Annotated[str, 'producers at work between seasons'] = 'ppo,programs,creatures'
+    device: Annotated[str, "the producers' device where they have one: 'auto', 'cpu' or 'cuda'"] = 'auto'
+    check_games: Annotated[int, 'games of each check tournament'] = 48
+    standalone_s: Annotated[float, "seconds of each standalone trainer's measurement"] = 60.0
+    seed: Annotated[int, "the seasons' and producers' base seed"] = 0
+    out: Annotated[str, 'the figures file (default nbs/measured/climb.json)'] = ''
+
+RANDOM = 'Random' # founders named so are random baselines: no bar to pass, except where every founder is one
+
+def worker_settings(c:Climb)->dict: # {producer: its settings dataclass}, the device set where it has one
+    out = {}
+    for n in EcosystemConfig(workers=c.workers).names():
+        cls = find_producer(n).settings
+        dev = {f.name: c.device for f in fields(cls) if f.name.endswith('_device')}
+        out[n] = cls(**dev)
+    return out
+
+def standalone_rates(c:Climb, sets:dict, reg:Registry)->dict: # {producer: agent-steps/s of its trainer alone}
+    "PPO's trainer alone with the ppo producer's settings (`producer_speed.standalone`), here, before the ecosystem."
+    if 'ppo' not in sets: return {}
+    r = standalone(sets['ppo'], reg, c.standalone_s)
+    return dict(ppo=r['agent_steps'] / r['seconds'])
+
+def season_tops(reg:Registry, eco_history:list, made:dict)->list: # per season: wall-seconds, per arena the ordinals
+    "Each season of the ecosystem: its wall-seconds and, per arena, the top producer-made genome and every founder."
+    rh, out = ratings_by_season(reg), []
+    for h in eco_history:
+        r, arenas = rh[rh.season == h['season']], {}
+        for arena, g in r.groupby('arena'):
+            mine = g[g.genome.isin(made)]
+            top = mine.loc[mine.ordinal.idxmax()] if len(mine) else None
+            arenas[arena] = dict(top=None if top is None else dict(genome=top.genome, name=top['name'],
+                                                                      ordinal=float(top.ordinal)),
+                                 founders={row['name']: float(row.ordinal) for _, row in g[~g.genome.isin(made)].iterrows()})
+        out.append(dict(season=h['season'], seconds=h['seconds'], arenas=arenas))
+    return out
+
+def bar(founders_ordinals:dict)->tuple: # (name, ordinal) of the founder to pass
+    real = {n: o for n, o in founders_ordinals.items() if RANDOM not in n} or founders_ordinals
+    name = max(real, key=real.get)
+    return name, real[name]
+
+def main():
+    c = config_from_args(Climb, config_parser(Climb, description=__doc__.splitlines()[0]).parse_args())
+    root = Path(c.registry); root.mkdir(parents=True, exist_ok=True)
+    sets, state_file = worker_settings(c), root/'climb_state.json'
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    with Registry(root) as reg:
+        first = founders(reg)
+        if 'standalone' not in state:   # before the ecosystem, on the machine as it is
+            state['standalone'] = standalone_rates(c, sets, reg); atomic_write_json(state_file, state)
+        t0 = time.time()
+        eco = run_ecosystem(reg, EcosystemConfig(hours=c.hours, work_s=c.work_s, workers=c.workers, threads=1),
+                            SeasonConfig(producers='', seed=c.seed), sets, seed=c.seed, log=lambda m: print(m, flush=True))
+        print(f"ecosystem: {eco.cycle} cycles, {eco.seconds:.0f} s ({time.time() - t0:.0f} s in this call)", flush=True)
+        made = {i for i in reg.ids() if i not in first.values()}
+        by = {o['genome']: o['producer'] for o in reg.offers()}
+        tops = season_tops(reg, eco.history, made)
+        arenas = {}
+        for arena in sorted({a for s in tops for a in s['arenas']}):
+            seen = [s for s in tops if arena in s['arenas']]
+            reached = next((s for s in seen if (t := s['arenas'][arena]['top'])
+                            and t['ordinal'] > bar(s['arenas'][arena]['founders'])[1]), None)
+            played = [s['arenas'][arena] for s in seen if s['arenas'][arena]['top']]   # seasons a producer's genome played
+            last = played[-1] if played else seen[-1]['arenas'][arena]
+            fname, best = bar(last['founders'])[0], last['top']
+            rec = dict(reached=reached is not None, season=reached and reached['season'],
+                       seconds=reached and reached['seconds'], founder=fname)
+            if best:
+                check = check_lead(reg, best['genome'], first[fname], games=c.check_games, seed=10**6 + c.seed)
+                rec |= dict(genome=best['name'], made_by=by.get(best['genome'], 'submitted'),
+                            genome_rating=check['a'] | dict(season_ordinal=best.get('ordinal')),
+                            founder_rating=check['b'] | dict(season_ordinal=last['founders'][fname]),
+                            check={k: check[k] for k in ('games', 'sigma_gap', 'wins', 'losses', 'draws', 'lead')})
+            arenas[arena] = rec
+            print(f"{arena}: {json.dumps(rec)}", flush=True)
+        producers = {}
+        for n in EcosystemConfig(workers=c.workers).names():
+            runs = [h['workers'][n] for h in eco.history if n in h['workers'] and 'error' not in h['workers'][n]]
+            key = next((k for r in runs for k in r['metrics'] if '/' not in k), None)
+            done = max((r['metrics'][key] for r in runs if key in r['metrics']), default=0)
+            secs = sum(r['seconds'] for r in runs)
+            producers[n] = dict(unit=key, agent_steps_per_s=done / secs if secs else None,
+                                standalone_per_s=state['standalone'].get(n), seconds=round(secs, 1),
+                                errors=sum('error' in h['workers'].get(n, {}) for h in eco.history))
+        out = dict(hours=c.hours, device=c.device, settings=asdict(c), cycles=eco.cycle, seconds=round(eco.seconds, 1),
+                   cpus=os.cpu_count(), arenas=arenas, producers=producers, seasons=tops)
+    path = Path(c.out or measured_dir()/'climb.json')
+    atomic_write_json(path, out)
+    print(json.dumps(dict(file=str(path), reached={a: v['reached'] for a, v in arenas.items()},
+                          gaps={a: v.get('check', {}).get('sigma_gap') for a, v in arenas.items()})))
+
+if __name__ == '__main__': main()
