@@ -5,12 +5,14 @@ the wall time of a long turbo run.
    `stepper` (controller + muscles + gravity + ground + pellets + disqualification; `--chunk` steps per call, default
    all measured steps in one call as a turbo episode does, 4 as a recorded one does) on random
    creatures with 3-8 nodes (padded to 8 nodes, 16 muscles), and the same physics stepped one creature at a time
-   (seed 003's sequential design: batch size 1, `--seq-creatures` creatures in turn); the ratio batched/sequential.
+   (the original plan's sequential design: batch size 1, `--seq-creatures` creatures in turn); the ratio
+   batched/sequential.
    Rates are given by wall clock and by this process's CPU time (the machine is shared: CPU time is less
    sensitive to other jobs). Compile time is reported separately.
 2. Wall and CPU time of `--generations` generations at `--ga-population` creatures, 20 s episodes, turbo mode,
    compiled (compile time included: the first generation's time is given too), in a temporary run store; the ratio
-   against seed 003's projected 50 s for its fastest design (Node CLI + Rapier + 8 workers).
+   against the original plan's projected 50 s for its fastest design (Node CLI + Rapier + 8 workers; docs/design.md,
+   Creature physics).
 Usage: python bench/physics.py [--steps 240] [--populations 64,1024,8192] [--generations 1000] [--no-compile]
        [--skip-run | --skip-rates] [--chunk 4]
 """
@@ -89,7 +91,7 @@ def main():
         print(f"turbo run: {a.generations} generations x {a.ga_population} creatures x {a.seconds:g} s episodes "
               f"({'eager' if a.no_compile else 'compiled'}): {w:.1f} s wall, {c:.1f} s cpu (compile included; "
               f"first generation {first:.1f} s wall, then {per:.1f} ms wall per generation); "
-              + (f"seed 003's projected 50 s / this run's wall time = {50/w:.2f}x; "
+              + (f"the original plan's projected 50 s / this run's wall time = {50/w:.2f}x; "
                  if (a.generations, a.ga_population, a.seconds) == (1000, 20, 20.0) else "")
               + f"last generation best {last['best']:.3f}, mean {last['mean']:.3f}, worst {last['worst']:.3f}")
 

@@ -3,7 +3,8 @@ baseline measured in the same run (goal: 30 frames per second), and how long a s
 default game, next to the first version's default measured in the same run.
 
 1. Engine: `PlayGame.step` + `PlayGame.frame` + the frame's JSON, back to back, one torch thread: the frames per
-   second the server can make for one player. Enemies are the founding genomes, spawned in seed 000's shares.
+   second the server can make for one player. Enemies are the founding genomes, spawned in the design's
+   spawn shares (docs/design.md, Game client).
 2. Socket: frames per second a WebSocket client receives from `/play/socket` when the game is not throttled
    (`fps` set far above what it can make): the engine, the event loop and the transport together, the client in
    another thread of this process (it shares the cores).

@@ -1,4 +1,5 @@
-"""Seed 001's bar read against PPO: a from-scratch PuffeRL learning curve on this machine next to the replicator's.
+"""The replicator's bar (docs/design.md, Replicator and hypernetwork) read against PPO: a from-scratch PuffeRL
+learning curve on this machine next to the replicator's.
 
 1. Trains (or resumes) PufferLib's snake model from its initialisation with PuffeRL in self-play on PufferLib's map
    (`PPORun`, the settings of `genome-lab train-ppo`), keeping a checkpoint every --keep-every agent-steps, evaluated

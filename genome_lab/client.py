@@ -1,4 +1,4 @@
-"""What a game client does with the genome server: load genomes progressively in seed 000's priority order, cache them by content hash, and draw whom to spawn.
+"""What a game client does with the genome server: load genomes progressively in the design's load priority (docs/design.md, Game client), cache them by content hash, and draw whom to spawn.
 
 Docs: https://genome-lab.github.io/genome_lab/client.html.md"""
 
@@ -47,7 +47,7 @@ class GenomeClient:
         return gs
 
     def load_order(self)->list: # ids not loaded yet, first to load first
-        "Seed 000's priority: smallest `size_bytes`, then best `rank`, then oldest `created`."
+        "The design's load priority: smallest `size_bytes`, then best `rank`, then oldest `created`."
         key = lambda g: (g['size_bytes'], g['rank'] if g.get('rank') is not None else float('inf'), g['created'])
         return [g['id'] for g in sorted(self.genomes.values(), key=key) if g['id'] not in self.policies]
 
@@ -93,7 +93,7 @@ def spawn(self:GenomeClient,
           default_genome:str|None=None, # the default genome id; the first loaded genome if None
           shares:tuple=(0.1, 0.3, 0.6), # (player, top performers, default); they sum to 1
           top:int=5)->tuple: # (genome id, 'player' | 'top' | 'default')
-    "Draw the genome of a new agent in seed 000's spawn distribution among the loaded genomes."
+    "Draw the genome of a new agent in the design's spawn distribution (docs/design.md, Game client) among the loaded genomes."
     if len(shares) != 3 or min(shares) < 0 or abs(sum(shares) - 1) > 1e-9: raise ValueError(f"shares {shares} must be 3 non-negative numbers summing to 1")
     loaded = list(self.order_loaded)
     if not loaded: raise RuntimeError("no genome is loaded yet")

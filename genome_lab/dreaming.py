@@ -257,9 +257,9 @@ class DreamPlanner(Policy):
     """Beam search over a `WorldModel` with a genome's `LinearLSTM` as prior: `beam` imagined paths kept per snake,
     `horizon` steps deep; a path scores its discounted predicted rewards while it survives (death probabilities from
     the done head) plus `prior_weight` times the prior's log-probability of its moves. The logits are the prior's with
-    the best path's first move raised by `MARGIN`, so greedy play takes the plan (seed 002, 2.2: a latent planner with
-    a budget and a horizon). With a `gate`, only snakes whose prior move the model thinks deadly search (test-time
-    compute where the stakes are high); the others play the prior's move."""
+    the best path's first move raised by `MARGIN`, so greedy play takes the plan (the design's latent planner
+    with a budget and a horizon: docs/design.md, Dreaming and planning). With a `gate`, only snakes whose prior move
+    the model thinks deadly search (test-time compute where the stakes are high); the others play the prior's move."""
     arch = 'dream_planner'
     MARGIN = 100.0
     def __init__(self, world:dict, # `WorldModel` config

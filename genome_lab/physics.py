@@ -26,7 +26,7 @@ __all__ = ['DT', 'EPISODE_SECONDS', 'FPS', 'STEPS_PER_FRAME', 'GRAVITY', 'MIN_NO
            'CreatureArena', 'beaten_share']
 
 # %% ../nbs/60_physics.ipynb #ebaef037
-DT = 1/60                # s per physics step (seed 003: never larger)
+DT = 1/60                # s per physics step (never larger: docs/design.md, Creature physics)
 EPISODE_SECONDS = 20.0   # s per episode: 1200 steps
 FPS = 15                 # frames per second kept for replays
 STEPS_PER_FRAME = 4      # 60 Hz physics / 15 FPS: the steps per physics call when frames are recorded

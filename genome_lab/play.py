@@ -1,4 +1,4 @@
-"""A browser game at `/play`: a person's snake on the arena's C env among the active genomes' snakes (seed 000 6-7), on a socket that is open to the world
+"""A browser game at `/play`: a person's snake on the arena's C env among the active genomes' snakes (docs/design.md, Game client and Player loop), on a socket that is open to the world
 
 Docs: https://genome-lab.github.io/genome_lab/play.html.md"""
 
@@ -53,7 +53,7 @@ class PlayConfig:
     max_steps: int = 3000 # the game ends here even without a death (a session's size cap)
     min_steps: int = 20 # a recorded game shorter than this is discarded, never stored (too short to learn from)
     chunk_rows: int = 128 # steps per uploaded session chunk
-    default_brain: str = 'PufferSnake' # seed 000's default brain (60% of spawns); the first loaded genome if absent
+    default_brain: str = 'PufferSnake' # the design's default brain (60% of spawns); the first loaded genome if absent
     map: dict|None = None # `SnakeArena` settings over `game_settings` (width, height, num_food)
 
     def __post_init__(self):
@@ -83,7 +83,8 @@ def playable(entry:dict)->bool:
 # %% ../nbs/86_play.ipynb #8a6eb134
 def player_genome(entries:list, # manifest entries
                   player:str|None=None)->str|None: # the genome id, or None when no protected genome is active
-    "Seed 000's named player genome: a protected genome (`is_protected`) learned from `player`, else the best ranked."
+    """The design's named player genome (docs/design.md, Player loop): a protected genome (`is_protected`) learned
+    from `player`, else the best ranked."""
     prot = sorted((e for e in entries if is_protected(e)), key=lambda e: (e.get('rank') or float('inf'), e['created']))
     own = [e for e in prot if any(p['relation'] == 'player' and p['id'] == player for p in e['parents'])]
     return (own or prot or [dict(id=None)])[0]['id']
@@ -94,7 +95,7 @@ class Enemies:
     registry itself (no request is made); `spawn` draws among them as a game client does. `version`: the registry
     version they were read at; `skipped`: [(genome id, reason)] of genomes whose policy could not be loaded.
     Raises `LookupError` when no playable genome loads."""
-    load_order = GenomeClient.load_order   # seed 000's priority order: smallest first, then rank, then age
+    load_order = GenomeClient.load_order   # the design's load priority: smallest first, then rank, then age
     spawn = GenomeClient.spawn   # the client library's spawn draw: it reads `genomes`, `policies` and `order_loaded`
 
     def __init__(self, registry:Registry):

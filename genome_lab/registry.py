@@ -381,7 +381,7 @@ def players(self:Registry)->list: # [{'player', 'games', 'genomes'}] most games 
     return sorted(out.values(), key=lambda d: (-d['games'], -d['genomes'], d['player']))
 
 # %% ../nbs/10_registry.ipynb #a319b021
-NEUTRAL_ENGAGEMENT = 0.5 # the engagement of a genome no report names (seed 000's neutral value)
+NEUTRAL_ENGAGEMENT = 0.5 # the engagement of a genome no report names (the design's neutral value: docs/design.md, Fitness)
 
 @patch
 def record_report(self:Registry,
@@ -444,8 +444,8 @@ def ratings(self:Registry)->dict: # {genome id: {'mu', 'sigma', 'ordinal', 'game
                               version=r['version']) for r in rows if r['version'] == current[r['arena']]}
 
 @patch
-def performance(self:Registry)->dict: # {genome id: seed 000's performance block}, every genome
-    "Each genome's `performance`: seed 000's names from its tournament games, engagement, rating and statistics by kind."
+def performance(self:Registry)->dict: # {genome id: the design's performance block}, every genome
+    "Each genome's `performance`: the design's names from its tournament games, engagement, rating and statistics by kind."
     kinds, eng, rt = {k: self.stats(kind=k) for k in KINDS}, self.engagement(), self.ratings()
     out = {}
     for g in self.ids():
@@ -458,7 +458,8 @@ def performance(self:Registry)->dict: # {genome id: seed 000's performance block
 
 @patch
 def manifest(self:Registry)->dict: # {'genomes': [...], 'max_active': int, 'last_tournament': str|None}
-    "The manifest of seed 000: active genomes with metadata, `performance` and `rank`, arena by arena in rating order."
+    """The manifest (docs/design.md, Registry and manifest): active genomes with metadata, `performance` and `rank`,
+    arena by arena in rating order."""
     meta = {r['key']: json.loads(r['value']) for r in self.db.execute('SELECT * FROM manifest')}
     perf = self.performance()
     gs = [dict(self.genome(i), performance=perf[i], rank=None) for i in self.ids('active')]
@@ -529,7 +530,7 @@ CREATE TABLE IF NOT EXISTS producer_switches (producer TEXT PRIMARY KEY, muted I
 
 @patch
 def mute_producer(self:Registry, producer:str, muted:bool=True): # mute it, or (False) unmute it?
-    "Set `producer`'s mute switch (seed 002 section 1.2): a muted producer runs no round and offers nothing."
+    "Set `producer`'s mute switch (docs/design.md, Policy operations): a muted producer runs no round and offers nothing."
     self.db.executescript(SWITCHES_SCHEMA)
     with self.transaction() as db:
         db.execute('INSERT OR REPLACE INTO producer_switches VALUES (?,?,?)', (producer, int(muted), utcnow()))

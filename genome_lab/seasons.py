@@ -275,7 +275,7 @@ def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a produce
     return 1 if any('error' in o for o in outs) else 0
 
 # %% ../nbs/85_seasons.ipynb #9dc9de82
-# seed 000's required types, per arena
+# the design's required genome types, per arena (docs/design.md, Seasons)
 REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures': ('creature',)}
 
 def arena_plan(cfg:SeasonConfig, arena:str, # the season's settings and an arena
@@ -497,8 +497,8 @@ def ratings_by_season(registry:Registry)->pd.DataFrame: # season, arena, version
 
 # %% ../nbs/85_seasons.ipynb #73654f05
 def success_metrics(registry:Registry)->pd.DataFrame: # rows: metric, target, measured, met
-    """Seed 000's success metrics on `registry`: distinct active genomes of mixed types, every arena rated, manifest
-    in rating order, seasons and replacements, engagement measured."""
+    """The design's success metrics (docs/design.md, Success metrics) on `registry`: distinct active genomes of mixed
+    types, every arena rated, manifest in rating order, seasons and replacements, engagement measured."""
     man, rt = registry.manifest()['genomes'], registry.ratings()
     per_arena = {}
     for g in man: per_arena.setdefault(g['arena'], []).append(g)

@@ -18,8 +18,8 @@ __all__ = ['SelectionRules', 'SelectionPlan', 'is_protected', 'plan_selection', 
 # %% ../nbs/71_selection.ipynb #2cda30c3
 @dataclass
 class SelectionRules:
-    "Seed 000's diversity rules."
-    n_replace: int = 2 # bottom active genomes a selection may replace (seed 000: 2-3)
+    "The design's diversity rules (docs/design.md, Selection and diversity)."
+    n_replace: int = 2 # bottom active genomes a selection may replace (the design's: 2-3)
     max_per_type: int = 3 # active genomes of one type at most
     required_types: tuple = ('behavioral', 'rl') # at least one active genome of each
     max_active: int = 15 # active genomes at most (the manifest's `max_active`)

@@ -297,8 +297,8 @@ SKILL_LEN = 8 # actions per skill token
 
 class SkillVQVAE(nn.Module):
     """A VQ-VAE (van den Oord et al. 2017) over `length`-step action sequences: an MLP encodes the one-hot sequence to a
-    vector, quantized to one of `codes` skill tokens, and an MLP decodes the token back to the sequence (seed 002,
-    1.1)."""
+    vector, quantized to one of `codes` skill tokens, and an MLP decodes the token back to the sequence (docs/design.md,
+    Skill tokens)."""
     def __init__(self, codes:int=16, num_actions:int=7, length:int=SKILL_LEN, dim:int=8, hidden:int=64):
         super().__init__()
         self.num_actions, self.length = num_actions, length

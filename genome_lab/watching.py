@@ -132,7 +132,7 @@ def film(root:str|Path, genomes:list, # bot styles of `BOT_STYLES`, e.g. ['puffe
          seeds:list, cfg:ClipConfig=ClipConfig(),
          label_frac:float=0.1, # fraction of the clips that keep their true actions (VPT: a small labelled set)
          seed:int=0)->pd.DataFrame: # the index, also written to `root/index.csv`
-    "The video dataset: a game per (genome, seed), a clip per snake, `label_frac` of them labelled (seed 002, 1.1)."
+    "The video dataset: a game per (genome, seed), a clip per snake, `label_frac` of them labelled (docs/design.md, Learning from video)."
     if not 0 < label_frac <= 1: raise ValueError(f"label_frac must lie in (0, 1], not {label_frac}")
     keys = [(g, s, i) for g in genomes for s in seeds for i in range(cfg.num_snakes)]
     pick = np.random.default_rng(seed).choice(len(keys), max(1, int(label_frac * len(keys))), replace=False)

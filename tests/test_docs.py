@@ -73,8 +73,12 @@ def test_site_in_headless_chromium(site, tmp_path):
         assert page.js("document.querySelector('h1').textContent").startswith('genome_lab')
         assert 'A notebook-first lab where agent genomes are bred' in page.js("document.body.innerText")   # the README
         nav = page.js("[...document.querySelectorAll('.navbar-nav a')].map(a => a.textContent.trim())")
-        assert nav[:3] == ['Chapters', 'API reference', 'Runbooks'], nav
+        assert nav[:4] == ['Design', 'Chapters', 'API reference', 'Runbooks'], nav
         page.screenshot(tmp_path/'home.png')
+
+        page.goto(f'{url}/design.html')   # docs/design.md: the design the chapters cite by section
+        heads = page.js("[...document.querySelectorAll('h2')].map(h => h.textContent.trim())")
+        assert all(any(h.startswith(t) for h in heads) for t in ('Game client', 'Selection and diversity', 'Creature physics')), heads
 
         page.goto(f'{url}/creature_store.html')
         n = page.wait(IMAGES_LOADED.format(sel='.cell_output img'))

@@ -104,7 +104,7 @@ def test_play_a_scripted_game(root, tmp_path):
     assert (s.meta['player'], s.meta['kind'], s.meta['closed'], len(s)) == ('ivy', 'human', True, closed['steps'])
     assert closed['steps'] == death['t']
     assert clone['name'] == 'IvyCloneV1' and {'id': 'ivy', 'relation': 'player'} in clone['parents']
-    assert is_protected(clone)   # selection keeps it, as seed 000 keeps IvyBot
+    assert is_protected(clone)   # selection keeps it, as the design keeps IvyBot (docs/design.md, Selection and diversity)
     assert len(panel) == 1 and panel[0][0] == clone['id'], panel
     assert f"IvyCloneV1 learned from {len(deaths)} of your sessions (its lineage names you)" in panel[0][1], (panel, deaths)
     assert f"season {season['id']}: rating" in panel[0][1], (panel, season)   # rated in the season's tournament

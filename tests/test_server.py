@@ -453,7 +453,7 @@ def test_leaderboard_page_in_headless_chromium(root, tmp_path):
     assert ordinals == sorted(ordinals, reverse=True)
     records = [e['text'] for e in find('td', **{'class': 'record'})]
     for g, text in zip(data['arenas']['snake'], records):
-        assert text == f"{round(100*g['win_rate'])}% win rate, {g['games']} games", (text, g)   # seed 000's "73% win rate, 47 games"
+        assert text == f"{round(100*g['win_rate'])}% win rate, {g['games']} games", (text, g)   # the design's record format (docs/design.md, Player loop)
         assert g['games'] == rated[g['id']]['games']
     assert all(re.fullmatch(r'-?\d+\.\d\d ± \d+\.\d\d', e['text']) for e in find('td', **{'class': 'num rating'}))
     reps = find('tr', **{'class': 'replacement-row', 'data-season': '1'})

@@ -2,8 +2,9 @@
 
 The chapters are the numbered notebooks in number order (the card's chapter order), as a pipeline run executed them,
 figures and tables included; a notebook the run did not execute is shown as its source. The home page is the README's
-content, the API reference has one page per module (autodoc, with each parameter's docment), and the runbooks are the
-pages under `docs/runbooks/`. Search is Sphinx's own (client-side, no server needed).
+content, the design page is `docs/design.md` (the architecture and the ideas the chapters cite), the API reference has
+one page per module (autodoc, with each parameter's docment), and the runbooks are the pages under `docs/runbooks/`.
+Search is Sphinx's own (client-side, no server needed).
 
     python tools/docs.py                       # runs the quick pipeline into runs/<id>/ first (minutes), then builds
     python tools/docs.py --from-run runs/ID    # builds from a finished run, e.g. `genome-lab run 10_registry`
@@ -78,7 +79,7 @@ def write_chapters(src:Path, names:list, run:Path)->list: # [(notebook, module, 
     record = json.loads((run/'run.json').read_text())
     ok = {n for n, r in record['results'].items() if r.get('status') == 'ok'}
     pages = [page_name(n) for n in names]
-    if dup := sorted({p for p in pages if pages.count(p) > 1} | ({'index', 'chapters', 'search', 'genindex'} & set(pages))):
+    if dup := sorted({p for p in pages if pages.count(p) > 1} | ({'index', 'design', 'chapters', 'search', 'genindex'} & set(pages))):
         raise RuntimeError(f"notebooks {dup} would make pages with the same or a reserved name: rename one")
     out = []
     for n in names:
@@ -112,7 +113,7 @@ def write_api(src:Path, chapters:list):
 def write_home(src:Path):
     readme = (ROOT/'README.md').read_text()
     readme = re.sub(r'^<!--.*?-->\s*', '', readme, flags=re.S)   # the "generated from" comment
-    (src/'index.md').write_text(readme + '\n' + toctree(['chapters', 'api/index', 'runbooks/index'], hidden=True))
+    (src/'index.md').write_text(readme + '\n' + toctree(['design', 'chapters', 'api/index', 'runbooks/index'], hidden=True))
 
 def build(run:Path, out:Path, work:Path)->Path:
     "Stage the pages in `work/src` and build the HTML site into `out` from run folder `run`; returns `out/index.html`."
