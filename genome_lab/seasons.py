@@ -737,10 +737,12 @@ def schedule_cli(argv:list|None=None)->int: # exit status
     sch = scheduler(a.store, blocking=a.start)
     if not a.start: sch.start(paused=True)
     try:
-        if a.cron: sch.add_job(run_command, cron_trigger(a.cron), id=a.id, args=[command], replace_existing=True)
-        if a.remove: sch.remove_job(a.remove)
-        for j in sch.get_jobs():
-            print(f"{j.id}: genome-lab {' '.join(j.args[0])}  [{j.trigger}]  next run {j.next_run_time}")
+        if a.cron: sch.add_job(run_command, cron_trigger(a.cron), id=a.id, name=a.cron, args=[command], replace_existing=True)
+        if a.remove: sch.remove_job(a.remove); print(f"removed {a.remove!r} from {a.store}")
+        for j in sch.get_jobs():   # the cron as it was given (the job's name), its next run in UTC
+            when = j.name if len(j.name.split()) in (5, 6) else str(j.trigger)
+            print(f"{j.id}: genome-lab {' '.join(j.args[0])}  (cron '{when}' UTC, next run {j.next_run_time:%Y-%m-%d %H:%M} UTC)")
+        if not sch.get_jobs(): print(f"no jobs in {a.store}")
         if a.start: sch.start()
     except ValueError as e: print(f"genome-lab schedule: error: {e}", file=sys.stderr); return 2
     except JobLookupError:

@@ -848,9 +848,10 @@ def train_ppo_cli(argv:list|None=None)->int: # exit status
     config_parser(PPOConfig, parser=ap)
     a = ap.parse_args(argv)
     try:
+        cfg = None if a.resume else config_from_args(PPOConfig, a)   # a bad value refused before the run folder is made
         # two processes on one run would lose one's results
         with run_lock(Path(a.run_dir)/'.lock'), torch_threads(a.threads):
-            cfg = config_from_args(PPOConfig, a, base=stored_config(a.run_dir) if a.resume else None)
+            cfg = cfg or config_from_args(PPOConfig, a, base=stored_config(a.run_dir))
             run = PPORun(cfg, a.run_dir, Registry(a.registry), resume=a.resume, display=None if a.display == 'none' else a.display)
             run.run()
     except (ValueError, FileExistsError, FileNotFoundError, RegistryError, RunLocked) as e:

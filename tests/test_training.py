@@ -29,6 +29,11 @@ def test_train_ppo_registers_every_kept_checkpoint_with_lineage_and_resumes(tmp_
     assert train_ppo_cli([*args, '--resume', '--num-snakes', '40']) == 2      # a changed setting is refused
     assert 'other settings (num_snakes 32 there, 40 here)' in capsys.readouterr().err
 
+def test_train_ppo_refuses_a_bad_value_before_making_its_run_folder(tmp_path, capsys):
+    run = tmp_path/'bad'   # issue 46: the folder was made first, so a corrected command then said "exists: --resume it"
+    assert train_ppo_cli(['--run-dir', str(run), '--registry', str(tmp_path/'registry'), *TINY, '--num-snakes', '0']) == 2
+    assert '0 learner snakes' in capsys.readouterr().err and not run.exists()
+
 def test_finetune_starts_from_the_registry_genome(tmp_path):
     reg = tmp_path/'registry'
     assert train_ppo_cli(['--run-dir', str(tmp_path/'ft'), '--registry', str(reg), *TINY, '--total-timesteps', '512',
