@@ -39,6 +39,8 @@ class Climb:
     check_games: Annotated[int, 'games of each check tournament'] = 48
     standalone_s: Annotated[float, "seconds of each standalone trainer's measurement"] = 60.0
     seed: Annotated[int, "the seasons' and producers' base seed"] = 0
+    max_candidates: Annotated[int, "candidates a season's tournament takes per arena besides each producer's newest offer"] = 4
+    ppo_steps: Annotated[int, "the ppo producer's agent-steps between offers"] = 1_179_648
     out: Annotated[str, 'the figures file (default nbs/measured/climb.json)'] = ''
 
 RANDOM = 'Random' # founders named so are random baselines: no bar to pass, except where every founder is one
@@ -48,7 +50,7 @@ def worker_settings(c:Climb)->dict: # {producer: its settings dataclass}, the de
     for n in EcosystemConfig(workers=c.workers).names():
         cls = find_producer(n).settings
         dev = {f.name: c.device for f in fields(cls) if f.name.endswith('_device')}
-        out[n] = cls(**dev)
+        out[n] = cls(**dev, **({'ppo_steps': c.ppo_steps} if n == 'ppo' else {}))
     return out
 
 def standalone_rates(c:Climb, sets:dict, reg:Registry)->dict: # {producer: agent-steps/s of its trainer alone}
@@ -87,7 +89,7 @@ def main():
             state['standalone'] = standalone_rates(c, sets, reg); atomic_write_json(state_file, state)
         t0 = time.time()
         eco = run_ecosystem(reg, EcosystemConfig(hours=c.hours, work_s=c.work_s, workers=c.workers, threads=1),
-                            SeasonConfig(producers='', seed=c.seed), sets, seed=c.seed, log=lambda m: print(m, flush=True))
+                            SeasonConfig(producers='', seed=c.seed, max_candidates=c.max_candidates), sets, seed=c.seed, log=lambda m: print(m, flush=True))
         print(f"ecosystem: {eco.cycle} cycles, {eco.seconds:.0f} s ({time.time() - t0:.0f} s in this call)", flush=True)
         made = {i for i in reg.ids() if i not in first.values()}
         by = {o['genome']: o['producer'] for o in reg.offers()}

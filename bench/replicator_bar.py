@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Annotated
 import numpy as np
 import torch
-from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine, run_lock
+from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine, run_lock, save_state
 from genome_lab.hypernetwork import (ReplicatorConfig, train_replicator, checkpoint_meta,
                                      pretrained_decoder, read_policy, replicator_bar, BAR_SMOOTHING, LOOP_FILE)
 from genome_lab.training import PPOConfig, PPORun
@@ -86,7 +86,7 @@ def advance_ppo(o:Options, seed:int, until:int)->list: # the PPO seed's readings
                 atomic_write_json(path, curve)
             nxt = (run.agent_steps // ppo_read(o) + 1) * ppo_read(o)
             if nxt > until: break
-            run.train_for(nxt - run.agent_steps); run.save()
+            run.train_for(nxt - run.agent_steps); save_state(run.path, 'ppo', run.state_dict())
     finally: run.close()
     return curve
 

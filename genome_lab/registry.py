@@ -21,8 +21,9 @@ from .arenas import arena_version
 # %% auto #0
 __all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'NAME_MAX', 'STATUSES', 'NEUTRAL_ENGAGEMENT',
            'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA', 'SEASONS_SCHEMA', 'GAMES_SCHEMA', 'RESULT_COLUMNS',
-           'GenomeFormatError', 'utcnow', 'Genome', 'shape_mismatch', 'check_params', 'genome_to_bytes',
-           'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes', 'seed_founders']
+           'POLICY_OPS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'shape_mismatch', 'check_params',
+           'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry', 'founding_genomes',
+           'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -796,6 +797,32 @@ def log_selection(self:Registry, evaluation:int, # the tournament the selection 
                        (now, evaluation, cid, f'skipped: {why}'))
         for v in violations:
             db.execute('INSERT INTO replacements (created, evaluation, note) VALUES (?,?,?)', (now, evaluation, f'violation: {v}'))
+
+# %% ../nbs/10_registry.ipynb #1424a6a5
+POLICY_OPS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS policy_ops (
+  run TEXT NOT NULL, member TEXT NOT NULL, version INTEGER NOT NULL, event TEXT NOT NULL,
+  parent_member TEXT, parent_version INTEGER, hyperparameters TEXT NOT NULL, agent_steps INTEGER NOT NULL,
+  score REAL, score_std REAL, n INTEGER, train_return REAL, mutated TEXT NOT NULL,
+  genome TEXT REFERENCES genomes(id) ON DELETE SET NULL, created TEXT NOT NULL, PRIMARY KEY (run, member, version));
+""" # population-based training's history: one row per member version (PBT, Jaderberg et al. 2017)
+
+@patch
+def store_policy_ops(self:Registry, rows:list): # dicts with the columns of POLICY_OPS_SCHEMA (hyperparameters: a dict)
+    "Write policy-ops rows all at once; a row of a (run, member, version) written before is replaced."
+    self.db.executescript(POLICY_OPS_SCHEMA)
+    cols = ('run', 'member', 'version', 'event', 'parent_member', 'parent_version', 'hyperparameters', 'agent_steps',
+            'score', 'score_std', 'n', 'train_return', 'mutated', 'genome', 'created')
+    with self.transaction() as db:
+        db.executemany(f"INSERT OR REPLACE INTO policy_ops VALUES ({','.join('?' * len(cols))})",
+                       [tuple(json.dumps(r[k]) if k == 'hyperparameters' else r[k] for k in cols) for r in rows])
+
+@patch
+def policy_ops(self:Registry, run:str|None=None)->list: # dicts as stored, `hyperparameters` a dict
+    "The policy-ops rows of PBT run `run`, or of every run."
+    self.db.executescript(POLICY_OPS_SCHEMA)
+    q = 'SELECT * FROM policy_ops' + (' WHERE run=?' if run else '')
+    return [dict(r) | dict(hyperparameters=json.loads(r['hyperparameters'])) for r in self.db.execute(q, (run,) if run else ())]
 
 # %% ../nbs/10_registry.ipynb #2cf4638d
 def founding_genomes()->list: # [(Genome, Policy)]

@@ -26,14 +26,14 @@ from .core import (Producer, ProducerContext, advance, save_state, load_state, c
 
 # %% auto #0
 __all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 'BACKENDS', 'SEASON_SNAKES', 'SEASON_STEPS',
-           'PPO_LOSSES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'ppo_producer', 'PBT_HYPER', 'POLICY_OPS_SCHEMA',
-           'import_pufferl', 'snake_spaces', 'SnakeVecEnv', 'snake_arena_state', 'load_snake_arena_state',
-           'snake_model', 'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'resolve_device',
-           'is_cuda', 'PPOConfig', 'config_from_dict', 'finetune_recipe', 'TournamentMaps', 'tournament_maps',
-           'puffer_vecenv', 'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome',
-           'register_kept', 'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings', 'best_snake',
-           'PPOProducer', 'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt', 'policy_ops',
-           'evaluation_ladder', 'reward_hacking_guard']
+           'PPO_LOSSES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'ppo_producer', 'PBT_HYPER', 'import_pufferl', 'snake_spaces',
+           'SnakeVecEnv', 'snake_arena_state', 'load_snake_arena_state', 'snake_model', 'to_linear_lstm',
+           'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'resolve_device', 'is_cuda', 'PPOConfig',
+           'config_from_dict', 'finetune_recipe', 'TournamentMaps', 'tournament_maps', 'puffer_vecenv',
+           'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome', 'register_kept',
+           'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings', 'best_snake', 'PPOProducer',
+           'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt', 'pbt_table', 'evaluation_ladder',
+           'reward_hacking_guard']
 
 # %% ../nbs/75_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -1067,19 +1067,10 @@ def anchor_rating(policy, seed:int, # a snake policy; the tournament's seed
     return dict(rating=float(r.ordinal), rating_mu=float(r.mu), rating_sigma=float(r.sigma))
 
 # %% ../nbs/75_training.ipynb #2d949c42
-POLICY_OPS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS policy_ops (
-  run TEXT NOT NULL, member TEXT NOT NULL, version INTEGER NOT NULL, event TEXT NOT NULL,
-  parent_member TEXT, parent_version INTEGER, hyperparameters TEXT NOT NULL, agent_steps INTEGER NOT NULL,
-  score REAL, score_std REAL, n INTEGER, train_return REAL, mutated TEXT NOT NULL,
-  genome TEXT REFERENCES genomes(id) ON DELETE SET NULL, created TEXT NOT NULL, PRIMARY KEY (run, member, version));
-"""
-
 def _iso(t:float)->str: return pd.Timestamp(t, unit='s', tz='UTC').isoformat(timespec='seconds')
 
 def record_pbt(registry:Registry, result:PBTResult, run:str='pbt')->pd.DataFrame: # the run's policy-ops rows
     "Register every member's last policy as an `rl` genome and write one `policy_ops` row per member version (all or nothing)."
-    registry.db.executescript(POLICY_OPS_SCHEMA)
     finals = {}
     for member, path in result.checkpoints.items():
         state = load_state(path, 'ppo')
@@ -1092,20 +1083,18 @@ def record_pbt(registry:Registry, result:PBTResult, run:str='pbt')->pd.DataFrame
                    source='pbt', id=f'{run}-{member}-v{meta["version"]}', description=json.dumps(desc))
         finals[(member, meta['version'])] = registry.add(g, pol.state_dict(), status='candidate').id
     now = utcnow()
-    with registry.transaction() as db:
-        db.executemany('INSERT OR REPLACE INTO policy_ops VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
-            [(run, r.member, int(r.version), r.event, r.parent_member, None if pd.isna(r.parent_version) else int(r.parent_version),
-              json.dumps({k: float(getattr(r, k)) for k in PBT_HYPER}), int(r.agent_steps), float(r.score), float(r.score_std), int(r.n),
-              float(r.train_return), _iso(r.mutated), finals.get((r.member, int(r.version))), now) for r in result.rows.itertuples()])
-    return policy_ops(registry, run)
+    registry.store_policy_ops([dict(run=run, member=r.member, version=int(r.version), event=r.event, parent_member=r.parent_member,
+        parent_version=None if pd.isna(r.parent_version) else int(r.parent_version),
+        hyperparameters={k: float(getattr(r, k)) for k in PBT_HYPER}, agent_steps=int(r.agent_steps), score=float(r.score),
+        score_std=float(r.score_std), n=int(r.n), train_return=float(r.train_return), mutated=_iso(r.mutated),
+        genome=finals.get((r.member, int(r.version))), created=now) for r in result.rows.itertuples()])
+    return pbt_table(registry, run)
 
-def policy_ops(registry:Registry, run:str|None=None)->pd.DataFrame:
+def pbt_table(registry:Registry, run:str|None=None)->pd.DataFrame:
     "The `policy_ops` table (of one `run`, or all), each version's hyperparameters as columns, best score first."
-    registry.db.executescript(POLICY_OPS_SCHEMA)
-    q = 'SELECT * FROM policy_ops' + (' WHERE run=?' if run else '')
-    t = pd.DataFrame([dict(r) for r in registry.db.execute(q, (run,) if run else ())])
+    t = pd.DataFrame(rows := registry.policy_ops(run))
     if t.empty: return t
-    t = pd.concat([t.drop(columns='hyperparameters'), pd.DataFrame([json.loads(h) for h in t.hyperparameters])], axis=1)
+    t = pd.concat([t.drop(columns='hyperparameters'), pd.DataFrame([r['hyperparameters'] for r in rows])], axis=1)
     return t.sort_values(['score', 'version'], ascending=False).reset_index(drop=True)
 
 def evaluation_ladder(policies:dict, # {name: policy}

@@ -6,7 +6,7 @@ from dataclasses import replace
 from genome_lab.registry import Registry
 from loop_states import same, by_name
 from genome_lab.training import (train_ppo_cli, checkpoint_meta, CHECKPOINT_FILE, PPOConfig, PPOHyper, run_pbt, record_pbt,
-                                 policy_ops, evaluation_ladder, reward_hacking_guard)
+                                 pbt_table, evaluation_ladder, reward_hacking_guard)
 
 TINY = ['--display', 'none', '--num-snakes', '32', '--width', '48', '--height', '32', '--num-food', '60',
         '--minibatch-size', '256', '--bptt-horizon', '16', '--eval-snakes', '8', '--eval-max-steps', '300']
@@ -59,7 +59,7 @@ def test_pbt_ranked_by_rated_games_logs_exploits_into_policy_ops_and_ranks_membe
     registry = Registry(tmp_path/'registry')
     ops = record_pbt(registry, res, 'pbt-test')
     assert len(ops) == 4 and ops.genome.notna().sum() == 2 and set(ops.event) == {'start', 'exploit', 'train'}
-    assert len(policy_ops(registry)) == 4
+    assert len(pbt_table(registry)) == 4
     ladder, tau = evaluation_ladder({g: registry.policy(g) for g in ops.genome.dropna()}, seeds=(101, 102), snakes=8, max_steps=2000)
     tied = ladder.score_a.nunique() == 1 or ladder.score_b.nunique() == 1   # Kendall's tau is undefined on a tie
     assert list(ladder['rank']) == [1, 2] and (-1 <= tau <= 1 or (tied and math.isnan(tau))), (ladder, tau)
