@@ -446,5 +446,6 @@ def main(argv:list|None=None, # the command line after `genome-lab` (default: `s
     if argv[1:] in (['-h'], ['--help']): print(command_help(argv[0], cache), end=''); return 0
     mod, fn = cmds[argv[0]].split(':')
     if mod.split('.')[0] == 'genome_lab' and not {'-h', '--help'} & set(argv[1:]) and (spec := cached_usage(argv[0], cache)):
-        if (refused := check_usage(spec, argv[1:])) is not None: print(refused, file=sys.stderr); return 2
+        rest = argv[1:argv.index('--')] if '--' in argv else argv[1:]   # after '--': the command's own (`schedule -- CMD`)
+        if (refused := check_usage(spec, rest)) is not None: print(refused, file=sys.stderr); return 2
     return getattr(importlib.import_module(mod), fn)(argv[1:])

@@ -204,8 +204,8 @@ def train_trex(windows:list, # [(T, c, rows, cols) tensors] per training clip (`
         ret = net(b[0]).view(batch, 2, length).sum(-1)
         return {'losses/trex': F.cross_entropy(ret, b[1]), 'charts/accuracy': (ret.argmax(1) == b[1]).float().mean(), 'n': 1}
     rows = fit(net.parameters(), lambda epoch: map(pair_batch, range(pairs // batch)), loss, lr=lr, every=25, step_key='update')
-    hist = pd.DataFrame(rows)
-    return net.eval(), hist.assign(pairs=hist['update'] * batch).drop(columns=['update', 'n'])
+    h = pd.DataFrame(rows).reindex(columns=['update', 'losses/trex', 'charts/accuracy'])   # no row before 25 updates
+    return net.eval(), h.assign(update=h['update'] * batch).rename(columns={'update': 'pairs'})
 
 @torch.no_grad()
 def predict_reward(net:nn.Module, x:torch.Tensor, batch:int=1024)->np.ndarray: # (N,) float32 per-step rewards

@@ -57,7 +57,8 @@ def test_schedule_refuses_an_unknown_command_and_a_missing_job(tmp_path):
     "`schedule -- rnu` is refused with the commands there are (nothing stored); removing no job is a clear error, status 1."
     store = tmp_path/'schedule.sqlite'
     run = lambda *a: subprocess.run([BIN/'genome-lab', 'schedule', '--store', str(store), *a], capture_output=True, text=True)
-    r = run('--cron', '0 4 * * 1', '--id', 'typo', '--', 'rnu')
+    subprocess.run([BIN/'genome-lab', 'schedule', '--help'], capture_output=True)   # its usage cached: lines are checked
+    r = run('--cron', '0 4 * * 1', '--id', 'typo', '--', 'rnu')                   # against it before the import
     assert r.returncode == 2 and "unknown command 'rnu' (did you mean 'run'?)" in r.stderr, r.stderr
     assert 'typo' not in run('--list').stdout
     r = run('--remove', 'no-such-job')
@@ -223,7 +224,10 @@ def test_a_producer_between_seasons_stops_at_its_budget_or_when_it_has_nothing_n
     with Registry(root) as reg: seed_founders(reg)
     t0 = time.monotonic()
     out = spawn_worker(root, 'ppo', 3.0, settings=PPOSettings(ppo_maps=512, ppo_device='cpu'), grace_s=2.0)   # a step far longer than 5 s
-    assert 'killed after' in out['error'] and time.monotonic() - t0 < 15, out
+    # SIGTERM at 5 s finds the worker in its step (its handler waits for the step: killed 2 s later) or, on a busy
+    # machine, still importing (no handler yet: it ends at once, having started nothing); either way it ends in time
+    assert ('killed after' in out.get('error', '') or (out.get('stopped'), out.get('steps')) == ('stop', 0)), out
+    assert time.monotonic() - t0 < 15, out
     with run_lock(root/'season_work'/'ppo.lock'): pass   # the killed worker's process group is gone with its lock
     with Registry(root, read_only=True) as reg: assert reg.waiting_offers() == {}
     out = spawn_worker(root, 'clones', 120.0)
