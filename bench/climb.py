@@ -97,18 +97,19 @@ def main():
         arenas = {}
         for arena in sorted({a for s in tops for a in s['arenas']}):
             seen = [s for s in tops if arena in s['arenas']]
-            reached = next((s for s in seen if (t := s['arenas'][arena]['top'])
-                            and t['ordinal'] > bar(s['arenas'][arena]['founders'])[1]), None)
+            above = lambda a: a['top'] and (not a['founders'] or a['top']['ordinal'] > bar(a['founders'])[1])
+            reached = next((s for s in seen if above(s['arenas'][arena])), None)   # no founder left: all displaced
             played = [s['arenas'][arena] for s in seen if s['arenas'][arena]['top']]   # seasons a producer's genome played
             last = played[-1] if played else seen[-1]['arenas'][arena]
-            fname, best = bar(last['founders'])[0], last['top']
+            rated = {n: o for s in seen for n, o in s['arenas'][arena]['founders'].items()}   # each at its last season
+            fname, best = bar(rated)[0], last['top']
             rec = dict(reached=reached is not None, season=reached and reached['season'],
                        seconds=reached and reached['seconds'], founder=fname)
             if best:
                 check = check_lead(reg, best['genome'], first[fname], games=c.check_games, seed=10**6 + c.seed)
                 rec |= dict(genome=best['name'], made_by=by.get(best['genome'], 'submitted'),
                             genome_rating=check['a'] | dict(season_ordinal=best.get('ordinal')),
-                            founder_rating=check['b'] | dict(season_ordinal=last['founders'][fname]),
+                            founder_rating=check['b'] | dict(season_ordinal=rated[fname]),
                             check={k: check[k] for k in ('games', 'sigma_gap', 'wins', 'losses', 'draws', 'lead')})
             arenas[arena] = rec
             print(f"{arena}: {json.dumps(rec)}", flush=True)
