@@ -27,7 +27,7 @@ test-retest reliability is measured, with the surrogate chosen by measurement (i
    `--within-pretrained` from the pretrained transformer ('within_generation_pretrained'). These modes measured the loop
    as it was then (`EARLIER`: the zero-initialised 16-wide decoder trained from fitness, exploration 0.2, `base_lr` 0.1),
    the figures behind today's defaults; the bar's own run (bench/replicator_bar.py) measures today's loop.
-Writes --out (nbs/measured/seed001.json). Usage: python bench/hypernetwork_decoder.py [--train-steps 1500] [--genomes 100]
+Writes --out (nbs/measured/hypernetwork_decoder.json). Usage: python bench/hypernetwork_decoder.py [--train-steps 1500] [--genomes 100]
 """
 import datetime, json, os, sys, time
 from dataclasses import dataclass, asdict, replace
@@ -79,7 +79,7 @@ class Options:
     within_only: Annotated[bool, "add only the loop fitness's within-generation reliability ('within_generation', --loop-generations of `ReplicatorConfig()`) to --out?"] = False
     within_pretrained: Annotated[bool, "with --within-only: start the loop's decoder from the transformer this bench trains (--data, --train-steps, ...) at PufferLib's size, genome-conditioned from the start ('within_generation_pretrained')?"] = False
     device: Annotated[str, "torch device of the denoisers' training ('cpu', 'cuda'); decoding and games run on the CPU"] = 'cpu'
-    out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001.json')
+    out: Annotated[str, 'JSON to write'] = str(measured_dir()/'hypernetwork_decoder.json')
 
 EARLIER = dict(hypernet=HypernetConfig(hidden=16, chunk=256, exploration=0.2), trainer=TrainerConfig(lr=3e-4, base_lr=0.1),
                pretrain=PretrainConfig(pretrain_steps=0))   # the loop's defaults when its within-generation figures were measured

@@ -21,7 +21,7 @@ Protocol (every setting not named is the default of `ReplicatorConfig` / `PPOCon
 - rounds of --round generations: PPO and every seed advance (in --workers processes of one torch thread), each run
   checkpointed in --run-dir (a rerun of the command resumes), then --out is rewritten: the curves, every generation's
   in-loop diagnostics (`diagnostics`), each seed's mixture, the bar on the readings so far, the seconds spent.
-Writes --out (nbs/measured/seed001_bar.json). Usage: nice -n 15 python bench/replicator_bar.py --run-dir DIR [--generations 400]
+Writes --out (nbs/measured/replicator_bar.json). Usage: nice -n 15 python bench/replicator_bar.py --run-dir DIR [--generations 400]
 """
 import datetime, json, math, multiprocessing, os, subprocess, sys, time
 from concurrent.futures import ProcessPoolExecutor
@@ -50,7 +50,7 @@ class Options:
     workers: Annotated[int, 'processes a round runs at once (1: one run after another)'] = 3
     max_hours: Annotated[float, 'start no round after this many hours of this call (0: no limit)'] = 0.0
     run_dir: Annotated[str, 'checkpoints of every run and the decoder cache (a rerun resumes them)'] = 'runs/replicator_bar'
-    out: Annotated[str, 'JSON to write'] = str(measured_dir()/'seed001_bar.json')
+    out: Annotated[str, 'JSON to write'] = str(measured_dir()/'replicator_bar.json')
 
 REPLICATOR = ReplicatorConfig()   # the design's loop; every seed's settings but `seed` and `generations`
 PPO_SETTINGS = {}   # `PPOConfig`'s settings but its schedule, seed and keeping (none: its defaults, PufferLib's training map)

@@ -320,7 +320,7 @@ def test_control_killed_mid_run_resumes_from_its_checkpoint_to_the_uninterrupted
 
 def test_within_generation_bench_mode_adds_its_key(tmp_path):
     "bench/hypernetwork_decoder.py --within-only keeps --out's figures and adds the loop fitness's within-generation reliability."
-    out = tmp_path/'decoder.json'; shutil.copy(ROOT/'nbs'/'measured'/'seed001.json', out)
+    out = tmp_path/'decoder.json'; shutil.copy(ROOT/'nbs'/'measured'/'hypernetwork_decoder.json', out)
     before = json.loads(out.read_text())
     subprocess.run([sys.executable, ROOT/'bench'/'hypernetwork_decoder.py', '--within-only', '--loop-generations', '2', '--out', str(out)],
                    check=True, capture_output=True, text=True, timeout=600)

@@ -330,3 +330,14 @@ def test_a_producer_whose_rounds_cannot_start_ends_with_its_error(tmp_path):
                 if 'clones' in ended: break
                 time.sleep(0.05)
     assert ended['clones']['producer'] == 'clones' and 'FileNotFoundError' in ended['clones']['error'], ended
+
+def test_a_workers_command_line_passes_the_usage_checked_before_import(tmp_path, capsys):
+    """`genome-lab` checks a command line against the usage `produce --help` cached before importing the command: every
+    producer's worker line (`spawn_worker`: NAME and its settings' flags) must pass it (stop 49: on a machine with the
+    help cached, each was refused with exit 2 and every worker failed)."""
+    from genome_lab.core import config_argv, find_producer, producer_names
+    from genome_lab.pipeline import command_help, cached_usage, check_usage
+    command_help('produce', tmp_path); capsys.readouterr()
+    spec = cached_usage('produce', tmp_path)
+    for n in producer_names():
+        assert check_usage(spec, [n, '--registry=r', *config_argv(find_producer(n).settings())]) is None, n
