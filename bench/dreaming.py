@@ -128,7 +128,8 @@ def tournament(o:DreamingOptions, work:Path, planner:DreamPlanner, student, accu
     g = register_planner(reg, planner, 'DreamPlanner', world_model=accuracy)
     d = register_distilled(reg, student, 'DreamStudent', g.id, **asdict(o.distill))
     puffer = reg.by_name('PufferSnake')
-    season = SeasonConfig(**{k: v for k in ('snake_steps', 'max_meetings') if (v := getattr(o, k))})
+    season = SeasonConfig(**({'max_meetings': o.max_meetings} if o.max_meetings else {}),
+                          arena_settings=dict(snake=dict(steps=o.snake_steps)) if o.snake_steps else {})
     kw, _ = arena_plan(season, 'snake')
     t0 = time.perf_counter()
     t = run_tournament(reg, arena='snake', seed=seed, progress=False, **kw)
