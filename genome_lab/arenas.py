@@ -517,7 +517,7 @@ def arena_season(name:str, # an arena (`arena_names()`: entry points too)
         raise ValueError(f"arena {name!r} has no season settings {unknown}: its settings are {names}")
     own = {f.name for f in fields(ArenaSeason)}
     game = {k: v for k, v in given.items() if k not in own}
-    if checked := {k: v for k, v in game.items() if k in cls.limits}: cls.check_settings(checked)
+    if checked := {k: v for k, v in {**cls.season.settings, **game}.items() if k in cls.limits}: cls.check_settings(checked)
     kw = {k: tuple(v) if k == 'required_types' else v for k, v in given.items() if k in own}
     s = replace(cls.season, **kw, settings={**cls.season.settings, **game})
     bad = [f"{k}={getattr(s, k)!r} is not an int in [{lo}, {hi}]" for k, (lo, hi) in ArenaSeason.RANGES.items()

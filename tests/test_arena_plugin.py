@@ -1,10 +1,10 @@
 """A new arena is one class and one entry point of `genome_lab.arenas`: it declares how a season plays it
 (`Arena.season`) and a genome type of its own (`Arena.genome_types`), and a season plays it next to the built-in arenas,
 rates its genomes and selects among them, with no edit to `seasons`."""
-from importlib import metadata
 import numpy as np
 import pytest
-from genome_lab.arenas import Arena, ArenaSeason, ARENAS, Episodes, arena_names
+from genome_lab import arenas
+from genome_lab.arenas import Arena, ArenaSeason, Episodes, arena_names
 from genome_lab.policies import RandomPolicy
 from genome_lab.registry import Registry, Genome, seed_founders, genome_types
 from genome_lab.seasons import run_season, season_parser, season_config_from_args
@@ -21,27 +21,18 @@ class CoinArena(Arena):
         self.reset(0)
     def _reset(self, seed:int): self._ret, self._len = np.zeros(self.num_agents), np.zeros(self.num_agents, np.int64)
     def _step(self): self.rewards[:] = self.actions == 1
-    def _track(self):
+    def _track(self): # a game ends after `rounds` calls: its score is the heads called
         self._ret += self.rewards; self._len += 1
-        done = self._len >= self.rounds
-        if done.any():
-            idx = np.flatnonzero(done)
-            self._finished.append(Episodes(agent=idx, ret=self._ret[idx].copy(), length=self._len[idx].astype(float),
-                                           score=self._ret[idx].copy(), lines=np.zeros(len(idx))))
-            self._ret[idx], self._len[idx] = 0, 0
+        idx = np.flatnonzero(done := self._len >= self.rounds)
+        if len(idx): self._finished.append(Episodes(idx, self._ret[idx], 1.0*self._len[idx], self._ret[idx], 0.0*idx))
+        self._ret[idx], self._len[idx] = 0, 0   # the rows above are copies (fancy indexing)
         return done
 
 @pytest.fixture
-def coin_installed(monkeypatch):
+def coin_installed(install_entry_point, monkeypatch):
     "The arena as an installed package declares it: one entry point, `coin = test_arena_plugin:CoinArena`."
-    ep = metadata.EntryPoint(name='coin', value=f'{__name__}:CoinArena', group='genome_lab.arenas')
-    real = metadata.entry_points
-    def entry_points(**kw):
-        eps = real(**kw)
-        return metadata.EntryPoints([*eps, ep]) if kw.get('group') == 'genome_lab.arenas' else eps
-    monkeypatch.setattr(metadata, 'entry_points', entry_points)
-    yield
-    ARENAS.pop('coin', None)
+    monkeypatch.setattr(arenas, 'ARENAS', dict(arenas.ARENAS))   # loaded into a copy: forgotten after the test
+    install_entry_point('genome_lab.arenas', 'coin', f'{__name__}:CoinArena')
 
 def coin_genome(reg:Registry, name:str, heads:float, status:str)->str: # its id
     "A coin caller that calls heads with probability `heads` (a `random` genome with those odds)."
@@ -53,7 +44,7 @@ def coin_genome(reg:Registry, name:str, heads:float, status:str)->str: # its id
 def torch_log(p): import torch; return torch.log(torch.tensor(p))
 
 def test_a_fourth_arena_joins_a_season_by_its_entry_point_alone(tmp_path, coin_installed):
-    assert 'coin' in arena_names() and 'coin' not in ARENAS   # known, not loaded yet
+    assert 'coin' in arena_names() and 'coin' not in arenas.ARENAS   # known, not loaded yet
     assert 'coin' in genome_types('coin') and 'coin' not in genome_types('snake')   # its own genome type
     flags = ['--producers', '', '--batch', '4', '--max-meetings', '2', '--arena-settings', 'snake.steps=30',
              'snake.agents=2', 'snake.width=24', 'snake.height=24', 'snake.num_food=10', 'tetris.steps=30',

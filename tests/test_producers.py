@@ -2,7 +2,6 @@
 it with its settings (flags included) and its genome competes, with no edit to `seasons`; the season's after-season
 hooks cut its highlights."""
 import dataclasses
-from importlib import metadata
 import pytest
 from genome_lab.core import Producer, PRODUCERS, producer_names
 from genome_lab.registry import Registry, Genome, seed_founders
@@ -27,14 +26,9 @@ def produce_mutants(ctx)->list:
 mutants = Producer(produce_mutants, MutantSettings)
 
 @pytest.fixture
-def mutants_installed(monkeypatch):
+def mutants_installed(install_entry_point):
     "The producer as an installed package declares it: one entry point, `mutants = test_producers:mutants`."
-    ep = metadata.EntryPoint(name='mutants', value=f'{__name__}:mutants', group='genome_lab.producers')
-    real = metadata.entry_points
-    def entry_points(**kw):
-        eps = real(**kw)
-        return metadata.EntryPoints([*eps, ep]) if kw.get('group') == 'genome_lab.producers' else eps
-    monkeypatch.setattr(metadata, 'entry_points', entry_points)
+    install_entry_point('genome_lab.producers', 'mutants', f'{__name__}:mutants')
     yield
     PRODUCERS.pop('mutants', None)
 
