@@ -300,16 +300,22 @@ def play_solo_game(policies:list, # one policy per genome
 
 # %% ../nbs/70_tournament.ipynb #312b4947
 def schedule_games(n:int, per_game:int, meetings:int=1, seed:int=0)->list: # [tuple of entrant indices]
-    "Seeded groups of `per_game` entrants (of `n`) until every pair has met `meetings` times."
+    """Seeded groups of `per_game` entrants (of `n`) until every pair has met `meetings` times: rounds seating every
+    entrant once, each group built greedily from the entrants that have met its members least (a greedy covering
+    design; Gordon, Kuperberg & Patashnik 1995 on covering numbers). Raises `ValueError` unless 2 <= per_game <= n."""
     if not 2 <= per_game <= n: raise ValueError(f"per_game must be in 2..{n} (the number of entrants)")
     rng, met, games = np.random.default_rng(seed), np.zeros((n, n), np.int64), []
     np.fill_diagonal(met, meetings)
     while met.min() < meetings:
-        perm = list(rng.permutation(n))
-        for k in range(0, n, per_game):
-            g = perm[k:k+per_game]
-            if len(g) < per_game: g += list(rng.choice([i for i in range(n) if i not in g], per_game - len(g), replace=False))
-            games.append(tuple(int(i) for i in g))
+        left = [int(i) for i in rng.permutation(n)]   # this round's seats, in a seeded order that breaks the ties
+        while left:
+            g = [left.pop(0)]
+            while len(g) < per_game:
+                pool = left or [i for i in range(n) if i not in g]   # the round's last group is filled from the others
+                b = min(pool, key=lambda i: met[i, g].sum())
+                g.append(b)
+                if b in left: left.remove(b)
+            games.append(tuple(g))
             for a, b in itertools.combinations(g, 2): met[a, b] += 1; met[b, a] += 1
     return games
 
