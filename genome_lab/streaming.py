@@ -330,7 +330,8 @@ def _draw_board(canvas, frame, scene, top:int=10)->int: # y below the board
     for r in leaderboard_rows(frame, scene)[:top]:
         c = scene.colours[r['genome']]
         canvas.fill(x0 + 12, y + 4, 10, 10, c)
-        canvas.text(x0 + 28, y, r['name'][:NAME_MAX], 14, INK)
+        size = next((z for z in (14, 12, 11, 10) if text_mask(r['name'], z).shape[1] <= 124), 10)   # a long name (NAME_MAX) smaller, whole
+        canvas.text(x0 + 28, y + (14 - size) // 2, r['name'][:NAME_MAX], size, INK)
         for k, v in enumerate((f"{r['score']:.1f}", r['best'], r['kills'], '' if r['rating'] is None else f"{r['rating']:.1f}")):
             canvas.text(right[k], y, str(v), 14, INK, 'right')
         y += 20

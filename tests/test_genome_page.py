@@ -13,7 +13,7 @@ def root(tmp_path):
     "A registry with PufferLib's snake, two hybrids of it (made by the hybrids' own naming) and two season tournaments."
     with Registry(tmp_path/'reg') as reg:
         ids = seed_founders(reg)
-        kids = [reg.add(Genome(name=reg.child_name(ids['PufferSnake'], 'Farmer1'), type='hybrid', arena='snake', arch='random',
+        kids = [reg.add(Genome(name=reg.genome_name('tune', ids['PufferSnake']), type='hybrid', arena='snake', arch='random',
                                config=dict(num_actions=4), source='test', parents=[dict(id=ids['PufferSnake'], relation='finetune')]),
                         RandomPolicy(4).state_dict(), status='active').id for _ in range(2)]
         snake = [ids['PufferSnake'], ids['HeuristicSnake'], ids['RandomSnake'], *kids]
