@@ -79,7 +79,7 @@ def walk(url:str, p:Page, shots)->dict: # {path: status} of every page opened
                          '/stream/playlist': 'playlist.png'}.get(h))
         if h == '/leaderboard': genomes = links(p, 'table.top a')
         if h == '/play':   # a game under way, started as a person starts one
-            p.page.fill('#player', 'walker'); p.page.click('#start')   # a read-only server records nothing: no consent box
+            p.page.fill('#player', 'walker'); p.page.click('#start'); p.page.keyboard.press('ArrowUp')   # read-only: no consent box; a key starts the game
             started = p.js("""new Promise(ok => { const t0 = Date.now(); (function f() { if (window.play && window.play.frames >= 5) ok(true);
                                  else if (Date.now() - t0 > 30000) ok(false); else setTimeout(f, 100); })(); })""")
             p.page.screenshot(path=shots/'play.png', full_page=True)
