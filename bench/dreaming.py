@@ -39,6 +39,7 @@ from genome_lab.core import atomic_write_json, config_parser, config_from_args, 
 from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, DistillConfig, record_trajectories,
                                  train_world_model, open_loop_accuracy, planner_roi, register_planner, distill,
                                  register_distilled, head_to_head, sign_test)
+from genome_lab.arenas import SnakeArena
 from genome_lab.policies import LinearLSTM, load_pufferlib_policy
 from genome_lab.registry import Registry
 from genome_lab.seasons import SeasonConfig, arena_plan
@@ -69,7 +70,7 @@ class DreamingOptions:
     work: Annotated[str, 'folder of the trained world model, ROI grid, student and tournaments (resume); default: a temporary folder'] = ''
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'dreaming.json')
 
-ARENA = dict(width=80, height=48, num_food=200) # the season's snake map (SeasonConfig)
+ARENA = {k: SnakeArena.game_settings[k] for k in ('width', 'height', 'num_food')} # the season's snake map (the arena's own)
 ints = lambda s: [int(x) for x in s.split(',')]
 
 def world_model(o:DreamingOptions, work:Path, train)->tuple: # (WorldModel, training record)
@@ -128,7 +129,8 @@ def tournament(o:DreamingOptions, work:Path, planner:DreamPlanner, student, accu
     g = register_planner(reg, planner, world_model=accuracy)
     d = register_distilled(reg, student, g.id, **asdict(o.distill))
     puffer = reg.by_name('PufferSnake')
-    season = SeasonConfig(**{k: v for k in ('snake_steps', 'max_meetings') if (v := getattr(o, k))})
+    season = SeasonConfig(**({'max_meetings': o.max_meetings} if o.max_meetings else {}),
+                          arena_settings=dict(snake=dict(steps=o.snake_steps)) if o.snake_steps else {})
     kw, _ = arena_plan(season, 'snake')
     t0 = time.perf_counter()
     t = run_tournament(reg, arena='snake', seed=seed, progress=False, **kw)

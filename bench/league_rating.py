@@ -49,7 +49,8 @@ class RatingOptions:
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'league_rating.json')
 
 def season_config(o:RatingOptions)->SeasonConfig: # the season's settings, with the options given
-    return SeasonConfig(**{k: v for k in ('snake_steps', 'max_meetings') if (v := getattr(o, k))})
+    return SeasonConfig(**({'max_meetings': o.max_meetings} if o.max_meetings else {}),
+                        arena_settings=dict(snake=dict(steps=o.snake_steps)) if o.snake_steps else {})
 
 def register(reg:Registry, o:RatingOptions)->tuple: # (trained genome id, PufferSnake id)
     "The founders and the trained genome, parent PufferSnake (relation finetune), with how it was made."

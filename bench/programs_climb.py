@@ -1,7 +1,7 @@
 """The programs producer's climb in tetris (issue 44): from the founders and the reference tetris players, the
 `programs` producer works for a wall budget (`genome-lab produce programs --budget-s S`, one process, as a season's
-worker), then its best offer plays a check tournament at the season's tetris settings (`SeasonConfig`'s tetris_steps,
-tetris_agents, genomes_per_game) against the non-random tetris founders (Dellacherie, El-Tetris, PufferTetris), the
+worker), then its best offer plays a check tournament at the season's tetris settings (the tetris arena's `season` steps and
+agents, `SeasonConfig.genomes_per_game`) against the non-random tetris founders (Dellacherie, El-Tetris, PufferTetris), the
 baseline measured in the same run.
 
 Writes: the producer's work (generations, offers with their training lines, seconds), each entrant's rating (mu, sigma,
@@ -99,13 +99,14 @@ def main(argv=None):
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
     save = lambda: atomic_write_json(state_file, state)
     season = SEASON
+    tetris = season.arena_of('tetris')   # its tetris games: the arena's own season settings
     with Registry(root/'registry') as reg:
         seed_founders(reg); refs = tetris_baselines(reg)
         founders = {n: reg.by_name(n) for n in FOUNDERS}
         srcs = {n: reg.genome(refs[n])['config']['source'] for n in ('Dellacherie', 'ElTetris')}
     if 'pace' not in state:
         state['pace'] = dict(budget_mean_s=PROGRAM_LIMITS.mean_step_s, burst_s=PROGRAM_LIMITS.burst_s,
-                             references=pace(srcs, season.tetris_steps, [o.heldout_seed0, o.heldout_seed0 + 1])); save()
+                             references=pace(srcs, tetris.steps, [o.heldout_seed0, o.heldout_seed0 + 1])); save()
     print(json.dumps(state['pace']), flush=True)
     if 'producer' not in state:   # one process for its whole budget, as `genome-lab produce programs --budget-s S`
         t = time.perf_counter()
@@ -138,7 +139,7 @@ def main(argv=None):
         top = max(founders.values(), key=lambda i: lb.mu[i])
         A, B = rating(best['genome']), rating(top)
         check = dict(games=len(t.games), seconds=state['check_seconds'], seed=o.check_seed,
-                     settings=dict(steps=season.tetris_steps, agents_per_genome=season.tetris_agents,
+                     settings=dict(steps=tetris.steps, agents_per_genome=tetris.agents,
                                    genomes_per_game=season.genomes_per_game),
                      entrants={i: rating(i) for i in ids}, genome=A, founder=B,
                      sigma_gap=(A['mu'] - B['mu'])/float(np.hypot(A['sigma'], B['sigma'])),
@@ -148,11 +149,11 @@ def main(argv=None):
             progs = {n: reg.genome(i)['config']['source'] for n, i in
                      (('offer ' + best['name'], best['genome']), ('Dellacherie', refs['Dellacherie']), ('ElTetris', refs['ElTetris']))}
             seeds = list(range(o.heldout_seed0, o.heldout_seed0 + o.heldout))
-            state['solo'] = solo(progs, season.tetris_steps, seeds); save()
+            state['solo'] = solo(progs, tetris.steps, seeds); save()
         print(json.dumps(state['solo']), flush=True)
     res = dict(command='python bench/programs_climb.py ' + ' '.join(sys.argv[1:] if argv is None else argv),
                machine=f"{platform.node()}: 2 CPU cores, shared with other jobs while measured", budget_s=o.budget_s,
-               season=dict(tetris_steps=season.tetris_steps, tetris_agents=season.tetris_agents,
+               season=dict(tetris_steps=tetris.steps, tetris_agents=tetris.agents,
                            genomes_per_game=season.genomes_per_game),
                producer=state['producer'], offers=offers, best_offer=best, pace=state['pace'], check=check,
                solo=state['solo'],

@@ -72,8 +72,8 @@ def main():
     root = Path(a.registry); root.mkdir(parents=True, exist_ok=True)
     state_file = root/'bench_state.json'
     state = json.loads(state_file.read_text()) if state_file.exists() else dict(started=started.isoformat())
-    game = (dict(snake_steps=100, snake_width=32, snake_height=24, snake_food=20, tetris_steps=100,
-                 creature_seconds=2.0, max_meetings=2) if a.quick else {})
+    game = (dict(max_meetings=2, arena_settings=dict(snake=dict(steps=100, width=32, height=24, num_food=20),
+                                                     tetris=dict(steps=100), creatures=dict(seconds=2.0))) if a.quick else {})
     if a.max_meetings: game['max_meetings'] = a.max_meetings
     quick_round = dict(replicator_generations=1, program_generations=1, creature_generations=1,
                        creature_population=4) if a.quick else {}

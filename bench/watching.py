@@ -298,8 +298,8 @@ def season_figures(a, root)->tuple: # (figures, seconds)
     reg = Registry(root)
     for name, gid in seed_founders(reg).items():
         if reg.genome(gid)['arena'] != 'snake': reg.set_status(gid, 'retired')
-    cfg = SeasonConfig(producers='videos', snake_steps=a.season_steps, snake_agents=4, snake_width=a.width,
-                       snake_height=a.height, snake_food=a.food, max_meetings=4,
+    cfg = SeasonConfig(producers='videos', max_meetings=4, arena_settings=dict(snake=dict(
+                           steps=a.season_steps, agents=4, width=a.width, height=a.height, num_food=a.food)),
                        producer_settings=dict(videos=dict(video_games=a.season_games, video_steps=a.season_steps)))
     row = run_season(reg, cfg, log=lambda m: print(m, flush=True))
     r = ratings_by_season(reg)
@@ -309,7 +309,8 @@ def season_figures(a, root)->tuple: # (figures, seconds)
              for k, x in enumerate(r.itertuples())]
     print("season %d snake ratings:\n" % row['id'] + pd.DataFrame(table).round(3).to_string(index=False))
     clones = [t for t in table if t['source'] == 'video']
-    return dict(config=dict(producers=cfg.producers, snake_steps=cfg.snake_steps, snake_agents=cfg.snake_agents,
+    snake = cfg.arena_of('snake')
+    return dict(config=dict(producers=cfg.producers, snake_steps=snake.steps, snake_agents=snake.agents,
                             max_meetings=cfg.max_meetings, videos=cfg.producer_settings['videos']),
                 season=int(row['id']), snake=table, video_clones=clones, replacements=row['replacements']),\
             time.perf_counter() - t0

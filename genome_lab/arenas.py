@@ -6,20 +6,20 @@ Docs: https://genome-lab.github.io/genome_lab/arenas.html.md"""
 
 # %% ../nbs/00_arenas.ipynb #a1b4f8f1
 from __future__ import annotations
-import ast, contextlib, importlib, importlib.machinery, importlib.util, io, os, sys, threading, types
+import ast, contextlib, importlib, importlib.machinery, importlib.util, io, os, sys, threading, types, typing
 from importlib import metadata
 from fastcore.basics import patch
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 # %% auto #0
 __all__ = ['PUFFERLIB_VERSION', 'EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPSE', 'SNAKE_WALL',
            'SNAKE_CODES', 'SNAKE_VISION', 'SNAKE_VIEW', 'SNAKE_CELLS', 'SNAKE_INPUT', 'SNAKE_MOVES', 'SNAKE_DR',
            'SNAKE_DC', 'SNAKE_OPPOSITE', 'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState',
-           'import_gymnasium', 'PufferLibLoader', 'import_pufferlib_module', 'tqdm', 'Episodes', 'Arena', 'PufferArena',
-           'register_arena', 'find_arena', 'arena_version', 'arena_names', 'make_arena', 'view_distances', 'own_body',
-           'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena', 'CartPoleArena', 'CTetrisStruct',
-           'rollout_random']
+           'import_gymnasium', 'PufferLibLoader', 'import_pufferlib_module', 'tqdm', 'Episodes', 'ArenaSeason', 'Arena',
+           'PufferArena', 'register_arena', 'find_arena', 'arena_version', 'arena_names', 'make_arena',
+           'view_distances', 'own_body', 'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena', 'CartPoleArena',
+           'season_setting_names', 'arena_season', 'CTetrisStruct', 'rollout_random']
 
 # %% ../nbs/00_arenas.ipynb #65f62f9c
 PUFFERLIB_VERSION = '3.0.0+genomelab.2' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
@@ -114,6 +114,21 @@ class Episodes:
         import pandas as pd
         return pd.DataFrame({f: getattr(self, f) for f in EPISODE_FIELDS})
 
+# %% ../nbs/00_arenas.ipynb #631db4fd
+@dataclass(frozen=True)
+class ArenaSeason:
+    """How a season plays an arena (`85_seasons`' `arena_plan`), declared on the arena (`Arena.season`) with the settings
+    at which its ranking is stable (`70_tournament`); a season overrides any of them by name (`arena_season`). Its game
+    arguments (the map, a race's seconds) are the arena's `game_settings` with `settings` over them."""
+    steps: int = 200 # steps per game (0: the arena plays its own games, `Arena.game`)
+    agents: int = 2 # agents of each genome in a game (snakes on the map, boards, carts)
+    meetings: int = 0 # games each pair of entrants meets in at least; 0: the season's `meetings`
+    everyone_plays: bool = False # is every entrant in every game (creatures race alone: one race ranks them all)?
+    max_active: int = 0 # active genomes at most; 0: the season's `max_per_type`
+    required_types: tuple = () # genome types selection keeps active (the design's diversity rules)
+    settings: dict = field(default_factory=dict) # the arena's arguments in a season's game, over its `game_settings`
+    RANGES: typing.ClassVar[dict] = dict(steps=(0, 10**6), agents=(1, 256), meetings=(0, 10**4), max_active=(0, 1000))
+
 # %% ../nbs/00_arenas.ipynb #55948b0b
 class Arena:
     """Base class of arenas: a batch of `num_agents` agents stepped together. Subclasses build their envs, set the
@@ -133,6 +148,8 @@ class Arena:
     program_env: str|None = None # 'module:attr' of this arena's program-search environment; None: the generic one
     pufferlib_policy: dict|None = None # `LinearLSTM` config of PufferLib's trained policy for this arena, if it ships one
     game = None # classmethod `game(policies, seed, **settings) -> {stat: (G,) array}`: an arena not stepped by actions plays its own games
+    season: ArenaSeason = ArenaSeason() # how a season plays it: its steps, agents, map, active genomes and required types
+    genome_types: tuple = () # genome types of its own, beyond the registry's common ones (`registry.genome_types`)
 
     @classmethod
     def check_settings(cls, settings:dict)->dict: # the settings, unchanged
@@ -187,6 +204,7 @@ class Arena:
     def __exit__(self, *a): self.close()
     def __repr__(self): return f"{type(self).__name__}(num_agents={self.num_agents}, obs_shape={self.obs_shape}, num_actions={self.num_actions})"
 
+# %% ../nbs/00_arenas.ipynb #759bec34
 class PufferArena(Arena):
     "An arena over a PufferLib Ocean C binding (`self._binding`, the vectorised env `self._vec`)."
     def _reset(self, seed:int):
@@ -276,7 +294,8 @@ class SnakeArena(PufferArena):
     "PufferLib Ocean Snake: `num_envs` maps of `width` x `height` cells with `num_snakes` snakes and `num_food` food each."
     name, num_actions, obs_dtype, agents_arg, shared_map = 'snake', 4, np.int8, 'num_snakes', True
     version = 2 # v2: every map draws from its own random stream (PufferLib build `3.0.0+genomelab.2`)
-    game_settings = dict(width=80, height=48, num_food=200, max_snake_length=512)
+    game_settings = dict(width=80, height=48, num_food=200, max_snake_length=512) # the season's map (on 48x36 HeuristicSnake out-rated PufferLib's policy)
+    season = ArenaSeason(steps=1000, agents=6, max_active=7, required_types=('behavioral', 'rl'))
     limits = dict(num_envs=(1, 64), width=(16, 640), height=(16, 360), num_snakes=(1, 1024), num_food=(1, 4096),
                   max_snake_length=(2, 1024))
     max_occupancy = 0.1 # snakes + food per inner cell accepted from a request (PufferLib trains at 2%)
@@ -400,6 +419,7 @@ class TetrisArena(PufferArena):
     version = 2 # v2: every board draws from its own random stream (PufferLib build `3.0.0+genomelab.2`)
     stats, rank_by = ('score', 'ret', 'length', 'lines'), ('lines', 'score')
     game_settings = dict(num_envs=4)
+    season = ArenaSeason(steps=1000, agents=8, max_active=5, required_types=('rl',)) # 200 ticks cut the games short
     limits = dict(num_envs=(1, 4096), n_cols=(4, 20), n_rows=(4, 40), deck_size=(1, 6))
     observation_doc = ("234 floats: 200 grid cells (20x10 row-major; 1 fixed, 2 falling piece), tick/10000, fall counter/4, "
                        "row/20, col/10, one-hots of the preview deck and the held piece")
@@ -478,6 +498,33 @@ class CartPoleArena(Arena):
     def close(self):
         if not self.closed: self._env.close()
         self.closed = True
+
+# %% ../nbs/00_arenas.ipynb #c509189c
+def season_setting_names(name:str)->list: # sorted
+    """The settings a season may give arena `name` (`arena_season`): `ArenaSeason`'s fields but `settings`, and the
+    arena's game arguments (those of its `limits` and `season.settings`; not the agents' number, `agents` sets it)."""
+    cls = find_arena(name)
+    game = (set(cls.limits) | set(cls.season.settings)) - {cls.agents_arg, 'num_envs'}
+    return sorted({f.name for f in fields(ArenaSeason)} - {'settings'} | game)
+
+def arena_season(name:str, # an arena (`arena_names()`: entry points too)
+                 given:dict|None=None)->ArenaSeason: # {setting: value} over the arena's own (`season_setting_names`)
+    """Arena `name`'s `ArenaSeason` with the season's `given` settings over its own: `ArenaSeason` fields by name, game
+    arguments into `settings` (checked against the arena's `limits`). `ValueError` for an unknown arena, an unknown
+    setting (naming those there are) or a bad value."""
+    cls, given = find_arena(name), dict(given or {})
+    if unknown := sorted(set(given) - set(names := season_setting_names(name))):
+        raise ValueError(f"arena {name!r} has no season settings {unknown}: its settings are {names}")
+    own = {f.name for f in fields(ArenaSeason)}
+    game = {k: v for k, v in given.items() if k not in own}
+    if checked := {k: v for k, v in {**cls.season.settings, **game}.items() if k in cls.limits}: cls.check_settings(checked)
+    kw = {k: tuple(v) if k == 'required_types' else v for k, v in given.items() if k in own}
+    s = replace(cls.season, **kw, settings={**cls.season.settings, **game})
+    bad = [f"{k}={getattr(s, k)!r} is not an int in [{lo}, {hi}]" for k, (lo, hi) in ArenaSeason.RANGES.items()
+           if isinstance(getattr(s, k), bool) or not isinstance(getattr(s, k), int) or not lo <= getattr(s, k) <= hi]
+    if not isinstance(s.everyone_plays, bool): bad.append(f"everyone_plays={s.everyone_plays!r} is not a bool")
+    if bad: raise ValueError(f"arena {name!r}: " + '; '.join(bad))
+    return s
 
 # %% ../nbs/00_arenas.ipynb #4481fc22
 @patch

@@ -19,7 +19,7 @@ import av
 from IPython.display import Image
 from .physics import (GAConfig, CreaturePolicy, random_population, next_generation, pellet_courses,
                                 simulate_races, beaten_share, creature_types, creature_policy, DQ_REASONS, FPS,
-                                EPISODE_SECONDS, INT_GENES)
+                                EPISODE_SECONDS, INT_GENES, CreatureArena)
 from .core import (Producer, ProducerContext, advance, atomic_write, check_config, load_state, save_state,
                              settings_diff)
 from .registry import Genome, Registry, SQLiteStore, utcnow
@@ -463,8 +463,8 @@ class CreatureSettings:
     creature_ga_races: int = 16 # races per generation, every creature in each (fitness: the share of the others it beats)
     creature_offer_every: int = 20 # generations between offers, each chosen by a qualifier (`OfferingGA`)
     creature_finalists: int = 4 # the generation's best creatures that race the last offer in a qualifier
-    creature_qualifier_races: int = 0 # races of a qualifier; 0: a season's tournament's (`SeasonConfig.creature_races`)
-    creature_race_seconds: float = 0.0 # seconds of a race; 0: a season's (`SeasonConfig.creature_seconds`)
+    creature_qualifier_races: int = 0 # races of a qualifier; 0: a season's tournament's (`CreatureArena.season.meetings`)
+    creature_race_seconds: float = 0.0 # seconds of a race; 0: a season's (`CreatureArena.season.settings`)
     creature_device: str = 'auto' # where the GA's races run: 'auto' (CUDA where present), 'cpu' or 'cuda'
     creature_compile: bool = True # compile the GA's physics (on the CPU a race is one C++ loop)?
     RANGES: ClassVar[dict] = dict(creature_population=(2, None), creature_ga_races=(1, None),
@@ -477,10 +477,9 @@ class CreatureSettings:
 
 # %% ../nbs/61_creature_store.ipynb #6a0bb32c
 def season_creature_settings()->dict: # {'creature_seconds': s, 'creature_races': n}
-    """A season's creature races (`SeasonConfig`'s defaults, `85_seasons`, a later chapter's: read when called, as
-    `85_seasons` reads `99_pipeline`'s commands; from the dataclass's fields: an instance would load every producer)."""
-    config = importlib.import_module('genome_lab.seasons').SeasonConfig
-    return {f.name: f.default for f in fields(config) if f.name in ('creature_seconds', 'creature_races')}
+    "A season's creature races: the creatures arena's own season settings (`CreatureArena.season`, `60_physics`)."
+    s = CreatureArena.season
+    return dict(creature_seconds=s.settings['seconds'], creature_races=s.meetings)
 
 # %% ../nbs/61_creature_store.ipynb #79f8cfd5
 def race_ordinals(scores:np.ndarray)->np.ndarray: # (R, G) race scores, in the order raced -> (G,) ordinals

@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch._higher_order_ops.while_loop import while_loop
 from .policies import Policy, ARCHITECTURES
-from .arenas import Arena, find_arena
+from .arenas import Arena, ArenaSeason, find_arena
 
 # %% auto #0
 __all__ = ['DT', 'EPISODE_SECONDS', 'FPS', 'STEPS_PER_FRAME', 'GRAVITY', 'MIN_NODES', 'MAX_NODES', 'MAX_MUSCLES', 'HIDDEN',
@@ -453,6 +453,10 @@ class CreatureArena(Arena):
     arena plays its games with `game`; registered through the `genome_lab.arenas` entry point `creatures`."""
     name, stats, rank_by = 'creatures', ('score',), ('score',)
     limits = dict(seconds=(1, EPISODE_SECONDS))
+    # a season's creature tournament: every creature in every race, 16 races of 10 s at least (3 and 20 s races
+    # ranked less stably; a race simulates them all at once, one ranks them all)
+    season = ArenaSeason(steps=0, agents=1, meetings=16, everyone_plays=True, max_active=3, required_types=('creature',),
+                         settings=dict(seconds=10.0))
     observation_doc = "direction (x, y) to the current pellet and tanh(distance / 5 m), fed to the creature's controller"
     action_doc = "continuous muscle modulation in (-1, 1), one per muscle"
     reward_doc = "pellets collected plus progress toward the next one in 20 s; -1 if disqualified"

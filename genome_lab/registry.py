@@ -16,14 +16,14 @@ from safetensors.torch import save as st_save, load as st_load
 from fastcore.basics import patch
 from .policies import Policy, build_policy, param_shapes, load_pufferlib_policy, pufferlib_config, RandomPolicy, SnakeHeuristic
 from .core import atomic_write
-from .arenas import arena_version
+from .arenas import arena_version, arena_names, find_arena
 
 # %% auto #0
 __all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'METHODS', 'NAMING', 'NAME_MAX', 'STATUSES',
            'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA', 'SEASONS_SCHEMA', 'GAMES_SCHEMA',
-           'RESULT_COLUMNS', 'POLICY_OPS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'shape_mismatch',
-           'check_params', 'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry',
-           'family_word', 'founding_genomes', 'seed_founders']
+           'RESULT_COLUMNS', 'POLICY_OPS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'genome_types',
+           'shape_mismatch', 'check_params', 'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore',
+           'Registry', 'family_word', 'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -39,7 +39,7 @@ def utcnow()->str: return datetime.now(timezone.utc).isoformat(timespec='seconds
 class Genome:
     "Metadata of one genome; `parents` is a list of `{'id', 'relation'}` (a player parent has relation 'player')."
     name: str
-    type: str # one of `GENOME_TYPES` ('baseline': hand-written or random reference players)
+    type: str # one of `genome_types(arena)` ('baseline': hand-written or random reference players)
     arena: str # 'snake', 'tetris', 'creatures'
     arch: str # an architecture of `genome_lab.policies.ARCHITECTURES`
     config: dict # the architecture's config
@@ -50,12 +50,23 @@ class Genome:
     description: str = ''
 
     def __post_init__(self):
-        if self.type not in GENOME_TYPES: raise GenomeFormatError(f"genome type {self.type!r} is not one of {GENOME_TYPES}")
+        if self.type not in (known := genome_types(self.arena)):
+            raise GenomeFormatError(f"genome type {self.type!r} is not one of {known} (the types of arena {self.arena!r})")
         if not self.id or not all(c.isalnum() or c in '-_' for c in self.id):
             raise GenomeFormatError(f"genome id {self.id!r} must be letters, digits, '-' or '_'")
         for p in self.parents:
             if set(p) != {'id', 'relation'} or p['relation'] not in RELATIONS:
                 raise GenomeFormatError(f"parent {p} must be {{'id', 'relation'}} with a relation in {RELATIONS}")
+
+# %% ../nbs/10_registry.ipynb #dd810ec5
+def genome_types(arena:str|None=None)->tuple: # the common `GENOME_TYPES`, then the arenas' own
+    """The genome types a genome of `arena` may have: the common `GENOME_TYPES` and those the arena declares
+    (`Arena.genome_types`, entry-point arenas included); None: every arena's. An unknown arena declares none."""
+    own = []
+    for name in ([arena] if arena else arena_names()):
+        try: own += find_arena(name).genome_types
+        except ValueError: pass   # not an arena here: the common types only
+    return tuple(dict.fromkeys((*GENOME_TYPES, *own)))
 
 # %% ../nbs/10_registry.ipynb #01d909ec
 def shape_mismatch(arch:str, want:dict, got:dict)->str|None: # the message; None when they match

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from .core import (config_fields, config_parser, config_from_args, config_argv, check_config, find_producer, producer_names, producer_list,
                              ProducerContext, run_lock, RunLocked, after_season_hooks, advance)
+from .arenas import ArenaSeason, arena_season
 from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
 from .tournament import run_tournament, StopRule
@@ -25,8 +26,8 @@ from .selection import SelectionRules, select
 from .server import require_token, TokenRoute
 
 # %% auto #0
-__all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig',
-           'season_config', 'season_parser', 'season_config_from_args', 'work', 'console_script', 'spawn_worker',
+__all__ = ['SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig', 'season_config',
+           'season_parser', 'season_config_from_args', 'arena_setting_flags', 'work', 'console_script', 'spawn_worker',
            'ProducerActor', 'ray_workers', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'abandon_season',
            'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn',
            'ScheduleOut', 'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'season_cli',
@@ -35,8 +36,9 @@ __all__ = ['REQUIRED_TYPES', 'SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFA
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
 class SeasonConfig:
-    """Settings of a season: its producers and their settings, tournament games per arena (stable by default),
-    selection; small defaults in a quick run (presets scale them)."""
+    """Settings of a season: its producers and their settings, tournament games and selection common to every arena,
+    and the season's overrides of each arena's own settings (`Arena.season`: the stable ones by default); small defaults
+    in a quick run (presets scale them)."""
     producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated, '' for none
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
     batch: int = 16 # tournament games played and stored as one batch (and between checks of the top's stability)
@@ -44,41 +46,30 @@ class SeasonConfig:
     meetings: int = 1 # times every pair of an arena's genomes meets at least
     max_meetings: int = 16 # then games go on until the top is stable (`StopRule`) or every pair met this often
     stable_tau: float = 0.8 # stable: split-half Kendall tau of the top 3 at least this, the leader a sigma ahead
-    # each arena's games: settings at which its ranking is stable (`bench/tournament_stability.py`, `70_tournament`)
-    snake_steps: int = 1000 # steps per snake game
-    snake_agents: int = 6 # snakes per genome in a game
-    snake_width: int = 80 # snake map width in cells (on 48x36 HeuristicSnake out-rated PufferLib's policy)
-    snake_height: int = 48 # snake map height in cells
-    snake_food: int = 200 # food on a snake map
-    tetris_steps: int = 1000 # ticks per tetris game (200 cut the games short)
-    tetris_agents: int = 8 # boards per genome in a tetris game
-    creature_seconds: float = 10.0 # seconds per creature race (3 and 20 s races ranked less stably)
-    creature_races: int = 16 # races of a creature tournament at least, every creature in each (one simulated batch)
-    other_steps: int = 200 # steps per game of any other arena (cartpole, ...)
+    arena_settings: dict = field(default_factory=dict) # {arena: {setting: value}} over the arena's own (`arena_season`)
     n_replace: int = 2 # bottom active genomes each arena's selection may replace
     max_per_type: int = 3 # active genomes of one type per arena
-    max_active_snake: int = 7 # active snake genomes at most
-    max_active_tetris: int = 5 # active tetris genomes at most
-    max_active_creatures: int = 3 # active creature genomes at most
     producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
     max_offers: int = 0 # offers taken from each producer: its newest (older ones retired unplayed); 0: all
     max_candidates: int = 0 # candidates a tournament takes per arena besides each producer's newest offer; 0: all
     producer_timeout_s: float = 0.0 # 0: each producer's round in this process; else a process, killed after this long
     RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
-        max_meetings=(1, 1000), stable_tau=(-1.0, 1.0),
-        snake_steps=(1, 10**6), snake_agents=(1, 256), snake_width=(8, 2048), snake_height=(8, 2048),
-        snake_food=(0, 10**6), tetris_steps=(1, 10**6), tetris_agents=(1, 256), creature_seconds=(0.1, 3600.0),
-        creature_races=(1, 10**4), other_steps=(1, 10**6), n_replace=(0, 100), max_offers=(0, 10**6),
-        max_candidates=(0, 10**6), producer_timeout_s=(0.0, 10.0**7),
-        max_per_type=(1, 1000), max_active_snake=(1, 1000), max_active_tetris=(1, 1000), max_active_creatures=(1, 1000))
+        max_meetings=(1, 1000), stable_tau=(-1.0, 1.0), n_replace=(0, 100), max_offers=(0, 10**6),
+        max_candidates=(0, 10**6), producer_timeout_s=(0.0, 10.0**7), max_per_type=(1, 1000))
     def __post_init__(self):
         check_config(self, self.RANGES)
+        for arena, given in self.arena_settings.items():
+            if not isinstance(given, dict):
+                raise ValueError(f"arena_settings[{arena!r}] must be a dict of settings, not {given!r}")
+            self.arena_of(arena)   # ValueError for an unknown arena, setting or value
         names = self.producer_names()
         if extra := sorted(set(self.producer_settings) - set(names)):
             raise ValueError(f"producer_settings names {extra}, which are not among the season's producers {names}")
         # complete: the season's row records them all
         self.producer_settings = {n: asdict(self.settings_of(n)) for n in names}
     def producer_names(self)->list: return producer_list(self.producers)
+    def arena_of(self, name:str)->ArenaSeason: # arena `name`'s own settings with this season's over them
+        return arena_season(name, self.arena_settings.get(name))
     def settings_of(self, name:str): # an instance of the producer's settings dataclass
         """Producer `name`'s settings: its dataclass with the values `producer_settings` gives; `ValueError` for a
         setting it lacks or a bad value."""
@@ -94,25 +85,48 @@ class SeasonConfig:
 # %% ../nbs/85_seasons.ipynb #2af34592
 def season_config(d:dict)->SeasonConfig:
     """A `SeasonConfig` from a dict (a request's body, a stored season's row); `ValueError` naming unknown settings or
-    bad values."""
+    bad values (an older genome_lab's per-arena fields, `snake_steps` and the like, are unknown: they now go in
+    `arena_settings`)."""
     if not isinstance(d, dict):
         raise ValueError(f"season settings must be a JSON object of SeasonConfig fields, not {d!r}")
     if unknown := sorted(set(d) - {f.name for f in fields(SeasonConfig)}):
-        raise ValueError(f"unknown season settings {unknown}: the settings are "
-                         f"{[f.name for f in fields(SeasonConfig)]}")
+        raise ValueError(f"unknown season settings {unknown}: the settings are {[f.name for f in fields(SeasonConfig)]}"
+                         "; an arena's own go in arena_settings, e.g. {'snake': {'steps': 1000}}")
     return SeasonConfig(**d)
 
 # %% ../nbs/85_seasons.ipynb #aaac2eb9
 def season_parser(**kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser`
-    "Flags of `SeasonConfig` and of every producer's settings dataclass (`config_parser`)."
-    return config_parser(SeasonConfig, *(find_producer(n).settings for n in producer_names()), **kw)
+    """Flags of `SeasonConfig` and of every producer's settings dataclass (`config_parser`), and `--arena-settings
+    ARENA.SETTING=VALUE ...` for `arena_settings` (`arena_setting_flags`)."""
+    ap = config_parser(SeasonConfig, *(find_producer(n).settings for n in producer_names()), **kw)
+    ap.add_argument('--arena-settings', nargs='+', action='extend', default=argparse.SUPPRESS,
+                    metavar='ARENA.SETTING=VALUE', help="an arena's own season settings overridden, e.g. snake.steps=500 "
+                    "snake.width=32 tetris.agents=4 (values read as JSON; `arena_season` lists an arena's settings)")
+    return ap
 
 # %% ../nbs/85_seasons.ipynb #0ddce610
 def season_config_from_args(given:dict)->SeasonConfig: # `given`: the parsed flags (absent when not given)
-    "The `SeasonConfig` of `season_parser`'s flags: its own fields, and each chosen producer's settings."
-    cfg = config_from_args(SeasonConfig, {**given, 'producer_settings': {}})   # not the default producers' settings
+    """The `SeasonConfig` of `season_parser`'s flags: its own fields, the arenas' settings given (`--arena-settings`),
+    and each chosen producer's settings."""
+    arenas = arena_setting_flags(given.get('arena_settings', []))
+    cfg = config_from_args(SeasonConfig, {**given, 'producer_settings': {}, 'arena_settings': arenas})   # not the default producers' settings
     settings = {n: asdict(config_from_args(find_producer(n).settings, given)) for n in cfg.producer_names()}
     return replace(cfg, producer_settings=settings)
+
+# %% ../nbs/85_seasons.ipynb #b3a19ba6
+def arena_setting_flags(items:list)->dict: # ['snake.steps=500', ...] -> {'snake': {'steps': 500}}
+    """`arena_settings` from `--arena-settings` items `ARENA.SETTING=VALUE`, each value read as JSON (a number, true,
+    a list) or else kept as text; `ValueError` for an item of another form."""
+    out = {}
+    for item in items:
+        key, eq, value = item.partition('=')
+        arena, dot, name = key.partition('.')
+        if not (eq and dot and arena and name):
+            raise ValueError(f"--arena-settings {item!r}: give ARENA.SETTING=VALUE, e.g. snake.steps=500")
+        try: value = json.loads(value)
+        except ValueError: pass   # text
+        out.setdefault(arena, {})[name] = value
+    return out
 
 # %% ../nbs/85_seasons.ipynb #5de2c9d9
 def work(registry:Registry, name:str, # a producer (`producer_names()`)
@@ -275,28 +289,20 @@ def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a produce
     return 1 if any('error' in o for o in outs) else 0
 
 # %% ../nbs/85_seasons.ipynb #9dc9de82
-# the design's required genome types, per arena (docs/design.md, Seasons)
-REQUIRED_TYPES = {'snake': ('behavioral', 'rl'), 'tetris': ('rl',), 'creatures': ('creature',)}
-
 def arena_plan(cfg:SeasonConfig, arena:str, # the season's settings and an arena
                entrants:int=2)->tuple: # the genomes its tournament plays; (run_tournament keywords, SelectionRules)
-    """How a season plays and selects in `arena`: the game settings of `cfg` and the diversity rules of that arena.
-    Creatures never touch in a race (each runs the course alone; the batch is simulated at once), so every creature
-    of the tournament runs every race, `creature_races` of them at least: one race ranks them all."""
-    stop = lambda meetings: StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, meetings))
-    kw = dict(genomes_per_game=cfg.genomes_per_game, meetings=cfg.meetings, batch=cfg.batch,
-              until_stable=stop(cfg.meetings))
-    kw |= {'snake': dict(agents_per_genome=cfg.snake_agents, steps=cfg.snake_steps,
-                         settings=dict(width=cfg.snake_width, height=cfg.snake_height, num_food=cfg.snake_food)),
-           'tetris': dict(agents_per_genome=cfg.tetris_agents, steps=cfg.tetris_steps),
-           'creatures': dict(agents_per_genome=1, steps=0, settings=dict(seconds=cfg.creature_seconds),
-                             genomes_per_game=max(entrants, 2), meetings=cfg.creature_races,
-                             until_stable=stop(cfg.creature_races))}.get(
-               arena, dict(agents_per_genome=2, steps=cfg.other_steps))
-    cap = dict(snake=cfg.max_active_snake, tetris=cfg.max_active_tetris,
-               creatures=cfg.max_active_creatures).get(arena, cfg.max_per_type)
+    """How a season plays and selects in `arena`: the arena's own season settings (`Arena.season`) with `cfg`'s
+    `arena_settings` over them (`SeasonConfig.arena_of`), and `cfg`'s common settings. An arena whose genomes each
+    play alone (`everyone_plays`: creatures never touch in a race, the batch is simulated at once) puts every entrant
+    in every game, the arena's `meetings` of them at least: one game ranks them all."""
+    s = cfg.arena_of(arena)
+    meetings = s.meetings or cfg.meetings
+    kw = dict(genomes_per_game=max(entrants, 2) if s.everyone_plays else cfg.genomes_per_game, meetings=meetings,
+              batch=cfg.batch, agents_per_genome=s.agents, steps=s.steps,
+              until_stable=StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, meetings)),
+              **({'settings': dict(s.settings)} if s.settings else {}))
     return kw, SelectionRules(n_replace=cfg.n_replace, max_per_type=cfg.max_per_type,
-                              required_types=REQUIRED_TYPES.get(arena, ()), max_active=cap)
+                              required_types=s.required_types, max_active=s.max_active or cfg.max_per_type)
 
 # %% ../nbs/85_seasons.ipynb #4e684bc3
 SEASON_LOCK = 'season.lock' # the file a season holds locked in the registry folder: one season at a time

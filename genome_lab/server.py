@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ConfigDict, field_validator, model_valida
 from starlette.concurrency import run_in_threadpool
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from .registry import (Registry, RegistryError, Genome, GenomeFormatError, genome_from_bytes, FORMAT,
-                                 GENOME_TYPES, RELATIONS, utcnow, seed_founders, shape_mismatch)
+                                 genome_types, RELATIONS, utcnow, seed_founders, shape_mismatch)
 from .policies import ARCHITECTURES, build_policy, find_architecture
 from .arenas import find_arena, make_arena
 from .selection import tournament_job
@@ -146,7 +146,7 @@ class GenomeMeta(BaseModel):
     "The genome metadata inside a submitted safetensors header (the fields of `genome_lab.registry.Genome`)."
     model_config = ConfigDict(extra='forbid')
     name: str = Field(min_length=1, max_length=100)
-    type: Literal[GENOME_TYPES]
+    type: str = Field(min_length=1, max_length=64, description="a genome type of its arena (`genome_lab.registry.genome_types`)")
     arena: str = Field(min_length=1, max_length=64, description="a registered arena (`genome_lab.arenas.arena_names()`)")
     arch: str = Field(min_length=1, max_length=64)
     config: dict[str, Union[bool, int, float, str]]
@@ -159,6 +159,11 @@ class GenomeMeta(BaseModel):
     @field_validator('arena')
     @classmethod
     def _known_arena(cls, v): find_arena(v); return v
+
+    @model_validator(mode='after')
+    def _known_type(self):
+        if self.type not in (known := genome_types(self.arena)): raise ValueError(f"genome type {self.type!r} is not one of {known}")
+        return self
 
 def meta_param_shapes(arch:str, config:dict)->dict: # {name: shape tuple}
     "Parameter names and shapes of `arch` with `config`, built on the `meta` device (no memory); raises `SubmissionError`."

@@ -5,9 +5,9 @@ from pathlib import Path
 from genome_lab.registry import Registry
 from genome_lab.core import load_state
 
-TINY = ['--work-s', '4', '--workers', 'clones', '--batch', '2', '--snake-steps', '30', '--snake-agents', '2',
-        '--snake-width', '24', '--snake-height', '24', '--snake-food', '10', '--tetris-steps', '30', '--tetris-agents', '2',
-        '--creature-seconds', '1', '--max-meetings', '1']
+TINY = ['--work-s', '4', '--workers', 'clones', '--batch', '2', '--max-meetings', '1', '--arena-settings', 'snake.steps=30',
+        'snake.agents=2', 'snake.width=24', 'snake.height=24', 'snake.num_food=10', 'tetris.steps=30', 'tetris.agents=2',
+        'creatures.seconds=1']
 
 def _seasons(root:Path)->list:
     try:

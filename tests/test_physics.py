@@ -199,15 +199,16 @@ def test_the_qualifier_rates_as_the_creature_tournament_does():
     assert kendalltau(beaten_share(scores), [lb.ordinal[n] for n in names]).statistic > 0.7
 
 def test_the_producer_races_at_the_seasons_settings_and_continues_across_rounds(tmp_path):
-    """Its races last a season's `creature_seconds` and its qualifiers a season's `creature_races` (unless set); two
+    """Its races last a season's (the creatures arena's own `season`: seconds, meetings) unless set; two
     seasons' rounds (`work(offers=1)`) continue one run, each offering the qualifier's winner; the checkpoint of the
     rounds it made before it was a loop starts a new run."""
     from genome_lab.core import ProducerContext, find_producer, save_state
-    from genome_lab.seasons import SeasonConfig, work
+    from genome_lab.seasons import work
+    from genome_lab.physics import CreatureArena
     reg = Registry(tmp_path/'reg'); creature_baselines(reg)
     run = find_producer('creatures').start(ProducerContext(reg, 1, CreatureSettings(creature_device='cpu'), tmp_path))
-    assert (run.ga.config['seconds'], run.qualifier_races, run.ga.device) == (SeasonConfig().creature_seconds,
-                                                                              SeasonConfig().creature_races, 'cpu')
+    own = CreatureArena.season
+    assert (run.ga.config['seconds'], run.qualifier_races, run.ga.device) == (own.settings['seconds'], own.meetings, 'cpu')
     small = CreatureSettings(creature_population=4, creature_ga_races=2, creature_offer_every=2, creature_finalists=2,
                              creature_qualifier_races=3, creature_race_seconds=1.0, creature_compile=False)
     save_state(reg.root/'season_work'/'creatures.safetensors', 'producer', dict(round=3, pending=None))   # of the rounds before

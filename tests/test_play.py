@@ -35,8 +35,8 @@ STEER = """(() => {
 })()"""
 
 SEASON = SeasonConfig(producers='clones', producer_settings={'clones': dict(clone_hidden=8, clone_epochs=1)},
-                      snake_steps=60, snake_agents=2, snake_width=30, snake_height=20, snake_food=20, tetris_steps=30,
-                      tetris_agents=1, max_meetings=1)
+                      max_meetings=1, arena_settings=dict(snake=dict(steps=60, agents=2, width=30, height=20, num_food=20),
+                                                          tetris=dict(steps=30, agents=1)))
 
 @pytest.fixture
 def root(tmp_path):

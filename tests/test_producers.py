@@ -2,7 +2,6 @@
 it with its settings (flags included) and its genome competes, with no edit to `seasons`; the season's after-season
 hooks cut its highlights."""
 import dataclasses
-from importlib import metadata
 import pytest
 from genome_lab.core import Producer, PRODUCERS, producer_names
 from genome_lab.registry import Registry, Genome, seed_founders
@@ -27,22 +26,17 @@ def produce_mutants(ctx)->list:
 mutants = Producer(produce_mutants, MutantSettings)
 
 @pytest.fixture
-def mutants_installed(monkeypatch):
+def mutants_installed(install_entry_point):
     "The producer as an installed package declares it: one entry point, `mutants = test_producers:mutants`."
-    ep = metadata.EntryPoint(name='mutants', value=f'{__name__}:mutants', group='genome_lab.producers')
-    real = metadata.entry_points
-    def entry_points(**kw):
-        eps = real(**kw)
-        return metadata.EntryPoints([*eps, ep]) if kw.get('group') == 'genome_lab.producers' else eps
-    monkeypatch.setattr(metadata, 'entry_points', entry_points)
+    install_entry_point('genome_lab.producers', 'mutants', f'{__name__}:mutants')
     yield
     PRODUCERS.pop('mutants', None)
 
 def test_a_producer_added_by_its_entry_point_alone_competes_in_a_season(tmp_path, mutants_installed):
     assert 'mutants' in producer_names() and 'mutants' not in PRODUCERS   # known, not loaded yet
-    flags = ['--producers', 'mutants', '--mutant-sigma', '0.01', '--batch', '4', '--snake-steps', '60',
-             '--snake-agents', '2', '--snake-width', '32', '--snake-height', '24', '--snake-food', '20',
-             '--tetris-steps', '30', '--creature-seconds', '1']
+    flags = ['--producers', 'mutants', '--mutant-sigma', '0.01', '--batch', '4', '--arena-settings', 'snake.steps=60',
+             'snake.agents=2', 'snake.width=32', 'snake.height=24', 'snake.num_food=20', 'tetris.steps=30',
+             'creatures.seconds=1']
     # its settings are flags of `genome-lab season`
     cfg = season_config_from_args(vars(season_parser().parse_args(flags)))
     assert cfg.settings_of('mutants') == MutantSettings(mutant_sigma=0.01)
@@ -75,8 +69,8 @@ def test_a_worker_offers_between_seasons_and_the_season_takes_the_queue(tmp_path
     assert '"names": ["Mutant-S1"]' in capsys.readouterr().out
     with Registry(root) as reg:
         [gid] = reg.waiting_offers()
-        cfg = SeasonConfig(producers='', batch=4, snake_steps=60, snake_agents=2, snake_width=32, snake_height=24,
-                           snake_food=20, tetris_steps=30, creature_seconds=1.0)
+        cfg = SeasonConfig(producers='', batch=4, arena_settings=dict(
+            snake=dict(steps=60, agents=2, width=32, height=24, num_food=20), tetris=dict(steps=30), creatures=dict(seconds=1.0)))
         row = run_season(reg, cfg)
         assert [(c['id'], c['producer']) for c in row['candidates']] == [(gid, 'mutants')]
         assert reg.games(gid) > 0 and reg.waiting_offers() == {}   # it played, and the queue is empty

@@ -97,7 +97,7 @@ def test_a_too_slow_program_is_failed_and_the_season_keeps_its_pace(tmp_path):
     import time
     from genome_lab.registry import seed_founders
     from genome_lab.seasons import SeasonConfig, run_season
-    cfg = SeasonConfig(producers='', snake_steps=100)   # the 100-step snake games; the rest the season's own
+    cfg = SeasonConfig(producers='', arena_settings=dict(snake=dict(steps=100)))   # the 100-step snake games; the rest the season's own
     def season(root, sleeper:bool):
         with Registry(root) as reg:
             seed_founders(reg)

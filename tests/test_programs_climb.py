@@ -10,8 +10,8 @@ def test_programs_climb_bench_runs_with_tiny_settings(tmp_path, monkeypatch):
     spec = importlib.util.spec_from_file_location('bench_climb', Path(__file__).parents[1]/'bench'/'programs_climb.py')
     bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench
     spec.loader.exec_module(bench)
-    assert (bench.SEASON.tetris_steps, bench.SEASON.tetris_agents) == (SeasonConfig().tetris_steps, SeasonConfig().tetris_agents)
-    monkeypatch.setattr(bench, 'SEASON', SeasonConfig(producers='', tetris_steps=60, tetris_agents=2))   # short games here
+    assert bench.SEASON.arena_of('tetris') == SeasonConfig().arena_of('tetris')   # the season's own
+    monkeypatch.setattr(bench, 'SEASON', SeasonConfig(producers='', arena_settings=dict(tetris=dict(steps=60, agents=2))))   # short games here
     res = bench.main(['--root', str(tmp_path/'climb'), '--budget-s', '20', '--games', '4', '--heldout', '1',
                       '--program-ticks', '60', '--program-games', '1', '--program-children', '2', '--program-generations', '2',
                       '--program-cma-generations', '1', '--program-cma-popsize', '2', '--out', str(tmp_path/'climb.json')])

@@ -11,12 +11,12 @@ from genome_lab.selection import mutate
 from genome_lab.server import create_app
 
 BIN = Path(sys.executable).parent
-FLAGS = ['--producers', '', '--batch', '1', '--snake-steps', '120', '--snake-agents', '4', '--snake-width', '32', '--snake-height', '24',
-         '--snake-food', '20', '--tetris-steps', '60', '--meetings', '2', '--max-meetings', '3', '--max-active-snake', '3',
-         '--creature-seconds', '3', '--creature-races', '8']
+FLAGS = ['--producers', '', '--batch', '1', '--meetings', '2', '--max-meetings', '3', '--arena-settings', 'snake.steps=120',
+         'snake.agents=4', 'snake.width=32', 'snake.height=24', 'snake.num_food=20', 'snake.max_active=3', 'tetris.steps=60',
+         'creatures.seconds=3', 'creatures.meetings=8']
 
 def registry_with_candidates(root:Path):
-    """The founders (three active snake genomes: the arena is full at `--max-active-snake 3`) and three snake candidates
+    """The founders (three active snake genomes: the arena is full at `snake.max_active=3`) and three snake candidates
     (Gaussian mutants of PufferLib's snake); the three random reference creatures (the arena's cap) and a creature
     candidate, the best of 32 random creatures on four courses of its own."""
     from genome_lab.creature_store import creature_baselines
@@ -110,8 +110,8 @@ def fire_once_at(t:datetime)->str: return f"{t.second} {t.minute} {t.hour} {t.da
 def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_path):
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)
     auth = {'Authorization': 'Bearer schedule-token'}
-    config = dict(producers='', snake_steps=30, snake_agents=2, snake_width=24, snake_height=24, snake_food=10, tetris_steps=30,
-                  tetris_agents=2, max_meetings=2)
+    config = dict(producers='', max_meetings=2, arena_settings=dict(snake=dict(steps=30, agents=2, width=24, height=24, num_food=10),
+                                                                    tetris=dict(steps=30, agents=2)))
     with TestClient(create_app(tmp_path/'reg', token='schedule-token')) as http:
         assert http.get('/schedule').json()['cron'] == '0 3 * * 1'   # weekly by default
         fire = datetime.now(timezone.utc) + timedelta(seconds=3)
@@ -123,7 +123,7 @@ def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_p
         "SELECT status FROM seasons").fetchall()
     with TestClient(create_app(tmp_path/'reg', token='schedule-token')) as http:
         got = http.get('/schedule').json()
-        assert (got['cron'], got['config']['snake_steps']) == (set_to['cron'], 30)   # the store kept the schedule, not the default
+        assert (got['cron'], got['config']['arena_settings']['snake']['steps']) == (set_to['cron'], 30)   # the store kept the schedule, not the default
         t0 = time.time()
         while seasons() != [('done',)]:
             assert time.time() - t0 < 300, seasons(); time.sleep(0.2)   # the missed season runs once the server is back
@@ -139,8 +139,8 @@ def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp
     from genome_lab.seasons import SeasonConfig, run_season
     from genome_lab.dashboard import read_scalars
     ppo = dict(ppo_maps=2, ppo_steps=4608, ppo_scratch_every=0, ppo_device='cpu')
-    cfg = SeasonConfig(producers='ppo', batch=16, snake_steps=60, snake_agents=2, snake_width=32, snake_height=24, snake_food=20,
-                       tetris_steps=30, producer_settings=dict(ppo=ppo))
+    cfg = SeasonConfig(producers='ppo', batch=16, producer_settings=dict(ppo=ppo), arena_settings=dict(
+        snake=dict(steps=60, agents=2, width=32, height=24, num_food=20), tetris=dict(steps=30)))
     made = {}
     for name in ('a', 'b'):
         with Registry(tmp_path/name) as reg:
@@ -157,13 +157,17 @@ def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp
     assert all(torch.equal(pa[k], pb[k]) for pa, pb in zip(made['a'], made['b']) for k in pa)   # a function of seed and settings
 
 BAD_SCHEDULES = {  # issue 30: each was stored by PUT /schedule; message expected in the 422
-    'steps as text': (dict(config=dict(snake_steps='abc')), "snake_steps='abc' is not an int"),
-    'negative steps': (dict(config=dict(snake_steps=-5)), 'snake_steps=-5 is outside'),
-    'fractional steps': (dict(config=dict(snake_steps=1.5)), 'snake_steps=1.5 is not an int'),
+    'steps as text': (dict(config=dict(arena_settings=dict(snake=dict(steps='abc')))), "steps='abc' is not an int"),
+    'negative steps': (dict(config=dict(arena_settings=dict(snake=dict(steps=-5)))), 'steps=-5 is not an int in [0, 1000000]'),
+    'fractional steps': (dict(config=dict(arena_settings=dict(snake=dict(steps=1.5)))), 'steps=1.5 is not an int'),
+    'unknown arena setting': (dict(config=dict(arena_settings=dict(snake=dict(stepz=5)))), "arena 'snake' has no season settings ['stepz']"),
+    'unknown arena': (dict(config=dict(arena_settings=dict(chess=dict(steps=5)))), "unknown arena 'chess'"),
+    'crowded map': (dict(config=dict(arena_settings=dict(snake=dict(width=16, height=16, num_food=500)))), 'crowd a 16x16 snake map'),
     'huge seed': (dict(config=dict(seed=10**30)), 'seed=1000000000000000000000000000000 is outside'),
     'zero batch': (dict(config=dict(batch=0)), 'batch=0 is outside'),
     'cron that never fires': (dict(cron='0 0 31 2 *'), "'0 0 31 2 *' never fires"),
     'unknown key': (dict(config=dict(snake_stepz=100)), "unknown season settings ['snake_stepz']"),
+    "an older genome_lab's field": (dict(config=dict(snake_steps=100)), "an arena's own go in arena_settings"),
     'every second': (dict(cron='* * * * * *'), 'fires more than once a minute'),   # issue 45
     'producer twice': (dict(config=dict(producers='clones,clones')), "name ['clones'] more than once"),
 }
@@ -186,15 +190,21 @@ def test_put_schedule_refuses_bad_settings_before_storing_them(schedule_server, 
 
 def test_a_stored_bad_running_season_does_not_wedge_later_seasons(tmp_path, capsys):
     """Issue 30: a season row left 'running' with settings that do not read is closed, saying why, and the next
-    season plays."""
+    season plays; so is one an older genome_lab stored with its per-arena fields (issue 48: now `arena_settings`)."""
     from genome_lab.seasons import season_cli
     with Registry(tmp_path/'reg') as reg:
         seed_founders(reg)
-        reg.open_season(dict(snake_steps='abc'))   # as a PUT /schedule of the old code stored it, then a season began
+        reg.open_season(dict(arena_settings=dict(snake=dict(steps='abc'))))   # as a PUT /schedule of old code stored it
+    assert season_cli(['--registry', str(tmp_path/'reg'), *FLAGS]) == 0
+    with Registry(tmp_path/'reg') as reg:
+        reg.open_season(dict(snake_steps=1000, tetris_agents=8))   # a season an older genome_lab left running
     assert season_cli(['--registry', str(tmp_path/'reg'), *FLAGS]) == 0
     with Registry(tmp_path/'reg') as reg: rows = reg.seasons()
-    assert [(r['id'], r['status']) for r in rows] == [(1, 'done'), (2, 'done')] and rows[1]['games'] > 0
-    assert "snake_steps='abc' is not an int" in rows[0]['violations'][0]
+    assert [(r['id'], r['status']) for r in rows] == [(1, 'done'), (2, 'done'), (3, 'done'), (4, 'done')]
+    assert rows[1]['games'] > 0 and rows[3]['games'] > 0
+    assert "steps='abc' is not an int" in rows[0]['violations'][0]
+    assert "unknown season settings ['snake_steps', 'tetris_agents']" in rows[2]['violations'][0]
+    assert "an arena's own go in arena_settings" in rows[2]['violations'][0]
 
 def test_season_refuses_a_registry_that_does_not_exist(tmp_path, capsys):
     "Issue 30: `season --registry <typo>` creates nothing and says how to make a new registry."
@@ -258,8 +268,8 @@ def test_serve_runs_its_producers_and_stops_them_with_the_app(tmp_path, capsys):
     assert ended['stopped'] == 'stop', ended   # by the shutdown (its round may be cut after its offer), not its budget
     with run_lock(tmp_path/'reg'/'season_work'/'creatures.lock'): pass
 
-SMALL = dict(producers='clones', batch=1, snake_steps=30, snake_agents=2, snake_width=24, snake_height=24, snake_food=10,
-             tetris_steps=30, tetris_agents=2, meetings=1, max_meetings=1, max_candidates=1)
+SMALL = dict(producers='clones', batch=1, meetings=1, max_meetings=1, max_candidates=1, arena_settings=dict(
+             snake=dict(steps=30, agents=2, width=24, height=24, num_food=10), tetris=dict(steps=30, agents=2)))
 
 @pytest.fixture(scope='module')
 def two_small_seasons(tmp_path_factory):

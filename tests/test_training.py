@@ -159,14 +159,15 @@ def test_a_run_resumed_from_its_checkpoint_goes_on_exactly_as_an_uninterrupted_o
         assert states['whole']['env']['step_count'] == 4 * 64 and states['whole']['pending'] is None
 
 def test_the_season_game_and_map_the_recipe_reads_are_the_seasons():
-    "75 cannot import 85 (notebook order): its copy of a season game's snakes and steps must agree with SeasonConfig."
+    "Its copy of a season game's snakes and steps agrees with the snake arena's season settings and SeasonConfig's."
     from genome_lab.arenas import SnakeArena
     from genome_lab.seasons import SeasonConfig
     from genome_lab.training import SEASON_SNAKES, SEASON_STEPS, finetune_recipe
     s, cfg = SeasonConfig(), finetune_recipe(device='cpu')
-    assert (SEASON_SNAKES, SEASON_STEPS) == (s.genomes_per_game * s.snake_agents, s.snake_steps)
-    assert (cfg.width, cfg.height, cfg.num_food) == (s.snake_width, s.snake_height, s.snake_food)
-    assert cfg.max_snake_length == SnakeArena.game_settings['max_snake_length'] and cfg.reset_every == s.snake_steps
+    own, game = SnakeArena.season, SnakeArena.game_settings   # the season plays the arena's own map
+    assert (SEASON_SNAKES, SEASON_STEPS) == (s.genomes_per_game * own.agents, own.steps) and not own.settings
+    assert (cfg.width, cfg.height, cfg.num_food) == (game['width'], game['height'], game['num_food'])
+    assert cfg.max_snake_length == game['max_snake_length'] and cfg.reset_every == own.steps
 
 def test_the_multiprocessing_backend_trains_and_resumes_on_fresh_maps(tmp_path):
     "PufferLib's Multiprocessing backend (the recipe's on CUDA), on the CPU with 2 worker processes of `TournamentMaps`."
