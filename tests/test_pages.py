@@ -79,9 +79,12 @@ def walk(url:str, p:Page, shots)->dict: # {path: status} of every page opened
                          '/stream/playlist': 'playlist.png'}.get(h))
         if h == '/leaderboard': genomes = links(p, 'table.top a')
         if h == '/play':   # a game under way, started as a person starts one
-            p.page.fill('#player', 'walker'); p.page.click('#start'); p.page.keyboard.press('ArrowUp')   # read-only: no consent box; a key starts the game
-            started = p.js("""new Promise(ok => { const t0 = Date.now(); (function f() { if (window.play && window.play.frames >= 5) ok(true);
-                                 else if (Date.now() - t0 > 30000) ok(false); else setTimeout(f, 100); })(); })""")
+            until = lambda cond: p.js(f"""new Promise(ok => {{ const t0 = Date.now(); (function f() {{ if (window.play && {cond}) ok(true);
+                                          else if (Date.now() - t0 > 30000) ok(false); else setTimeout(f, 100); }})(); }})""")
+            p.page.fill('#player', 'walker'); p.page.click('#start')   # read-only: no consent box
+            shown = until("window.play.frames >= 1")   # the socket is open: a key pressed now is sent (one pressed before is dropped)
+            p.page.keyboard.press('ArrowUp')           # a key starts the game
+            started = shown and until("window.play.frames >= 5 && window.play.last.t > 0")
             p.page.screenshot(path=shots/'play.png', full_page=True)
             if not started: bad.append(('no frame in 30 s', url + h))
         if h == '/viewer': games = links(p, '#highlights a') + links(p, 'ol.games a')[:1]
