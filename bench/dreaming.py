@@ -126,8 +126,8 @@ def tournament(o:DreamingOptions, work:Path, planner:DreamPlanner, student, accu
                max_meetings=o.max_meetings)
     if done.exists() and (got := json.loads(done.read_text()))['key'] == key: return got['entry']
     reg = Registry(work/f'registry-{seed}-{time.time_ns()}')
-    g = register_planner(reg, planner, 'DreamPlanner', world_model=accuracy)
-    d = register_distilled(reg, student, 'DreamStudent', g.id, **asdict(o.distill))
+    g = register_planner(reg, planner, world_model=accuracy)
+    d = register_distilled(reg, student, g.id, **asdict(o.distill))
     puffer = reg.by_name('PufferSnake')
     season = SeasonConfig(**({'max_meetings': o.max_meetings} if o.max_meetings else {}),
                           arena_settings=dict(snake=dict(steps=o.snake_steps)) if o.snake_steps else {})

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from .arenas import SnakeArena, SNAKE_CELLS, tqdm
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
-from .registry import Registry, Genome, RegistryError, seed_founders, NAME_MAX
+from .registry import Registry, Genome, RegistryError, seed_founders
 from .evaluation import evaluate, evaluate_continuous, between_map_sem
 from .core import Producer, ProducerContext, log_scalars, atomic_write_json
 from .sessions import player_sessions, Session, DataRecorder, MixedDriver, load_sessions, record_bot_sessions
@@ -244,8 +244,8 @@ def compare_scores(student:Policy, teacher:Policy,
     return df
 
 # %% ../nbs/21_cloning.ipynb #797a5990
-def finetune(reg:Registry, base_id:str, sessions:list, cfg:CloneConfig, name:str|None=None,
-             progress:bool=True)->tuple: # (Genome, LinearLSTM, history)
+def finetune(reg:Registry, base_id:str, sessions:list, cfg:CloneConfig, name:str|None=None, # None: `genome_name('tune', base_id)`
+             progress:bool=True, **extra)->tuple: # `extra`: more of the training record -> (Genome, LinearLSTM, history)
     "Fine-tune genome `base_id` on `sessions` for `cfg.epochs` epochs and register the result as a `hybrid`."
     base = reg.genome(base_id)
     if base['arch'] != LinearLSTM.arch: raise RegistryError(f"fine-tuning needs a {LinearLSTM.arch} genome, {base_id} is {base['arch']}")
@@ -253,9 +253,9 @@ def finetune(reg:Registry, base_id:str, sessions:list, cfg:CloneConfig, name:str
     tr, va = split_by_session(sessions, cfg.val_frac, cfg.seed)
     hist = train_clone(pol, session_sequences(tr), session_sequences(va), cfg, progress=progress)
     players = '+'.join(dict.fromkeys(s.player.split(':')[-1] for s in sessions))
-    g = register_clone(reg, pol, sessions, name or reg.child_name(base_id, players.title()[:NAME_MAX - 4]), 'hybrid',
+    g = register_clone(reg, pol, sessions, name or reg.genome_name('tune', base_id), 'hybrid',
                        parents=[dict(id=base_id, relation='finetune')],
-                       text=f"{base['name']} fine-tuned on sessions of {players}", base=base_id, epochs=cfg.epochs)
+                       text=f"{base['name']} fine-tuned on sessions of {players}", base=base_id, epochs=cfg.epochs, **extra)
     return g, pol, hist
 
 # %% ../nbs/21_cloning.ipynb #b1ff5c17
@@ -325,7 +325,7 @@ def merge_genomes(reg:Registry, ids:list, # genomes to merge (at least two)
             sessions.setdefault(player, []).extend(s for s in sids if s not in sessions.get(player, []))
     rec = dict(sessions=sessions, method=method, base=base_id, weights=weights) | (dict(density=density, lam=lam) if method == 'ties' else {})
     g0 = loaded[0][0]
-    g = Genome(name=name or reg.child_name(ids[0], method), type='hybrid', arena=g0.arena, arch=g0.arch,
+    g = Genome(name=name or reg.genome_name('merge', ids[0]), type='hybrid', arena=g0.arena, arch=g0.arch,
                config=g0.config,
                source='merge', parents=[dict(id=i, relation='merge') for i in ids],
                description=f"{method} merge of {', '.join(names)} (base {base_id})\ntraining: {json.dumps(rec, sort_keys=True)}")
@@ -384,12 +384,14 @@ def _best_snake_network(reg:Registry)->str|None:
     return max(ok, key=lambda i: rt[i]['ordinal'] if i in rt else -np.inf, default=None)
 
 def _hybrid(ctx:ProducerContext, base:str, player:str, sessions:list)->str: # genome id
-    "`base` fine-tuned on `player`'s `sessions` as this season's hybrid (made once: a rerun finds it by name)."
+    """`base` fine-tuned on `player`'s `sessions` as this season's hybrid (`<Family>-tune<n>`), made once: a rerun finds
+    the child of `base` whose training record names this season and player."""
     reg = ctx.registry
-    name = reg.child_name(base, f"{player.split(':')[-1].title()[:6]}{ctx.season}")
-    if (gid := reg.by_name(name)) is not None: return gid
+    for c in reg.children(base):
+        rec = training_record(reg.genome(c['id'])['description'])
+        if c['relation'] == 'finetune' and rec.get('season') == ctx.season and player in rec.get('sessions', {}): return c['id']
     cfg = CloneConfig(epochs=ctx.settings.hybrid_epochs, lr_final=1.0, seed=ctx.season_seed)
-    g, _, hist = finetune(reg, base, sessions, cfg, name=name, progress=False)
+    g, _, hist = finetune(reg, base, sessions, cfg, progress=False, season=ctx.season)
     log_scalars(reg.root, 'hybrids', f'season-{ctx.season}', hist.to_dict('records'), 'epoch')   # the dashboard's
     return g.id
 
@@ -413,8 +415,9 @@ def produce_hybrids(ctx:ProducerContext)->list: # genome ids
         mates = [i for i in reg.ids() if (g := reg.genome(i))['type'] == 'hybrid' and g['source'] == 'cloning' and i != gid
                  and base in base_ancestors(reg, i)]
         if mates:
-            mname = reg.child_name(gid, f"ties{ctx.season}")
-            merged = report.each({mname: [gid, mates[-1]]}, lambda n, ids: reg.by_name(n) or merge_genomes(reg, ids, name=n).id)
+            pair = [gid, mates[-1]]   # merged once: a rerun finds the merge of this pair
+            done = [c['id'] for c in reg.children(gid) if c['relation'] == 'merge' and {p['id'] for p in reg.genome(c['id'])['parents']} == set(pair)]
+            merged = report.each({'merge': pair}, lambda n, ids: done[0] if done else merge_genomes(reg, ids).id)
             out += merged.values()
     return out
 

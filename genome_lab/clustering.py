@@ -1,4 +1,4 @@
-"""Features of play per session, k-means archetypes named by a documented rule, and one cluster genome per archetype (`HunterV3`).
+"""Features of play per session, k-means archetypes named by a documented rule, and one cluster genome per archetype (`Hunter-cluster3`).
 
 Docs: https://genome-lab.github.io/genome_lab/clustering.html.md"""
 
@@ -18,7 +18,7 @@ from sklearn.decomposition import PCA
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 from .policies import LinearLSTM, pufferlib_config
-from .registry import Registry, Genome, seed_founders
+from .registry import Registry, Genome, seed_founders, NAMING, family_word
 from .arenas import SNAKE_VIEW, SNAKE_VISION, SNAKE_DR, SNAKE_DC, SNAKE_CENTER_DIST, SNAKE_WALL, other_snakes
 from .core import Producer, ProducerContext
 from .sessions import player_sessions, Session, load_sessions, record_bot_sessions, BOT_STYLES
@@ -141,21 +141,22 @@ def style_ari(clustering:Clustering, styles:pd.Series, family:bool=True)->float:
     return float(adjusted_rand_score(s.values, clustering.labels))
 
 # %% ../nbs/30_clustering.ipynb #ae4aec33
-def latest_version(reg:Registry, name:str, genome_type:str='cluster')->tuple: # (version, genome id); (0, None) if none
-    "Highest `<name>V<n>` genome of `genome_type` in `reg`."
-    best = (0, None)
-    for gid, n in reg.named(f'{name}V', type=genome_type):
-        m = re.fullmatch(re.escape(name) + r'V(\d+)', n)
-        if m and int(m.group(1)) > best[0]: best = (int(m.group(1)), gid)
-    return best
+VERSION_RELATION = {'cluster': 'cluster', 'behavioral': 'clone'} # how a new version names the one before it, and its method (`METHODS`)
 
-VERSION_RELATION = {'cluster': 'cluster', 'behavioral': 'clone'} # how a new version names the one before it
+def latest_version(reg:Registry, name:str, genome_type:str='cluster')->tuple: # (version, genome id); (0, None) if none
+    "Highest version of family `name` of `genome_type` in `reg`: the n of its `<name>-cluster<n>` (or `-clone<n>`) genome."
+    best, method = (0, None), VERSION_RELATION[genome_type]
+    for gid, n in reg.named(f'{name}-{method}', type=genome_type):
+        m = NAMING.fullmatch(n)
+        if m and (m['family'], m['method']) == (name, method) and int(m['n']) > best[0]: best = (int(m['n']), gid)
+    return best
 
 def train_versioned(reg:Registry, name:str, sessions:list, cfg:CloneConfig,
                     genome_type:str='cluster', # 'cluster' (a cluster's sessions) or 'behavioral' (one player's)
                     text:str='', progress:bool=False, **extra)->tuple: # (Genome row dict, trained?)
-    "Clone `sessions` into `<name>V<n+1>`, unless `<name>V<n>` learned from exactly these sessions (then it is returned untrained)."
+    "Clone `sessions` into version n+1 (`<name>-cluster<n+1>`), unless version n learned from exactly these sessions (then it is returned untrained)."
     if not sessions: raise ValueError(f"{name} has no sessions")
+    name = family_word(name)
     version, prev = latest_version(reg, name, genome_type)
     ids = sorted(s.id for s in sessions)
     if prev is not None:
@@ -165,14 +166,14 @@ def train_versioned(reg:Registry, name:str, sessions:list, cfg:CloneConfig,
     pol = LinearLSTM(**(pufferlib_config('snake') | dict(hidden=cfg.hidden)))
     tr, va = split_by_session(sessions, cfg.val_frac, cfg.seed)
     hist = train_clone(pol, session_sequences(tr), session_sequences(va), cfg, progress=progress)
-    g = register_clone(reg, pol, sessions, f'{name}V{version + 1}', genome_type,
+    g = register_clone(reg, pol, sessions, reg.genome_name(VERSION_RELATION[genome_type], prev, family=name), genome_type,
                        parents=[dict(id=prev, relation=VERSION_RELATION[genome_type])] if prev else [],
                        text=f"{text or name}, version {version + 1}", version=version + 1,
                        val_accuracy=round(float(hist['val/charts/accuracy'].iloc[-1]), 4), **extra)
     return reg.genome(g.id), True
 
 def train_cluster_genome(reg:Registry, name:str, sessions:list, cfg:CloneConfig, progress:bool=False)->tuple: # (Genome row dict, trained?)
-    "Clone the sessions of cluster `name` into `<name>V<n+1>`, unless `<name>V<n>` learned from exactly these sessions."
+    "Clone the sessions of cluster `name` into `<name>-cluster<n+1>`, unless `<name>-cluster<n>` learned from exactly these sessions."
     return train_versioned(reg, name, sessions, cfg, 'cluster', f"cluster genome {name}: cloned from the sessions of cluster {name}",
                            progress, cluster=name)
 
@@ -203,7 +204,7 @@ class ClusterSettings:
 
 # %% ../nbs/30_clustering.ipynb #a9b82439
 def produce_clones(ctx:ProducerContext)->list: # genome ids
-    """A behaviour clone of each player, `<Player>CloneV<n>`, retrained from the player's uploaded sessions when they
+    """A behaviour clone of each player, `<Player>-clone<n>`, retrained from the player's uploaded sessions when they
     changed. Each player is guarded (`SkipReport`, 21_cloning): sessions too short to learn from are left out, and a
     player left with none, or whose training fails, is skipped and reported while the others get their clones."""
     by_player = {}
@@ -214,7 +215,7 @@ def produce_clones(ctx:ProducerContext)->list: # genome ids
         ok, short = trainable_sessions(sessions)
         for sid, why in short: report.skip(sid, why)
         if not ok: raise ValueError(f"none of {player}'s {len(sessions)} sessions is long enough to learn from")
-        name = ''.join(w.title() for w in player.replace(':', '_').split('_')) + 'Clone'
+        name = ''.join(w.title() for w in player.replace(':', '_').split('_'))
         row, trained = train_versioned(ctx.registry, name, ok, cfg, 'behavioral', f"behaviour clone of {player}")
         return row['id'] if trained else None
     with SkipReport(ctx, 'clones') as report: made = report.each(dict(sorted(by_player.items())), clone)

@@ -167,11 +167,11 @@ def register_creatures(registry:Registry, pop:dict, results:list, run_id:str, ge
     for r in results[:top]:
         if r['dq']: continue
         pol = creature_policy(pop, r['index'])
-        g = Genome(name=f"creature-{run_id}-g{generation}-r{r['rank']}", type='creature', arena='creatures', arch='creature',
+        g = Genome(name=registry.genome_name('ga', family='Creature'), type='creature', arena='creatures', arch='creature',
                    config=pol.config, source='physics_ga',
                    description=f"beat {r['fitness']:.0%} of its generation, score {r['score']:.3f} ({r['pellets']:.1f} "
                                f"pellets), {r['type']}, {r['nodes']} nodes, {r['muscles']} muscles; run {run_id} "
-                               f"generation {generation}")
+                               f"generation {generation}, rank {r['rank']}")
         ids.append(registry.add(g, pol.state_dict()).id)
     return ids
 
@@ -519,7 +519,7 @@ class OfferingGA:
         o = self.offer
         if not self.registry.has(o['id']):
             pol = CreaturePolicy(); pol.load_state_dict(o['genes'])
-            self.registry.add(Genome(id=o['id'], name=f"Creature-g{o['generation']}", type='creature', arena='creatures',
+            self.registry.add(Genome(id=o['id'], name=self.registry.genome_name('ga', family='Creature'), type='creature', arena='creatures',
                                      arch='creature', config=pol.config, source='physics_ga',
                                      description=o['description']), pol.state_dict(), status='candidate')
         self.pending = None

@@ -344,14 +344,15 @@ def planner_roi(policy:Policy, seed:int=0, steps:int=300, **arena_kwargs)->dict:
     finally: arena.close()
 
 # %% ../nbs/23_dreaming.ipynb #3dfe95dd
-def register_planner(reg:Registry, planner:DreamPlanner, name:str, status:str='candidate', **extra)->Genome:
-    """Register `planner` as a snake genome (type 'hybrid', source 'planner'): its parent is the registry's PufferSnake
-    (relation 'merge': its weights are the prior, joined with a world model), its description holds the search settings
-    and `extra` (e.g. the world model's accuracy)."""
+def register_planner(reg:Registry, planner:DreamPlanner, status:str='candidate', **extra)->Genome:
+    """Register `planner` as a snake genome (type 'hybrid', source 'planner', named by the scheme:
+    `PufferSnake-plan<n>`, `Registry.genome_name`): its parent is the registry's PufferSnake (relation 'merge': its
+    weights are the prior, joined with a world model), its description holds the search settings and `extra` (e.g. the
+    world model's accuracy)."""
     puffer = seed_founders(reg)['PufferSnake']
     rec = {k: v for k, v in planner.config.items() if k not in ('world', 'prior')} | extra
-    g = Genome(name=name, type='hybrid', arena='snake', arch=planner.arch, config=planner.config, source='planner',
-               parents=[dict(id=puffer, relation='merge')], description=json.dumps(rec))
+    g = Genome(name=reg.genome_name('plan', puffer), type='hybrid', arena='snake', arch=planner.arch, config=planner.config,
+               source='planner', parents=[dict(id=puffer, relation='merge')], description=json.dumps(rec))
     return reg.add(g, planner.state_dict(), status=status)
 
 # %% ../nbs/23_dreaming.ipynb #dd8fe762
@@ -459,14 +460,15 @@ def distill(planner:DreamPlanner, data:Trajectories|None, cfg:DistillConfig=Dist
     return student.eval(), pd.DataFrame(hist)
 
 # %% ../nbs/23_dreaming.ipynb #f7d48a11
-def register_distilled(reg:Registry, student:LinearLSTM, name:str, planner:str, # the planner genome's id (teacher)
+def register_distilled(reg:Registry, student:LinearLSTM, planner:str, # the planner genome's id (teacher)
                        status:str='candidate', **extra)->Genome:
-    """Register a distilled `student` as a snake genome (type 'rl', source 'distilled'): parents the planner genome
-    (relation 'distilled') and the registry's PufferSnake, whose weights it started from (relation 'finetune');
-    `extra` goes into its description (the DAgger settings, say)."""
+    """Register a distilled `student` as a snake genome (type 'rl', source 'distilled', named by the scheme after the
+    planner's lineage: `PufferSnake-distil<n>`): parents the planner genome (relation 'distilled') and the registry's
+    PufferSnake, whose weights it started from (relation 'finetune'); `extra` goes into its description (the DAgger
+    settings, say)."""
     puffer = seed_founders(reg)['PufferSnake']
-    g = Genome(name=name, type='rl', arena='snake', arch=student.arch, config=student.config, source='distilled',
-               parents=[dict(id=planner, relation='distilled'), dict(id=puffer, relation='finetune')],
+    g = Genome(name=reg.genome_name('distil', planner), type='rl', arena='snake', arch=student.arch, config=student.config,
+               source='distilled', parents=[dict(id=planner, relation='distilled'), dict(id=puffer, relation='finetune')],
                description=json.dumps(extra))
     return reg.add(g, student.state_dict(), status=status)
 

@@ -315,7 +315,7 @@ def dream_specialist(base:LinearLSTM, role:str, world, real:Trajectories, # the 
 def register_specialist(reg:Registry, student:LinearLSTM, role:str, base:str, # the base genome's id (PufferSnake)
                         status:str='candidate', **extra)->Genome:
     "Register a role specialist (type 'hybrid', source 'dream', parent `base`, relation 'finetune'); `extra` described."
-    g = Genome(name=reg.child_name(base, role[:8]), type='hybrid', arena='snake', arch=student.arch,
+    g = Genome(name=reg.genome_name('dm', base), type='hybrid', arena='snake', arch=student.arch,
                config=student.config, source='dream', parents=[dict(id=base, relation='finetune')],
                description=json.dumps(dict(role=role) | extra))
     return reg.add(g, student.state_dict(), status=status)
@@ -325,7 +325,7 @@ def federate(reg:Registry, ids:list, # the specialists' genome ids (one base)
              status:str='candidate')->dict: # {'ties': genome id, 'average': genome id}
     """Merge the specialists `ids` into one genome by TIES (`density`, `lam`; with `status`) and by plain averaging (the
     baseline, registered 'retired'), both by 21_cloning's `merge_genomes`."""
-    return {m: merge_genomes(reg, ids, m, density=density, lam=lam, name=reg.child_name(ids[0], f'fed{m[:3]}'),
+    return {m: merge_genomes(reg, ids, m, density=density, lam=lam, name=reg.genome_name('merge', ids[0]),
                              status=status if m == 'ties' else 'retired').id for m in ('ties', 'average')}
 
 # %% ../nbs/84_dungeon_master.ipynb #b4de734d

@@ -806,11 +806,11 @@ def train_replicator(cfg:ReplicatorConfig, # settings; `cfg.generations` is wher
 # %% ../nbs/50_hypernetwork.ipynb #3b492b47
 def register_best(loop:ReplicatorTrainingLoop, registry:Registry, genomes:torch.Tensor, # (k, genome_dim) latent genomes
                   run:str='replicator', status:str='candidate')->list: # registered genome ids
-    "Develop `genomes` with `loop`'s hypernetwork (no exploration noise) and add them to `registry` as `rl` genomes named `<run>-g<generation>-<i>`."
+    "Develop `genomes` with `loop`'s hypernetwork (no exploration noise) and add them to `registry` as `rl` genomes of family `run` (`Registry.genome_name`: `Demo-rep3`)."
     params, ids = loop.pm.develop_mean(genomes), []
     for i, z in enumerate(genomes):
         desc = json.dumps(dict(run=run, generation=loop.generation, latent=[round(float(v), 6) for v in z]))
-        g = Genome(name=f'{run}-g{loop.generation}-{i}', type='rl', arena='snake', arch='linear_lstm',
+        g = Genome(name=registry.genome_name('rep', family=run), type='rl', arena='snake', arch='linear_lstm',
                    config=loop.pm.hn.policy_config, source='replicator', description=desc)
         ids.append(registry.add(g, loop.pm.hn.policy(params, i).state_dict(), status=status).id)
     return ids
@@ -828,7 +828,8 @@ class ReplicatorSettings:
 class ReplicatorProducer:
     """The replicator producer (`Producer` with `loop`, `03_core`): a `ReplicatorTrainingLoop` on a small map that works
     as long as its worker runs (`85_seasons`' `work`), one generation a step; every `replicator_generations` its
-    commit registers the distribution's mean genome, developed without noise, as `rep<seed>-g<generation>`."""
+    commit registers the distribution's mean genome, developed without noise, as `Replicator-rep<n>` (its id follows
+    from the seed and the generation: a resumed run finds it)."""
     step_key = 'generation'
     def __init__(self, ctx:ProducerContext):
         s, self.ctx, self.pending = ctx.settings, ctx, None
@@ -845,15 +846,15 @@ class ReplicatorProducer:
         if self.loop.generation % self.every == 0: self.pending = dict(generation=self.loop.generation)
         return m
     def commit(self)->list: # [the offered genome's id]; idempotent: a resumed run finds the genome it registered
-        name, reg = f"rep{self.ctx.seed}-g{self.pending['generation']}", self.ctx.registry
-        gid = reg.by_name(name) or self._register(name)
+        gid = hashlib.sha256(f"replicator\0{self.ctx.seed}\0{self.pending['generation']}".encode()).hexdigest()[:16]
+        if not self.ctx.registry.has(gid): self._register(gid)
         self.pending = None
         return [gid]
-    def _register(self, name:str)->str:
+    def _register(self, gid:str)->str:
         z = self.loop.pm.dist.mean()[None]
         pol = self.loop.pm.hn.policy(self.loop.pm.develop_mean(z), 0)
-        desc = json.dumps(dict(run='season-replicator', generation=self.loop.generation, latent=[round(float(v), 6) for v in z[0]]))
-        g = Genome(name=name, type='rl', arena='snake', arch='linear_lstm', config=pol.config, source='replicator', description=desc)
+        desc = json.dumps(dict(run='season-replicator', seed=self.ctx.seed, generation=self.loop.generation, latent=[round(float(v), 6) for v in z[0]]))
+        g = Genome(id=gid, name=self.ctx.registry.genome_name('rep', family='Replicator'), type='rl', arena='snake', arch='linear_lstm', config=pol.config, source='replicator', description=desc)
         return self.ctx.registry.add(g, pol.state_dict(), status='candidate').id
 
 replicator_producer = Producer(None, ReplicatorSettings, loop=ReplicatorProducer)

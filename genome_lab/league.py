@@ -105,7 +105,7 @@ class AlphaStarLeague:
     checkpoint holding the whole league is saved; `commit` registers it and returns the main agents' new snapshots (the
     league producer's offers). A league resumed from its `state_dict` goes on exactly as the uninterrupted one."""
     step_key = 'agent_steps'
-    TAGS = dict(main='main', main_exploiter='mexp', league_exploiter='lexp')   # the snapshots' name tags
+    TAGS = dict(main='main', main_exploiter='mexp', league_exploiter='lexp')   # the snapshots' id prefixes (their names: `PufferSnake-league<n>`)
     def __init__(self, cfg:LeagueConfig, registry:Registry):
         self.cfg, self.registry = cfg, registry
         self.start = resolve_genome(registry, cfg.start)
@@ -123,7 +123,7 @@ class AlphaStarLeague:
     def _build(self, configs:dict): # {learner name: PPOConfig} -> self.learners
         self.close()
         self.learners = {n: (self.plan()[n][0], PPORun(c, None, self.registry, display=None, name=n,
-                                                       tag=self.TAGS[self.plan()[n][0]])) for n, c in configs.items()}
+                                                       tag=self.TAGS[self.plan()[n][0]], method='league')) for n, c in configs.items()}
 
     def _first_members(self)->list: # ids
         reg, c = self.registry, self.cfg

@@ -783,20 +783,19 @@ def register_program(registry:Registry, db:ProgramDatabase, # a search's program
                      key:str, # the search (its folder, a bench's run name): with `pid` and the source, the genome's id
                      known:dict|None=None, # program id -> genome id of the search's programs registered before
                      origin:str='program_search', status:str='candidate')->str: # the program's genome id
-    """Register program `pid` of `db` as a `program` genome with a short readable name: a child
-    (`Registry.child_name`, tag 'p' and its number) of its nearest ancestor that is a genome (`_ancestry`), else
-    'Program-p<number>'; its description gives the steps since that ancestor and its training games. Registering it
+    """Register program `pid` of `db` as a `program` genome named by the registry's scheme (`Registry.genome_name`,
+    method 'prog': `Dellacherie-prog3`), in the family of its nearest ancestor that is a genome (`_ancestry`), else
+    `Program-prog<n>`; its description gives the steps since that ancestor and its training games. Registering it
     again returns the same genome: its id follows from `key`, `pid` and the source."""
     p = db[pid]
     gid = hashlib.sha256(f"{key}\0{pid}\0{p.code}".encode()).hexdigest()[:16]
     if registry.has(gid): return gid
     path, anc = _ancestry(registry, db, p, env, known or {})
-    tag = f"p{int(pid.rsplit('_', 1)[-1])}"
     steps = ' <- '.join(f"{q.strategy} {q.id}" for q in path) + (f" <- {registry.genome(anc)['name']}" if anc else '')
     text = (f"program {pid} of a {env} program search, generation {p.generation}: {steps}; "
             f"training games: {json.dumps(p.metrics, default=float)}")
     rel = RELATION_OF_STRATEGY.get(p.strategy.split(':')[-1], 'mutation')
-    g = program_genome(registry.child_name(anc, tag) if anc else f"Program-{tag}", env, p.code, origin=origin,
+    g = program_genome(registry.genome_name('prog', anc, family='Program'), env, p.code, origin=origin,
                        parents=[dict(id=anc, relation=rel)] if anc else [], description=text)
     return registry.add(dataclasses.replace(g, id=gid), {}, status=status).id
 
@@ -836,7 +835,7 @@ class ProgramSearch:
     """The `programs` producer's loop: an `EvolutionRun` of tetris players (`program_search_config`) in
     `<work_dir>/programs` (its evaluation cache; its state is the producer's checkpoint), one generation a step. After
     each CMA-ES generation (every `program_generations`-th) the best program the search made so far (a seed is a
-    reference player's copy: never offered) is pending, and `commit` registers it (`register_program`: a child of the genome it descends from, `Dellacherie-p31` say) and offers it."""
+    reference player's copy: never offered) is pending, and `commit` registers it (`register_program`: in the family of the genome it descends from, `Dellacherie-prog3` say) and offers it."""
     step_key = 'generation'
     def __init__(self, ctx:ProducerContext):
         self.ctx, self.pending, self.offered = ctx, None, {}   # offered: program id -> genome id

@@ -254,7 +254,8 @@ def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set,
         if progress: say(f"{line} done in {record['results'][n]['seconds']} s")
 
 # %% ../nbs/99_pipeline.ipynb #f971b761
-NOISE = {'FutureWarning': r'(Future|Pandas\d)Warning', 'gym notice': r'Gym has been unmaintained',
+NOISE = {'FutureWarning': r'\b(Future|Pandas\d+)Warning\b', 'UserWarning': r'\bUserWarning\b',
+         'DeprecationWarning': r'\b(Pending)?DeprecationWarning\b', 'gym notice': r'Gym has been unmaintained',
          'progress bar': r'\d%\|'} # what a run's outputs should not hold, by kind
 
 def noisy_outputs(path:str|Path)->list: # [[cell index, kind of noise]]

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/registry.html.md"""
 
 # %% ../nbs/10_registry.ipynb #ef3a5946
 from __future__ import annotations
-import json, os, itertools, sqlite3, hashlib, tempfile, uuid, contextlib
+import json, os, re, itertools, sqlite3, hashlib, tempfile, uuid, contextlib
 from dataclasses import dataclass, field, asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,11 +19,11 @@ from .core import atomic_write
 from .arenas import arena_version, arena_names, find_arena
 
 # %% auto #0
-__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'NAME_MAX', 'STATUSES', 'NEUTRAL_ENGAGEMENT',
-           'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA', 'SEASONS_SCHEMA', 'GAMES_SCHEMA', 'RESULT_COLUMNS',
-           'POLICY_OPS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'genome_types', 'shape_mismatch',
-           'check_params', 'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore', 'Registry',
-           'founding_genomes', 'seed_founders']
+__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'METHODS', 'NAMING', 'NAME_MAX', 'STATUSES',
+           'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA', 'SEASONS_SCHEMA', 'GAMES_SCHEMA',
+           'RESULT_COLUMNS', 'POLICY_OPS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'genome_types',
+           'shape_mismatch', 'check_params', 'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore',
+           'Registry', 'family_word', 'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -222,17 +222,35 @@ def _migrate_versions(self:Registry):
         self.db.executescript(SCHEMA)   # the dropped table's version triggers, on the new one
 
 # %% ../nbs/10_registry.ipynb #08a73c31
-NAME_MAX = 16 # characters of a child's name (`child_name`), as many as the stream's panel shows
+METHODS = {'ppo': 'PPO fine-tune or self-play (75, producer `ppo`)', 'pbt': 'population-based training (75)',
+           'league': 'a league learner\'s snapshot (76, `league`)', 'tune': 'fine-tuned on players\' sessions (21, `hybrids`)',
+           'merge': 'a merge of genomes: TIES, averaging (21 `hybrids`, 84)', 'clone': 'a player\'s behaviour clone (30, `clones`)',
+           'cluster': 'a behaviour cluster\'s clone (30, `clusters`)', 'video': 'cloned from video by an IDM (22, `videos`)',
+           'rep': 'developed by the replicator\'s hypernetwork (40, 50, `replicator`)', 'ga': 'the creature GA (61, `creatures`)',
+           'prog': 'program search (83, `programs`)', 'dm': 'the Dungeon Master\'s curriculum and students (84)',
+           'plan': 'a world-model planner (23)', 'distil': 'a planner distilled into a policy (23)', 'mut': 'a mutation (71)'
+          } # method tag -> what makes the genomes that carry it
+NAMING = re.compile(rf"(?P<family>[A-Z][A-Za-z0-9]*)-(?P<method>{'|'.join(METHODS)})(?P<n>[1-9][0-9]*)") # a producer's genome name
+NAME_MAX = 24 # characters of a name: the longest built-in family (HeuristicSnake) with the longest method and n < 100
+
+def family_word(name:str)->str: # letters and digits, a capital first
+    "The family a genome's name stands for: the part before the first '-', letters and digits only ('creature-f7-g5' -> 'Creature')."
+    w = ''.join(c for c in name.split('-')[0] if c.isascii() and c.isalnum())
+    w = w if w[:1].isalpha() else 'Genome' + w
+    return w[0].upper() + w[1:]
 
 @patch
 def unique_name(self:Registry, name:str)->str:
-    """`name` if no genome has it, else `name` with `-2`, `-3`, ... (a name within `NAME_MAX` is cut to keep the
-    suffix within it); raises `RegistryError` for an empty name."""
+    """`name` if no genome has it; else a `NAMING` name with the next free n of its family and method, any other name
+    with `-2`, `-3`, ... (a name within `NAME_MAX` is cut to keep the suffix within it); raises `RegistryError` for an
+    empty name."""
     if not name.strip(): raise RegistryError("a genome needs a name: give `Genome(name=...)` a few letters")
+    taken = lambda n: self.db.execute('SELECT 1 FROM genomes WHERE name=?', (n,)).fetchone() is not None
+    if (m := NAMING.fullmatch(name)) and taken(name): return self.genome_name(m['method'], family=m['family'])
     for k in itertools.count(1):
         sfx = f'-{k}' if k > 1 else ''
         n = (name[:NAME_MAX - len(sfx)] if len(name) <= NAME_MAX else name) + sfx
-        if self.db.execute('SELECT 1 FROM genomes WHERE name=?', (n,)).fetchone() is None: return n
+        if not taken(n): return n
 
 # %% ../nbs/10_registry.ipynb #0178c9ad
 STATUSES = ('candidate', 'active', 'retired')
@@ -348,7 +366,7 @@ def has(self:Registry, gid:str)->bool: return self.db.execute('SELECT 1 FROM gen
 
 @patch
 def named(self:Registry, prefix:str, type:str|None=None)->list: # [(id, name)] in creation order
-    "Genomes whose name starts with `prefix` (and of `type`, if given): versioned names such as `HunterV1`, `HunterV2`."
+    "Genomes whose name starts with `prefix` (and of `type`, if given): versioned names such as `Hunter-cluster1`, `Hunter-cluster2`."
     q = "SELECT id, name FROM genomes WHERE substr(name, 1, ?) = ?" + (" AND type=?" if type else '') + " ORDER BY created, rowid"
     return [(r['id'], r['name']) for r in self.db.execute(q, (len(prefix), prefix) + ((type,) if type else ()))]
 
@@ -489,11 +507,21 @@ def lineage_root(self:Registry, gid:str)->str: # genome id
     return gid
 
 @patch
-def child_name(self:Registry, parent:str, # the genome id the child descends from (its first parent)
-               tag:str)->str: # e.g. 'Farm3', 'ties3': what made the child, at most `NAME_MAX - 4` characters
-    "A short name for a child of `parent`: its lineage root's name cut to fit, '-', `tag` (`PufferSnak-ties3`)."
-    if not 0 < len(tag) <= NAME_MAX - 4: raise ValueError(f"tag {tag!r} must have 1 to {NAME_MAX - 4} characters")
-    return f"{self.genome(self.lineage_root(parent))['name'][:NAME_MAX - len(tag) - 1]}-{tag}"
+def genome_name(self:Registry, method:str, # what made the genome: a key of `METHODS` ('ppo', 'ga', 'prog', ...)
+                parent:str|None=None, # the genome id it descends from (its first parent); None or not here: `family`
+                family:str|None=None, # the family of a genome without a genome parent: 'Creature', a player's style ('Farmer')
+               )->str: # `<Family>-<method><n>`, e.g. 'PufferSnake-ppo3'
+    """The one name of every producer's genomes (`NAMING`, see above): the family (`family_word` of the lineage root's
+    name, or `family`), the method, and one more than the highest n of that family and method here. Raises
+    `ValueError` for a method not in `METHODS` or a genome with neither a parent here nor a family."""
+    if method not in METHODS: raise ValueError(f"method {method!r} is not one of {sorted(METHODS)}: add it to `METHODS`, saying what makes it")
+    if parent is not None and self.has(parent): fam = family_word(self.genome(self.lineage_root(parent))['name'])
+    elif family: fam = family_word(family)
+    else: raise ValueError("a genome without a parent in this registry needs a `family`: e.g. 'Creature', a player's style")
+    fam = fam[:NAME_MAX - len(method) - 3]   # only a family longer than every built-in one is cut
+    ns = [int(m['n']) for (n,) in self.db.execute('SELECT name FROM genomes WHERE name LIKE ?', (f'{fam}-{method}%',))
+          if (m := NAMING.fullmatch(n)) and (m['family'], m['method']) == (fam, method)]
+    return f"{fam}-{method}{max(ns, default=0) + 1}"
 
 # %% ../nbs/10_registry.ipynb #6e25029e
 @patch

@@ -16,15 +16,14 @@ import av
 from PIL import Image, ImageDraw, ImageFont
 from .arenas import SNAKE_EMPTY, SNAKE_FOOD, SNAKE_CORPSE, SNAKE_WALL, SNAKE_VIEW, SNAKE_VISION
 from .tournament import SnakeGame, KILL_WALL, KILL_UNKNOWN, body_cells
-from .registry import NAME_MAX
 
 # %% auto #0
 __all__ = ['STAMP_COLS', 'STAMP_ROWS', 'STAMP_CELL', 'GENOME_COLOURS', 'MAP_COLOURS', 'INK', 'DIM', 'PANEL', 'BACK', 'MOVE_NAMES',
            'HEADER', 'SIDEBAR', 'FEED', 'DREAM_WRONG', 'rgb_to_yuv', 'yuv_of', 'text_mask', 'Sprite', 'sprite',
-           'text_sprite', 'Canvas', 'stamp_bits', 'draw_stamp', 'read_stamp', 'SnakeFrame', 'snake_mind', 'snake_frame',
-           'genome_colours', 'Scene', 'scene_of', 'longest_snakes', 'leaderboard_rows', 'view_colours', 'render_snake',
-           'kill_events', 'render_dream', 'tetris_boards', 'render_tetris', 'render_creatures', 'EncoderConfig',
-           'LiveEncoder', 'JpegEncoder', 'write_clip', 'video_html']
+           'text_sprite', 'Canvas', 'fit_text', 'stamp_bits', 'draw_stamp', 'read_stamp', 'SnakeFrame', 'snake_mind',
+           'snake_frame', 'genome_colours', 'Scene', 'scene_of', 'longest_snakes', 'leaderboard_rows', 'view_colours',
+           'render_snake', 'kill_events', 'render_dream', 'tetris_boards', 'render_tetris', 'render_creatures',
+           'EncoderConfig', 'LiveEncoder', 'JpegEncoder', 'write_clip', 'video_html']
 
 # %% ../nbs/90_streaming.ipynb #921d90e4
 def rgb_to_yuv(rgb)->np.ndarray: # (..., 3) uint8: Y, U (Cb), V (Cr)
@@ -144,6 +143,21 @@ class Canvas:
         import io
         buf = io.BytesIO(); Image.fromarray(self.rgb()).save(buf, format='PNG'); return buf.getvalue()
     def _repr_png_(self): return self.png()
+
+# %% ../nbs/90_streaming.ipynb #867385fe
+def fit_text(text:str, width:int, # pixels the text may take
+             sizes:tuple=(14, 12, 11, 10))->tuple: # (text, size): what to draw, at which size
+    """The largest of `sizes` (pixels, largest first) at which `text` is at most `width` pixels wide (`text_mask`), so
+    a long genome name (registry `NAME_MAX`) is drawn smaller but whole; if it fits at none, `text` cut to fit at the
+    smallest with a trailing '…'. Raises `ValueError` for no sizes or a width that holds not even the '…'."""
+    if not sizes: raise ValueError("fit_text needs at least one font size")
+    for z in sizes:
+        if text_mask(text, z).shape[1] <= width: return text, z
+    z = sizes[-1]
+    if text_mask('…', z).shape[1] > width: raise ValueError(f"{width} pixels hold no text at size {z}: give a wider width")
+    k = len(text)
+    while k and text_mask(text[:k] + '…', z).shape[1] > width: k -= 1
+    return text[:k] + '…', z
 
 # %% ../nbs/90_streaming.ipynb #ab290324
 STAMP_COLS, STAMP_ROWS, STAMP_CELL = 20, 2, 16 # 40 squares of 16 px: 32 bits of time, 8 check bits
@@ -330,7 +344,8 @@ def _draw_board(canvas, frame, scene, top:int=10)->int: # y below the board
     for r in leaderboard_rows(frame, scene)[:top]:
         c = scene.colours[r['genome']]
         canvas.fill(x0 + 12, y + 4, 10, 10, c)
-        canvas.text(x0 + 28, y, r['name'][:NAME_MAX], 14, INK)
+        name, size = fit_text(r['name'], 124)   # a long name (NAME_MAX) smaller, whole
+        canvas.text(x0 + 28, y + (14 - size) // 2, name, size, INK)
         for k, v in enumerate((f"{r['score']:.1f}", r['best'], r['kills'], '' if r['rating'] is None else f"{r['rating']:.1f}")):
             canvas.text(right[k], y, str(v), 14, INK, 'right')
         y += 20
@@ -350,15 +365,17 @@ def _draw_mind(canvas, frame, scene, y:int):
     a = scene.follow
     if a is None: return
     g = scene.genome[a]
-    canvas.text(x0 + 48, y, f'{scene.names[g]}  snake {a}  length {frame.length[a]}', 13, scene.colours[g])
-    y += 22
+    name, size = fit_text(scene.names[g], SIDEBAR - 72, (13, 12, 11, 10))
+    canvas.text(x0 + 48, y + (13 - size) // 2, name, size, scene.colours[g])
+    canvas.text(x0 + 48, y + 18, f'snake {a}  length {frame.length[a]}', 12, DIM)
+    y += 40
     canvas.cells(x0, y, view_colours(frame.views[a], scene.colours[g]), 10, gap=1, gap_colour=BACK)
     bx = x0 + SNAKE_VIEW * 10 + 16
     for k, (name, p) in enumerate(zip(MOVE_NAMES, frame.probs[a])):
         yy = y + 4 + 22*k
         canvas.text(bx, yy, name, 13, INK)
         canvas.fill(bx + 40, yy + 2, 100, 12, BACK); canvas.fill(bx + 40, yy + 2, max(2, int(100 * p)), 12, scene.colours[g])
-        canvas.text(bx + 184, yy, f'{100*p:.0f}%', 13, INK, 'right')
+        canvas.text(bx + 176, yy, f'{100*p:.0f}%', 13, INK, 'right')   # its right edge 6 px inside the frame
     v = frame.value[a]
     canvas.text(bx, y + 96, 'value  ' + ('n/a (no value head)' if np.isnan(v) else f'{v:+.2f}'), 13, INK)
 

@@ -517,12 +517,12 @@ def resolve_genome(registry:Registry, ref:str)->str: # genome id
 def register_kept(registry:Registry, kept:dict)->str: # the genome's id
     """Register a run's kept genome (`PPORun.keep`'s record: id, name, tag, parents, config, description, params) as a
     candidate `rl` genome, unless the registry has it already (idempotent: a resumed run commits again). Its name is
-    `Registry.child_name` of its first parent and its tag (`PufferSnak-ppo3`), or the run's name without a parent.
+    `Registry.genome_name` of its method and first parent (`PufferSnake-ppo3`), the run's name as family without one.
     The registry builds the genome's network to check it, which draws from torch's random stream: it draws from a fork
     of it, so that a commit leaves the run's stream as the checkpoint before it holds it."""
     if registry.has(kept['id']): return kept['id']
     ps = kept['parents']
-    name = registry.child_name(ps[0]['id'], kept['tag']) if ps else kept['name']
+    name = registry.genome_name(kept.get('method', 'ppo'), ps[0]['id'] if ps else None, family=kept['name'])
     g = Genome(name=name, type='rl', arena='snake', arch=LinearLSTM.arch, config=kept['config'], source='ppo',
                parents=ps, id=kept['id'], description=kept['description'])
     with torch.random.fork_rng(devices=[]): return registry.add(g, kept['params'], status='candidate').id
@@ -540,8 +540,9 @@ class PPORun:
                  registry:Registry|None=None, # where kept genomes are registered; needed for `start` and league play
                  resume:bool=False, # continue the checkpoint in `run_dir`?
                  display='bar', # 'bar', 'dashboard' (PufferLib's), or None
-                 name:str|None=None, tag:str='ppo'): # the run's name (default: `run_dir`'s); its genomes' tag ('ppo3')
-        self.cfg, self.registry, self.tag = cfg, registry, tag
+                 name:str|None=None, tag:str='ppo', # the run's name (default: `run_dir`'s); its genomes' id prefix
+                 method:str='ppo'): # its genomes' method in their names (`METHODS`: 'ppo', 'league')
+        self.cfg, self.registry, self.tag, self.method = cfg, registry, tag, method
         self.dir = None if run_dir is None else Path(run_dir)
         self.path = None if self.dir is None else self.dir/CHECKPOINT_FILE
         self.name = name or (self.dir.name if self.dir else 'ppo')
@@ -683,7 +684,7 @@ def keep(self)->dict: # the curve's new row
         desc = dict(run=self.name, run_id=self.run_id, agent_steps=row['agent_steps'], mode=self.cfg.mode,
                     start=self.start_id, evaluation={k: row[k] for k in ('score', 'std', 'n', 'censored')},
                     hyper=asdict(self.cfg.hyper))
-        g = dict(id=row['genome'], name=self.name, tag=f'{self.tag}{len(kept) + 1}', parents=parents,
+        g = dict(id=row['genome'], name=self.name, method=self.method, parents=parents,
                  config=pol.config, description=json.dumps(desc), params=pol.state_dict())
         if self.league is not None: self.league.add(row['genome'], pol)
         self.pending = dict(genomes=[*(self.pending or {}).get('genomes', []), g])
@@ -1079,7 +1080,7 @@ def record_pbt(registry:Registry, result:PBTResult, run:str='pbt')->pd.DataFrame
         pol.load_state_dict({k: state['model'][v] for k, v in PUFFER_NAMES.items()})
         desc = dict(run=run, member=member, version=meta['version'], agent_steps=state['global_step'],
                     hyper={k: state['config']['hyper'][k] for k in PBT_HYPER})
-        g = Genome(name=f'{run}-{member}-v{meta["version"]}', type='rl', arena='snake', arch=pol.arch, config=pol.config,
+        g = Genome(name=registry.genome_name('pbt', family=run), type='rl', arena='snake', arch=pol.arch, config=pol.config,
                    source='pbt', id=f'{run}-{member}-v{meta["version"]}', description=json.dumps(desc))
         finals[(member, meta['version'])] = registry.add(g, pol.state_dict(), status='candidate').id
     now = utcnow()

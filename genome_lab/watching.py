@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/watching.html.md"""
 
 # %% ../nbs/22_watching.ipynb #5a51b260
 from __future__ import annotations
-import json
+import json, hashlib
 from dataclasses import dataclass
 from pathlib import Path
 import av
@@ -302,12 +302,14 @@ def clone_sequences(seqs:list, cfg:CloneConfig, progress:bool=False)->tuple: # (
 # %% ../nbs/22_watching.ipynb #0c43004b
 def register_video_clone(reg:Registry, policy:LinearLSTM,
                          rows:pd.DataFrame, # the index rows of the clips it learned from
-                         name:str, status:str='candidate', **extra)->Genome:
+                         name:str, status:str='candidate',
+                         id:str|None=None, # the genome's id (default: a new one); a producer's fixed id makes it once
+                         **extra)->Genome:
     """Register `policy` as a snake genome cloned from video: its parents are the filmed players (relation `clone`), its
     description's `training:` line names the clips, and `extra` (e.g. the IDM's accuracy)."""
     rec = dict(videos=rows['clip'].tolist(), labels='idm') | extra
     g = Genome(name=name, type='behavioral', arena='snake', arch=policy.arch, config=dict(policy.config),
-               source='video', parents=[dict(id=p, relation='clone') for p in dict.fromkeys(rows['source'])],
+               source='video', **(dict(id=id) if id else {}), parents=[dict(id=p, relation='clone') for p in dict.fromkeys(rows['source'])],
                description=f"video clone of {', '.join(dict.fromkeys(rows['source']))} (IDM labels)\n"
                            f"training: {json.dumps(rec, sort_keys=True, default=str)}")
     return reg.add(g, policy.state_dict(), status=status)
@@ -325,11 +327,12 @@ class VideoSettings:
 
 def produce_video_clones(ctx:ProducerContext)->list: # genome ids
     """Film games of `video_genome`, train an IDM on the labelled tenth, clone the IDM's labels of the other clips and
-    register the clone, `<Genome>VideoCloneS<season>` (once per season). Each clip is guarded (`SkipReport`): one that
+    register the clone, `<Genome>-video<n>` (`Registry.genome_name`; once per season: its id follows from the genome
+    filmed and the season). Each clip is guarded (`SkipReport`): one that
     cannot be decoded is skipped and reported, and the clone learns from the others."""
     s, reg = ctx.settings, ctx.registry
-    name = ''.join(w.title() for w in s.video_genome.split('_')) + f'VideoCloneS{ctx.season}'
-    if gid := reg.by_name(name): return [gid]
+    gid = hashlib.sha256(f"videos\0{s.video_genome}\0{ctx.season}".encode()).hexdigest()[:16]
+    if reg.has(gid): return [gid]
     root = Path(ctx.work_dir)/f'season{ctx.season}'
     seeds = [ctx.season_seed * 100 + k for k in range(s.video_games)]
     index = film(root, [s.video_genome], seeds, ClipConfig(steps=s.video_steps), s.video_label_frac, ctx.season_seed)
@@ -340,6 +343,7 @@ def produce_video_clones(ctx:ProducerContext)->list: # genome ids
         if not seqs: return []
         pol, _ = clone_sequences(seqs, CloneConfig(epochs=s.video_clone_epochs, lr_final=1.0, seed=ctx.season_seed))
     held = index[index['clip'].isin([clip for *_, clip in seqs])]
-    return [register_video_clone(reg, pol, held, name, video_root=root).id]
+    family = ''.join(w.title() for w in s.video_genome.split('_'))   # the style filmed: 'PufferGreedy'
+    return [register_video_clone(reg, pol, held, reg.genome_name('video', family=family), id=gid, video_root=root).id]
 
 video_clones_producer = Producer(produce_video_clones, VideoSettings)

@@ -75,15 +75,15 @@ def test_cluster_genome_versions(tmp_path, bots):
     reg = Registry(tmp_path/'reg'); seed_founders(reg)
     cfg = replace(CLONE_PRESETS['tiny'], epochs=1, hidden=16)
     row, trained = train_cluster_genome(reg, 'Hunter', bots[:3], cfg)
-    assert trained and row['name'] == 'HunterV1' and row['type'] == 'cluster'
+    assert trained and row['name'] == 'Hunter-cluster1' and row['type'] == 'cluster'
     row2, trained2 = train_cluster_genome(reg, 'Hunter', bots[:3], cfg)
     assert not trained2 and row2['id'] == row['id']
     row3, trained3 = train_cluster_genome(reg, 'Hunter', bots[:4], cfg)
-    assert trained3 and row3['name'] == 'HunterV2' and dict(id=row['id'], relation='cluster') in row3['parents']
+    assert trained3 and row3['name'] == 'Hunter-cluster2' and dict(id=row['id'], relation='cluster') in row3['parents']
     assert {p['id'] for p in row3['parents'] if p['relation'] == 'player'} == {s.player for s in bots[:4]}
     assert latest_version(reg, 'Hunter') == (2, row3['id']) and latest_version(reg, 'Farmer') == (0, None)
     c = contributions(reg)
-    assert c['HunterV2'].sum() == 4 and c['HunterV1'].sum() == 3
+    assert c['Hunter-cluster2'].sum() == 4 and c['Hunter-cluster1'].sum() == 3
 
 
 def test_bench_runs_tiny():
@@ -103,7 +103,7 @@ def test_clones_and_clusters_skip_what_they_cannot_learn_from(tmp_path):
         upload(reg.root, 'ghost', 0, '2030-01-01T00:04:00')   # closed with no step: never an input
         ctx = lambda s: ProducerContext(reg, 1, s, tmp_path/'work')
         with pytest.warns(UserWarning, match='clones: skipped 3'): ids = produce_clones(ctx(CloneSettings(8, 1)))
-        assert sorted(reg.genome(i)['name'] for i in ids) == ['BoCloneV1', 'IvyCloneV1']
+        assert sorted(reg.genome(i)['name'] for i in ids) == ['Bo-clone1', 'Ivy-clone1']
         report = json.loads((tmp_path/'work'/'clones.skipped.json').read_text())
         assert [s['input'] for s in report['skipped']] == [bo1, q, 'quitter'], report
         assert 'none of quitter' in report['skipped'][2]['reason'] and report['season'] == 1

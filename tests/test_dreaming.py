@@ -62,7 +62,7 @@ def test_bench_writes_the_issue_keys(tmp_path):
     assert set(r['world_model']) == {'1', '5', '15'}
     assert all(0 <= v[k] <= 1 for v in r['world_model'].values() for k in ('model', 'baseline'))
     assert {'ordinal', 'puffersnake_ordinal', 'distilled_ordinal'} <= set(r['planner'])
-    assert {row['name'] for row in r['planner']['leaderboard']} >= {'DreamPlanner', 'PufferSnake', 'DreamStudent'}
+    assert {row['name'] for row in r['planner']['leaderboard']} >= {'PufferSnake-plan1', 'PufferSnake', 'PufferSnake-distil1'}
     assert set(r['planner']['compute']) == {'puffersnake', 'planner', 'distilled'}
     assert [d['round'] for d in r['distillation']['rounds']] == [0, 1] and r['significance']['tournaments'] == 2
     assert [c['seed'] for c in r['planner_checks']] == [4] and r['planner']['seed'] == 0

@@ -13,7 +13,7 @@ def root(tmp_path):
     "A registry with PufferLib's snake, two hybrids of it (made by the hybrids' own naming) and two season tournaments."
     with Registry(tmp_path/'reg') as reg:
         ids = seed_founders(reg)
-        kids = [reg.add(Genome(name=reg.child_name(ids['PufferSnake'], 'Farmer1'), type='hybrid', arena='snake', arch='random',
+        kids = [reg.add(Genome(name=reg.genome_name('tune', ids['PufferSnake']), type='hybrid', arena='snake', arch='random',
                                config=dict(num_actions=4), source='test', parents=[dict(id=ids['PufferSnake'], relation='finetune')]),
                         RandomPolicy(4).state_dict(), status='active').id for _ in range(2)]
         snake = [ids['PufferSnake'], ids['HeuristicSnake'], ids['RandomSnake'], *kids]
@@ -37,7 +37,7 @@ def test_leaderboard_sorts_filters_and_links_genome_pages(root, tmp_path):
         up = [float(v) for v in col(4)]
         p.js(f"{table}.querySelectorAll('th')[4].click()")
         down = [float(v) for v in col(4)]
-        p.page.fill('#filter', 'farme')
+        p.page.fill('#filter', '-tun')
         kept = p.js(f"[...{table}.querySelectorAll('tr.genome-row')].filter(r => !r.hidden).map(r => r.children[1].textContent)")
         p.screenshot(tmp_path/'leaderboard.png')
         width = p.js('document.documentElement.scrollWidth')
@@ -49,7 +49,7 @@ def test_leaderboard_sorts_filters_and_links_genome_pages(root, tmp_path):
         p.screenshot(tmp_path/'genome.png')
         data = httpx.get(f"{url}{shown['href']}").content
     assert by_rank == sorted(by_rank, key=int) and up == sorted(up) and down == sorted(up, reverse=True)
-    assert sorted(kept) == sorted(n for n in names if 'Farme' in n)
+    assert sorted(kept) == sorted(n for n in names if '-tune' in n)
     assert len(kept) == 2 and len(set(kept)) == 2 and width <= 1280   # two hybrids, two names, the table fits the window
     gid = shown['path'].rsplit('/', 1)[1]
     assert shown['name'] == kept[0] and shown['points'] == 2 and shown['rows'] == 2 and gid in rt

@@ -9,7 +9,7 @@ from genome_lab.sandbox import program_env
 from genome_lab.core import advance, load_state
 from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, OFFLINE_ROOT_STRATEGY, CHECKPOINT,
                                       ChildCallLimitExceeded, evolve_cli, register_program, ProgramDatabase)
-from genome_lab.registry import Registry
+from genome_lab.registry import Registry, NAMING, NAME_MAX
 
 def cfg(**kw):
     d = dict(env='cartpole', max_generations=2, children_per_generation=2, games_per_eval=2, max_ticks=200, seed=1)
@@ -276,7 +276,7 @@ def test_program_search_bench_runs_with_tiny_settings(tmp_path):
     if seed.notes.startswith('reference player '):
         parent = refs[seed.notes.split()[-1]]
         assert g['parents'] == [dict(id=parent, relation='mutation')]
-        assert g['name'] == reg.child_name(parent, f"p{int(row['evolved_id'][-5:])}") and len(g['name']) <= 16
+        assert (m := NAMING.fullmatch(g['name'])) and (m['family'], m['method']) == (reg.genome(parent)['name'], 'prog') and len(g['name']) <= NAME_MAX
         assert g['description'].endswith(json.dumps(db[row['evolved_id']].metrics)) and f"<- {reg.genome(parent)['name']}" in g['description']
     assert register_program(reg, db, row['evolved_id'], 'tetris', row['run_name']) == gid   # registered once
     assert row['evolved_train']['avg_score'] >= row['searched_train']['avg_score']   # tuning never keeps a worse program
@@ -379,7 +379,7 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     assert progs[pid]['metrics']['avg_score'] == max(p['metrics']['avg_score'] for p in made)   # its best, not a seed
     g = reg.genome(gid)
     assert g['parents'][0]['id'] in refs.values() and g['status'] == 'candidate' and g['arch'] == 'program'
-    assert g['name'] == reg.child_name(g['parents'][0]['id'], f"p{int(pid[-5:])}") and len(g['name']) <= 16
+    assert (m := NAMING.fullmatch(g['name'])) and (m['family'], m['method']) == (reg.genome(g['parents'][0]['id'])['name'], 'prog')
     b = work(reg, 'programs', s, offers=1)   # the next round: two more generations, the second CMA-ES
     assert b['steps'] == 2 and load_state(ck, 'producer')['run']['generation'] == 5
     loop = ProgramSearch(ProducerContext(reg, 1, s, reg.root/'season_work'))

@@ -4,8 +4,10 @@ league-named genome, candidates beside the active genomes, a highlight clip, pro
 The walk opens every page the home page links, then what those pages link a person on to (a genome page of each kind,
 by id and by name, a stored game and a highlight in the viewer, a genome's games), and fails on any answer of 500 or
 more and on any console error or uncaught exception. `GENOME_LAB_WALK_REGISTRY=runs/<id>/registry` walks a real run's
-registry too (copied, served read-only)."""
+registry too (copied, served read-only). `GENOME_LAB_SCREENSHOTS=<folder>` keeps the screenshots there (home,
+leaderboard, dashboard, viewer index, a game in the viewer, the game at /play, a program's page), not in the test's own folder."""
 import os, shutil, urllib.parse
+from pathlib import Path
 import httpx, pytest
 from genome_lab.core import log_scalars
 from genome_lab.registry import Registry, Genome, seed_founders
@@ -27,12 +29,12 @@ def quick_registry(tmp_path_factory):
     with Registry(root) as reg:
         ids = seed_founders(reg) | tetris_baselines(reg) | creature_baselines(reg)
         rnd = dict(type='rl', arena='snake', arch='random', config=dict(num_actions=4))
-        reg.add(Genome(name='main-exploiter-0-1536', source='league', parents=[dict(id=ids['PufferSnake'], relation='self-play')], **rnd),
+        reg.add(Genome(name=reg.genome_name('league', ids['PufferSnake']), source='league', parents=[dict(id=ids['PufferSnake'], relation='self-play')], **rnd),
                 RandomPolicy(4).state_dict(), status='active')
-        farmer = reg.add(Genome(name=reg.child_name(ids['PufferSnake'], 'Farmer1'), source='hybrids', **dict(rnd, type='hybrid'),
+        farmer = reg.add(Genome(name=reg.genome_name('tune', ids['PufferSnake']), source='hybrids', **dict(rnd, type='hybrid'),
                                 parents=[dict(id=ids['PufferSnake'], relation='finetune')]), RandomPolicy(4).state_dict())
         reg.offer(farmer.id, 'hybrids')
-        prog = reg.add(program_genome('program_search_seed1/prog_00021', 'tetris', reg.genome(ids['Dellacherie'])['config']['source'],
+        prog = reg.add(program_genome(reg.genome_name('prog', ids['Dellacherie']), 'tetris', reg.genome(ids['Dellacherie'])['config']['source'],
                                       parents=[dict(id=ids['Dellacherie'], relation='mutation')]), {})
         reg.offer(prog.id, 'programs')
         small = dict(width=24, height=16, num_food=12)
@@ -76,6 +78,15 @@ def walk(url:str, p:Page, shots)->dict: # {path: status} of every page opened
         visit(h, ready, {'/leaderboard': 'leaderboard.png', '/dashboard': 'dashboard.png', '/viewer': 'viewer-index.png',
                          '/stream/playlist': 'playlist.png'}.get(h))
         if h == '/leaderboard': genomes = links(p, 'table.top a')
+        if h == '/play':   # a game under way, started as a person starts one
+            until = lambda cond: p.js(f"""new Promise(ok => {{ const t0 = Date.now(); (function f() {{ if (window.play && {cond}) ok(true);
+                                          else if (Date.now() - t0 > 30000) ok(false); else setTimeout(f, 100); }})(); }})""")
+            p.page.fill('#player', 'walker'); p.page.click('#start')   # read-only: no consent box
+            shown = until("window.play.frames >= 1")   # the socket is open: a key pressed now is sent (one pressed before is dropped)
+            p.page.keyboard.press('ArrowUp')           # a key starts the game
+            started = shown and until("window.play.frames >= 5 && window.play.last.t > 0")
+            p.page.screenshot(path=shots/'play.png', full_page=True)
+            if not started: bad.append(('no frame in 30 s', url + h))
         if h == '/viewer': games = links(p, '#highlights a') + links(p, 'ol.games a')[:1]
         if h == '/stream/playlist': clips = links(p, '#list a')
     return dict(seen=seen, bad=bad, home=home + data, genomes=genomes, games=games, clips=clips, visit=visit)
@@ -95,9 +106,13 @@ def check_walk(url:str, p:Page, shots, registry):
     for h in w['games'][:2] + w['clips'][:1]: w['visit'](h, "document.body.dataset.rendered === 'yes'", shot='viewer-game.png')
     return w, kinds
 
+def screenshots(tmp_path)->Path: # `GENOME_LAB_SCREENSHOTS` if set (made), else the test's own folder
+    d = Path(os.environ.get('GENOME_LAB_SCREENSHOTS') or tmp_path); d.mkdir(parents=True, exist_ok=True)
+    return d
+
 def test_every_page_a_newcomer_reaches_works(quick_registry, tmp_path):
     with serve_in_thread(create_app(quick_registry)) as url, Page(tmp_path/'chromium', 1280, 900) as p:
-        w, kinds = check_walk(url, p, tmp_path, quick_registry)
+        w, kinds = check_walk(url, p, screenshots(tmp_path), quick_registry)
         errors = [e for e in p.errors if OUTSIDE not in e]
         notes = p.js("fetch('/api/leaderboard').then(r => r.json()).then(d => d.notes)")
     assert {'/leaderboard', '/dashboard', '/viewer', '/stream', '/stream/playlist', '/docs', '/health'} <= set(w['home']), w['home']
@@ -111,8 +126,8 @@ def test_every_page_a_newcomer_reaches_works(quick_registry, tmp_path):
 def test_a_real_runs_pages_work(tmp_path):
     root = shutil.copytree(os.environ['GENOME_LAB_WALK_REGISTRY'], tmp_path/'registry')
     with serve_in_thread(create_app(root)) as url, Page(tmp_path/'chromium', 1280, 900) as p:
-        w, kinds = check_walk(url, p, tmp_path, root)
+        w, kinds = check_walk(url, p, shots := screenshots(tmp_path), root)
         errors = [e for e in p.errors if OUTSIDE not in e]
-    print(f"walked {len(w['seen'])} pages of {root} ({len(kinds)} kinds of genome); screenshots in {tmp_path}")
+    print(f"walked {len(w['seen'])} pages of {root} ({len(kinds)} kinds of genome); screenshots in {shots}")
     assert w['bad'] == [] and errors == [], (w['bad'], errors)
     assert all(s == 200 for k, s in w['seen'].items() if k != '/schedule'), {k: s for k, s in w['seen'].items() if s != 200}

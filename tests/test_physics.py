@@ -214,7 +214,7 @@ def test_the_producer_races_at_the_seasons_settings_and_continues_across_rounds(
     save_state(reg.root/'season_work'/'creatures.safetensors', 'producer', dict(round=3, pending=None))   # of the rounds before
     first, second = (work(reg, 'creatures', small, offers=1) for _ in range(2))
     assert first['steps'] == second['steps'] == 2 and first['offered'] and first['stopped'] == 'offers'
-    assert reg.genome(first['offered'][0])['name'] == 'Creature-g2'
+    assert reg.genome(first['offered'][0])['name'] == 'Creature-ga1'
     assert second['metrics']['generation'] == 4   # the second round went on from the first's checkpoint
     assert all(reg.genome(i)['type'] == 'creature' for i in reg.waiting_offers())
 
@@ -237,5 +237,5 @@ def test_creatures_climb_bench_runs_tiny(tmp_path):
     doc = json.loads(out.read_text())
     assert doc['check']['games'] == 4 and doc['check']['against'].startswith('RandomCreature')
     assert doc['check']['wins'] + doc['check']['losses'] + doc['check']['ties'] == 4
-    assert doc['baseline']['genome'] == 'old_round' and doc['producer']['offers'][0] == 'Creature-g2'
+    assert doc['baseline']['genome'] == 'old_round' and doc['producer']['offers'][0] == 'Creature-ga1'
     assert doc['agreement']['of'] == 3 and 'charts/score_best' in doc['curve']

@@ -77,7 +77,7 @@ def test_play_a_scripted_game(root, tmp_path):
         p.screenshot(tmp_path/'death.png')
         with Registry(root) as reg:   # a season (small games): its clones producer clones ivy's sessions
             season = run_season(reg, SEASON)
-            clone = reg.genome(reg.by_name('IvyCloneV1'))
+            clone = reg.genome(reg.by_name('Ivy-clone1'))
         p.goto(f'{url}/play')
         p.page.fill('#player', 'ivy'); p.page.dispatch_event('#player', 'change')   # the panel asks the server again
         p.wait("document.querySelectorAll('#contrib li').length > 0")
@@ -103,8 +103,8 @@ def test_play_a_scripted_game(root, tmp_path):
     s = read_session(uploaded_sessions(root)/closed['session'])
     assert (s.meta['player'], s.meta['kind'], s.meta['closed'], len(s)) == ('ivy', 'human', True, closed['steps'])
     assert closed['steps'] == death['t']
-    assert clone['name'] == 'IvyCloneV1' and {'id': 'ivy', 'relation': 'player'} in clone['parents']
+    assert clone['name'] == 'Ivy-clone1' and {'id': 'ivy', 'relation': 'player'} in clone['parents']
     assert is_protected(clone)   # selection keeps it, as the design keeps IvyBot (docs/design.md, Selection and diversity)
     assert len(panel) == 1 and panel[0][0] == clone['id'], panel
-    assert f"IvyCloneV1 learned from {len(deaths)} of your sessions (its lineage names you)" in panel[0][1], (panel, deaths)
+    assert f"Ivy-clone1 learned from {len(deaths)} of your sessions (its lineage names you)" in panel[0][1], (panel, deaths)
     assert f"season {season['id']}: rating" in panel[0][1], (panel, season)   # rated in the season's tournament

@@ -191,7 +191,7 @@ def test_hostile_recorded_games(founders):
     assert not [r for r in log if r.exc_info or 'Traceback' in r.getMessage()], [r.getMessage() for r in log]
     with Registry(founders) as reg, pytest.warns(UserWarning, match='clones: skipped'):
         made = produce_clones(ProducerContext(reg, 1, CloneSettings(8, 1), founders/'work'))
-        assert sorted(reg.genome(i)['name'] for i in made) == ['BoCloneV1', 'IvyCloneV1']
+        assert sorted(reg.genome(i)['name'] for i in made) == ['Bo-clone1', 'Ivy-clone1']
     skipped = json.loads((founders/'work'/'clones.skipped.json').read_text())['skipped']
     assert 'oldquit' in [s['input'] for s in skipped]
 

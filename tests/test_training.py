@@ -118,7 +118,7 @@ def test_a_kill_while_keeping_leaves_the_registry_and_the_checkpoint_in_agreemen
         _, params = r.load(named[1])
         assert all(torch.equal(params[k], v) for k, v in st['pending']['genomes'][0]['params'].items())
         assert r.genome(named[1])['parents'] == [dict(id=named[0], relation='self-play')]
-        assert [r.genome(i)['name'] for i in named] == ['tiny', 'tiny-ppo2']
+        assert [r.genome(i)['name'] for i in named] == ['Tiny-ppo1', 'Tiny-ppo2']
     named, held, _ = agreement()
     assert held == set(named) and len(named) == 4
 
@@ -214,7 +214,7 @@ def test_the_ppo_producer_fine_tunes_the_best_snake_and_offers_on_schedule(tmp_p
     assert first['steps'] == 2 and [reg.genome(i)['name'] for i in first['offered']] == ['PufferSnake-ppo1']
     out = work(reg, 'ppo', s, offers=2)   # steps 3 (scratch), 4, 5, 6 (scratch): the fine-tune's second offer, the scratch's first
     names = [reg.genome(i)['name'] for i in out['offered']]
-    assert out['steps'] == 4 and names == ['PufferSnake-ppo2', 'PPOScratch'], names
+    assert out['steps'] == 4 and names == ['PufferSnake-ppo2', 'PPOScratch-ppo1'], names
     assert reg.genome(first['offered'][0])['parents'] == [dict(id=puffer, relation='finetune')]
     assert reg.genome(out['offered'][0])['parents'] == [dict(id=first['offered'][0], relation='self-play')]
     assert out['metrics']['agent_steps'] == 6 * 2304 and 'scratch/charts/SPS' in out['metrics']
