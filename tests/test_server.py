@@ -448,9 +448,12 @@ def test_leaderboard_page_in_headless_chromium(root, tmp_path):
     assert find('body', data_rendered='yes'), "the page's script did not render"
     rows = [e for e in dom.items if e['tag'] == 'tr' and e['attrs'].get('class') == 'genome-row']
     snake_rows = [e['attrs']['data-id'] for e in rows if e['attrs']['data-id'] in {g['id'] for g in data['arenas']['snake']}]
-    assert snake_rows == [g['id'] for g in data['arenas']['snake']] and len(snake_rows) == 10   # 3 founders + 7 candidates, rating order
-    ordinals = [rated[i]['mu'] - 3*rated[i]['sigma'] for i in snake_rows]
-    assert ordinals == sorted(ordinals, reverse=True)
+    assert snake_rows == [g['id'] for g in data['arenas']['snake']] and len(snake_rows) == 10   # 3 founders + 7 candidates
+    status = [g['status'] for g in data['arenas']['snake']]
+    assert status == sorted(status), status   # the active genomes first, then the candidates (46: apart)
+    for st in ('active', 'candidate'):   # each in rating order
+        ordinals = [rated[i]['mu'] - 3*rated[i]['sigma'] for i, s in zip(snake_rows, status) if s == st]
+        assert ordinals == sorted(ordinals, reverse=True), (st, ordinals)
     records = [e['text'] for e in find('td', **{'class': 'record'})]
     for g, text in zip(data['arenas']['snake'], records):
         assert text == f"{round(100*g['win_rate'])}% win rate, {g['games']} games", (text, g)   # the design's record format (docs/design.md, Player loop)
