@@ -72,7 +72,7 @@ PRESETS = {
         '81_tetris_players': dict(demo_ticks=10_000),
         '83_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
                                  max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
-        '85_seasons': dict(bot_games=20, max_meetings=16, max_candidates=0, tetris_agents=8),  # more games, the same stable ones
+        '85_seasons': dict(seasons=3, bot_games=20, max_meetings=16, max_candidates=0, tetris_agents=8),  # more games, the same stable ones
         '86_play': dict(enemies=50, steps=300),
         '90_streaming': dict(game_steps=300, clip_seconds=10.0),
         '91_broadcast': dict(fps=30, seconds=5.0),
