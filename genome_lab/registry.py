@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/registry.html.md"""
 
 # %% ../nbs/10_registry.ipynb #ef3a5946
 from __future__ import annotations
-import json, os, re, itertools, sqlite3, hashlib, tempfile, uuid, contextlib
+import json, os, re, itertools, sqlite3, hashlib, tempfile, time, uuid, contextlib
 from dataclasses import dataclass, field, asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,11 +19,11 @@ from .core import atomic_write
 from .arenas import arena_version, arena_names, find_arena
 
 # %% auto #0
-__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'METHODS', 'NAMING', 'NAME_MAX', 'STATUSES',
-           'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA', 'SEASONS_SCHEMA', 'GAMES_SCHEMA',
-           'RESULT_COLUMNS', 'POLICY_OPS_SCHEMA', 'GenomeFormatError', 'utcnow', 'Genome', 'genome_types',
-           'shape_mismatch', 'check_params', 'genome_to_bytes', 'genome_from_bytes', 'RegistryError', 'SQLiteStore',
-           'Registry', 'family_word', 'founding_genomes', 'seed_founders']
+__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'BUSY_TIMEOUT_S', 'METHODS', 'NAMING',
+           'NAME_MAX', 'STATUSES', 'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA',
+           'SEASONS_SCHEMA', 'GAMES_SCHEMA', 'RESULT_COLUMNS', 'POLICY_OPS_SCHEMA', 'GenomeFormatError', 'utcnow',
+           'Genome', 'genome_types', 'shape_mismatch', 'check_params', 'genome_to_bytes', 'genome_from_bytes',
+           'RegistryError', 'SQLiteStore', 'Registry', 'family_word', 'founding_genomes', 'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -145,6 +145,8 @@ class RegistryError(ValueError):
     "A registry operation that was refused; the registry is unchanged."
 
 # %% ../nbs/10_registry.ipynb #a7fbe818
+BUSY_TIMEOUT_S = 30 # how long a connection waits for another's lock before 'database is locked'
+
 class SQLiteStore:
     """One SQLite file in WAL mode with foreign keys on, created with `schema`; `transaction()` makes writes all or nothing.
     `read_only` opens an existing file with SQLite's `mode=ro` (nothing is created or written; a write raises
@@ -153,14 +155,25 @@ class SQLiteStore:
         self.path, self.read_only = Path(path), read_only
         if read_only:
             if not self.path.is_file(): raise FileNotFoundError(f"{self.path} not found (opened read-only: nothing is created)")
-            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30, isolation_level=None,
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                       check_same_thread=False)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
         self.db.execute('PRAGMA foreign_keys=ON')
-        if not read_only: self.db.execute('PRAGMA journal_mode=WAL'); self.db.executescript(schema)
+        if not read_only: self._set_wal(); self.db.executescript(schema)
+
+    def _set_wal(self):
+        """`PRAGMA journal_mode=WAL`, retried for up to `BUSY_TIMEOUT_S`: the first switch of a new file needs an exclusive
+        lock, and SQLite answers 'database is locked' at once, without waiting, when several threads or processes create
+        the same registry together (8 of 1,200 opens, 4 threads on a fresh folder)."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try: return self.db.execute('PRAGMA journal_mode=WAL')
+            except sqlite3.OperationalError as e:
+                if 'locked' not in str(e) or time.monotonic() > deadline: raise
+                time.sleep(0.01)
 
     @contextlib.contextmanager
     def transaction(self):
