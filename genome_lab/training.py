@@ -19,21 +19,20 @@ from .arenas import (SnakeArena, Episodes, EPISODE_FIELDS, SNAKE_CODES, SNAKE_VI
                                import_pufferlib_module, tqdm)
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .evaluation import evaluate, torch_threads, summarize
-from .tournament import MODEL, run_tournament
+from .tournament import GENOMES_PER_GAME, MODEL, run_tournament
 from .registry import Genome, Registry, RegistryError, seed_founders, founding_genomes, utcnow
 from .core import (Producer, ProducerContext, advance, save_state, load_state, checkpoint_header,
                              STATE_FORMAT, settings_diff, run_lock, RunLocked, config_parser, config_from_args)
 
 # %% auto #0
-__all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 'BACKENDS', 'SEASON_SNAKES', 'SEASON_STEPS',
-           'PPO_LOSSES', 'LOG_KEYS', 'CHECKPOINT_FILE', 'ppo_producer', 'PBT_HYPER', 'import_pufferl', 'snake_spaces',
-           'SnakeVecEnv', 'snake_arena_state', 'load_snake_arena_state', 'snake_model', 'to_linear_lstm',
-           'load_linear_lstm', 'pufferlib_train_config', 'PPOHyper', 'resolve_device', 'is_cuda', 'PPOConfig',
-           'config_from_dict', 'finetune_recipe', 'TournamentMaps', 'tournament_maps', 'puffer_vecenv',
-           'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta', 'stored_config', 'resolve_genome', 'register_kept',
-           'PPORun', 'League', 'rating_prior', 'train_ppo_cli', 'PPOSettings', 'best_snake', 'PPOProducer',
-           'pbt_member_class', 'PBTResult', 'run_pbt', 'anchor_rating', 'record_pbt', 'pbt_table', 'evaluation_ladder',
-           'reward_hacking_guard']
+__all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 'BACKENDS', 'PPO_LOSSES', 'LOG_KEYS',
+           'CHECKPOINT_FILE', 'ppo_producer', 'PBT_HYPER', 'import_pufferl', 'snake_spaces', 'SnakeVecEnv',
+           'snake_arena_state', 'load_snake_arena_state', 'snake_model', 'to_linear_lstm', 'load_linear_lstm',
+           'pufferlib_train_config', 'PPOHyper', 'resolve_device', 'is_cuda', 'PPOConfig', 'config_from_dict',
+           'finetune_recipe', 'TournamentMaps', 'tournament_maps', 'puffer_vecenv', 'PuffeRLTrainer', 'TrainingLog',
+           'checkpoint_meta', 'stored_config', 'resolve_genome', 'register_kept', 'PPORun', 'League', 'rating_prior',
+           'train_ppo_cli', 'PPOSettings', 'best_snake', 'PPOProducer', 'pbt_member_class', 'PBTResult', 'run_pbt',
+           'anchor_rating', 'record_pbt', 'pbt_table', 'evaluation_ladder', 'reward_hacking_guard']
 
 # %% ../nbs/75_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -389,8 +388,6 @@ def config_from_dict(d:dict)->PPOConfig: # from `asdict(cfg)` (a checkpoint's); 
     return PPOConfig(**{**d, 'hyper': PPOHyper(**d['hyper'])})
 
 # %% ../nbs/75_training.ipynb #bb9ee181
-SEASON_SNAKES, SEASON_STEPS = 18, 1000   # a season's snake game (85_seasons' SeasonConfig: 3 genomes x 6 snakes, 1000 steps)
-
 def finetune_recipe(start:str='', # the genome to fine-tune (a registry id or name); '': PufferLib's initialisation
                     device:str='auto', # `resolve_device`'s
                     maps:int=0, # maps; 0: 1024 on CUDA, 32 on the CPU
@@ -402,12 +399,13 @@ def finetune_recipe(start:str='', # the genome to fine-tune (a registry id or na
     batch). On CUDA PufferLib's Multiprocessing backend steps the maps (1024: the H200 run's 8 x 128); on the CPU they
     are stepped in this process (32: the 2-core run's 2 x 16; PufferLib's processes ran 3x slower on 2 busy cores)."""
     cuda = is_cuda(device)
-    maps, g = maps or (1024 if cuda else 32), SnakeArena.game_settings
+    maps, g, season = maps or (1024 if cuda else 32), SnakeArena.game_settings, SnakeArena.season
+    snakes = GENOMES_PER_GAME * season.agents   # a season game's snakes
     hyper = PPOHyper(learning_rate=1e-4, clip_coef=0.2, bptt_horizon=64,
-                     minibatch_size=min(32_768 if cuda else 8192, maps * SEASON_SNAKES * 64))
-    return PPOConfig(**{**dict(total_timesteps=500_000_000, start=start, num_envs=maps, num_snakes=SEASON_SNAKES,
+                     minibatch_size=min(32_768 if cuda else 8192, maps * snakes * 64))
+    return PPOConfig(**{**dict(total_timesteps=500_000_000, start=start, num_envs=maps, num_snakes=snakes,
                                width=g['width'], height=g['height'], num_food=g['num_food'],
-                               max_snake_length=g['max_snake_length'], reset_every=SEASON_STEPS, device=device,
+                               max_snake_length=g['max_snake_length'], reset_every=season.steps, device=device,
                                hyper=hyper), **kw})
 
 # %% ../nbs/75_training.ipynb #9ab8be78
@@ -418,7 +416,7 @@ class TournamentMaps(_PufferSnake):
     (PufferLib's `c_reset` keeps the last game's food and corpses, so the C envs are made anew), each time with the next
     seed of this env's stream: what PufferLib's Multiprocessing backend steps in its worker processes on CUDA.
     `reset(seed)` also rebuilds them."""
-    def __init__(self, reset_every:int=SEASON_STEPS, buf=None, seed:int=0, **kw): # `kw`: PufferLib Snake's settings
+    def __init__(self, reset_every:int=SnakeArena.season.steps, buf=None, seed:int=0, **kw): # `kw`: PufferLib Snake's settings
         self.reset_every, self._kw, self._seed, self.resets = reset_every, kw, seed, 0
         super().__init__(buf=buf, seed=seed, report_interval=reset_every or 128, **kw)
         self._buf = buf or dict(observations=self.observations, rewards=self.rewards, terminals=self.terminals,
@@ -441,7 +439,7 @@ class TournamentMaps(_PufferSnake):
         _PufferSnake.__init__(self, buf=self._buf, seed=self._seed, report_interval=self.reset_every or 128, **self._kw)
         binding.vec_reset(self.c_envs, seed)
 
-def tournament_maps(reset_every:int=SEASON_STEPS, buf=None, seed:int=0, **kw)->TournamentMaps: # PufferLib's env creator
+def tournament_maps(reset_every:int=SnakeArena.season.steps, buf=None, seed:int=0, **kw)->TournamentMaps: # PufferLib's env creator
     return TournamentMaps(reset_every, buf=buf, seed=seed, **kw)
 
 def puffer_vecenv(cfg:PPOConfig): # PufferLib's Multiprocessing vecenv of `cfg`'s maps
