@@ -389,6 +389,7 @@ def fit(params, # the parameters to train: a module's `parameters()`, or a list 
         loss:typing.Callable, # loss(batch) -> {column: value}, the first the scalar tensor to minimise, 'n' its items; None skips
         epochs:int=1, lr:float=1e-3, # passes over `batches`; Adam's step size
         weight_decay:float=0.0, # AdamW's decoupled weight decay; 0: Adam
+        optimizer:typing.Callable|None=None, # optimizer(params, lr=, [weight_decay=]) -> a torch optimiser (`torch.optim.SGD`); None: Adam
         grad_clip:float|None=None, # clip the gradients' global norm to this
         lr_final:float=1.0, steps:int|None=None, # anneal the step size to lr*lr_final along a cosine over `steps` updates
         every:int=0, # a row every `every` updates; 0: a row per epoch
@@ -396,11 +397,12 @@ def fit(params, # the parameters to train: a module's `parameters()`, or a list 
         history:list|None=None, # the rows are appended here (a run's earlier rows), else to a new list
         step_key:str='epoch')->list: # the rows: `step_key` (epochs, or updates with `every`), the means, 'n', 'seconds'
     """Minimise the first value `loss` returns over `batches` (Adam, Kingma and Ba 2015; AdamW, Loshchilov and Hutter
-    2019; SGDR's cosine schedule, Loshchilov and Hutter 2017): the one home of the lab's supervised training loops.
-    Each row holds every returned value's mean since the last row, weighted by the batches' 'n'."""
+    2019; or `optimizer`; SGDR's cosine schedule, Loshchilov and Hutter 2017): the one home of the lab's supervised
+    training loops. Each row holds every returned value's mean since the last row, weighted by the batches' 'n'."""
     import torch
     params = list(params)
-    opt = (torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay) if weight_decay else torch.optim.Adam(params, lr=lr))
+    make = optimizer or (torch.optim.AdamW if weight_decay else torch.optim.Adam)
+    opt = make(params, lr=lr, **({'weight_decay': weight_decay} if weight_decay else {}))
     sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps), eta_min=lr*lr_final)
              if steps and lr_final != 1.0 else None)
     rows = history if history is not None else []
