@@ -12,14 +12,16 @@ def parse(*configs:type, # the bench's config dataclasses: one flag per field (`
           positional:tuple=(), # fields also given by position, as `bench.py RUN` (each takes 0 or more values)
           ns:bool=False, # also return the parsed namespace (for a config read later with another base)?
           **kw): # `kw` go to `argparse.ArgumentParser` (an `epilog`, ...)
-    "One instance per config in `configs`, from `argv` (a lone config: the instance itself); flags not given keep defaults."
+    """One instance per config in `configs`, from `argv` (a lone config: the instance itself); flags not given keep
+    defaults; a config's `ValueError` exits with the usage and its message."""
     ap = argparse.ArgumentParser(description=doc.strip().splitlines()[0] if doc.strip() else None, allow_abbrev=False, **kw)
     fields = {n: typing.get_type_hints(owner)[f.name] for c in configs for n, (owner, f) in config_fields(c).items()}
     for name in positional:   # a list field takes any number of values, another field one or none
         ap.add_argument(name, nargs='*' if typing.get_origin(fields[name]) is list else '?', default=argparse.SUPPRESS,
                         help=f'the same as --{name.replace("_", "-")}')
     a = config_parser(*configs, parser=ap).parse_args(argv)
-    out = tuple(config_from_args(c, a) for c in configs)
+    try: out = tuple(config_from_args(c, a) for c in configs)
+    except ValueError as e: ap.error(str(e))   # a config's own check: the usage and what to fix, exit status 2
     out = out[0] if len(out) == 1 else out
     return (out, a) if ns else out
 
