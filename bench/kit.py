@@ -9,7 +9,8 @@ from genome_lab.core import atomic_write_json, config_fields, config_parser, con
 def parse(*configs:type, # the bench's config dataclasses: one flag per field (`config_parser`)
           doc:str='', # the bench's docstring: its first line is the description in --help
           argv:list|None=None, # the arguments (None: the command line)
-          positional:tuple=(), # fields also given by position, as `bench.py RUN` (each takes 0 or more values)
+          positional:tuple=(), # fields also given by position, as `bench.py RUN` (a list field: any number of values)
+          required:tuple=(), # fields that must be given (their defaults stand for "not given")
           ns:bool=False, # also return the parsed namespace (for a config read later with another base)?
           **kw): # `kw` go to `argparse.ArgumentParser` (an `epilog`, ...)
     """One instance per config in `configs`, from `argv` (a lone config: the instance itself); flags not given keep
@@ -20,6 +21,8 @@ def parse(*configs:type, # the bench's config dataclasses: one flag per field (`
         ap.add_argument(name, nargs='*' if typing.get_origin(fields[name]) is list else '?', default=argparse.SUPPRESS,
                         help=f'the same as --{name.replace("_", "-")}')
     a = config_parser(*configs, parser=ap).parse_args(argv)
+    if missing := [n for n in required if not getattr(a, n, None)]:
+        ap.error('give ' + ', '.join(n if n in positional else f'--{n.replace("_", "-")}' for n in missing))
     try: out = tuple(config_from_args(c, a) for c in configs)
     except ValueError as e: ap.error(str(e))   # a config's own check: the usage and what to fix, exit status 2
     out = out[0] if len(out) == 1 else out
