@@ -11,12 +11,25 @@
    tau and the games needed for tau >= 0.9 to hold to the end, over several seeds.
 Usage: python bench/tournament.py [--ladder-games 60] [--seeds 3] [--steps 300] [--batch 64] [--reps 3]
 """
-import argparse, os, time
+import os, time
+from dataclasses import dataclass
+from typing import Annotated
 import numpy as np, torch
 from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy, EpsilonGreedy
 from genome_lab.evaluation import evaluate
 from genome_lab.tournament import run_tournament, play_games, ladder_taus, games_to_reach
 from genome_lab.selection import mutate
+from kit import parse
+
+@dataclass
+class TournamentBench:
+    "The tournament bench's settings."
+    ladder_games: Annotated[int, 'games of each ladder'] = 60
+    seeds: Annotated[int, 'ladders of each kind'] = 3
+    steps: Annotated[int, 'steps per game (and of the policy-bound evaluation)'] = 300
+    tournament_games: Annotated[int, 'meetings per pair in the 15-genome tournament'] = 1
+    batch: Annotated[int, 'games per batch of the tournament'] = 64
+    reps: Annotated[int, 'alternating measurements of each rate'] = 3
 
 def entrants(puffer)->list:
     "PufferLib's snake at six epsilons, four Gaussian mutants, three heuristics, two random genomes."
@@ -40,13 +53,7 @@ def policy_bound_rate(puffer, steps)->float: # agent-steps/s of `evaluate` with 
     return r.agent_steps / r.seconds
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--ladder-games', type=int, default=60); ap.add_argument('--seeds', type=int, default=3)
-    ap.add_argument('--steps', type=int, default=300, help='steps per game (and of the policy-bound evaluation)')
-    ap.add_argument('--tournament-games', type=int, default=1, help='meetings per pair in the 15-genome tournament')
-    ap.add_argument('--batch', type=int, default=64, help='games per batch of the tournament')
-    ap.add_argument('--reps', type=int, default=3, help='alternating measurements of each rate')
-    a = ap.parse_args()
+    a = parse(TournamentBench, doc=__doc__)
     torch.set_num_threads(1)
     puffer = load_pufferlib_policy('snake')
     pols = entrants(puffer)

@@ -89,7 +89,8 @@ def config_fields(cls)->dict: # {flag name: (owning dataclass, field)}, nested d
 def config_parser(*configs:type, # config dataclasses whose fields become flags
                   parser:argparse.ArgumentParser|None=None, # add to this parser (a new one if None)
                   **kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser` when it is built here
-    "A parser with one `--flag` per field of `configs`; flags not given are left out of the parsed namespace."
+    """A parser with one `--flag` per int, float, str or bool field of `configs` (a `list[int|float|str]` field takes
+    several values); flags not given are left out of the parsed namespace."""
     ap, docs = parser or argparse.ArgumentParser(**kw), {}   # docs: {dataclass: its docments}, read once per dataclass
     for cls in configs:
         group = ap.add_argument_group(cls.__name__, (cls.__doc__ or '').split('\n')[0])
@@ -102,6 +103,8 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
             flag = '--' + name.replace('_', '-')
             if t is bool: group.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help)
             elif t in (int, float, str): group.add_argument(flag, type=t, default=argparse.SUPPRESS, help=help, metavar=t.__name__.upper())
+            elif typing.get_origin(t) is list and (e := typing.get_args(t)[0]) in (int, float, str):   # several values
+                group.add_argument(flag, type=e, nargs='+', default=argparse.SUPPRESS, help=help, metavar=e.__name__.upper())
     return ap
 
 def config_from_args(cls:type, # the config dataclass
