@@ -15,6 +15,7 @@ import os, time
 from dataclasses import dataclass
 from typing import Annotated
 import numpy as np, torch
+from genome_lab.arenas import SnakeArena
 from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy, EpsilonGreedy
 from genome_lab.evaluation import evaluate
 from genome_lab.tournament import run_tournament, play_games, ladder_taus, games_to_reach
@@ -44,7 +45,7 @@ def tournament_rate(pols, steps, batch, meetings)->tuple: # (agent-steps/s, game
     ids = [f'g{i}' for i in range(len(pols))]
     t0 = time.perf_counter()
     res = run_tournament(None, ids, pols, genomes_per_game=5, agents_per_genome=8, steps=steps, meetings=meetings, seed=0,
-                         progress=False, batch=batch, settings=dict(width=80, height=48, num_food=200))
+                         progress=False, batch=batch, settings=SnakeArena.game_settings)
     sec = time.perf_counter() - t0
     return sum(r.agent_steps for r in res.results) / sec, len(res.games), sec, res
 
@@ -73,7 +74,7 @@ def main():
     final, reach = {'openskill': [], 'elo': []}, {'openskill': [], 'elo': []}
     for s in range(a.seeds):
         games = [tuple(range(6))] * a.ladder_games
-        rs = play_games(ladder, games, seed=1000 + s, progress=False, agents_per_genome=4, steps=a.steps, settings=dict(width=80, height=48, num_food=200))
+        rs = play_games(ladder, games, seed=1000 + s, progress=False, agents_per_genome=4, steps=a.steps, settings=SnakeArena.game_settings)
         taus = ladder_taus(rs, games, list(range(6)))
         for k in final: final[k].append(taus[k][-1]); reach[k].append(games_to_reach(taus[k]))
         print(f"ladder seed {s}: final tau openskill {taus['openskill'][-1]:.3f}, elo {taus['elo'][-1]:.3f}; "
