@@ -14,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as Fn
 import zuko
 import numpy as np
+from fastcore.basics import patch
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
@@ -518,31 +519,35 @@ class FitnessEstimator(EvaluationBuffer):
         r2 = self.r2(X[hold], y[hold]) if nh else float('nan')
         return dict(loss=train_loss, r2_holdout=r2, n_train=ntr, n_holdout=nh)
 
-    @torch.no_grad()
-    def predict(self, genomes:torch.Tensor)->tuple: # (mean (n,), std (n,)) in fitness units
-        "Ensemble mean of the members' predictions and their standard deviation across members (the uncertainty)."
-        if not self.fitted: raise ValueError("the estimator is not fitted: add evaluations and call fit() first")
-        g = _as_tensor(genomes, 'genomes')
-        if g.ndim != 2 or g.shape[1] != self.dim: raise ValueError(f"genomes must have shape (n, {self.dim}), got {tuple(g.shape)}")
-        p = self._forward((g - self.stats['x_mu']) / self.stats['x_sd']) * self.stats['y_sd'] + self.stats['y_mu']
-        return p.mean(0), p.std(0, unbiased=False)
+# %% ../nbs/40_replicator.ipynb #4874fe9d
+@patch
+def predict(self:FitnessEstimator, genomes:torch.Tensor)->tuple: # (mean (n,), std (n,)) in fitness units
+    "Ensemble mean of the members' predictions and their standard deviation across members (the uncertainty)."
+    if not self.fitted: raise ValueError("the estimator is not fitted: add evaluations and call fit() first")
+    g = _as_tensor(genomes, 'genomes')
+    if g.ndim != 2 or g.shape[1] != self.dim: raise ValueError(f"genomes must have shape (n, {self.dim}), got {tuple(g.shape)}")
+    with torch.no_grad(): p = self._forward((g - self.stats['x_mu']) / self.stats['x_sd']) * self.stats['y_sd'] + self.stats['y_mu']
+    return p.mean(0), p.std(0, unbiased=False)
 
-    def state_dict(self)->dict: # {name: tensor}
-        "Tensors only (for safetensors): configuration, weights, standardisation, buffer and generator state."
-        X, y = self.data()
-        return (self._config_tensors() | {f'param.{k}': v.clone() for k, v in self.params.items()} | {f'stats.{k}': v.clone() for k, v in self.stats.items()}
-                | {'buffer.genomes': X, 'buffer.fitness': y, 'count': torch.tensor(self.count), 'fitted': torch.tensor(int(self.fitted)),
-                   'generator': self.generator.get_state()})
+# %% ../nbs/40_replicator.ipynb #0c422417
+@patch
+def state_dict(self:FitnessEstimator)->dict: # {name: tensor}
+    "Tensors only (for safetensors): configuration, weights, standardisation, buffer and generator state."
+    X, y = self.data()
+    return (self._config_tensors() | {f'param.{k}': v.clone() for k, v in self.params.items()} | {f'stats.{k}': v.clone() for k, v in self.stats.items()}
+            | {'buffer.genomes': X, 'buffer.fitness': y, 'count': torch.tensor(self.count), 'fitted': torch.tensor(int(self.fitted)),
+               'generator': self.generator.get_state()})
 
-    def load_state_dict(self, sd:dict)->None:
-        "Load a `state_dict` of an estimator with the same configuration (`ValueError` otherwise)."
-        self._check_config(sd, skip=('seed',))   # the generator's state is loaded below
-        self.params = {k: sd[f'param.{k}'].clone() for k in self.params}
-        self.stats = {k: sd[f'stats.{k}'].clone() for k in self.stats}
-        self._load_buffer(sd)
-        self.fitted = bool(int(sd['fitted']))
-        self.generator.set_state(sd['generator'].clone())
-
+# %% ../nbs/40_replicator.ipynb #dc27d6c6
+@patch
+def load_state_dict(self:FitnessEstimator, sd:dict)->None:
+    "Load a `state_dict` of an estimator with the same configuration (`ValueError` otherwise)."
+    self._check_config(sd, skip=('seed',))   # the generator's state is loaded below
+    self.params = {k: sd[f'param.{k}'].clone() for k in self.params}
+    self.stats = {k: sd[f'stats.{k}'].clone() for k in self.stats}
+    self._load_buffer(sd)
+    self.fitted = bool(int(sd['fitted']))
+    self.generator.set_state(sd['generator'].clone())
 
 # %% ../nbs/40_replicator.ipynb #8f39cb59
 class GPSurrogate(EvaluationBuffer):
