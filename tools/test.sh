@@ -9,4 +9,4 @@ echo "== nbdev-test"
 .venv/bin/nbdev-test --n-workers 2 --cell-timeout 1200   # a cell of a busy machine gets time; a hang still ends
 echo "== pytest"
 bash tools/setup_debian.sh chromium:chromium  # the leaderboard page is tested in headless chromium
-.venv/bin/python -m pytest -q tests
+.venv/bin/python -m pytest -q tests --durations=20   # the slowest tests named: the suite keeps under 20 minutes
