@@ -48,6 +48,7 @@ class StreamConfig:
     send_buffer_bytes: int = 256 << 10 # the kernel's send buffer of an MJPEG connection (Linux would grow it to megabytes of pictures nobody reads)
     stamp: bool = False # draw the server's clock as a barcode in each frame's corner (latency measurements: bench/live_view.py)
 
+# %% ../nbs/91_broadcast.ipynb #e8ef6ace
 def active_snakes(registry:Registry, k:int)->list: # [(id, name, ordinal or None)], best first
     "The `k` best-rated active snake genomes (OpenSkill ordinal; unrated ones after the rated, by age)."
     rated = registry.has_table('ratings')
@@ -87,6 +88,7 @@ class LiveGame:
 
     def close(self): self.game.arena.close()
 
+# %% ../nbs/91_broadcast.ipynb #3e310284
 def waiting_card(canvas:Canvas, message:str, stamp_ms:int|None=None)->Canvas:
     "The picture shown while there is no game (no genomes yet, or a game starting)."
     canvas.fill(0, 0, canvas.width, canvas.height, BACK)

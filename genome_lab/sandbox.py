@@ -31,6 +31,7 @@ SANDBOX_UID = 65534 # the uid a program runs as (`nobody`)
 class SandboxUnavailable(RuntimeError):
     "The sandbox cannot start on this machine (bubblewrap or seccomp missing); no program was run."
 
+# %% ../nbs/80_sandbox.ipynb #2fc35b58
 def sanitise(text:str, n:int=200)->str:
     "A short, printable one-line form of `text` (at most `n` characters): all the harness keeps of what a child says."
     text = re.sub(r'\s+', ' ', re.sub(r'[^\x20-\x7e\s]', '?', str(text))).strip()
@@ -85,6 +86,7 @@ def _elf_interpreter(path:str)->str:
                 f.seek(off); return f.read(n).rstrip(b'\0').decode()
     raise SandboxUnavailable(f"{path} has no program interpreter: the sandbox needs a dynamically linked Python")
 
+# %% ../nbs/80_sandbox.ipynb #bf0396c5
 @functools.cache
 def sandbox_binds()->tuple: # ((host path, path in the sandbox), ...)
     """What the child sees, all read-only: the interpreter, its standard library (without the base Python's
@@ -105,6 +107,7 @@ def sandbox_binds()->tuple: # ((host path, path in the sandbox), ...)
     binds.append((os.path.realpath(_elf_interpreter(exe)), _elf_interpreter(exe)))
     return tuple(binds)
 
+# %% ../nbs/80_sandbox.ipynb #aa19514f
 def bwrap_command()->list: # argv: bwrap, its options, the interpreter and the worker
     """The child's command line: bubblewrap with new user (or, for a root harness, privileged), mount, PID, network,
     IPC, UTS and cgroup namespaces; a read-only root holding only `sandbox_binds()` and a minimal /dev; a new session;
@@ -258,12 +261,14 @@ class SandboxFailure(Exception):
     "A candidate program failed: `kind` is one of `FAILURE_KINDS`, `message` a short sanitised reason."
     def __init__(self, kind:str, message:str): super().__init__(f"{kind}: {message}"); self.kind, self.message = kind, message
 
+# %% ../nbs/80_sandbox.ipynb #57cb6af6
 def check_source(source:str, max_bytes:int=1 << 20):
     "Compile `source` in the harness (nothing runs); raises `SandboxFailure('syntax')`, so a child cannot claim it."
     if len(source.encode('utf-8', 'replace')) > max_bytes: raise SandboxFailure('syntax', f"the program is over {max_bytes} bytes")
     try: compile(source, 'player.py', 'exec')
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e: raise SandboxFailure('syntax', sanitise(f"{type(e).__name__}: {e}")) from None
 
+# %% ../nbs/80_sandbox.ipynb #3390732f
 class SandboxedPlayer:
     """A player program running in its own sandboxed process; `act(obs, view)` returns its action. The harness decides
     every failure kind from what it observes (its clock, the child's exit status and CPU time, the action's value);
@@ -399,6 +404,7 @@ class PlayResult:
     layers: list = field(default_factory=list) # layers that were active ('bwrap', 'uid 65534', 'rlimits', 'seccomp', 'audit')
     def to_dict(self): return asdict(self)
 
+# %% ../nbs/80_sandbox.ipynb #aba55313
 def play_games(source:str, # the player program
                game, # an env wrapper: reset(seed)->(obs, view), step(a)->(obs, view, done), .result, .num_actions or 7
                seeds:list, # one game per seed
@@ -426,6 +432,7 @@ REPL_IMPORTS = ('math', 'random', 'json', 'statistics', 'collections', 'itertool
 
 def _plain(x): return json.loads(json.dumps(x, default=float))   # JSON data only: what the child gets back
 
+# %% ../nbs/80_sandbox.ipynb #70db31f2
 class SandboxedREPL:
     """Model-written code, turn by turn, in one persistent sandboxed interpreter (`SandboxedPlayer`'s child and
     limits): `run(code)` returns the turn's {'stdout', 'error'}; the code may call `functions` (run here, on the host)
@@ -505,6 +512,7 @@ class ArenaGame:
         return obs[0].copy(), None, self.result is not None
     def close(self): self.arena.close()
 
+# %% ../nbs/80_sandbox.ipynb #c7f4598d
 class ProgramEnv:
     """What a player program of an arena sees, does and is scored on (program search): the arena's own descriptions,
     a starting program, and the constants the offline mutation changes. The generic starting program scores each action
@@ -543,6 +551,7 @@ class ProgramEnv:
                 "`choose_action(obs, view, memory) -> int`; `memory` is a dict kept for one game. "
                 f"Allowed imports: {', '.join(ALLOWED_IMPORTS)}; no files, no network.")
 
+# %% ../nbs/80_sandbox.ipynb #4e58032e
 def program_env(arena:str, max_ticks:int=0)->ProgramEnv:
     "The program-search environment of `arena`: the one its class names in `program_env` ('module:attr'), else the generic one."
     spec = find_arena(arena).program_env
@@ -622,6 +631,7 @@ class ProgramPolicy(Policy):
         a = state.actions(np.asarray(obs))
         return torch.nn.functional.one_hot(torch.as_tensor(a), self.num_actions).float(), state
 
+# %% ../nbs/80_sandbox.ipynb #4f1be954
 def program_genome(name:str, arena:str, source:str, # the genome's name, arena and program
                    type:str='program', # a `GENOME_TYPES` entry: 'program' (evolved) or 'baseline' (hand-written)
                    origin:str='program_search', # who made it: the genome's `source`
