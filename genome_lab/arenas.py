@@ -353,16 +353,6 @@ class SnakeArena(PufferArena):
                              f"at most {int(cls.max_occupancy * cells)} ({cls.max_occupancy:.0%} of its {cells} inner cells)")
         return settings
 
-    def _build(self):
-        "Create the C envs on our buffers (PufferLib's `env_init` + `vectorize`)."
-        c, n = self.config, self.config['num_snakes']
-        kw = {k: c[k] for k in ('width', 'height', 'num_snakes', 'num_food', 'vision', 'leave_corpse_on_death',
-                                'reward_food', 'reward_corpse', 'reward_death', 'max_snake_length')}
-        handles = [self._binding.env_init(self.obs[i*n:(i+1)*n], self.actions[i*n:(i+1)*n], self.rewards[i*n:(i+1)*n],
-                                          self.terminals[i*n:(i+1)*n], self.truncations[i*n:(i+1)*n], i,
-                                          cell_size=1, **kw) for i in range(c['num_envs'])]
-        self._handles, self._vec = handles, self._binding.vectorize(*handles)
-
     def reset(self, seed:int=0):
         "Rebuild the maps and reset them with `seed` (PufferLib's `c_reset` keeps the last game's food and corpses)."
         if self.closed: raise RuntimeError(f"{self.name}: the arena is closed")
@@ -370,26 +360,44 @@ class SnakeArena(PufferArena):
         self._build()
         return super().reset(seed)
 
-    def _reset_tracking(self):
-        n = self.num_agents
-        self._ret, self._len, self._snake_len = np.zeros(n), np.zeros(n, np.int64), np.ones(n, np.int64)
+# %% ../nbs/00_arenas.ipynb #bd07b410
+@patch
+def _build(self:SnakeArena):
+    "Create the C envs on our buffers (PufferLib's `env_init` + `vectorize`)."
+    c, n = self.config, self.config['num_snakes']
+    kw = {k: c[k] for k in ('width', 'height', 'num_snakes', 'num_food', 'vision', 'leave_corpse_on_death',
+                            'reward_food', 'reward_corpse', 'reward_death', 'max_snake_length')}
+    handles = [self._binding.env_init(self.obs[i*n:(i+1)*n], self.actions[i*n:(i+1)*n], self.rewards[i*n:(i+1)*n],
+                                      self.terminals[i*n:(i+1)*n], self.truncations[i*n:(i+1)*n], i,
+                                      cell_size=1, **kw) for i in range(c['num_envs'])]
+    self._handles, self._vec = handles, self._binding.vectorize(*handles)
 
-    def _track(self):
-        r = self.rewards
-        self._ret += r; self._len += 1
-        died = r < 0
-        grow = (r > 0) & (self._snake_len < self.config['max_snake_length'] - 1)
-        self._snake_len += grow
-        if died.any():
-            idx = np.flatnonzero(died)
-            self._finished.append(Episodes(agent=idx, ret=self._ret[idx].copy(), length=self._len[idx].astype(float),
-                                           score=self._snake_len[idx].astype(float), lines=np.zeros(len(idx))))
-            self._ret[idx], self._len[idx], self._snake_len[idx] = 0, 0, 1
-        return died
+# %% ../nbs/00_arenas.ipynb #9814dfdc
+@patch
+def _reset_tracking(self:SnakeArena):
+    n = self.num_agents
+    self._ret, self._len, self._snake_len = np.zeros(n), np.zeros(n, np.int64), np.ones(n, np.int64)
 
-    def c_log(self)->dict: # PufferLib's own means over deaths since the last read (clears its log)
-        "PufferLib's aggregated log (`score`, `episode_return`, `episode_length`, `n`), read and cleared."
-        return self._binding.vec_log(self._vec)
+# %% ../nbs/00_arenas.ipynb #7e581aaf
+@patch
+def _track(self:SnakeArena):
+    r = self.rewards
+    self._ret += r; self._len += 1
+    died = r < 0
+    grow = (r > 0) & (self._snake_len < self.config['max_snake_length'] - 1)
+    self._snake_len += grow
+    if died.any():
+        idx = np.flatnonzero(died)
+        self._finished.append(Episodes(agent=idx, ret=self._ret[idx].copy(), length=self._len[idx].astype(float),
+                                       score=self._snake_len[idx].astype(float), lines=np.zeros(len(idx))))
+        self._ret[idx], self._len[idx], self._snake_len[idx] = 0, 0, 1
+    return died
+
+# %% ../nbs/00_arenas.ipynb #fa0eee1e
+@patch
+def c_log(self:SnakeArena)->dict: # PufferLib's own means over deaths since the last read (clears its log)
+    "PufferLib's aggregated log (`score`, `episode_return`, `episode_length`, `n`), read and cleared."
+    return self._binding.vec_log(self._vec)
 
 # %% ../nbs/00_arenas.ipynb #9c121fe4
 import ctypes

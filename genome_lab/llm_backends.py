@@ -88,6 +88,7 @@ class OfflineMutator:
     def root(self, messages:list, rng)->dict:
         return dict(text=f"```python\n{OFFLINE_ROOT_STRATEGY}```", prompt_tokens=0, completion_tokens=0, cached=False)
 
+# %% ../nbs/82_llm_backends.ipynb #21f71194
 OFFLINE_ROOT_STRATEGY = '''analysis = get_performance_analysis()
 top = [p['id'] for p in analysis['top']] or [p['id'] for p in analysis['recent']]
 islands, elites = analysis.get('islands') or [top], analysis.get('elites') or []

@@ -32,8 +32,8 @@ __all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes',
            'arena_observation', 'check_fits_arena', 'TournamentRequest', 'JobOut', 'evaluation_job', 'JobCancelled',
            'JobRunner', 'ManifestCache', 'FileCache', 'ErrorOut', 'registry_pool', 'token_refusal', 'require_token',
            'TokenRoute', 'BodyGuard', 'validation_error', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut',
-           'PerformanceOut', 'GenomeOut', 'ManifestOut', 'HealthOut', 'get_genome_manifest', 'get_genome', 'health',
-           'GameResult', 'StatsUpdate', 'StatsUpdated', 'Submitted', 'update_genome_stats', 'submit_genome',
+           'PerformanceOut', 'GenomeOut', 'ManifestOut', 'get_genome_manifest', 'get_genome', 'HealthOut', 'health',
+           'GameResult', 'StatsUpdate', 'StatsUpdated', 'update_genome_stats', 'Submitted', 'submit_genome',
            'retire_genome', 'run_tournament', 'cancel_job', 'tournament_status', 'page', 'json_script', 'page_part',
            'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut',
            'leaderboard_data', 'leaderboard_page', 'home_links', 'home_page', 'installed_routers', 'serve_options',
@@ -532,10 +532,6 @@ class ManifestOut(BaseModel):
     max_active: int
     last_tournament: Optional[str] = None
 
-# %% ../nbs/72_server.ipynb #5ab771d7
-class HealthOut(BaseModel):
-    ok: bool; genomes: int; writable: bool
-
 # %% ../nbs/72_server.ipynb #53f3fbc6
 reads = APIRouter(tags=['read'])
 
@@ -568,6 +564,10 @@ def get_genome(request:Request, genome_id:str=PathParam(pattern=ID_PATTERN, desc
     except GenomeFormatError as e: raise HTTPException(500, f"genome {genome_id!r} is damaged on the server: {e}") from None
     return Response(data, media_type='application/octet-stream', headers={'ETag': etag, 'Cache-Control': 'no-cache'})
 
+# %% ../nbs/72_server.ipynb #5ab771d7
+class HealthOut(BaseModel):
+    ok: bool; genomes: int; writable: bool
+
 # %% ../nbs/72_server.ipynb #25ed7e9e
 @reads.get('/health', response_model=HealthOut, operation_id='health')
 def health(request:Request, pool:RegistryPool=Depends(registry_pool))->HealthOut:
@@ -598,12 +598,6 @@ class StatsUpdated(BaseModel):
     evaluation: int = Field(description="the registry's evaluation id of these games")
     stats: StatsOut
 
-# %% ../nbs/72_server.ipynb #0b99e143
-class Submitted(BaseModel):
-    id: str; name: str
-    status: Literal['candidate']
-    sha256: str; size_bytes: int
-
 # %% ../nbs/72_server.ipynb #87f8fada
 writes = APIRouter(tags=['write'], dependencies=[Depends(require_token)], route_class=TokenRoute)
 
@@ -616,6 +610,12 @@ def update_genome_stats(body:StatsUpdate, pool:RegistryPool=Depends(registry_poo
     except RegistryError as e: raise HTTPException(404, str(e)) from None
     return StatsUpdated(genome_id=body.genome_id, recorded=len(body.results), evaluation=eid,
                         stats=StatsOut(**reg.stats(body.genome_id)[body.genome_id]))
+
+# %% ../nbs/72_server.ipynb #0b99e143
+class Submitted(BaseModel):
+    id: str; name: str
+    status: Literal['candidate']
+    sha256: str; size_bytes: int
 
 # %% ../nbs/72_server.ipynb #ae68b076
 @writes.post('/submit_genome', response_model=Submitted, status_code=201,
