@@ -5,10 +5,20 @@ Both measurements run in this process, one after the other, on the same arena (1
 transfer, the batched LinearLSTM forward (greedy) and the env step. Prints one line per arena and mode, and
 the ratio random/policy.  Usage: python bench/arena_throughput.py [--seconds 5] [--threads 1] [--agents 1024]
 """
-import argparse, time
+import time
+from dataclasses import dataclass
+from typing import Annotated
 import numpy as np, torch
 from genome_lab.arenas import SnakeArena, TetrisArena
 from genome_lab.policies import load_pufferlib_policy
+from kit import parse
+
+@dataclass
+class ThroughputBench:
+    "The arena throughput bench's settings."
+    seconds: Annotated[float, 'measuring time per arena and mode'] = 5.0
+    threads: Annotated[int, 'torch threads'] = 1
+    agents: Annotated[int, 'agents per arena (snake: multiple of 256)'] = 1024
 
 def rate(arena, step_fn, seconds, cpu:bool=False):
     """Agent-steps/s of `step_fn` over about `seconds` of wall time (after 20 warm-up steps); with `cpu`, the pair
@@ -20,11 +30,7 @@ def rate(arena, step_fn, seconds, cpu:bool=False):
     return (n * arena.num_agents / wall, n * arena.num_agents / used) if cpu else n * arena.num_agents / wall
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--seconds', type=float, default=5.0, help='measuring time per arena and mode')
-    ap.add_argument('--threads', type=int, default=1, help='torch threads')
-    ap.add_argument('--agents', type=int, default=1024, help='agents per arena (snake: multiple of 256)')
-    a = ap.parse_args()
+    a = parse(ThroughputBench, doc=__doc__)
     torch.set_num_threads(a.threads)
     print(f"torch {torch.__version__}, {a.threads} thread(s), {a.agents} agents, {a.seconds} s per measurement")
     arenas = {'snake': lambda: SnakeArena(num_envs=max(1, a.agents // 256), num_snakes=min(256, a.agents)),

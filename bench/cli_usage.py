@@ -5,8 +5,12 @@ after its module (torch, PufferLib) is imported, as every wrong usage was before
 Each wrong usage runs `--repeats` times each way as a subprocess; the figures are the median wall seconds.
 Usage: python bench/cli_usage.py [--repeats 3] [--out nbs/measured/cli_usage.json]
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile, time
+import json, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
+from dataclasses import dataclass
+from typing import Annotated
+from genome_lab.core import atomic_write_json
+from kit import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 WRONG = [['serve', '--registry', 'none', '--port', '99999'], ['serve', '--registry', 'none', '--bogus'],
@@ -18,11 +22,14 @@ def timed(argv:list, cache:Path)->tuple: # (seconds, exit status, last line of s
     r = subprocess.run([Path(sys.executable).parent/'genome-lab', *argv], capture_output=True, text=True, env=env, timeout=300)
     return time.perf_counter() - t0, r.returncode, (r.stderr.strip().splitlines() or [''])[-1]
 
+@dataclass
+class CliUsageBench:
+    "The CLI usage bench's settings."
+    repeats: Annotated[int, 'runs of each wrong usage, each way'] = 3
+    out: Annotated[str, 'the figures file'] = str(ROOT/'nbs'/'measured'/'cli_usage.json')
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--repeats', type=int, default=3, help='runs of each wrong usage, each way')
-    ap.add_argument('--out', type=Path, default=ROOT/'nbs'/'measured'/'cli_usage.json', help='the figures file')
-    a = ap.parse_args()
+    a = parse(CliUsageBench, doc=__doc__)
     with tempfile.TemporaryDirectory() as warm, tempfile.TemporaryDirectory() as cold:
         for cmd in sorted({w[0] for w in WRONG}): timed([cmd, '--help'], Path(warm))   # caches each command's usage
         rows = []
@@ -35,7 +42,7 @@ def main():
             print(f"genome-lab {' '.join(argv):45s} checked {r['checked_s']:5.2f} s, imported (baseline) {r['imported_s']:5.2f} s | {r['checked_says'][:70]}")
     out = dict(rows=rows, repeats=a.repeats, cpus=os.cpu_count(), load_1min=os.getloadavg()[0],
                note='wall seconds, median of the repeats; the same machine and run for both ways')
-    a.out.write_text(json.dumps(out, indent=1) + '\n')
+    atomic_write_json(a.out, out)
     print(f"wrote {a.out}")
 
 if __name__ == '__main__': main()

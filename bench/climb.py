@@ -22,10 +22,11 @@ import json, os, time
 from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 from typing import Annotated
-from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, find_producer
+from genome_lab.core import atomic_write_json, measured_dir, find_producer
 from genome_lab.registry import Registry
 from genome_lab.seasons import SeasonConfig, ratings_by_season
 from genome_lab.ecosystem import EcosystemConfig, run_ecosystem, founders, check_lead
+from kit import Memo, parse
 from producer_speed import standalone   # bench/: the trainer alone, as the producer speed bench measures it
 
 @dataclass
@@ -79,14 +80,14 @@ def bar(founders_ordinals:dict)->tuple: # (name, ordinal) of the founder to pass
     return name, real[name]
 
 def main():
-    c = config_from_args(Climb, config_parser(Climb, description=__doc__.splitlines()[0]).parse_args())
+    c = parse(Climb, doc=__doc__)
     root = Path(c.registry); root.mkdir(parents=True, exist_ok=True)
-    sets, state_file = worker_settings(c), root/'climb_state.json'
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    sets = worker_settings(c)
+    state = Memo(root/'climb_state.json', {k: getattr(c, k) for k in ('workers', 'device', 'standalone_s', 'ppo_steps')})
     with Registry(root) as reg:
         first = founders(reg)
         if 'standalone' not in state:   # before the ecosystem, on the machine as it is
-            state['standalone'] = standalone_rates(c, sets, reg); atomic_write_json(state_file, state)
+            state['standalone'] = standalone_rates(c, sets, reg)
         t0 = time.time()
         eco = run_ecosystem(reg, EcosystemConfig(hours=c.hours, work_s=c.work_s, workers=c.workers, threads=1),
                             SeasonConfig(producers='', seed=c.seed, max_candidates=c.max_candidates), sets, seed=c.seed, log=lambda m: print(m, flush=True))

@@ -10,41 +10,52 @@ continuous play (`evaluate_continuous`). The teacher is the baseline, measured i
 Prints mean, std, n and the standard error between maps of both scores in both protocols, the ratios with their
 standard error between maps (teacher and clone play the same maps), and the costs; one torch thread by default.
 """
-import argparse, os, shlex, sys, tempfile, time
-from dataclasses import replace, asdict
+import os, shlex, sys, tempfile, time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Annotated
 from datetime import datetime, timezone
 import torch
 from genome_lab.core import atomic_write_json
 from genome_lab.cloning import CLONE_PRESETS, clone, compare_scores, dagger_seeds, training_seeds
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.sessions import load_sessions, record_bot_sessions
+from kit import parse
 
 
-def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument('--preset', default='full', choices=sorted(CLONE_PRESETS))
-    p.add_argument('--width', type=int, default=640); p.add_argument('--height', type=int, default=360)
-    p.add_argument('--snakes', type=int, default=256); p.add_argument('--food', type=int, default=4096)
-    p.add_argument('--record-seeds', type=int, nargs='+', default=[1, 2], help='maps the teacher is recorded on (all its snakes)')
-    p.add_argument('--steps', type=int, default=1000, help='steps of each recorded teacher session')
-    p.add_argument('--eval-seeds', type=int, nargs='+', default=list(range(10, 18)), help='evaluation maps, never trained on')
-    p.add_argument('--window', type=int, nargs=2, default=[3000, 9000], metavar=('START', 'STOP'),
-                   help='continuous play counts every death at steps START < t <= STOP')
-    p.add_argument('--epochs', type=int, default=None); p.add_argument('--dagger-rounds', type=int, default=None)
-    p.add_argument('--max-steps', type=int, default=20_000, help='step cap of the first-episode evaluation')
-    p.add_argument('--threads', type=int, default=1)
-    p.add_argument('--json', default=None, help='also write the figures to this file (nbs/measured/cloning.json)')
-    p.add_argument('--save', default=None, help="save the clone's parameters to this safetensors file")
-    a = p.parse_args(argv)
-    cfg = CLONE_PRESETS[a.preset]
-    if a.epochs is not None: cfg = replace(cfg, epochs=a.epochs)
-    if a.dagger_rounds is not None: cfg = replace(cfg, dagger_rounds=a.dagger_rounds)
-    if seen := training_seeds(cfg, a.record_seeds) & set(a.eval_seeds):
-        p.error(f"evaluation seeds {sorted(seen)} are maps the clone trains on (recording {a.record_seeds}, DAgger "
-                f"{dagger_seeds(cfg)}, selection {list(cfg.select_seeds)}): choose other --eval-seeds")
-    if len(set(a.eval_seeds)) < len(a.eval_seeds) or len(set(a.record_seeds)) < len(a.record_seeds):
-        p.error("--eval-seeds and --record-seeds must not repeat a seed (a seed is a map)")
-    return a, cfg
+several = lambda *v: field(default_factory=lambda: list(v))   # a list field's default
+
+@dataclass
+class CloningBench:
+    "The cloning bench's settings."
+    preset: Annotated[str, f"the clone's preset: one of {', '.join(sorted(CLONE_PRESETS))}"] = 'full'
+    width: Annotated[int, 'map width'] = 640
+    height: Annotated[int, 'map height'] = 360
+    snakes: Annotated[int, 'snakes per map'] = 256
+    food: Annotated[int, 'food per map'] = 4096
+    record_seeds: Annotated[list[int], 'maps the teacher is recorded on (all its snakes)'] = several(1, 2)
+    steps: Annotated[int, 'steps of each recorded teacher session'] = 1000
+    eval_seeds: Annotated[list[int], 'evaluation maps, never trained on'] = several(*range(10, 18))
+    window: Annotated[list[int], 'START STOP: continuous play counts every death at steps START < t <= STOP'] = several(3000, 9000)
+    epochs: Annotated[int, "epochs (-1: the preset's)"] = -1
+    dagger_rounds: Annotated[int, "DAgger rounds (-1: the preset's)"] = -1
+    max_steps: Annotated[int, 'step cap of the first-episode evaluation'] = 20_000
+    threads: Annotated[int, 'torch threads'] = 1
+    json: Annotated[str, 'also write the figures to this file (nbs/measured/cloning.json)'] = ''
+    save: Annotated[str, "save the clone's parameters to this safetensors file"] = ''
+
+    def config(self): # the preset with --epochs and --dagger-rounds where given
+        cfg = CLONE_PRESETS[self.preset]
+        if self.epochs >= 0: cfg = replace(cfg, epochs=self.epochs)
+        return replace(cfg, dagger_rounds=self.dagger_rounds) if self.dagger_rounds >= 0 else cfg
+
+    def __post_init__(self):
+        if self.preset not in CLONE_PRESETS: raise ValueError(f"--preset {self.preset!r}: choose one of {sorted(CLONE_PRESETS)}")
+        if len(self.window) != 2: raise ValueError(f"--window takes START STOP, not {self.window}")
+        if seen := training_seeds(cfg := self.config(), self.record_seeds) & set(self.eval_seeds):
+            raise ValueError(f"evaluation seeds {sorted(seen)} are maps the clone trains on (recording {self.record_seeds}, "
+                             f"DAgger {dagger_seeds(cfg)}, selection {list(cfg.select_seeds)}): choose other --eval-seeds")
+        if len(set(self.eval_seeds)) < len(self.eval_seeds) or len(set(self.record_seeds)) < len(self.record_seeds):
+            raise ValueError("--eval-seeds and --record-seeds must not repeat a seed (a seed is a map)")
 
 
 def record(a, kw)->list: # teacher sessions of every --record-seeds map
@@ -65,7 +76,7 @@ def report(scores)->list: # printed lines
 
 
 def main(argv=None):
-    a, cfg = parse(argv)
+    a = parse(CloningBench, doc=__doc__, argv=argv); cfg = a.config()
     torch.set_num_threads(a.threads)
     kw = dict(width=a.width, height=a.height, num_snakes=a.snakes, num_food=a.food)
     teacher = load_pufferlib_policy('snake')

@@ -8,19 +8,27 @@ clusters them with k-means (k=5 by default) without the labels, then compares: `
 at its three temperatures as one style (five styles), `ARI 7 labels` keeps the seven apart (with k=5 its maximum is
 below 1). A baseline in the same process: the ARI of clusters of shuffled features (chance level, about 0).
 """
-import argparse, sys, tempfile, time
+import sys, tempfile, time
+from dataclasses import dataclass, field
+from typing import Annotated
 import numpy as np
 import pandas as pd
 import torch
 from genome_lab.clustering import cluster_sessions, feature_table, style_ari
 from genome_lab.sessions import BOT_STYLES, load_sessions, record_bot_sessions
+from kit import parse
+
+@dataclass
+class ClusteringBench:
+    "The clustering bench's settings."
+    per_style: Annotated[int, 'recorded sessions per bot style'] = 16
+    steps: Annotated[int, 'steps per session'] = 1000
+    seeds: Annotated[list[int], 'seeds of the recordings and clusterings'] = field(default_factory=lambda: [0, 1, 2])
+    k: Annotated[int, 'clusters'] = 5
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument('--per-style', type=int, default=16); p.add_argument('--steps', type=int, default=1000)
-    p.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2]); p.add_argument('--k', type=int, default=5)
-    a = p.parse_args(argv)
+    a = parse(ClusteringBench, doc=__doc__, argv=argv)
     torch.set_num_threads(1)
     rows = []
     for seed in a.seeds:

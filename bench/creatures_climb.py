@@ -136,19 +136,18 @@ def progression(offers:dict, refs:dict, races:int, seconds:float, seed:int)->dic
                 top=[n for n in lb.index if n in offers][0])
 
 def main():
-    from genome_lab.core import config_parser, config_from_args, atomic_write_json, measured_dir, machine
+    from genome_lab.core import atomic_write_json, measured_dir, machine
+    from kit import Memo, parse
     from genome_lab.creature_store import CreatureSettings, creature_baselines, season_creature_settings
     from genome_lab.registry import Registry
     from genome_lab.seasons import spawn_worker
-    ap = config_parser(Settings, CreatureSettings, description=__doc__.splitlines()[0], allow_abbrev=False)
-    given = vars(ap.parse_args())
-    s, producer = config_from_args(Settings, given), config_from_args(CreatureSettings, given)
+    (s, producer), given = parse(Settings, CreatureSettings, doc=__doc__, ns=True)
+    given = vars(given)
     import torch; torch.set_num_threads(1)
     season = season_creature_settings()
     seconds = s.seconds or season['creature_seconds']
     root = Path(s.root); root.mkdir(parents=True, exist_ok=True)
-    state_file = root/'bench_state.json'
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    state = Memo(root/'bench_state.json', dict(budget_s=s.budget_s, seed=s.seed, producer=asdict(producer)))
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}; races of {seconds:g} s", flush=True)
     with Registry(root/'registry') as reg:
         ids = creature_baselines(reg)
@@ -158,11 +157,10 @@ def main():
     if 'producer' not in state:
         print(f"producer: genome-lab produce creatures --budget-s {s.budget_s} ({json.dumps(asdict(producer))})", flush=True)
         t0, c0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        state['producer'] = spawn_worker(root/'registry', 'creatures', s.budget_s, s.seed, settings=producer, threads=1)
+        res = spawn_worker(root/'registry', 'creatures', s.budget_s, s.seed, settings=producer, threads=1)
         c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        state['producer'] |= dict(wall_s=round(time.time() - t0, 1), load=os.getloadavg(),
-                                  cpu_s=round(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime, 1))
-        atomic_write_json(state_file, state)
+        state['producer'] = res | dict(wall_s=round(time.time() - t0, 1), load=os.getloadavg(),
+                                       cpu_s=round(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime, 1))
     out = state['producer']
     print(f"producer: {json.dumps(out)}", flush=True)
     if 'error' in out: raise SystemExit(f"the producer failed: {out['error']}")

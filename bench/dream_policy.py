@@ -24,11 +24,12 @@ from typing import Annotated
 import numpy as np
 import pandas as pd
 import torch
-from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
+from genome_lab.core import measured_dir, machine
 from genome_lab.dreaming import WorldConfig, Trajectories, record_trajectories, start_frames
 from genome_lab.dream_policy import dream_pretrain, real_phase, steps_to_score, smoothed_score
 from genome_lab.training import PPOConfig, PPOHyper
 sys.path.insert(0, str(Path(__file__).parent))
+from kit import Memo, parse, write_figures
 from dreaming import DreamingOptions, ARENA, ints, world_model   # bench/dreaming.py: its world model, kept in its work
 
 @dataclass
@@ -57,10 +58,11 @@ class DreamPolicyOptions:
 
 def run(o:DreamPolicyOptions, work:Path, cfg:PPOConfig, arm:str, model=None, starts=None)->dict:
     "One run of `arm` ('control' or 'dream') at `cfg.seed`, kept in `work` (resume)."
-    done = work/f'{arm}-{cfg.seed}.json'
     key = dict(cfg=asdict(cfg), world=asdict(o.world),
                dream=[o.dream_steps, o.dreams, o.dream_max_steps] if arm == 'dream' else None)
-    if done.exists() and (got := json.loads(done.read_text()))['key'] == key: return got['run']
+    return Memo(work/f'{arm}-{cfg.seed}.json', key, redo=True).step('run', lambda: _run(o, cfg, arm, model, starts))
+
+def _run(o:DreamPolicyOptions, cfg:PPOConfig, arm:str, model, starts)->dict:
     rec, start = dict(arm=arm, seed=cfg.seed), None
     if arm == 'dream':
         start, dlog, secs = dream_pretrain(model, starts, cfg, o.dream_steps, o.dreams, o.dream_max_steps)
@@ -70,12 +72,10 @@ def run(o:DreamPolicyOptions, work:Path, cfg:PPOConfig, arm:str, model=None, sta
     print(f"{arm} seed {cfg.seed}: {secs:.0f} s real" + (f", {rec['dream_seconds']:.0f} s dreaming" if start else '') +
           f"; smoothed score first {smoothed_score(curve, o.window).dropna().iloc[0]:.3f}, "
           f"last {smoothed_score(curve, o.window).iloc[-1]:.3f}", flush=True)
-    atomic_write_json(done, dict(key=key, run=rec))
     return rec
 
 def main():
-    ap = config_parser(DreamPolicyOptions, description=__doc__.splitlines()[0])
-    o = config_from_args(DreamPolicyOptions, ap.parse_args())
+    o = parse(DreamPolicyOptions, doc=__doc__)
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}", flush=True)
     t0 = time.perf_counter()
@@ -123,8 +123,7 @@ def main():
                runs=controls + dreams,
                settings={k: v for k, v in asdict(o).items() if k not in ('work', 'out', 'world_work')},
                arena=ARENA, seconds=time.perf_counter() - t0, machine=machine(), date=str(datetime.date.today()))
-    old = json.loads(Path(o.out).read_text()) if Path(o.out).exists() else {}
-    atomic_write_json(o.out, old | dict(dream_policy=rec))
+    write_figures(o.out, dict(dream_policy=rec))
     print(f"ratio (control / dream, mean real agent-steps to {threshold:.4f}): {rec['ratio']:.4f}; wrote {o.out}")
 
 if __name__ == '__main__': main()

@@ -35,7 +35,8 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import save_file, load_file
-from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
+from genome_lab.core import measured_dir, machine
+from kit import Memo, parse, write_figures
 from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, DistillConfig, record_trajectories,
                                  train_world_model, open_loop_accuracy, planner_roi, register_planner, distill,
                                  register_distilled, head_to_head, sign_test)
@@ -75,24 +76,25 @@ ints = lambda s: [int(x) for x in s.split(',')]
 
 def world_model(o:DreamingOptions, work:Path, train)->tuple: # (WorldModel, training record)
     "The model trained on `train`, or read back from `work` if a run with the same settings stored it."
-    path, meta = work/'world.safetensors', work/'world.json'
-    if path.exists() and json.loads(meta.read_text())['world'] == asdict(o.world):
+    path, memo = work/'world.safetensors', Memo(work/'world.json', asdict(o.world), redo=True)
+    if path.exists() and 'training' in memo:
         m = WorldModel(o.world.hidden, o.world.embed); m.load_state_dict(load_file(path))
-        return m.eval(), json.loads(meta.read_text())
+        return m.eval(), memo['training']
     t0 = time.perf_counter()
     m, hist = train_world_model(train, o.world)
-    rec = dict(world=asdict(o.world), seconds=time.perf_counter() - t0,
-               final_losses=hist.tail(50).mean().to_dict(), first_losses=hist.head(50).mean().to_dict())
-    save_file(m.state_dict(), path); atomic_write_json(meta, rec)
-    return m, rec
+    save_file(m.state_dict(), path)
+    memo['training'] = dict(world=asdict(o.world), seconds=time.perf_counter() - t0,
+                            final_losses=hist.tail(50).mean().to_dict(), first_losses=hist.head(50).mean().to_dict())
+    return m, memo['training']
 
 def roi_grid(o:DreamingOptions, work:Path, model:WorldModel, prior, roi_map:dict)->list: # [{beam, horizon, gate, ...}]
     """PufferSnake, then the planner at every beam and horizon of the grid and gated, on one map (`planner_roi`); kept in
     `work` and read back from there when a run with the same model and settings measured it (resume)."""
-    done = work/'roi.json'
     key = dict(world=asdict(o.world), beams=o.roi_beams, horizons=o.roi_horizons, gates=o.roi_gates, steps=o.roi_steps,
                beam=o.plan_beam, horizon=o.plan_horizon, seed=o.tournament_seed, arena=roi_map)
-    if done.exists() and (got := json.loads(done.read_text()))['key'] == key: return got['roi']
+    return Memo(work/'roi.json', key, redo=True).step('roi', lambda: _roi_grid(o, model, prior, roi_map))
+
+def _roi_grid(o:DreamingOptions, model:WorldModel, prior, roi_map:dict)->list:
     roi = [dict(beam=0, horizon=0, gate=0.0, **planner_roi(prior, o.tournament_seed, o.roi_steps, **roi_map))]
     grid = [(b, h, 0.0) for b in ints(o.roi_beams) for h in ints(o.roi_horizons)]
     for b, h, g in grid + [(o.plan_beam, o.plan_horizon, float(g)) for g in o.roi_gates.split(',') if g]:
@@ -100,31 +102,32 @@ def roi_grid(o:DreamingOptions, work:Path, model:WorldModel, prior, roi_map:dict
         got = planner_roi(p, o.tournament_seed, o.roi_steps, **roi_map)
         roi.append(dict(beam=b, horizon=h, gate=g, model_steps=b*4*h, **got))
         print(roi[-1], flush=True)
-    atomic_write_json(done, dict(key=key, roi=roi))
     return roi
 
 def student_of(o:DreamingOptions, work:Path, planner:DreamPlanner, train)->tuple: # (LinearLSTM, DAgger history)
     "The planner distilled (`distill`) on `train`, or read back from `work` if a run with the same settings stored it."
-    path, meta = work/'student.safetensors', work/'student.json'
     key = dict(world=asdict(o.world), distill=asdict(o.distill), beam=o.plan_beam, horizon=o.plan_horizon,
                data=[o.styles, o.per_style, o.steps, o.train_seeds])
-    if path.exists() and json.loads(meta.read_text())['key'] == key:
+    path, memo = work/'student.safetensors', Memo(work/'student.json', key, redo=True)
+    if path.exists() and 'rounds' in memo:
         s = LinearLSTM(**planner.prior.config); s.load_state_dict(load_file(path))
-        return s.eval(), pd.DataFrame(json.loads(meta.read_text())['rounds'])
+        return s.eval(), pd.DataFrame(memo['rounds'])
     t0 = time.perf_counter()
     s, hist = distill(planner, train, o.distill, **ARENA)
     print(hist.round(4).to_string(index=False), f"distilled in {time.perf_counter() - t0:.0f} s", sep='\n', flush=True)
-    save_file(s.state_dict(), path); atomic_write_json(meta, dict(key=key, rounds=hist.to_dict('records')))
+    save_file(s.state_dict(), path); memo['rounds'] = hist.to_dict('records')
     return s, hist
 
 def tournament(o:DreamingOptions, work:Path, planner:DreamPlanner, student, accuracy:dict, seed:int)->dict:
     """One season tournament of the founders, the planner genome and its distilled student in a fresh registry: the
     `planner` entry, kept in `work` and read back from there when a run with the same settings played it (resume)."""
-    done = work/f'tournament-{seed}.json'
     key = dict(world=asdict(o.world), distill=asdict(o.distill), beam=o.plan_beam, horizon=o.plan_horizon,
                data=[o.styles, o.per_style, o.steps, o.train_seeds], snake_steps=o.snake_steps,
                max_meetings=o.max_meetings)
-    if done.exists() and (got := json.loads(done.read_text()))['key'] == key: return got['entry']
+    return Memo(work/f'tournament-{seed}.json', key, redo=True).step(
+        'entry', lambda: _tournament(o, work, planner, student, accuracy, seed))
+
+def _tournament(o:DreamingOptions, work:Path, planner:DreamPlanner, student, accuracy:dict, seed:int)->dict:
     reg = Registry(work/f'registry-{seed}-{time.time_ns()}')
     g = register_planner(reg, planner, world_model=accuracy)
     d = register_distilled(reg, student, g.id, **asdict(o.distill))
@@ -150,7 +153,6 @@ def tournament(o:DreamingOptions, work:Path, planner:DreamPlanner, student, accu
                 beam=o.plan_beam, horizon=o.plan_horizon, seconds=time.perf_counter() - t0,
                 leaderboard=board.to_dict('records'), tournament={**kw, 'until_stable': asdict(kw['until_stable'])},
                 seed=seed)
-    atomic_write_json(done, dict(key=key, entry=entry))
     return entry
 
 def significance(ratings:list)->dict:
@@ -165,8 +167,7 @@ def significance(ratings:list)->dict:
                 head_to_head=pooled, sign_p_value=sign_test(pooled['wins'], pooled['losses']))
 
 def main():
-    ap = config_parser(DreamingOptions, description=__doc__.splitlines()[0])
-    o = config_from_args(DreamingOptions, ap.parse_args())
+    o = parse(DreamingOptions, doc=__doc__)
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}", flush=True)
     styles, t0 = o.styles.split(','), time.perf_counter()
@@ -204,8 +205,7 @@ def main():
                             heldout_trajectories=len(held)),
                   training=training, seconds=time.perf_counter() - t0, machine=machine(),
                   date=str(datetime.date.today()))
-    old = json.loads(Path(o.out).read_text()) if Path(o.out).exists() else {}
-    atomic_write_json(o.out, old | record)   # other benches' keys (dream_policy, world_model_tetris) kept
+    write_figures(o.out, record)   # other benches' keys (dream_policy, world_model_tetris) kept
     for r in [rating] + checks:
         print(f"seed {r['seed']}: planner ordinal {r['ordinal']:.2f} (mu {r['mu']:.2f}, sigma {r['sigma']:.2f}, "
               f"{r['games']} games); PufferSnake {r['puffersnake_ordinal']:.2f} (mu {r['puffersnake_mu']:.2f}, "

@@ -31,7 +31,8 @@ from typing import Annotated
 import numpy as np
 import torch
 from scipy.stats import ttest_rel
-from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
+from genome_lab.core import atomic_write_json, measured_dir, machine
+from kit import Memo, parse, read_figures
 from genome_lab.dreaming import Trajectories, WorldConfig, train_world_model, sign_test
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.dungeon_master import (CurriculumConfig, FederatedConfig, SEASON_MAP, ROLES, make_backend,
@@ -73,9 +74,7 @@ FEDERATED = ('federated', 'federated_dreams_only', 'federated_real_only') # the 
 
 def cached(path:Path, key:dict, make)->dict:
     "The record at `path` when its key is `key`; else `make()`, stored there."
-    if path.exists() and (got := json.loads(path.read_text()))['key'] == key: return got['record']
-    rec = make(); atomic_write_json(path, dict(key=key, record=rec))
-    return rec
+    return Memo(path, key, redo=True).step('record', make)
 
 def spread(x:np.ndarray)->dict: # {'mean', 'std' (over seeds; None for one), 'n'}
     return dict(mean=float(x.mean()), std=float(x.std(ddof=1)) if len(x) > 1 else None, n=len(x))
@@ -160,8 +159,7 @@ def federated(o:DungeonOptions, work:Path, tmp:Path, real_steps:int, rounds:int,
     return cached(work/f'federated-{real_steps}-{rounds}-{epochs}.json', key, make)
 
 def main():
-    ap = config_parser(DungeonOptions, description=__doc__.splitlines()[0])
-    o = config_from_args(DungeonOptions, ap.parse_args())
+    o = parse(DungeonOptions, doc=__doc__)
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}", flush=True)
     t0 = time.perf_counter()
@@ -174,7 +172,7 @@ def main():
             fed = {k: federated(o, work, Path(tmp), *v) for k, v in variants.items()}
             for k, f in fed.items(): print(k, f['own_role'], f['mean_over_roles'], f['tests'], sep='\n', flush=True)
         if 'curriculum' in parts: cur = curriculum(o, work)
-    kept = json.loads(Path(o.out).read_text()) if Path(o.out).exists() else {}
+    kept = read_figures(o.out)
     if 'federated' not in parts: fed = {k: kept[k] for k in FEDERATED if k in kept}
     if 'curriculum' not in parts: cur = kept.get('curriculum')
     if cur is None or len(fed) < len(FEDERATED): return   # a part for another process's `--work`: nothing to write

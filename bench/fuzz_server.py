@@ -15,8 +15,11 @@ Tournament jobs started by the fuzzer run the real evaluation with `max_steps` c
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/fuzz_server.py [--max-examples 100] [--min-requests 1000]
 """
-import argparse, collections, hashlib, json, os, shutil, subprocess, sys, tempfile, time
+import collections, hashlib, json, os, shutil, subprocess, sys, tempfile, time
+from dataclasses import dataclass
+from typing import Annotated
 from pathlib import Path
+from kit import parse
 
 HOST = '127.0.0.1'
 
@@ -62,14 +65,17 @@ def check_intact(root:Path, founders:dict)->list: # problems found; empty when i
                  candidates=len(reg.ids('candidate')))
     return bad, n
 
+@dataclass
+class FuzzBench:
+    "The fuzz run's settings."
+    max_examples: Annotated[int, 'schemathesis examples per operation and phase'] = 100
+    min_requests: Annotated[int, 'fail when fewer requests were served'] = 1000
+    seed: Annotated[int, 'schemathesis seed'] = 0
+    max_time: Annotated[int, 'schemathesis time budget in seconds'] = 900
+    phases: Annotated[str, 'schemathesis phases'] = 'examples,coverage,fuzzing,stateful'
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--max-examples', type=int, default=100, help="schemathesis examples per operation and phase")
-    ap.add_argument('--min-requests', type=int, default=1000, help="fail when fewer requests were served")
-    ap.add_argument('--seed', type=int, default=0, help="schemathesis seed")
-    ap.add_argument('--max-time', type=int, default=900, help="schemathesis time budget in seconds")
-    ap.add_argument('--phases', default='examples,coverage,fuzzing,stateful', help="schemathesis phases")
-    a = ap.parse_args(argv)
+    a = parse(FuzzBench, doc=__doc__, argv=argv)
     from genome_lab.registry import Registry, seed_founders
     from genome_lab.server import create_app, evaluation_job, serve_in_thread
     work = Path(tempfile.mkdtemp(prefix='genome_lab_fuzz_'))

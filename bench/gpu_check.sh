@@ -35,7 +35,7 @@ if [ "$mode" = prepare ]; then
     --platform manylinux_2_28_x86_64 --platform any $WHEELS   # for the GPU machine's Python (3.12 in its image)
   "$PY" -m pip wheel -q --no-deps -w "$DIR/wheels" gym==0.23.0
   "$PY" "$HERE/gpu_weights.py" export "$DIR/init_puffersnake.safetensors"
-  cp "$HERE/gpu_check.sh" "$HERE/gpu_snake.py" "$HERE/gpu_physics.py" "$DIR/"
+  cp "$HERE/gpu_check.sh" "$HERE/gpu_snake.py" "$HERE/gpu_physics.py" "$HERE/kit.py" "$DIR/"   # kit.py: their command lines
   du -sh "$DIR"; exit 0
 fi
 

@@ -14,12 +14,15 @@ gave the same race scores (a run resumed on one device repeats itself only if th
 Usage: python bench/gpu_physics.py --out nbs/measured/gpu_physics.json [--creatures 64] [--big 65536] [--compile]
        [--ga-populations 64,1024] [--ga-devices cpu,cuda] [--ga-compile] [--ga-only]
 """
-import argparse, json, time
+import json, time
+from dataclasses import dataclass
+from typing import Annotated
 import numpy as np
 import torch
 from genome_lab.physics import (random_population, pellet_course, pellet_courses, simulate, simulate_races,
                                 beaten_share, next_generation, EPISODE_SECONDS, FPS)
 from genome_lab.core import atomic_write_json
+from kit import parse
 
 def parity(pop, course, a:str, b:str)->dict:
     ra, rb = (simulate(pop, course, device=d, record=True) for d in (a, b))
@@ -52,17 +55,23 @@ def ga_generation(device:str, population:int, races:int, seconds:float, compile:
                 first_call_s=round(runs[0][0], 3), seconds_per_generation=round(s, 4),
                 creature_steps_per_s=round(population*races*round(seconds*60)/s), repeat_equal=bool(np.array_equal(*[r for _, r in runs])))
 
+@dataclass
+class GpuPhysicsBench:
+    "The GPU physics bench's settings."
+    out: Annotated[str, 'the figures file (required)'] = ''
+    creatures: Annotated[int, 'creatures of the small batch'] = 64
+    big: Annotated[int, 'creatures of the big batch'] = 65536
+    seed: Annotated[int, 'the seed'] = 0
+    compile: Annotated[bool, 'also time the compiled physics (compiling takes a while)?'] = False
+    ga_populations: Annotated[str, 'populations of the GA generations, comma separated'] = '64,1024'
+    ga_races: Annotated[int, 'races of each GA generation'] = 16
+    ga_seconds: Annotated[float, 'seconds of each race'] = 10.0
+    ga_devices: Annotated[str, 'devices of the GA generations, comma separated'] = 'cpu,cuda'
+    ga_compile: Annotated[bool, "also the CPU's compiled GA generations (compiling takes a while)?"] = False
+    ga_only: Annotated[bool, 'only the GA generations (no CUDA needed with --ga-devices cpu)?'] = False
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--out', required=True); ap.add_argument('--creatures', type=int, default=64)
-    ap.add_argument('--big', type=int, default=65536); ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--compile', action='store_true', help='also time the compiled physics (compiling takes a while)')
-    ap.add_argument('--ga-populations', default='64,1024', help='populations of the GA generations, comma separated')
-    ap.add_argument('--ga-races', type=int, default=16); ap.add_argument('--ga-seconds', type=float, default=10.0)
-    ap.add_argument('--ga-devices', default='cpu,cuda', help='devices of the GA generations, comma separated')
-    ap.add_argument('--ga-compile', action='store_true', help="also the CPU's compiled GA generations (compiling takes a while)")
-    ap.add_argument('--ga-only', action='store_true', help='only the GA generations (no CUDA needed with --ga-devices cpu)')
-    a = ap.parse_args()
+    a = parse(GpuPhysicsBench, doc=__doc__, required=('out',))
     torch.set_num_threads(1)
     out = dict(device=torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu', torch=torch.__version__,
                seed=a.seed)

@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors.torch import save as st_save, load_file
-from genome_lab.core import atomic_write, atomic_write_json, config_parser, config_from_args
+from genome_lab.core import atomic_write, atomic_write_json
+from kit import parse
 from genome_lab.training import PPORun, finetune_recipe
 
 R = finetune_recipe(device='cuda')   # the recipe's settings on CUDA: the flags' defaults
@@ -70,8 +71,7 @@ def save(model, c:GPUSnakeConfig, **meta):
     atomic_write(Path(c.out)/f'{c.name}.safetensors', st_save(params(model), metadata=meta))
 
 def main():
-    ap = config_parser(GPUSnakeConfig, description=__doc__.splitlines()[0])
-    c = config_from_args(GPUSnakeConfig, ap.parse_args())
+    c = parse(GPUSnakeConfig, doc=__doc__)
     Path(c.out).mkdir(parents=True, exist_ok=True)
     run = PPORun(run_config(c), display=None, name=c.name)   # PufferLib's processes fork before CUDA starts
     if c.init:

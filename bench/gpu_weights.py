@@ -8,14 +8,28 @@ under PufferLib's parameter names (`load_linear_lstm` into `snake_model`); `read
 file back into a `LinearLSTM` genome with the run's metadata; `summarize` keeps of gpu_snake.py's run logs (one JSON
 per run, about 400 KB each) the settings, rates and totals, and every k-th log row (at most 100 per run).
 """
-import json, sys
+import json
+from dataclasses import dataclass, field
 from genome_lab.core import atomic_write_json, checkpoint_header
 from pathlib import Path
+from typing import Annotated
 import torch
 from safetensors.torch import save_file, load_file
 from genome_lab.policies import LinearLSTM
 from genome_lab.registry import founding_genomes
 from genome_lab.training import snake_model, load_linear_lstm, to_linear_lstm
+from kit import parse
+
+@dataclass
+class WeightsCommand:
+    "What to do: `export OUT.safetensors` or `summarize OUT.json RUN.json ...`."
+    command: Annotated[str, "'export' or 'summarize'"] = ''
+    paths: Annotated[list[str], 'export: OUT.safetensors; summarize: OUT.json RUN.json ...'] = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.command and (self.command, min(len(self.paths), 2)) not in (('export', 1), ('summarize', 2)):
+            raise ValueError(f"{self.command} {' '.join(self.paths)}: write `export OUT.safetensors` or "
+                             "`summarize OUT.json RUN.json ...`")
 
 def export_puffersnake(path:str|Path)->Path:
     "PufferSnake's parameters, named as in PufferLib's `Recurrent(Snake)` (shared LSTM-cell tensors once), to `path`."
@@ -47,7 +61,6 @@ def summarize(out:str|Path, runs:list, rows:int=100)->dict: # {run name: summary
     return got
 
 if __name__ == '__main__':
-    if len(sys.argv) == 3 and sys.argv[1] == 'export': print(f"wrote {export_puffersnake(sys.argv[2])}")
-    elif len(sys.argv) > 3 and sys.argv[1] == 'summarize':
-        print(f"wrote {sys.argv[2]}: runs {list(summarize(sys.argv[2], sys.argv[3:]))}")
-    else: sys.exit(__doc__)
+    c = parse(WeightsCommand, doc=__doc__, positional=('command', 'paths'), required=('command', 'paths'))
+    if c.command == 'export': print(f"wrote {export_puffersnake(c.paths[0])}")
+    else: print(f"wrote {c.paths[0]}: runs {list(summarize(c.paths[0], c.paths[1:]))}")

@@ -7,10 +7,13 @@ length at death on the training map, greedy and sampled, against agent-steps), i
 machine that wrote the checkpoint (None for checkpoints written before genome_lab recorded it).
 Usage: python bench/hypernetwork_curves.py --out nbs/measured/hypernetwork_runs_$(date +%F).json "seed 0=/tmp/run0" ...
 """
-import argparse, json
+import json
+from dataclasses import dataclass, field
+from typing import Annotated
 from pathlib import Path
 import numpy as np
 from genome_lab.hypernetwork import checkpoint_meta, LOOP_FILE
+from kit import parse
 
 def run_record(run_dir:Path, block:int)->dict:
     m = checkpoint_meta(Path(run_dir)/LOOP_FILE)
@@ -24,12 +27,18 @@ def run_record(run_dir:Path, block:int)->dict:
                   sampled=round(c['sampled'], 3), n=c['n'], censored=c['censored']) for c in m['curve']]
     return dict(config=m['config'], generations=m['generation'], machine=m.get('machine'), curve=curve, blocks=blocks)
 
+@dataclass
+class CurvesBench:
+    "The curves' runs and where they are written."
+    runs: Annotated[list[str], 'LABEL=RUN_DIR, one per run'] = field(default_factory=list)
+    out: Annotated[str, 'JSON file to write (required)'] = ''
+    block: Annotated[int, 'generations per block of training fitness'] = 10
+
+    def __post_init__(self):
+        if bad := [r for r in self.runs if '=' not in r]: raise ValueError(f"runs {bad}: write each as LABEL=RUN_DIR")
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('runs', nargs='+', help='LABEL=RUN_DIR, one per run')
-    ap.add_argument('--out', required=True, help='JSON file to write')
-    ap.add_argument('--block', type=int, default=10, help='generations per block of training fitness')
-    a = ap.parse_args(argv)
+    a = parse(CurvesBench, doc=__doc__, argv=argv, positional=('runs',), required=('runs', 'out'))
     pairs = [r.split('=', 1) for r in a.runs]
     if any(len(p) != 2 for p in pairs): ap.error('give each run as LABEL=RUN_DIR')
     out = {label: run_record(Path(d), a.block) for label, d in pairs}

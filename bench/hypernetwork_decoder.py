@@ -41,7 +41,8 @@ from sklearn.model_selection import KFold
 from sklearn.linear_model import RidgeCV
 from sklearn.decomposition import PCA
 from sklearn.mixture import GaussianMixture as SkMixture
-from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine
+from genome_lab.core import atomic_write_json, measured_dir, machine
+from kit import parse, read_figures, write_figures
 from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, init_policy, policy_config, evaluate_population,
                                      HypernetworkTrainer, TrainerConfig, probe_views, probe_actions, ReplicatorConfig,
                                      ReplicatorTrainingLoop, SURROGATES, PretrainConfig, teachers, teacher_lines, pretrain_decoder,
@@ -293,30 +294,23 @@ def modes(hn:DiffusionHypernetwork, genomes:torch.Tensor, sc:list, tch:list, o:O
     return rows
 
 def main():
-    o = config_from_args(Options, config_parser(Options, description=__doc__.splitlines()[0]).parse_args())
+    o = parse(Options, doc=__doc__)
     torch.set_num_threads(1); t0 = time.perf_counter()
     if o.surrogate_only:   # --out is read at the end: a full run with --surrogate-genomes 0 may write it meanwhile
         sur = surrogate_study(o)
-        res = json.loads(Path(o.out).read_text())
-        res['surrogate'] = sur = stored_checks(sur, res, o)
+        sur = stored_checks(sur, read_figures(o.out), o)
         print(f"surrogate: reliability r {sur['reliability']:.3f} over {sur['genomes']} genomes; chosen {sur['chosen']!r} with held-out R2 "
               f"{sur['chosen_r2']:.3f} (targets 0.7 and 0.7 r = {sur['target_reliability']:.3f}); {time.perf_counter() - t0:.0f} s")
-        atomic_write_json(o.out, res); return
-    if o.loop_only:
-        res = json.loads(Path(o.out).read_text())
-        res['surrogate_in_loop'] = in_loop(o)
-        atomic_write_json(o.out, res); return
+        write_figures(o.out, dict(surrogate=sur)); return
+    if o.loop_only: write_figures(o.out, dict(surrogate_in_loop=in_loop(o))); return
     if o.within_only:
-        res = json.loads(Path(o.out).read_text())
-        res['within_generation_pretrained' if o.within_pretrained else 'within_generation'] = within_generation(o, o.within_pretrained)
-        atomic_write_json(o.out, res); return
+        key = 'within_generation_pretrained' if o.within_pretrained else 'within_generation'
+        write_figures(o.out, {key: within_generation(o, o.within_pretrained)}); return
     if o.baseline_only:
-        res = json.loads(Path(o.out).read_text())
-        res['untrained_init_window'] = w = init_window(o)
-        crn = np.array(res['protocols']['crn']['test'])
+        w, crn = init_window(o), np.array(read_figures(o.out)['protocols']['crn']['test'])
         print(f"window fitness ('crn' test seeds): untrained initialisations mean {w['mean']:.3f}, max {w['max']:.3f}; "
               f"decoded genomes mean {crn.mean():.3f}, max {crn.max():.3f}; {time.perf_counter() - t0:.0f} s")
-        atomic_write_json(o.out, res); return
+        write_figures(o.out, dict(untrained_init_window=w)); return
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
     tch = teachers()
     cfgs = {b: HypernetConfig(hidden=128, chunk=o.chunk, width=o.width, scale=o.scale, backbone=b) for b in ('transformer', 'mlp')}

@@ -16,7 +16,8 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Annotated
 import torch
-from genome_lab.core import advance, atomic_write_json, config_parser, config_from_args, measured_dir, machine
+from genome_lab.core import advance, atomic_write_json, measured_dir, machine
+from kit import parse
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.seasons import SeasonConfig, arena_plan
 from genome_lab.league import AlphaStarLeague, LeagueConfig, rate_league
@@ -37,7 +38,7 @@ class CurveOptions:
     out: Annotated[str, 'JSON to write'] = str(measured_dir()/'league_curves.json')
 
 def main():
-    o = config_from_args(CurveOptions, config_parser(CurveOptions, description=__doc__.splitlines()[0]).parse_args())
+    o = parse(CurveOptions, doc=__doc__)
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
     root = Path(o.run_dir or tempfile.mkdtemp(prefix='league-curves-'))

@@ -26,7 +26,8 @@ import datetime, json, tempfile, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Annotated
-from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir
+from genome_lab.core import atomic_write_json, measured_dir
+from kit import parse
 from genome_lab.registry import Genome, Registry, seed_founders
 from genome_lab.seasons import SeasonConfig, arena_plan
 from genome_lab.tournament import run_tournament
@@ -79,7 +80,7 @@ def rate(root:Path, o:RatingOptions, seed:int, meetings:int|None=None)->dict: # 
                 parents=reg.genome(gid)['parents'], leaderboard=board.to_dict('records'))
 
 def main():
-    o = config_from_args(RatingOptions, config_parser(RatingOptions, description=__doc__.splitlines()[0]).parse_args())
+    o = parse(RatingOptions, doc=__doc__)
     print(f"machine: {json.dumps(machine())}", flush=True)
     seeds = [int(s) for s in o.seeds.split(',')]
     t0 = time.perf_counter()

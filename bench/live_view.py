@@ -11,8 +11,11 @@ video time), the server's health, the recovery after an injected fault, and the 
     .venv/bin/python bench/live_view.py --registry DIR --out DIR [--page live|playlist] [--mode webrtc|mjpeg]
                                         [--seconds 6] [--inject-codec-at 3]
 """
-import argparse, json, os, shutil, subprocess, sys, time
+import json, os, shutil, subprocess, sys, time
 from pathlib import Path
+from dataclasses import dataclass
+from typing import Annotated
+from kit import parse
 
 NETNS_SETUP = ('ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 198.18.0.1/24 dev v0 && '
                'ip addr add 198.18.0.2/24 dev v1 && ip link set v0 up && ip link set v1 up && ip route add default via 198.18.0.2 dev v0')
@@ -75,16 +78,23 @@ def summary(x:list)->dict|None:
     x = np.asarray(x, float)
     return dict(n=len(x), median=float(np.median(x)), p95=float(np.percentile(x, 95)), min=float(x.min()), max=float(x.max()))
 
+@dataclass
+class LiveViewBench:
+    "The live view check's settings."
+    registry: Annotated[str, 'registry folder (with active snake genomes) (required)'] = ''
+    out: Annotated[str, 'folder for the screenshots (required)'] = ''
+    page: Annotated[str, "the page watched: 'live' or 'playlist'"] = 'live'
+    mode: Annotated[str, "the live page's stream: 'webrtc' or 'mjpeg'"] = 'webrtc'
+    seconds: Annotated[float, 'how long to watch'] = 6.0
+    inject_codec_at: Annotated[float, 'inject a codec error this many seconds in (0: none)'] = 0.0
+    fps: Annotated[int, 'frames per second of the stream'] = 30
+
+    def __post_init__(self):
+        if self.page not in ('live', 'playlist'): raise ValueError(f"--page {self.page!r}: choose live or playlist")
+        if self.mode not in ('webrtc', 'mjpeg'): raise ValueError(f"--mode {self.mode!r}: choose webrtc or mjpeg")
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--registry', required=True, help='registry folder (with active snake genomes)')
-    ap.add_argument('--out', required=True, help='folder for the screenshots')
-    ap.add_argument('--page', default='live', choices=['live', 'playlist'])
-    ap.add_argument('--mode', default='webrtc', choices=['webrtc', 'mjpeg'])
-    ap.add_argument('--seconds', type=float, default=6.0, help='how long to watch')
-    ap.add_argument('--inject-codec-at', type=float, default=0.0, help='inject a codec error this many seconds in (0: none)')
-    ap.add_argument('--fps', type=int, default=30)
-    a = ap.parse_args(argv)
+    a = parse(LiveViewBench, doc=__doc__, argv=argv, required=('registry', 'out'))
     if os.environ.get('GENOME_LAB_NETNS') != '1':
         return in_private_network([sys.executable, os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv)]).returncode
     from playwright.sync_api import sync_playwright

@@ -16,11 +16,14 @@ the wall time of a long turbo run.
 Usage: python bench/physics.py [--steps 240] [--populations 64,1024,8192] [--generations 1000] [--no-compile]
        [--skip-run | --skip-rates] [--chunk 4]
 """
-import argparse, tempfile, time
+import tempfile, time
+from dataclasses import dataclass
+from typing import Annotated
 from pathlib import Path
 import torch
 from genome_lab.physics import random_population, prepare, pellet_course, physics_steps, stepper, STEPS_PER_FRAME
 from genome_lab.creature_store import CreatureStore, evolve_run
+from kit import parse
 
 def initial_state(c):
     P = c['nm'].shape[0]
@@ -51,23 +54,26 @@ def sequential(fn, pop, course, steps, k, chunk=0):
         ws += steps / w; cs += steps / c; n += steps
     return n / ws, n / cs
 
+@dataclass
+class PhysicsBench:
+    "The physics bench's settings."
+    populations: Annotated[str, 'batch sizes, comma separated'] = '64,1024,8192'
+    steps: Annotated[int, 'physics steps measured per batch size'] = 240
+    seq_creatures: Annotated[int, 'creatures stepped one at a time for the baseline'] = 16
+    generations: Annotated[int, 'generations of the turbo run'] = 1000
+    ga_population: Annotated[int, 'population of the turbo run'] = 20
+    seconds: Annotated[float, 'episode length of the turbo run'] = 20.0
+    threads: Annotated[int, 'torch threads'] = 1
+    compile: Annotated[bool, 'also the compiled physics (--no-compile: eager only)?'] = True
+    skip_run: Annotated[bool, 'skip the turbo run?'] = False
+    skip_rates: Annotated[bool, 'only the turbo run?'] = False
+    chunk: Annotated[int, 'physics steps per call in the rates (0: all --steps in one call)'] = 0
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--populations', default='64,1024,8192', help='batch sizes, comma separated')
-    ap.add_argument('--steps', type=int, default=240, help='physics steps measured per batch size')
-    ap.add_argument('--seq-creatures', type=int, default=16, help='creatures stepped one at a time for the baseline')
-    ap.add_argument('--generations', type=int, default=1000, help='generations of the turbo run')
-    ap.add_argument('--ga-population', type=int, default=20, help='population of the turbo run')
-    ap.add_argument('--seconds', type=float, default=20.0, help='episode length of the turbo run')
-    ap.add_argument('--threads', type=int, default=1, help='torch threads')
-    ap.add_argument('--no-compile', action='store_true', help='eager only')
-    ap.add_argument('--skip-run', action='store_true', help='skip the turbo run')
-    ap.add_argument('--skip-rates', action='store_true', help='only the turbo run')
-    ap.add_argument('--chunk', type=int, default=0, help='physics steps per call in the rates (0: all --steps in one call)')
-    a = ap.parse_args()
+    a = parse(PhysicsBench, doc=__doc__)
     torch.set_num_threads(a.threads)
     course = pellet_course(0)
-    modes = ['eager'] + ([] if a.no_compile else ['compiled'])
+    modes = ['eager'] + ([] if not a.compile else ['compiled'])
     print(f"torch {torch.__version__}, {a.threads} thread(s), {a.steps} steps per measurement "
           f"({a.chunk or a.steps} per call), dt = 1/60 s")
     for mode in ([] if a.skip_rates else modes):
@@ -82,14 +88,14 @@ def main():
     if not a.skip_run:
         store = CreatureStore(Path(tempfile.mkdtemp())/'bench.sqlite')
         w0, c0 = time.perf_counter(), time.process_time()
-        rid = evolve_run(store, a.generations, a.ga_population, seed=0, turbo=True, compile=not a.no_compile,
+        rid = evolve_run(store, a.generations, a.ga_population, seed=0, turbo=True, compile=not not a.compile,
                          seconds=a.seconds, checkpoint_every=50, progress=False)
         w, c = time.perf_counter() - w0, time.process_time() - c0
         last = store.generation(rid, a.generations - 1)
         first = store.generation(rid, 0)['seconds']
         per = (w - first) / max(a.generations - 1, 1) * 1e3
         print(f"turbo run: {a.generations} generations x {a.ga_population} creatures x {a.seconds:g} s episodes "
-              f"({'eager' if a.no_compile else 'compiled'}): {w:.1f} s wall, {c:.1f} s cpu (compile included; "
+              f"({'eager' if not a.compile else 'compiled'}): {w:.1f} s wall, {c:.1f} s cpu (compile included; "
               f"first generation {first:.1f} s wall, then {per:.1f} ms wall per generation); "
               + (f"the original plan's projected 50 s / this run's wall time = {50/w:.2f}x; "
                  if (a.generations, a.ga_population, a.seconds) == (1000, 20, 20.0) else "")

@@ -4,8 +4,17 @@ Reads `runs/<run_id>/run.json` (written by `genome-lab run`, `genome_lab.pipelin
 slowest first (seconds, share, status), the total against a budget, and the notebooks not finished.
 Usage: python bench/pipeline.py runs/<run_id> [--budget 600]   (a run folder or its run.json; default: the newest run)
 """
-import argparse, json
+import json
 from pathlib import Path
+from dataclasses import dataclass
+from typing import Annotated
+from kit import parse
+
+@dataclass
+class PipelineBench:
+    "The pipeline bench's settings."
+    run: Annotated[str, 'a run folder or its run.json (default: the newest under runs/)'] = ''
+    budget: Annotated[float, 'seconds the notebooks of a run should take in all'] = 600.0
 
 def shares(record:dict)->list: # [(notebook, seconds, share, status)], slowest first
     "Each notebook's seconds (0 for one that has none yet), its share of the run's total, and its status."
@@ -22,10 +31,7 @@ def newest(runs:Path)->Path:
     return found[-1]
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('run', nargs='?', default='', help='a run folder or its run.json (default: the newest under runs/)')
-    ap.add_argument('--budget', type=float, default=600.0, help='seconds the notebooks of a run should take in all')
-    a = ap.parse_args()
+    a = parse(PipelineBench, doc=__doc__, positional=('run',))
     path = Path(a.run) if a.run else newest(Path('runs'))
     if path.is_dir(): path = path/'run.json'
     if not path.exists(): raise SystemExit(f"{path} not found: name a run folder under runs/ (it holds run.json)")

@@ -19,8 +19,12 @@ The machine is shared: `uptime`'s load is printed at the start and the end.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/play.py [--enemies 50] [--seconds 5] [--survival-games 40] [--json nbs/measured/play.json]
 """
-import argparse, base64, json, tempfile, time
+import base64, json, tempfile, time
 from pathlib import Path
+from dataclasses import dataclass
+from typing import Annotated
+from genome_lab.core import atomic_write_json
+from kit import parse
 import numpy as np
 import torch
 
@@ -53,13 +57,16 @@ def survival(enemies, cfg, seeds:list)->list: # steps the scripted person surviv
         game.close(); out.append(game.t)
     return out
 
+@dataclass
+class PlayBench:
+    "The play bench's settings."
+    enemies: Annotated[int, 'enemy snakes on the map'] = 50
+    seconds: Annotated[float, 'seconds per measurement'] = 5.0
+    survival_games: Annotated[int, 'games per setting of the survival measurement'] = 40
+    json: Annotated[str, 'write the figures to this file (e.g. nbs/measured/play.json)'] = ''
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--enemies', type=int, default=50)
-    ap.add_argument('--seconds', type=float, default=5.0, help='seconds per measurement')
-    ap.add_argument('--survival-games', type=int, default=40, help='games per setting of the survival measurement')
-    ap.add_argument('--json', default=None, help='write the figures to this file (e.g. nbs/measured/play.json)')
-    a = ap.parse_args(argv)
+    a = parse(PlayBench, doc=__doc__, argv=argv)
     torch.set_num_threads(1)
     from websockets.sync.client import connect
     from websockets.exceptions import ConnectionClosed
@@ -136,7 +143,7 @@ def main(argv=None):
           f"{out['survival_protect_steps']} steps protected) {out['survival_steps']:.0f}; first version's default "
           f"({out['survival_enemies_old']} enemies, none) {out['survival_steps_old']:.0f}")
     print(f"load at end: {out['load']}")
-    if a.json: Path(a.json).write_text(json.dumps(out, indent=1) + '\n')
+    if a.json: atomic_write_json(a.json, out)
     return out
 
 if __name__ == '__main__': main()

@@ -21,7 +21,8 @@ import torch
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.training import PPOConfig, PPOHyper
 from genome_lab.core import machine
-from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
+from kit import parse
+from genome_lab.core import atomic_write_json, measured_dir
 from ppo_curve import rates
 
 @dataclass
@@ -36,7 +37,7 @@ SETTINGS = {'before': PPOConfig(hyper=PPOHyper(precision='float32')),
 KEYS = ('puffer_train', 'puffer_collect', 'policy_only', 'arena_random')
 
 def main():
-    s = config_from_args(Settings, config_parser(Settings, description=__doc__.splitlines()[0]).parse_args())
+    s = parse(Settings, doc=__doc__)
     torch.set_num_threads(1)
     load0 = os.getloadavg()
     print(f"machine: {json.dumps(machine())}; torch {torch.__version__}, 1 thread, OMP_NUM_THREADS="

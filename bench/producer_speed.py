@@ -18,11 +18,12 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Annotated
 import torch
-from genome_lab.core import (ProducerContext, atomic_write_json, config_argv, config_parser, config_from_args,
+from genome_lab.core import (ProducerContext, atomic_write_json, config_argv,
                              measured_dir, machine)
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.seasons import console_script
 from genome_lab.training import PPOProducer, PPOSettings, PPORun
+from kit import parse
 
 @dataclass
 class SpeedOptions:
@@ -54,9 +55,7 @@ def producer(settings:PPOSettings, root:Path, budget_s:float)->dict: # {'agent_s
                 cpu=(c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime), result=res)
 
 def main():
-    ap = config_parser(SpeedOptions, PPOSettings, description=__doc__.splitlines()[0])
-    a = ap.parse_args()
-    o, settings = config_from_args(SpeedOptions, a), config_from_args(PPOSettings, a)
+    o, settings = parse(SpeedOptions, PPOSettings, doc=__doc__)
     torch.set_num_threads(1)
     load0 = os.getloadavg()
     print(f"machine: {json.dumps(machine())}; load {load0}; settings {asdict(settings)}", flush=True)

@@ -18,13 +18,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated   # a script's dataclass documents its fields here (docments reads no `__main__` comments)
 import numpy as np
-from genome_lab.core import atomic_write_json, config_parser, config_from_args, load_state
+from genome_lab.core import atomic_write_json, config_from_args, load_state
 from genome_lab.llm_evolution import ProgramSettings
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.sandbox import PROGRAM_LIMITS, SandboxedPlayer, SandboxLimits, play_games
 from genome_lab.seasons import SeasonConfig, arena_plan, spawn_worker
 from genome_lab.tetris_players import TetrisGame, tetris_baselines
 from genome_lab.tournament import run_tournament, schedule_games
+from kit import Memo, parse
 
 # where the climb's producer differs from `ProgramSettings()`, and why
 PRESET = dict(program_ticks=1000, program_games=8, program_children=6, program_generations=3,
@@ -90,14 +91,12 @@ def head_to_head(ids:list, games:list, results:list, a:str, b:str)->dict: # {'ga
     return out
 
 def main(argv=None):
-    ap = config_parser(BenchOptions, ProgramSettings, description=__doc__.splitlines()[0],
-                       epilog=f"Producer flags default to ProgramSettings' fields except the bench's PRESET {PRESET}: {PRESET_WHY}")
-    a = ap.parse_args(argv)
-    o, s = config_from_args(BenchOptions, a), config_from_args(ProgramSettings, a, ProgramSettings(**PRESET))
+    (o, _), a = parse(BenchOptions, ProgramSettings, doc=__doc__, argv=argv, ns=True,
+                      epilog=f"Producer flags default to ProgramSettings' fields except the bench's PRESET {PRESET}: {PRESET_WHY}")
+    s = config_from_args(ProgramSettings, a, ProgramSettings(**PRESET))
     root = Path(o.root); root.mkdir(parents=True, exist_ok=True)
-    state_file = root/'bench_state.json'
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
-    save = lambda: atomic_write_json(state_file, state)
+    state = Memo(root/'bench_state.json', dict({k: v for k, v in asdict(o).items() if k not in ('root', 'out')},
+                                               producer=asdict(s)))   # a rerun resumes; other settings are refused
     season = SEASON
     tetris = season.arena_of('tetris')   # its tetris games: the arena's own season settings
     with Registry(root/'registry') as reg:
@@ -106,13 +105,13 @@ def main(argv=None):
         srcs = {n: reg.genome(refs[n])['config']['source'] for n in ('Dellacherie', 'ElTetris')}
     if 'pace' not in state:
         state['pace'] = dict(budget_mean_s=PROGRAM_LIMITS.mean_step_s, burst_s=PROGRAM_LIMITS.burst_s,
-                             references=pace(srcs, tetris.steps, [o.heldout_seed0, o.heldout_seed0 + 1])); save()
+                             references=pace(srcs, tetris.steps, [o.heldout_seed0, o.heldout_seed0 + 1]))
     print(json.dumps(state['pace']), flush=True)
     if 'producer' not in state:   # one process for its whole budget, as `genome-lab produce programs --budget-s S`
         t = time.perf_counter()
         # its step running when the budget ends finishes first (a CMA-ES generation of this size takes minutes)
         res = spawn_worker(root/'registry', 'programs', o.budget_s, o.seed, settings=s, timeout_s=o.budget_s + 3600)
-        state['producer'] = dict(res, wall_s=round(time.perf_counter() - t, 1), settings=asdict(s)); save()
+        state['producer'] = dict(res, wall_s=round(time.perf_counter() - t, 1), settings=asdict(s))
     print(json.dumps(state['producer']), flush=True)
     assert 'error' not in state['producer'], state['producer']['error']
     st = load_state(root/'registry'/'season_work'/'programs.safetensors', 'producer')
@@ -124,13 +123,13 @@ def main(argv=None):
                   for pid, gid in offered.items()]
         best = max(offers, key=lambda x: (x['train_lines'], x['generation']))
         ids = [best['genome']] + list(founders.values())
-        if 'check_evaluation' in state: t = run_tournament(reg, evaluation=state['check_evaluation'], progress=False)
+        if 'check' in state: t = run_tournament(reg, evaluation=state['check']['evaluation'], progress=False)
         else:   # the stored games are read back on a rerun: the figures below follow from them
             kw, _ = arena_plan(season, 'tetris', 4)
             meetings = next(m for m in itertools.count(1) if len(schedule_games(len(ids), kw['genomes_per_game'], m, o.check_seed)) >= o.games)
             t = run_tournament(reg, ids=ids, arena='tetris', seed=o.check_seed, progress=False,
                                **dict(kw, until_stable=None, meetings=meetings))   # a fixed number of games, at least `games`
-            state['check_evaluation'] = t.evaluation; state['check_seconds'] = round(t.seconds, 1); save()
+            state['check'] = dict(evaluation=t.evaluation, seconds=round(t.seconds, 1))
         lb = t.leaderboard.set_index('id')
         per_game = lambda i, f: float(np.nanmean([f(r)[g.index(ids.index(i))] for g, r in zip(t.games, t.results) if ids.index(i) in g]))
         rating = lambda i: dict(name=reg.genome(i)['name'], mu=float(lb.mu[i]), sigma=float(lb.sigma[i]), ordinal=float(lb.ordinal[i]),
@@ -138,7 +137,7 @@ def main(argv=None):
                                 deaths_per_game=per_game(i, lambda r: r.deaths), failure=lb.failure[i])
         top = max(founders.values(), key=lambda i: lb.mu[i])
         A, B = rating(best['genome']), rating(top)
-        check = dict(games=len(t.games), seconds=state['check_seconds'], seed=o.check_seed,
+        check = dict(games=len(t.games), seconds=state['check']['seconds'], seed=o.check_seed,
                      settings=dict(steps=tetris.steps, agents_per_genome=tetris.agents,
                                    genomes_per_game=season.genomes_per_game),
                      entrants={i: rating(i) for i in ids}, genome=A, founder=B,
@@ -149,7 +148,7 @@ def main(argv=None):
             progs = {n: reg.genome(i)['config']['source'] for n, i in
                      (('offer ' + best['name'], best['genome']), ('Dellacherie', refs['Dellacherie']), ('ElTetris', refs['ElTetris']))}
             seeds = list(range(o.heldout_seed0, o.heldout_seed0 + o.heldout))
-            state['solo'] = solo(progs, tetris.steps, seeds); save()
+            state['solo'] = solo(progs, tetris.steps, seeds)
         print(json.dumps(state['solo']), flush=True)
     res = dict(command='python bench/programs_climb.py ' + ' '.join(sys.argv[1:] if argv is None else argv),
                machine=f"{platform.node()}: 2 CPU cores, shared with other jobs while measured", budget_s=o.budget_s,

@@ -22,7 +22,8 @@ from genome_lab.arenas import SnakeArena, TetrisArena
 from genome_lab.policies import load_pufferlib_policy, quantise
 from genome_lab.evaluation import evaluate
 from genome_lab.core import machine
-from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
+from kit import parse
+from genome_lab.core import atomic_write_json, measured_dir
 from arena_throughput import rate
 
 @dataclass
@@ -62,7 +63,7 @@ def parity(arena:str, pol, s:Settings, **kw)->dict:
                 eval_seconds=dict(fp32=ev[False].seconds, quantised=ev[True].seconds))
 
 def main():
-    s = config_from_args(Settings, config_parser(Settings, description=__doc__.splitlines()[0]).parse_args())
+    s = parse(Settings, doc=__doc__)
     torch.set_num_threads(s.threads)
     load0 = os.getloadavg()
     print(f"machine: {json.dumps(machine())}; torch {torch.__version__}, {s.threads} thread(s), "

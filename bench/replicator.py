@@ -5,10 +5,22 @@ the smaller of the two peaks' masses on the bimodal landscape, the seeds that ke
 large-time share the exact selection equation predicts from the starting density (the baseline). The mixture is run with
 its default `share_rate` (0.1) and with the plain moment closure (`share_rate = 1`).
     python bench/replicator.py [--seeds 8] [--generations 60]"""
-import argparse, time
+import time
+from dataclasses import dataclass
+from typing import Annotated
 import numpy as np
 import torch
 from genome_lab.replicator import make_distribution, evolve
+from kit import parse
+
+@dataclass
+class ReplicatorBench:
+    "The replicator bench's settings."
+    seeds: Annotated[int, 'seeds of each distribution'] = 8
+    generations: Annotated[int, 'generations of each run'] = 60
+    samples: Annotated[int, 'samples a generation'] = 128
+    dt: Annotated[float, 'the replicator step'] = 0.5
+    diffusion: Annotated[float, 'the diffusion D'] = 0.002
 
 OPT, A, B = torch.tensor([2.0, -1.5]), torch.tensor([-2.0, 0.0]), torch.tensor([2.0, 0.0])
 def quadratic(x): return -((x - OPT) ** 2).sum(1)
@@ -18,11 +30,7 @@ def peak_masses(d, n=4000):
     return [float(((x - c).norm(dim=1) < 1.2).float().mean()) for c in (A, B)]
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--seeds', type=int, default=8); ap.add_argument('--generations', type=int, default=60)
-    ap.add_argument('--samples', type=int, default=128); ap.add_argument('--dt', type=float, default=0.5)
-    ap.add_argument('--diffusion', type=float, default=0.002)
-    a = ap.parse_args()
+    a = parse(ReplicatorBench, doc=__doc__)
     torch.set_num_threads(1)
     setups = {'particles (512)': ('particles', dict(particles=512)),
               'mixture (12, share_rate 0.1)': ('mixture', dict(components=12)),

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Annotated
 import numpy as np
 import torch
-from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args, machine, run_lock, save_state
+from genome_lab.core import atomic_write_json, measured_dir, machine, run_lock, save_state
+from kit import parse, read_figures
 from genome_lab.hypernetwork import (ReplicatorConfig, train_replicator, checkpoint_meta,
                                      pretrained_decoder, read_policy, replicator_bar, BAR_SMOOTHING, LOOP_FILE)
 from genome_lab.training import PPOConfig, PPORun
@@ -134,7 +135,7 @@ def commit()->str: # the code's commit: a frozen copy's COMMIT file (the long ru
     except OSError: return ''
 
 def main():
-    o = config_from_args(Options, config_parser(Options, description=__doc__.splitlines()[0]).parse_args())
+    o = parse(Options, doc=__doc__)
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}", flush=True)
     res = dict(options=asdict(o), machine=machine(), date=str(datetime.date.today()), commit=commit(),
@@ -149,7 +150,7 @@ def main():
     with run_lock(Path(o.run_dir)/'.lock'):
         ck = [Path(o.run_dir)/f'seed{s}'/LOOP_FILE for s in range(o.seeds)]
         done = min(checkpoint_meta(p)['generation'] if p.exists() else 0 for p in ck)   # a rerun resumes from the rounds done
-        if done and Path(o.out).exists(): res['rounds'] = json.loads(Path(o.out).read_text()).get('rounds', [])
+        if done: res['rounds'] = read_figures(o.out).get('rounds', [])
         start = time.perf_counter()
         for g in range(o.round * (done // o.round + 1), o.generations + o.round, o.round):
             if o.max_hours and time.perf_counter() - start > 3600 * o.max_hours:

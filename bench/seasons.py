@@ -15,9 +15,29 @@ Writes nbs/measured/seasons_<date>.json (UTC date of the run's start).
 Usage: nice -n 10 python bench/seasons.py [--budget-s 300] [--max-meetings N] [--registry runs/seasons_bench] [--quick]
        [--until season1|between]   (stop there; a later call with the same --registry goes on from it)
 """
-import argparse, json, os, platform, time
+import json, os, platform, time
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Annotated
+from kit import Memo, parse
+
+@dataclass
+class SeasonsBench:
+    "The seasons bench's settings."
+    budget_s: Annotated[float, 'wall-seconds each producer works between the seasons'] = 300.0
+    registry: Annotated[str, 'the run registry (resumed if it exists)'] = 'runs/seasons_bench'
+    bot_games: Annotated[int, 'games each bot player reports before a season'] = 4
+    seed: Annotated[int, "the seasons' and producers' seed"] = 0
+    max_meetings: Annotated[int, "a new season's max_meetings (0: SeasonConfig's); a resumed season keeps its own"] = 0
+    quick: Annotated[bool, 'tiny games and budgets: a check that the script runs'] = False
+    until: Annotated[str, "stop after this phase: 'season1', 'between' or 'season2'; a later call with the same "
+                          "--registry resumes from it"] = 'season2'
+    out: Annotated[str, 'the figures file (default nbs/measured/seasons_<date>.json)'] = ''
+
+    def __post_init__(self):
+        if self.until not in ('season1', 'between', 'season2'):
+            raise ValueError(f"--until {self.until!r}: choose season1, between or season2")
 
 # each round of a producer between seasons is bigger than a season's quick round (PPO's run keeps its per-round
 # steps: its checkpoint refuses other settings); season 2 takes each producer's newest MAX_OFFERS offers
@@ -44,19 +64,7 @@ def arena_report(reg, row:dict, ratings)->dict: # {arena: {...}}
     return out
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--budget-s', type=float, default=300.0,
-                    help='wall-seconds each producer works between the seasons')
-    ap.add_argument('--registry', default='runs/seasons_bench', help='the run registry (resumed if it exists)')
-    ap.add_argument('--bot-games', type=int, default=4, help='games each bot player reports before a season')
-    ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--max-meetings', type=int, default=None,
-                    help="a new season's max_meetings (default SeasonConfig's); a resumed season keeps its own")
-    ap.add_argument('--quick', action='store_true', help='tiny games and budgets: a check that the script runs')
-    ap.add_argument('--until', choices=['season1', 'between', 'season2'], default='season2',
-                    help='stop after this phase; a later call with the same --registry resumes from it')
-    ap.add_argument('--out', default=None, help='the figures file (default nbs/measured/seasons_<date>.json)')
-    a = ap.parse_args()
+    a = parse(SeasonsBench, doc=__doc__)
     os.environ.setdefault('OMP_NUM_THREADS', '1')
     import torch; torch.set_num_threads(1)
     from fastapi.testclient import TestClient
@@ -70,8 +78,8 @@ def main():
     from genome_lab.creature_store import creature_baselines
     started = datetime.now(timezone.utc)
     root = Path(a.registry); root.mkdir(parents=True, exist_ok=True)
-    state_file = root/'bench_state.json'
-    state = json.loads(state_file.read_text()) if state_file.exists() else dict(started=started.isoformat())
+    state = Memo(root/'bench_state.json', {k: v for k, v in asdict(a).items() if k not in ('registry', 'until', 'out')})
+    if 'started' not in state: state['started'] = started.isoformat()
     game = (dict(max_meetings=2, arena_settings=dict(snake=dict(steps=100, width=32, height=24, num_food=20),
                                                      tetris=dict(steps=100), creatures=dict(seconds=2.0))) if a.quick else {})
     if a.max_meetings: game['max_meetings'] = a.max_meetings
@@ -95,17 +103,16 @@ def main():
         t0 = time.perf_counter()
         run_season(reg, cfg, log=lambda m: print(m, flush=True))
         state[f'season{k}_seconds'] = round(time.perf_counter() - t0, 1)
-        atomic_write_json(state_file, state)
     season(1, first)
     if a.until == 'season1': return
     budget = 5.0 if a.quick else a.budget_s
+    if 'between' not in state: state['between'] = {}
     for n in producers:
-        if n in state.setdefault('between', {}): continue
+        if n in state['between']: continue
         print(f'between the seasons: {n} for {budget} s', flush=True)
         sets = find_producer(n).settings(**settings_for([n], between)[n])
-        state['between'][n] = spawn_worker(root, n, budget, a.seed, settings=sets)
+        state['between'] = state['between'] | {n: spawn_worker(root, n, budget, a.seed, settings=sets)}
         print(json.dumps(state['between'][n]), flush=True)
-        atomic_write_json(state_file, state)
     if a.until == 'between': return
     season(2, second)
     table, ratings = season_table(reg), ratings_by_season(reg)
@@ -115,7 +122,7 @@ def main():
     offered = {arena for s in seasons[1:] for arena, v in s['arenas'].items() if v['candidates']}
     out = dict(date=state['started'], machine=platform.node(), cpus=os.cpu_count(), nice=os.nice(0),
                command='python bench/seasons.py ' + ' '.join(f'--{k.replace("_", "-")} {v}'
-                                                             for k, v in vars(a).items()),
+                                                             for k, v in asdict(a).items()),
                budgets=dict(per_producer_s=budget, producers=producers, between_round_settings=between,
                             season1_round_settings=quick_round or 'defaults', threads=1,
                             spent_s=round(sum(v.get('seconds', 0) for v in state['between'].values()), 1)),

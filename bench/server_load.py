@@ -17,8 +17,11 @@ HTTP/1.1 client in this process. Every phase is bounded by a request count and a
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/server_load.py [--seconds 3] [--clients 32 --games 100]
 """
-import argparse, asyncio, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
+import asyncio, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
 from pathlib import Path
+from dataclasses import dataclass
+from typing import Annotated
+from kit import parse
 import numpy as np
 import httpx
 from genome_lab.server import free_port
@@ -97,16 +100,19 @@ def stats_storm(port:int, gid:str, clients:int, games:int)->dict:
     sent = sorted(float(c*100_000 + k) for c in range(clients) for k in range(games))
     return dict(seconds=dt, rps=clients*games/dt, errors=errors, sent=sent)
 
+@dataclass
+class ServerLoadBench:
+    "The server load bench's settings."
+    seconds: Annotated[float, 'duration of each load measurement'] = 3.0
+    max_requests: Annotated[int, 'request cap of each load measurement'] = 20_000
+    conns: Annotated[str, 'concurrent connections, comma-separated'] = '1,16,64'
+    clients: Annotated[int, 'concurrent clients recording results'] = 32
+    games: Annotated[int, 'game results per client (one request each)'] = 100
+    servers: Annotated[str, 'uvicorn http implementation:worker processes, comma-separated; the first (the baseline) '
+                            'also serves the uncached manifest, genomes and writes'] = 'h11:1,httptools:1,httptools:2'
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--seconds', type=float, default=3.0, help='duration of each load measurement')
-    ap.add_argument('--max-requests', type=int, default=20_000, help='request cap of each load measurement')
-    ap.add_argument('--conns', default='1,16,64', help='concurrent connections, comma-separated')
-    ap.add_argument('--clients', type=int, default=32, help='concurrent clients recording results')
-    ap.add_argument('--games', type=int, default=100, help='game results per client (one request each)')
-    ap.add_argument('--servers', default='h11:1,httptools:1,httptools:2',
-                    help='uvicorn http implementation:worker processes, comma-separated; the first (the baseline) also serves the uncached manifest, genomes and writes')
-    a = ap.parse_args(argv)
+    a = parse(ServerLoadBench, doc=__doc__, argv=argv)
     from genome_lab.registry import Registry, seed_founders
     import genome_lab.server  # noqa: F401 (Registry.games, record_games)
     work = Path(tempfile.mkdtemp(prefix='genome_lab_bench_server_'))

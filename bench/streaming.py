@@ -22,9 +22,13 @@ is printed at the start and the end, and the CPU-time figures are less sensitive
     OMP_NUM_THREADS=1 .venv/bin/python bench/streaming.py [--seconds 5] [--viewers 1,2,4] [--latency-seconds 10]
                                                            [--json nbs/measured/streaming.json]
 """
-import argparse, json, os, socket, subprocess, sys, tempfile, threading, time
+import json, os, socket, subprocess, sys, tempfile, threading, time
 from fractions import Fraction
 from pathlib import Path
+from dataclasses import dataclass
+from typing import Annotated
+from genome_lab.core import atomic_write_json
+from kit import parse
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
@@ -254,18 +258,22 @@ def latency(registry:Path, seconds:float)->dict:
         out[mode] = dict(**v['latency_ms'], clock_rtt_ms=v['rtt_ms'], fps=v['health']['fps'], frames=v['frames'], mode=v['mode'])
     return out
 
+@dataclass
+class StreamingBench:
+    "The streaming bench's settings (the last four: how it runs its own servers and viewers in processes of their own)."
+    seconds: Annotated[float, 'seconds of video per render/encode and viewer measurement'] = 5.0
+    viewers: Annotated[str, 'viewer counts of section 3'] = '1,2,4'
+    latency_seconds: Annotated[float, 'seconds each latency page is watched'] = 10.0
+    json: Annotated[str, 'write the figures there too (e.g. nbs/measured/streaming.json)'] = ''
+    sections: Annotated[str, 'which sections to run (a comma-separated subset of render, viewers, latency)'] = \
+        'render,viewers,latency'
+    serve: Annotated[str, "internal: serve the stream, 'shared' or 'per-viewer'"] = ''
+    port: Annotated[int, 'internal: the port served'] = 0
+    registry: Annotated[str, 'internal: the registry served'] = ''
+    viewers_only: Annotated[bool, 'internal: the viewers section alone, inside its network namespace?'] = False
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--seconds', type=float, default=5.0, help='seconds of video per render/encode and viewer measurement')
-    ap.add_argument('--viewers', default='1,2,4', help='viewer counts of section 3')
-    ap.add_argument('--latency-seconds', type=float, default=10.0, help='seconds each latency page is watched')
-    ap.add_argument('--json', default='', help='write the figures there too (e.g. nbs/measured/streaming.json)')
-    ap.add_argument('--sections', default='render,viewers,latency', help='which sections to run (a comma-separated subset)')
-    ap.add_argument('--serve', choices=['shared', 'per-viewer'], help=argparse.SUPPRESS)
-    ap.add_argument('--port', type=int, help=argparse.SUPPRESS)
-    ap.add_argument('--registry', help=argparse.SUPPRESS)
-    ap.add_argument('--viewers-only', action='store_true', help=argparse.SUPPRESS)
-    a = ap.parse_args(argv)
+    a = parse(StreamingBench, doc=__doc__, argv=argv)
     if a.serve: return serve_main(a)
     if a.viewers_only:   # inside the namespace
         print(json.dumps(viewers_main(a))); return 0
@@ -290,7 +298,7 @@ def main(argv=None):
     if 'latency' in sections: res['latency'] = latency(reg, a.latency_seconds)
     res['load_end'] = load()
     report(res)
-    if a.json: Path(a.json).write_text(json.dumps(res, indent=1) + '\n')
+    if a.json: atomic_write_json(a.json, res)
     return 0
 
 def report(r:dict):

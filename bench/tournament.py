@@ -11,12 +11,26 @@
    tau and the games needed for tau >= 0.9 to hold to the end, over several seeds.
 Usage: python bench/tournament.py [--ladder-games 60] [--seeds 3] [--steps 300] [--batch 64] [--reps 3]
 """
-import argparse, os, time
+import os, time
+from dataclasses import dataclass
+from typing import Annotated
 import numpy as np, torch
+from genome_lab.arenas import SnakeArena
 from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy, EpsilonGreedy
 from genome_lab.evaluation import evaluate
 from genome_lab.tournament import run_tournament, play_games, ladder_taus, games_to_reach
 from genome_lab.selection import mutate
+from kit import parse
+
+@dataclass
+class TournamentBench:
+    "The tournament bench's settings."
+    ladder_games: Annotated[int, 'games of each ladder'] = 60
+    seeds: Annotated[int, 'ladders of each kind'] = 3
+    steps: Annotated[int, 'steps per game (and of the policy-bound evaluation)'] = 300
+    tournament_games: Annotated[int, 'meetings per pair in the 15-genome tournament'] = 1
+    batch: Annotated[int, 'games per batch of the tournament'] = 64
+    reps: Annotated[int, 'alternating measurements of each rate'] = 3
 
 def entrants(puffer)->list:
     "PufferLib's snake at six epsilons, four Gaussian mutants, three heuristics, two random genomes."
@@ -31,7 +45,7 @@ def tournament_rate(pols, steps, batch, meetings)->tuple: # (agent-steps/s, game
     ids = [f'g{i}' for i in range(len(pols))]
     t0 = time.perf_counter()
     res = run_tournament(None, ids, pols, genomes_per_game=5, agents_per_genome=8, steps=steps, meetings=meetings, seed=0,
-                         progress=False, batch=batch, settings=dict(width=80, height=48, num_food=200))
+                         progress=False, batch=batch, settings=SnakeArena.game_settings)
     sec = time.perf_counter() - t0
     return sum(r.agent_steps for r in res.results) / sec, len(res.games), sec, res
 
@@ -40,13 +54,7 @@ def policy_bound_rate(puffer, steps)->float: # agent-steps/s of `evaluate` with 
     return r.agent_steps / r.seconds
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--ladder-games', type=int, default=60); ap.add_argument('--seeds', type=int, default=3)
-    ap.add_argument('--steps', type=int, default=300, help='steps per game (and of the policy-bound evaluation)')
-    ap.add_argument('--tournament-games', type=int, default=1, help='meetings per pair in the 15-genome tournament')
-    ap.add_argument('--batch', type=int, default=64, help='games per batch of the tournament')
-    ap.add_argument('--reps', type=int, default=3, help='alternating measurements of each rate')
-    a = ap.parse_args()
+    a = parse(TournamentBench, doc=__doc__)
     torch.set_num_threads(1)
     puffer = load_pufferlib_policy('snake')
     pols = entrants(puffer)
@@ -66,7 +74,7 @@ def main():
     final, reach = {'openskill': [], 'elo': []}, {'openskill': [], 'elo': []}
     for s in range(a.seeds):
         games = [tuple(range(6))] * a.ladder_games
-        rs = play_games(ladder, games, seed=1000 + s, progress=False, agents_per_genome=4, steps=a.steps, settings=dict(width=80, height=48, num_food=200))
+        rs = play_games(ladder, games, seed=1000 + s, progress=False, agents_per_genome=4, steps=a.steps, settings=SnakeArena.game_settings)
         taus = ladder_taus(rs, games, list(range(6)))
         for k in final: final[k].append(taus[k][-1]); reach[k].append(games_to_reach(taus[k]))
         print(f"ladder seed {s}: final tau openskill {taus['openskill'][-1]:.3f}, elo {taus['elo'][-1]:.3f}; "

@@ -11,9 +11,13 @@ games orders them, and a tournament playing until its top is stable runs to its 
 Jobs run in parallel processes, one torch thread each. Writes nbs/measured/tournament_stability.json.
 Usage: python bench/tournament_stability.py [--seeds 3] [--max-meetings 16] [--workers 16] [--quick]
 """
-import argparse, json, multiprocessing as mp, os, platform, time
+import json, multiprocessing as mp, os, platform, time
+from dataclasses import dataclass
+from typing import Annotated
 from datetime import datetime, timezone
 from pathlib import Path
+from genome_lab.core import atomic_write_json
+from kit import parse
 import numpy as np
 
 SNAKE = [  # (label, steps, settings): today's season setting first
@@ -86,14 +90,18 @@ def summarise(rows:list)->list: # mean over seeds per (arena, setting, meetings)
                         leaders=[r['leader'] for r in rs], stable=bool(mean('tau') >= STABLE['tau']), **extra))
     return res
 
+@dataclass
+class StabilityBench:
+    "The tournament stability bench's settings."
+    seeds: Annotated[int, 'tournaments of each setting'] = 3
+    max_meetings: Annotated[int, 'meetings per pair at the most'] = 16
+    workers: Annotated[int, 'processes at once'] = max(1, (os.cpu_count() or 2) - 1)
+    arenas: Annotated[str, 'arenas, comma separated'] = 'snake,tetris,creatures'
+    quick: Annotated[bool, 'first two settings of each arena, 1 seed, 2 meetings (writes nothing)?'] = False
+    out: Annotated[str, 'the figures file'] = 'nbs/measured/tournament_stability.json'
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--seeds', type=int, default=3); ap.add_argument('--max-meetings', type=int, default=16)
-    ap.add_argument('--workers', type=int, default=max(1, (os.cpu_count() or 2) - 1))
-    ap.add_argument('--arenas', default='snake,tetris,creatures')
-    ap.add_argument('--quick', action='store_true', help='first two settings of each arena, 1 seed, 2 meetings')
-    ap.add_argument('--out', default='nbs/measured/tournament_stability.json')
-    a = ap.parse_args()
+    a = parse(StabilityBench, doc=__doc__)
     os.environ.setdefault('OMP_NUM_THREADS', '1')
     seeds, mm = (1, 2) if a.quick else (a.seeds, a.max_meetings)
     grid = dict(snake=[(l, dict(agents_per_genome=6, steps=st, settings=s)) for l, st, s in SNAKE],
@@ -130,7 +138,7 @@ def main():
                seconds=round(time.perf_counter() - t0, 1), settings={k: [g[0] for g in v] for k, v in grid.items()},
                summary=summary, choice=choice, rows=rows)
     if not a.quick:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True); Path(a.out).write_text(json.dumps(out, indent=1) + '\n')
+        atomic_write_json(a.out, out)
         print(f"wrote {a.out}")
 
 if __name__ == '__main__': main()

@@ -19,7 +19,9 @@ on a temporary registry of the snake founders with `videos` as producer: the vid
 
 Prints the figures and the costs; one torch thread by default.
 """
-import argparse, json, os, shlex, sys, tempfile, time
+import json, os, shlex, sys, tempfile, time
+from dataclasses import dataclass, field
+from typing import Annotated
 from pathlib import Path
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -28,6 +30,7 @@ import pandas as pd
 import torch
 from scipy.stats import spearmanr
 from genome_lab.core import atomic_write_json
+from kit import parse, read_figures
 from genome_lab.arenas import SNAKE_CELLS
 from genome_lab.cloning import CloneConfig, session_sequences, compare_scores
 from genome_lab.sessions import load_sessions
@@ -41,48 +44,52 @@ from genome_lab.video_models import (TetrisClipConfig, TETRIS_ACTIONS, TETRIS_MO
                                      latent_codes, code_stats, fit_adapter, action_chunks, train_skills, skill_table)
 
 
-def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument('--genomes', nargs='+', default=['puffer_greedy', 'farmer'],
-                   help='bot styles (20_sessions) filmed; the first is cloned')
-    p.add_argument('--seeds', type=int, nargs='+', default=list(range(1, 9)),
-                   help='one filmed game per genome and seed')
-    p.add_argument('--steps', type=int, default=400, help='actions per filmed game')
-    p.add_argument('--snakes', type=int, default=8); p.add_argument('--food', type=int, default=60)
-    p.add_argument('--width', type=int, default=48); p.add_argument('--height', type=int, default=32)
-    p.add_argument('--crf', type=int, default=23, help="libx264's constant rate factor of the clips")
-    p.add_argument('--label-frac', type=float, default=0.1, help='fraction of the clips that keep their true actions')
-    p.add_argument('--idm-epochs', type=int, default=10)
-    p.add_argument('--clone-epochs', type=int, default=10)
-    p.add_argument('--eval-seeds', type=int, nargs='+', default=list(range(100, 116)),
-                   help='evaluation maps, never filmed')
-    p.add_argument('--max-steps', type=int, default=20_000, help='step cap of the first-episode evaluation')
-    p.add_argument('--window', type=int, nargs=2, default=[1000, 3000], metavar=('START', 'STOP'),
-                   help='continuous play counts every death at steps START < t <= STOP (0 0: first episodes only)')
-    p.add_argument('--tetris-seeds', type=int, nargs='+', default=[1, 2, 3, 4], help='one filmed tetris game each')
-    p.add_argument('--tetris-test-games', type=int, default=1, help='the last games: held out for reward and latents')
-    p.add_argument('--tetris-steps', type=int, default=400, help='ticks per tetris clip')
-    p.add_argument('--noise', type=float, nargs='+', default=[0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0],
-                   help="one tetris board per value: the chance a key is random (the reward model's only ranking)")
-    p.add_argument('--tetris-epochs', type=int, default=20, help='epochs of the tetris IDMs')
-    p.add_argument('--trex-pairs', type=int, default=1000, help='segment pairs each T-REX reward model learns from')
-    p.add_argument('--trex-models', type=int, default=3, help='T-REX models (seeds 0..): the reward is their mean')
-    p.add_argument('--segment', type=int, default=50, help='ticks per scored reward segment')
-    p.add_argument('--latent-codes', type=int, default=32); p.add_argument('--lam-epochs', type=int, default=3)
-    p.add_argument('--fractions', type=float, nargs='+', default=[0.01, 0.03, 0.1],
-                   help='labelled fractions of the adapter curve')
-    p.add_argument('--skill-codes', type=int, nargs='+', default=[4, 16, 64, 256])
-    p.add_argument('--skill-epochs', type=int, default=20)
-    p.add_argument('--parts', nargs='+', choices=['snake', 'tetris', 'season'], default=['snake', 'tetris', 'season'],
-                   help='what to measure (tetris always); without snake, the snake figures of --json are kept')
-    p.add_argument('--season-games', type=int, default=2, help="games the season's `videos` producer films")
-    p.add_argument('--season-steps', type=int, default=200, help="steps per filmed game and per season snake game")
-    p.add_argument('--threads', type=int, default=1)
-    p.add_argument('--json', default=None, help='also write the figures to this file (nbs/measured/watching.json)')
-    a = p.parse_args(argv)
-    if set(a.eval_seeds) & set(a.seeds): p.error(f"--eval-seeds {sorted(set(a.eval_seeds) & set(a.seeds))} were filmed")
-    if not 0 < a.label_frac <= 1: p.error("--label-frac must lie in (0, 1]")
-    return a
+several = lambda *v: field(default_factory=lambda: list(v))   # a list field's default
+
+@dataclass
+class WatchingBench:
+    "The watching bench's settings."
+    genomes: Annotated[list[str], 'bot styles (20_sessions) filmed; the first is cloned'] = several('puffer_greedy', 'farmer')
+    seeds: Annotated[list[int], 'one filmed game per genome and seed'] = several(*range(1, 9))
+    steps: Annotated[int, 'actions per filmed game'] = 400
+    snakes: Annotated[int, 'snakes per filmed map'] = 8
+    food: Annotated[int, 'food per filmed map'] = 60
+    width: Annotated[int, 'map width'] = 48
+    height: Annotated[int, 'map height'] = 32
+    crf: Annotated[int, "libx264's constant rate factor of the clips"] = 23
+    label_frac: Annotated[float, 'fraction of the clips that keep their true actions'] = 0.1
+    idm_epochs: Annotated[int, 'epochs of the snake IDM'] = 10
+    clone_epochs: Annotated[int, 'epochs of each clone'] = 10
+    eval_seeds: Annotated[list[int], 'evaluation maps, never filmed'] = several(*range(100, 116))
+    max_steps: Annotated[int, 'step cap of the first-episode evaluation'] = 20_000
+    window: Annotated[list[int], 'START STOP: continuous play counts every death at steps START < t <= STOP (0 0: first '
+                                 'episodes only)'] = several(1000, 3000)
+    tetris_seeds: Annotated[list[int], 'one filmed tetris game each'] = several(1, 2, 3, 4)
+    tetris_test_games: Annotated[int, 'the last games: held out for reward and latents'] = 1
+    tetris_steps: Annotated[int, 'ticks per tetris clip'] = 400
+    noise: Annotated[list[float], "one tetris board per value: the chance a key is random (the reward model's only "
+                                  "ranking)"] = several(0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+    tetris_epochs: Annotated[int, 'epochs of the tetris IDMs'] = 20
+    trex_pairs: Annotated[int, 'segment pairs each T-REX reward model learns from'] = 1000
+    trex_models: Annotated[int, 'T-REX models (seeds 0..): the reward is their mean'] = 3
+    segment: Annotated[int, 'ticks per scored reward segment'] = 50
+    latent_codes: Annotated[int, "the latent action model's codes"] = 32
+    lam_epochs: Annotated[int, 'epochs of the latent action model'] = 3
+    fractions: Annotated[list[float], 'labelled fractions of the adapter curve'] = several(0.01, 0.03, 0.1)
+    skill_codes: Annotated[list[int], "the skill VQ-VAE's code counts"] = several(4, 16, 64, 256)
+    skill_epochs: Annotated[int, 'epochs of each skill model'] = 20
+    parts: Annotated[list[str], "what to measure, of snake, tetris and season (tetris always); without snake, the "
+                                "snake figures of --json are kept"] = several('snake', 'tetris', 'season')
+    season_games: Annotated[int, "games the season's `videos` producer films"] = 2
+    season_steps: Annotated[int, "steps per filmed game and per season snake game"] = 200
+    threads: Annotated[int, 'torch threads'] = 1
+    json: Annotated[str, 'also write the figures to this file (nbs/measured/watching.json)'] = ''
+
+    def __post_init__(self):
+        if both := sorted(set(self.eval_seeds) & set(self.seeds)): raise ValueError(f"--eval-seeds {both} were filmed")
+        if not 0 < self.label_frac <= 1: raise ValueError("--label-frac must lie in (0, 1]")
+        if len(self.window) != 2: raise ValueError(f"--window takes START STOP, not {self.window}")
+        if bad := set(self.parts) - {'snake', 'tetris', 'season'}: raise ValueError(f"--parts {sorted(bad)}: choose from snake, tetris, season")
 
 
 def snake_figures(a, root)->dict: # the snake keys of the figures file, with their seconds
@@ -156,9 +163,9 @@ SNAKE_KEYS = ('clips', 'genomes', 'seeds', 'n_clips', 'n_labelled', 'idm_accurac
 
 
 def main(argv=None):
-    a = parse(argv)
+    a = parse(WatchingBench, doc=__doc__, argv=argv)
     torch.set_num_threads(a.threads)
-    old = json.loads(Path(a.json).read_text()) if a.json and Path(a.json).exists() else {}
+    old = read_figures(a.json) if a.json else {}
     if 'snake' in a.parts: snake = snake_figures(a, tempfile.mkdtemp())
     elif not old: sys.exit("--parts without snake keeps the snake figures of --json, which does not exist")
     else: snake = {k: old[k] for k in SNAKE_KEYS} | dict(idm_accuracy={'snake': old['idm_accuracy']['snake']},

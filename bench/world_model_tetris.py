@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Annotated
 import torch
 from safetensors.torch import save_file, load_file
-from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine
+from genome_lab.core import measured_dir, machine
+from kit import Memo, parse, write_figures
 from genome_lab.dreaming import Trajectories, WorldConfig, WorldModel, train_world_model, open_loop_accuracy
 from genome_lab.dream_policy import TETRIS_WORLD, tetris_trajectories
 from genome_lab.video_models import TetrisClipConfig
@@ -41,8 +42,7 @@ class TetrisWorldOptions:
     out: Annotated[str, 'JSON whose --key keys are written'] = str(measured_dir()/'dreaming.json')
 
 def main():
-    ap = config_parser(TetrisWorldOptions, description=__doc__.splitlines()[0])
-    o = config_from_args(TetrisWorldOptions, ap.parse_args())
+    o = parse(TetrisWorldOptions, doc=__doc__)
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}", flush=True)
     t0, cfg = time.perf_counter(), TetrisClipConfig(boards=o.boards, steps=o.steps)
@@ -57,17 +57,17 @@ def main():
         held = film(o.heldout_seed)
         print(f"filmed {len(train)} training and {len(held)} held-out games of {o.steps} ticks in "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
-        path, meta = work/f'{o.key}.safetensors', work/f'{o.key}.json'
         key = dict(world=asdict(o.world), dims=dims, data=[o.boards, o.steps, o.noise, o.train_seeds])
-        if path.exists() and json.loads(meta.read_text())['key'] == key:
+        path, memo = work/f'{o.key}.safetensors', Memo(work/f'{o.key}.json', key, redo=True)
+        if path.exists() and 'training' in memo:
             model = WorldModel(o.world.hidden, o.world.embed, **dims); model.load_state_dict(load_file(path))
-            training = json.loads(meta.read_text())['training']
+            training = memo['training']
         else:
             t1 = time.perf_counter()
             model, hist = train_world_model(train, o.world, **dims)
             training = dict(seconds=time.perf_counter() - t1, first_losses=hist.head(50).mean().to_dict(),
                             final_losses=hist.tail(50).mean().to_dict())
-            save_file(model.state_dict(), path); atomic_write_json(meta, dict(key=key, training=training))
+            save_file(model.state_dict(), path); memo['training'] = training
         acc = open_loop_accuracy(model.eval(), held, context=o.world.context)
     for k, v in acc.items(): print(f"k={k}: model {v['model']:.4f}, copy-last-board {v['baseline']:.4f} (n={v['n']})")
     run = dict(data=dict(boards=o.boards, steps=o.steps, noise=noise, train_seeds=o.train_seeds,
@@ -75,8 +75,7 @@ def main():
                          train_trajectories=len(train), heldout_trajectories=len(held)),
                world=asdict(o.world), dims=dims, training=training, seconds=time.perf_counter() - t0,
                machine=machine(), date=str(datetime.date.today()))
-    old = json.loads(Path(o.out).read_text()) if Path(o.out).exists() else {}
-    atomic_write_json(o.out, old | {o.key: acc, f'{o.key}_run': run})
+    write_figures(o.out, {o.key: acc, f'{o.key}_run': run})
     print(f"wrote {o.out}")
 
 if __name__ == '__main__': main()

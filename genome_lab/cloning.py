@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/cloning.html.md"""
 
 # %% ../nbs/21_cloning.ipynb #61e92fa0
 from __future__ import annotations
-import json, math, time, warnings
+import json, math, warnings
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 import numpy as np
@@ -17,7 +17,7 @@ from .arenas import SnakeArena, SNAKE_CELLS, tqdm
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
 from .registry import Registry, Genome, RegistryError, seed_founders
 from .evaluation import evaluate, evaluate_continuous, between_map_sem
-from .core import Producer, ProducerContext, log_scalars, atomic_write_json
+from .core import Producer, ProducerContext, log_scalars, atomic_write_json, fit
 from .sessions import player_sessions, Session, DataRecorder, MixedDriver, load_sessions, record_bot_sessions
 
 # %% auto #0
@@ -101,39 +101,40 @@ def evaluate_sequences(policy:LinearLSTM, seqs:list, cfg:CloneConfig)->dict: # {
             right += (lg[m].argmax(-1) == y[m]).sum().item(); n += int(m.sum())
     return dict(loss=tot/max(n, 1), accuracy=right/max(n, 1), n=n)
 
+# %% ../nbs/21_cloning.ipynb #330255d0
 def train_clone(policy:LinearLSTM, # trained in place
                 train:list, val:list, # sequences from `session_sequences`
                 cfg:CloneConfig, epochs:int|None=None, # None: `cfg.epochs`
-                progress:bool=True, history:list|None=None)->pd.DataFrame: # one row per epoch
-    "Behaviour cloning: minimise the cross-entropy of the targets' actions; returns the loss and accuracy curves."
+                progress:bool=True, history:list|None=None, # earlier rows (a DAgger round's) to append to
+               )->pd.DataFrame: # a row per epoch: 'losses/bc', 'charts/accuracy', their 'val/' twins, 'n' labelled steps
+    """Behaviour cloning with `core.fit`: minimise the cross-entropy of the targets' actions in windows of `cfg.bptt`
+    steps (truncated backpropagation through time), the LSTM state carried, detached, from one window of a batch of
+    sequences to the next; Adam, gradients clipped, the step size annealed along a cosine. Returns the curves."""
     if not train: raise ValueError("no training sequences: record sessions first")
-    g = torch.Generator().manual_seed(cfg.seed)
-    opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
-    epochs = epochs or cfg.epochs
+    g, epochs, held = torch.Generator().manual_seed(cfg.seed), epochs or cfg.epochs, {}
     per_epoch = sum(math.ceil(max(len(train[j][0]) for j in range(i, min(i + cfg.batch_sequences, len(train)))) / cfg.bptt)
                     for i in range(0, len(train), cfg.batch_sequences))  # an upper bound: batches are reshuffled
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs * per_epoch), eta_min=cfg.lr * cfg.lr_final)
-    history = [] if history is None else history
-    for epoch in tqdm(range(epochs), desc='cloning', disable=not progress, leave=False):
-        policy.train(); t0 = time.perf_counter(); tot = right = n = 0
-        order = torch.randperm(len(train), generator=g).tolist()
+    def windows(epoch): # (obs (B, bptt, cells), targets (B, bptt)) of each shuffled batch in turn
+        policy.train(); order = torch.randperm(len(train), generator=g).tolist()
         for i in range(0, len(order), cfg.batch_sequences):
-            obs, tgt = pad_batch([train[j] for j in order[i:i+cfg.batch_sequences]]); state = None
-            for t in range(0, obs.shape[1], cfg.bptt):
-                logits, state = sequence_logits(policy, obs[:, t:t+cfg.bptt], state)
-                state = tuple(s.detach() for s in state)
-                y = tgt[:, t:t+cfg.bptt].reshape(-1); lg = logits.reshape(len(y), -1); m = y >= 0
-                if not m.any(): continue
-                loss = F.cross_entropy(lg[m], y[m])
-                opt.zero_grad(); loss.backward()
-                torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip); opt.step(); sched.step()
-                k = int(m.sum()); tot += loss.item()*k; n += k; right += (lg[m].argmax(-1) == y[m]).sum().item()
+            obs, tgt = pad_batch([train[j] for j in order[i:i+cfg.batch_sequences]]); held['state'] = None
+            for t in range(0, obs.shape[1], cfg.bptt): yield obs[:, t:t+cfg.bptt], tgt[:, t:t+cfg.bptt]
+        bar.update()
+    def loss(window):
+        logits, state = sequence_logits(policy, window[0], held['state'])
+        held['state'] = tuple(s.detach() for s in state)
+        y = window[1].reshape(-1); lg = logits.reshape(len(y), -1); m = y >= 0
+        if not m.any(): return None   # padding only: no update, the state still moves on
+        k = int(m.sum())
+        return {'losses/bc': F.cross_entropy(lg[m], y[m]), 'charts/accuracy': (lg[m].argmax(-1) == y[m]).sum().item() / k, 'n': k}
+    def validate():
         v = evaluate_sequences(policy, val, cfg) if val else dict(loss=float('nan'), accuracy=float('nan'))
-        history.append({'epoch': len(history) + 1, 'losses/bc': tot/max(n, 1), 'charts/accuracy': right/max(n, 1),
-                        'val/losses/bc': v['loss'], 'val/charts/accuracy': v['accuracy'], 'steps': n,
-                        'seconds': time.perf_counter() - t0})
+        return {'val/losses/bc': v['loss'], 'val/charts/accuracy': v['accuracy']}
+    with tqdm(total=epochs, desc='cloning', disable=not progress, leave=False) as bar:
+        rows = fit(policy.parameters(), windows, loss, epochs, cfg.lr, grad_clip=cfg.grad_clip, lr_final=cfg.lr_final,
+                   steps=epochs * per_epoch, after_epoch=validate, history=history)
     policy.eval()
-    return pd.DataFrame(history)
+    return pd.DataFrame(rows)
 
 # %% ../nbs/21_cloning.ipynb #e530f98c
 def dagger_sessions(student:Policy, teacher:Policy, root:str|Path,

@@ -89,7 +89,8 @@ def config_fields(cls)->dict: # {flag name: (owning dataclass, field)}, nested d
 def config_parser(*configs:type, # config dataclasses whose fields become flags
                   parser:argparse.ArgumentParser|None=None, # add to this parser (a new one if None)
                   **kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser` when it is built here
-    "A parser with one `--flag` per field of `configs`; flags not given are left out of the parsed namespace."
+    """A parser with one `--flag` per int, float, str or bool field of `configs` (a `list[int|float|str]` field takes
+    several values); flags not given are left out of the parsed namespace."""
     ap, docs = parser or argparse.ArgumentParser(**kw), {}   # docs: {dataclass: its docments}, read once per dataclass
     for cls in configs:
         group = ap.add_argument_group(cls.__name__, (cls.__doc__ or '').split('\n')[0])
@@ -102,6 +103,8 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
             flag = '--' + name.replace('_', '-')
             if t is bool: group.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help)
             elif t in (int, float, str): group.add_argument(flag, type=t, default=argparse.SUPPRESS, help=help, metavar=t.__name__.upper())
+            elif typing.get_origin(t) is list and (e := typing.get_args(t)[0]) in (int, float, str):   # several values
+                group.add_argument(flag, type=e, nargs='+', default=argparse.SUPPRESS, help=help, metavar=e.__name__.upper())
     return ap
 
 def config_from_args(cls:type, # the config dataclass
@@ -389,6 +392,7 @@ def fit(params, # the parameters to train: a module's `parameters()`, or a list 
         loss:typing.Callable, # loss(batch) -> {column: value}, the first the scalar tensor to minimise, 'n' its items; None skips
         epochs:int=1, lr:float=1e-3, # passes over `batches`; Adam's step size
         weight_decay:float=0.0, # AdamW's decoupled weight decay; 0: Adam
+        optimizer:typing.Callable|None=None, # optimizer(params, lr=, [weight_decay=]) -> a torch optimiser (`torch.optim.SGD`); None: Adam
         grad_clip:float|None=None, # clip the gradients' global norm to this
         lr_final:float=1.0, steps:int|None=None, # anneal the step size to lr*lr_final along a cosine over `steps` updates
         every:int=0, # a row every `every` updates; 0: a row per epoch
@@ -396,11 +400,12 @@ def fit(params, # the parameters to train: a module's `parameters()`, or a list 
         history:list|None=None, # the rows are appended here (a run's earlier rows), else to a new list
         step_key:str='epoch')->list: # the rows: `step_key` (epochs, or updates with `every`), the means, 'n', 'seconds'
     """Minimise the first value `loss` returns over `batches` (Adam, Kingma and Ba 2015; AdamW, Loshchilov and Hutter
-    2019; SGDR's cosine schedule, Loshchilov and Hutter 2017): the one home of the lab's supervised training loops.
-    Each row holds every returned value's mean since the last row, weighted by the batches' 'n'."""
+    2019; or `optimizer`; SGDR's cosine schedule, Loshchilov and Hutter 2017): the one home of the lab's supervised
+    training loops. Each row holds every returned value's mean since the last row, weighted by the batches' 'n'."""
     import torch
     params = list(params)
-    opt = (torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay) if weight_decay else torch.optim.Adam(params, lr=lr))
+    make = optimizer or (torch.optim.AdamW if weight_decay else torch.optim.Adam)
+    opt = make(params, lr=lr, **({'weight_decay': weight_decay} if weight_decay else {}))
     sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps), eta_min=lr*lr_final)
              if steps and lr_final != 1.0 else None)
     rows = history if history is not None else []

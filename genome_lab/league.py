@@ -15,7 +15,7 @@ from .core import Producer, ProducerContext, settings_diff
 from .policies import LinearLSTM
 from .registry import Registry
 from .tournament import run_tournament
-from .training import (PPOConfig, PPOHyper, PPORun, SEASON_STEPS, config_from_dict, register_kept,
+from .training import (PPOConfig, PPOHyper, PPORun, config_from_dict, register_kept,
                                  resolve_genome, rating_prior)
 
 # %% auto #0
@@ -55,7 +55,7 @@ class LeagueConfig:
     width: int = SnakeArena.game_settings['width']  # map width in cells (a tournament game's)
     height: int = SnakeArena.game_settings['height']  # map height in cells
     num_food: int = SnakeArena.game_settings['num_food']  # food on the map
-    reset_every: int = SEASON_STEPS  # steps between fresh maps (a season game's length); 0: the maps run on
+    reset_every: int = SnakeArena.season.steps  # steps between fresh maps (a season game's length); 0: the maps run on
     main_share: float = 0.5  # a main agent's share of its map's snakes
     exploiter_share: float = 0.25  # an exploiter's share
     swap_every: int = 128  # arena steps of one game against one opponent (between opponent draws)

@@ -19,6 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, RBF, WhiteKernel
 from .arenas import tqdm
+from .core import fit
 
 # %% auto #0
 __all__ = ['LOG2PI', 'ENTROPY_SEED', 'DISTRIBUTIONS', 'check_evaluations', 'standardise_fitness', 'replicate',
@@ -312,15 +313,14 @@ class FlowDistribution(LatentDistribution):
         return self.sample(self.entropy_samples, torch.Generator().manual_seed(ENTROPY_SEED)).mean(0)
 
     def update(self, genomes:torch.Tensor, fitness:torch.Tensor, dt:float)->dict: # entropy, mean_fitness, ..., ess, nll
-        "One replicator-mutator step: `fit_steps` SGD steps on the selection-weighted log-likelihood of mutated `genomes`."
+        "One replicator-mutator step: `fit_steps` SGD steps (`core.fit`) on the selection-weighted log-likelihood of mutated `genomes`."
         g, f = check_evaluations(genomes, fitness, self.dim); dt = _check_dt(dt)
         w = torch.softmax(dt * standardise_fitness(f).double(), 0).float()
         self.last_ess = 1 / (w.double() ** 2).sum()
         x = g + math.sqrt(2 * self.diffusion * dt) * torch.randn(g.shape, generator=self.generator)
-        opt = torch.optim.SGD(self.flow.parameters(), lr=self.lr)
-        for _ in range(self.fit_steps):
-            opt.zero_grad(); nll = -(w * self.log_density(x)).sum(); nll.backward(); opt.step()
-        return self._stats(f, ess=self.ess(), nll=float(nll.detach()))
+        rows = fit(self.flow.parameters(), lambda epoch: [x], lambda x: {'nll': -(w * self.log_density(x)).sum()},
+                   epochs=self.fit_steps, lr=self.lr, optimizer=torch.optim.SGD)
+        return self._stats(f, ess=self.ess(), nll=rows[-1]['nll'])
 
 
 # %% ../nbs/40_replicator.ipynb #7986521f
@@ -489,7 +489,7 @@ class FitnessEstimator(EvaluationBuffer):
             weight_decay:float=1e-4, # AdamW weight decay
             reset:bool=False, # start from new weights instead of the current ones?
             progress:bool=False)->dict: # loss (train MSE, standardised units), r2_holdout, n_train, n_holdout
-        "Train the members on the buffer (each on its own bootstrap resample of the non-held-out part)."
+        "Train the members on the buffer (`core.fit`), each on its own bootstrap resample of the non-held-out part."
         n = len(self)
         if n < 10: raise ValueError(f"fit needs at least 10 buffered evaluations, has {n}; add more first")
         if not 0 <= holdout < 1: raise ValueError(f"holdout must be in [0, 1), got {holdout}")
@@ -503,15 +503,15 @@ class FitnessEstimator(EvaluationBuffer):
         Xn, yn = (Xt - self.stats['x_mu']) / self.stats['x_sd'], (yt - self.stats['y_mu']) / self.stats['y_sd']
         if reset or not self.fitted: self._init_params()
         params = {k: v.detach().clone().requires_grad_(True) for k, v in self.params.items()}
-        opt = torch.optim.AdamW(params.values(), lr=lr, weight_decay=weight_decay)
         ntr = len(train)
         boot = torch.randint(0, ntr, (self.members, ntr), generator=self.generator)
-        for _ in tqdm(range(epochs), desc='fitness estimator', disable=not progress, leave=False):
+        def batches(epoch): # (members, batch) indices: each member's bootstrap sample in a fresh order
             order = torch.argsort(torch.rand(self.members, ntr, generator=self.generator), 1)
-            for s in range(0, ntr, batch):
-                bi = boot.gather(1, order[:, s:s + batch])
-                loss = ((self._forward(Xn[bi], params) - yn[bi]) ** 2).mean()
-                opt.zero_grad(); loss.backward(); opt.step()
+            yield from (boot.gather(1, order[:, s:s + batch]) for s in range(0, ntr, batch))
+            bar.update()
+        def mse(bi): return {'loss': ((self._forward(Xn[bi], params) - yn[bi]) ** 2).mean()}
+        with tqdm(total=epochs, desc='fitness estimator', disable=not progress, leave=False) as bar:
+            fit(params.values(), batches, mse, epochs, lr, weight_decay=weight_decay)   # AdamW (Adam without decay)
         self.params = {k: v.detach() for k, v in params.items()}
         self.fitted = True
         with torch.no_grad(): train_loss = float(((self._forward(Xn[boot]) - yn[boot]) ** 2).mean())

@@ -21,7 +21,7 @@ from .core import (config_fields, config_parser, config_from_args, config_argv, 
 from .arenas import ArenaSeason, arena_season
 from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
-from .tournament import run_tournament, StopRule
+from .tournament import GENOMES_PER_GAME, run_tournament, StopRule
 from .selection import SelectionRules, select
 from .server import require_token, TokenRoute
 
@@ -42,7 +42,7 @@ class SeasonConfig:
     producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated, '' for none
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
     batch: int = 16 # tournament games played and stored as one batch (and between checks of the top's stability)
-    genomes_per_game: int = 3 # genomes meeting in a game
+    genomes_per_game: int = GENOMES_PER_GAME # genomes meeting in a game
     meetings: int = 1 # times every pair of an arena's genomes meets at least
     max_meetings: int = 16 # then games go on until the top is stable (`StopRule`) or every pair met this often
     stable_tau: float = 0.8 # stable: split-half Kendall tau of the top 3 at least this, the leader a sigma ahead

@@ -134,14 +134,14 @@ def family_tree(registry:Registry, ax=None):
 def tournament_job(registry:Registry, req, progress)->dict: # req: `genome_lab.server.TournamentRequest`; {arena: result}
     """The server's `run_tournament` job: in `req.arena` (or every arena with two genomes or more), `run_tournament`
     among its active and candidate genomes, then `select`; returns each arena's leaderboard and changes."""
-    from genome_lab.tournament import run_tournament
+    from genome_lab.tournament import GENOMES_PER_GAME, run_tournament
     arenas = [req.arena] if req.arena else sorted({g['arena'] for s in ('active', 'candidate') for g in map(registry.genome, registry.ids(s))})
     out = {}
     for k, arena in enumerate(arenas):
         entrants = [i for s in ('active', 'candidate') for i in registry.ids(s) if registry.genome(i)['arena'] == arena]
         if len(entrants) < 2: continue
         progress(k / len(arenas), f'playing the {arena} tournament')
-        res = run_tournament(registry, entrants, arena=arena, genomes_per_game=3, agents_per_genome=max(1, req.agents // 3),
+        res = run_tournament(registry, entrants, arena=arena, genomes_per_game=GENOMES_PER_GAME, agents_per_genome=max(1, req.agents // GENOMES_PER_GAME),
                              steps=req.max_steps, meetings=1, seed=req.seed, settings=req.settings if req.arena else None,
                              progress=False,   # progress after each batch: a cancelled job stops there
                              on_batch=lambda n, of: progress((k + n/of) / len(arenas), f'{arena}: {n} of {of} games'))

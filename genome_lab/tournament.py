@@ -19,11 +19,11 @@ from .registry import Registry, utcnow
 from .evaluation import torch_threads
 
 # %% auto #0
-__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'FITNESS_WEIGHTS', 'QUALIFY_STEPS', 'body_cells', 'KillTracker',
-           'GameResult', 'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
-           'play_solo_game', 'schedule_games', 'rate_game', 'elo_update', 'fit_ratings', 'split_half', 'StopRule',
-           'fitness_table', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
-           'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
+__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'GENOMES_PER_GAME', 'FITNESS_WEIGHTS', 'QUALIFY_STEPS',
+           'body_cells', 'KillTracker', 'GameResult', 'game_generators', 'play_maps', 'play_game', 'SnakeGame',
+           'play_side_by_side', 'play_batch', 'play_solo_game', 'schedule_games', 'rate_game', 'elo_update',
+           'fit_ratings', 'split_half', 'StopRule', 'fitness_table', 'game_seed', 'iter_games', 'play_games',
+           'load_ratings', 'TournamentResult', 'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
 
 # %% ../nbs/70_tournament.ipynb #a4e6971c
 KILL_NONE, KILL_WALL, KILL_UNKNOWN = -1, -2, -3
@@ -335,6 +335,7 @@ def schedule_games(n:int, per_game:int, meetings:int=1, seed:int=0)->list: # [tu
 
 # %% ../nbs/70_tournament.ipynb #b46addde
 MODEL = PlackettLuce()
+GENOMES_PER_GAME = 3 # genomes meeting in a game of a tournament or a season (`run_tournament`'s, selection's and `SeasonConfig`'s)
 
 def rate_game(ratings:dict, ids:list, ranks)->dict: # {id: openskill rating}; returns the updated dict
     "Update the OpenSkill ratings of `ids` from one game's `ranks` (0 = best)."
@@ -494,7 +495,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    ids:list|None=None, # genome ids; default: the active + candidate genomes of `arena` in the registry
                    policies:list|None=None, # with `registry=None`: the entrants' policies (ids name them)
                    arena:str='snake', # the arena of every entrant
-                   genomes_per_game:int=3, # genomes meeting in one game (fewer when there are fewer entrants)
+                   genomes_per_game:int=GENOMES_PER_GAME, # genomes meeting in one game (fewer when there are fewer entrants)
                    agents_per_genome:int=8, # each genome's agents in a game (snakes on the map, tetris boards, ...)
                    steps:int=400, # steps of a game
                    meetings:int=1, # games each pair of entrants meets in, at least

@@ -159,15 +159,15 @@ def test_a_run_resumed_from_its_checkpoint_goes_on_exactly_as_an_uninterrupted_o
         assert states['whole']['env']['step_count'] == 4 * 64 and states['whole']['pending'] is None
 
 def test_the_season_game_and_map_the_recipe_reads_are_the_seasons():
-    "Its copy of a season game's snakes and steps agrees with the snake arena's season settings and SeasonConfig's."
+    "The recipe trains on a season's snake game: its snakes, steps and map are the snake arena's and SeasonConfig's."
     from genome_lab.arenas import SnakeArena
     from genome_lab.seasons import SeasonConfig
-    from genome_lab.training import SEASON_SNAKES, SEASON_STEPS, finetune_recipe
+    from genome_lab.training import finetune_recipe
     s, cfg = SeasonConfig(), finetune_recipe(device='cpu')
     own, game = SnakeArena.season, SnakeArena.game_settings   # the season plays the arena's own map
-    assert (SEASON_SNAKES, SEASON_STEPS) == (s.genomes_per_game * own.agents, own.steps) and not own.settings
+    assert (cfg.num_snakes, cfg.reset_every) == (s.genomes_per_game * own.agents, own.steps) == (18, 1000) and not own.settings
     assert (cfg.width, cfg.height, cfg.num_food) == (game['width'], game['height'], game['num_food'])
-    assert cfg.max_snake_length == game['max_snake_length'] and cfg.reset_every == own.steps
+    assert cfg.max_snake_length == game['max_snake_length']
 
 def test_the_multiprocessing_backend_trains_and_resumes_on_fresh_maps(tmp_path):
     "PufferLib's Multiprocessing backend (the recipe's on CUDA), on the CPU with 2 worker processes of `TournamentMaps`."
