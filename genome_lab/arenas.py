@@ -35,10 +35,12 @@ def import_gymnasium()->types.ModuleType:
             with contextlib.redirect_stderr(io.StringIO()): importlib.import_module('gym')
         return importlib.import_module('gymnasium')
 
+# %% ../nbs/00_arenas.ipynb #c813abc3
 def _calls_symlink(stmt:ast.stmt)->bool:
     "Does the statement `stmt` call `os.symlink` (PufferLib's `resources` link in the working directory)?"
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == 'symlink' for n in ast.walk(stmt))
 
+# %% ../nbs/00_arenas.ipynb #d8ffd778
 class PufferLibLoader(importlib.machinery.SourceFileLoader):
     """PufferLib's package `__init__` compiled from its source without its top-level statements that call `os.symlink`
     (the `resources` link it makes in whatever the working directory is); never from cached bytecode, which has them."""
@@ -48,6 +50,7 @@ class PufferLibLoader(importlib.machinery.SourceFileLoader):
         tree.body = [s for s in tree.body if not _calls_symlink(s)]
         return compile(tree, path, 'exec', dont_inherit=True)
 
+# %% ../nbs/00_arenas.ipynb #c26208e4
 def _import_pufferlib()->types.ModuleType:
     "The `pufferlib` package, imported once through `PufferLibLoader` (under `_IMPORTING`)."
     if (mod := sys.modules.get('pufferlib')) is not None: return mod
@@ -60,6 +63,7 @@ def _import_pufferlib()->types.ModuleType:
     except BaseException: sys.modules.pop('pufferlib', None); raise
     return mod
 
+# %% ../nbs/00_arenas.ipynb #c5219d7b
 def import_pufferlib_module(name:str): # dotted module name, e.g. `pufferlib.ocean.snake.binding`
     """Import `name` from PufferLib `PUFFERLIB_VERSION` without touching the working directory: `import pufferlib` would
     make a `resources` symlink there, so the package is loaded by `PufferLibLoader`, which leaves that statement out
@@ -226,24 +230,29 @@ def register_arena(cls:type)->type: # an `Arena` subclass with a unique `name`
     ARENAS[cls.name] = cls
     return cls
 
+# %% ../nbs/00_arenas.ipynb #55bb8554
 def _arena_entry_points()->dict:
     from importlib import metadata
     return {e.name: e for e in metadata.entry_points(group='genome_lab.arenas')}
 
+# %% ../nbs/00_arenas.ipynb #7eeff165
 def find_arena(name:str)->type:
     "The `Arena` class called `name`: registered here, or an entry point of the `genome_lab.arenas` group (loaded on first use)."
     if name not in ARENAS and (e := _arena_entry_points().get(name)): register_arena(e.load())
     if name not in ARENAS: raise ValueError(f"unknown arena {name!r}: known are {arena_names()}")
     return ARENAS[name]
 
+# %% ../nbs/00_arenas.ipynb #1cb29e03
 def arena_version(name:str)->str: # Gymnasium-style id, e.g. 'snake-v2'
     "The current version id of arena `name` (`<name>-v<Arena.version>`): stored with every evaluation and rating."
     return f"{name}-v{find_arena(name).version}"
 
+# %% ../nbs/00_arenas.ipynb #cda66963
 def arena_names()->list: # sorted
     "Names of every arena: registered ones and those of installed entry points."
     return sorted(set(ARENAS) | set(_arena_entry_points()))
 
+# %% ../nbs/00_arenas.ipynb #9fc46476
 def make_arena(name:str, # a name of `arena_names()`
                **kwargs)->Arena: # the arena class's constructor arguments
     "Build the arena called `name`."
@@ -269,6 +278,7 @@ def view_distances(r:int, c:int, w:int=SNAKE_VIEW)->np.ndarray: # (w, w) ints
 
 SNAKE_CENTER_DIST = view_distances(SNAKE_VISION, SNAKE_VISION)   # distance of each view cell from the head
 
+# %% ../nbs/00_arenas.ipynb #2d47df66
 def own_body(obs)->np.ndarray: # (n, SNAKE_VIEW, SNAKE_VIEW) bool
     "Cells of the head's colour 4-connected to the head: the snake's own body (approximately: a touching snake of the same colour joins it)."
     obs = np.asarray(obs).reshape(-1, SNAKE_VIEW, SNAKE_VIEW)
@@ -283,6 +293,7 @@ def own_body(obs)->np.ndarray: # (n, SNAKE_VIEW, SNAKE_VIEW) bool
         own = grown
     return own
 
+# %% ../nbs/00_arenas.ipynb #ffc2b0b8
 def other_snakes(obs)->np.ndarray: # (n, SNAKE_VIEW, SNAKE_VIEW) bool
     "Snake cells (codes 4-7) that are not the snake's own body."
     obs = np.asarray(obs).reshape(-1, SNAKE_VIEW, SNAKE_VIEW)
@@ -342,16 +353,6 @@ class SnakeArena(PufferArena):
                              f"at most {int(cls.max_occupancy * cells)} ({cls.max_occupancy:.0%} of its {cells} inner cells)")
         return settings
 
-    def _build(self):
-        "Create the C envs on our buffers (PufferLib's `env_init` + `vectorize`)."
-        c, n = self.config, self.config['num_snakes']
-        kw = {k: c[k] for k in ('width', 'height', 'num_snakes', 'num_food', 'vision', 'leave_corpse_on_death',
-                                'reward_food', 'reward_corpse', 'reward_death', 'max_snake_length')}
-        handles = [self._binding.env_init(self.obs[i*n:(i+1)*n], self.actions[i*n:(i+1)*n], self.rewards[i*n:(i+1)*n],
-                                          self.terminals[i*n:(i+1)*n], self.truncations[i*n:(i+1)*n], i,
-                                          cell_size=1, **kw) for i in range(c['num_envs'])]
-        self._handles, self._vec = handles, self._binding.vectorize(*handles)
-
     def reset(self, seed:int=0):
         "Rebuild the maps and reset them with `seed` (PufferLib's `c_reset` keeps the last game's food and corpses)."
         if self.closed: raise RuntimeError(f"{self.name}: the arena is closed")
@@ -359,26 +360,44 @@ class SnakeArena(PufferArena):
         self._build()
         return super().reset(seed)
 
-    def _reset_tracking(self):
-        n = self.num_agents
-        self._ret, self._len, self._snake_len = np.zeros(n), np.zeros(n, np.int64), np.ones(n, np.int64)
+# %% ../nbs/00_arenas.ipynb #bd07b410
+@patch
+def _build(self:SnakeArena):
+    "Create the C envs on our buffers (PufferLib's `env_init` + `vectorize`)."
+    c, n = self.config, self.config['num_snakes']
+    kw = {k: c[k] for k in ('width', 'height', 'num_snakes', 'num_food', 'vision', 'leave_corpse_on_death',
+                            'reward_food', 'reward_corpse', 'reward_death', 'max_snake_length')}
+    handles = [self._binding.env_init(self.obs[i*n:(i+1)*n], self.actions[i*n:(i+1)*n], self.rewards[i*n:(i+1)*n],
+                                      self.terminals[i*n:(i+1)*n], self.truncations[i*n:(i+1)*n], i,
+                                      cell_size=1, **kw) for i in range(c['num_envs'])]
+    self._handles, self._vec = handles, self._binding.vectorize(*handles)
 
-    def _track(self):
-        r = self.rewards
-        self._ret += r; self._len += 1
-        died = r < 0
-        grow = (r > 0) & (self._snake_len < self.config['max_snake_length'] - 1)
-        self._snake_len += grow
-        if died.any():
-            idx = np.flatnonzero(died)
-            self._finished.append(Episodes(agent=idx, ret=self._ret[idx].copy(), length=self._len[idx].astype(float),
-                                           score=self._snake_len[idx].astype(float), lines=np.zeros(len(idx))))
-            self._ret[idx], self._len[idx], self._snake_len[idx] = 0, 0, 1
-        return died
+# %% ../nbs/00_arenas.ipynb #9814dfdc
+@patch
+def _reset_tracking(self:SnakeArena):
+    n = self.num_agents
+    self._ret, self._len, self._snake_len = np.zeros(n), np.zeros(n, np.int64), np.ones(n, np.int64)
 
-    def c_log(self)->dict: # PufferLib's own means over deaths since the last read (clears its log)
-        "PufferLib's aggregated log (`score`, `episode_return`, `episode_length`, `n`), read and cleared."
-        return self._binding.vec_log(self._vec)
+# %% ../nbs/00_arenas.ipynb #7e581aaf
+@patch
+def _track(self:SnakeArena):
+    r = self.rewards
+    self._ret += r; self._len += 1
+    died = r < 0
+    grow = (r > 0) & (self._snake_len < self.config['max_snake_length'] - 1)
+    self._snake_len += grow
+    if died.any():
+        idx = np.flatnonzero(died)
+        self._finished.append(Episodes(agent=idx, ret=self._ret[idx].copy(), length=self._len[idx].astype(float),
+                                       score=self._snake_len[idx].astype(float), lines=np.zeros(len(idx))))
+        self._ret[idx], self._len[idx], self._snake_len[idx] = 0, 0, 1
+    return died
+
+# %% ../nbs/00_arenas.ipynb #fa0eee1e
+@patch
+def c_log(self:SnakeArena)->dict: # PufferLib's own means over deaths since the last read (clears its log)
+    "PufferLib's aggregated log (`score`, `episode_return`, `episode_length`, `n`), read and cleared."
+    return self._binding.vec_log(self._vec)
 
 # %% ../nbs/00_arenas.ipynb #9c121fe4
 import ctypes
@@ -386,6 +405,8 @@ from collections import namedtuple
 
 class _SnakeLog(ctypes.Structure): _fields_ = [(k, ctypes.c_float) for k in ('perf', 'score', 'episode_return', 'episode_length', 'n')]
 _I = ctypes.POINTER(ctypes.c_int)
+
+# %% ../nbs/00_arenas.ipynb #b933901c
 class CSnakeStruct(ctypes.Structure):
     "`ctypes` mirror of `struct CSnake` in PufferLib 3.0.0's `pufferlib/ocean/snake/snake.h`, patched (field order matters)."
     _fields_ = [('observations', ctypes.c_void_p), ('actions', _I), ('rewards', ctypes.c_void_p), ('terminals', ctypes.c_void_p),
@@ -397,6 +418,7 @@ class CSnakeStruct(ctypes.Structure):
                 ('reward_death', ctypes.c_float), ('tick', ctypes.c_int), ('cell_size', ctypes.c_int), ('client', ctypes.c_void_p),
                 ('rng', ctypes.c_uint64)]  # appended by genome_lab's patch: the map's own random stream
 
+# %% ../nbs/00_arenas.ipynb #e51f74b6
 SnakeState = namedtuple('SnakeState', 'grid body head_ptr length')
 
 @patch
@@ -507,6 +529,7 @@ def season_setting_names(name:str)->list: # sorted
     game = (set(cls.limits) | set(cls.season.settings)) - {cls.agents_arg, 'num_envs'}
     return sorted({f.name for f in fields(ArenaSeason)} - {'settings'} | game)
 
+# %% ../nbs/00_arenas.ipynb #d08776d4
 def arena_season(name:str, # an arena (`arena_names()`: entry points too)
                  given:dict|None=None)->ArenaSeason: # {setting: value} over the arena's own (`season_setting_names`)
     """Arena `name`'s `ArenaSeason` with the season's `given` settings over its own: `ArenaSeason` fields by name, game
@@ -532,12 +555,14 @@ def running(self:Arena)->Episodes: # one row per agent, or none when the arena c
     "The episodes still running, with their statistics so far (an arena that cannot tell returns no rows)."
     return Episodes()
 
+# %% ../nbs/00_arenas.ipynb #c4d0da88
 @patch
 def running(self:SnakeArena)->Episodes:
     n = self.num_agents
     return Episodes(agent=np.arange(n), ret=self._ret.copy(), length=self._len.astype(float),
                     score=self._snake_len.astype(float), lines=np.zeros(n))
 
+# %% ../nbs/00_arenas.ipynb #7c9bd892
 @patch
 def running(self:CartPoleArena)->Episodes:
     n = self.num_agents
@@ -546,6 +571,8 @@ def running(self:CartPoleArena)->Episodes:
 # %% ../nbs/00_arenas.ipynb #ff5baa2c
 class _TetrisLog(ctypes.Structure): _fields_ = [(k, ctypes.c_float) for k in ('perf', 'score', 'ep_length', 'ep_return', 'lines_deleted',
     'avg_combo', 'atn_frac_soft_drop', 'atn_frac_hard_drop', 'atn_frac_rotate', 'n')]
+
+# %% ../nbs/00_arenas.ipynb #a8ffb435
 class CTetrisStruct(ctypes.Structure):
     "`ctypes` mirror of `struct Tetris` in PufferLib 3.0.0's `pufferlib/ocean/tetris/tetris.h`, up to `atn_count_rotate` (field order matters)."
     _fields_ = [('client', ctypes.c_void_p), ('log', _TetrisLog), ('observations', ctypes.c_void_p), ('actions', ctypes.c_void_p),
@@ -557,6 +584,7 @@ class CTetrisStruct(ctypes.Structure):
                 ('ep_return', ctypes.c_float), ('lines_deleted', ctypes.c_int), ('count_combos', ctypes.c_int),
                 ('atn_count_hard_drop', ctypes.c_int), ('atn_count_soft_drop', ctypes.c_int), ('atn_count_rotate', ctypes.c_int)]
 
+# %% ../nbs/00_arenas.ipynb #2541611a
 @patch
 def running(self:TetrisArena)->Episodes:
     "Every board's game so far, from the C structs; raises `RuntimeError` if the mirror disagrees with the config."

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio, collections, threading, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
+from fastcore.basics import patch
 import numpy as np
 from .arenas import SnakeArena
 from .registry import Registry
@@ -48,6 +49,7 @@ class StreamConfig:
     send_buffer_bytes: int = 256 << 10 # the kernel's send buffer of an MJPEG connection (Linux would grow it to megabytes of pictures nobody reads)
     stamp: bool = False # draw the server's clock as a barcode in each frame's corner (latency measurements: bench/live_view.py)
 
+# %% ../nbs/91_broadcast.ipynb #e8ef6ace
 def active_snakes(registry:Registry, k:int)->list: # [(id, name, ordinal or None)], best first
     "The `k` best-rated active snake genomes (OpenSkill ordinal; unrated ones after the rated, by age)."
     rated = registry.has_table('ratings')
@@ -87,6 +89,7 @@ class LiveGame:
 
     def close(self): self.game.arena.close()
 
+# %% ../nbs/91_broadcast.ipynb #3e310284
 def waiting_card(canvas:Canvas, message:str, stamp_ms:int|None=None)->Canvas:
     "The picture shown while there is no game (no genomes yet, or a game starting)."
     canvas.fill(0, 0, canvas.width, canvas.height, BACK)
@@ -158,7 +161,6 @@ class Broadcast:
         self._faults = collections.Counter()
         self.threads = []
 
-    # -- viewers
     def subscribe(self, kind:str, loop:asyncio.AbstractEventLoop, client:str|None=None)->Viewer: # `client`: the connection's address
         """A new viewer of `kind` ('h264' or 'jpeg') on `loop`; starts the stream if it was idle. When the stream is full the
         viewer that has taken nothing for longest, past `stalled_seconds`, is closed to make room; `RuntimeError` when
@@ -186,149 +188,171 @@ class Broadcast:
             self.viewers = [v for v in self.viewers if not v.closed]
             return [v for v in self.viewers if v.kind == kind]
 
-    # -- threads
-    def _start(self):
-        self.running = True
+# %% ../nbs/91_broadcast.ipynb #68928e01
+@patch
+def _start(self:Broadcast):
+    self.running = True
+    now = time.monotonic()
+    self.beat = {'game': now, 'render': now}
+    for part in ('game', 'render', 'watchdog'): self._spawn(part)
+
+# %% ../nbs/91_broadcast.ipynb #cb7bd6ea
+@patch
+def _spawn(self:Broadcast, part:str):
+    self._gen[part] += 1
+    self.beat[part] = time.monotonic()
+    target = {'game': self._play, 'render': self._render, 'watchdog': self._watchdog}[part]
+    th = threading.Thread(target=target, args=(self._gen[part],), name=f'stream-{part}-{self._gen[part]}', daemon=True)
+    th.start(); self.threads = [t for t in self.threads if t.is_alive()] + [th]
+
+# %% ../nbs/91_broadcast.ipynb #9707e3d0
+@patch
+def _live(self:Broadcast, part:str, gen:int)->bool: return self.running and self._gen[part] == gen
+
+# %% ../nbs/91_broadcast.ipynb #c4f0c3e0
+@patch
+def _play(self:Broadcast, gen:int):
+    "The game thread: games one after another until stopped or replaced."
+    c = self.config
+    while self._live('game', gen):
+        try:
+            with Registry(self.root, read_only=self.read_only) as reg:
+                roster = active_snakes(reg, c.max_genomes)
+                self.roster = [r[0] for r in roster]
+                game = LiveGame(reg, roster, c.seed + self.games, self.games + 1, c) if roster else None
+        except Exception as e:   # a broken genome file or registry must not end the stream: report it and retry
+            self.errors.append(f'game: {type(e).__name__}: {e}'); game = None
+        self.beat['game'] = time.monotonic()
+        if game is None: self.game = None; time.sleep(1.0); continue
+        try:
+            if not self._live('game', gen): return   # replaced while it loaded
+            self.games += 1
+            self.game = game
+            self._run_game(game, gen)
+        except Exception as e:   # a failing policy ends its game, not the stream: reported, and the next game starts
+            self.errors.append(f'game {game.number}: {type(e).__name__}: {e}'); time.sleep(1.0)
+        finally: game.close()
+
+# %% ../nbs/91_broadcast.ipynb #a51dca51
+@patch
+def _run_game(self:Broadcast, game:LiveGame, gen:int):
+    dt, t_next = 1 / self.config.steps_per_second, time.monotonic()
+    while self._live('game', gen):
+        if self._faults['stall']: time.sleep(self._faults.pop('stall'))  # an injected stall: the watchdog should act
+        if not self._live('game', gen): return
+        over = game.step()
+        self.beat['game'] = time.monotonic()
+        if over: return
+        t_next = max(t_next + dt, time.monotonic() - dt)
+        time.sleep(max(0.0, t_next - time.monotonic()))
+
+# %% ../nbs/91_broadcast.ipynb #4a0ac318
+@patch
+def _render(self:Broadcast, gen:int):
+    "The renderer thread: draw, stamp and encode `fps` frames a second for the current viewers."
+    c = self.config
+    canvas, h264, jpeg, t_next = Canvas(c.width, c.height), None, None, time.monotonic()
+    while self._live('render', gen):
+        t0, ms = time.perf_counter(), int(time.time() * 1000)
+        game = self.game
+        try:
+            stamp = ms if c.stamp else None
+            if game is None: waiting_card(canvas, 'waiting for active snake genomes in the registry', stamp)
+            else: render_snake(canvas, *game.moment, c.view, stamp_ms=stamp)
+            self.times['render'].append(time.perf_counter() - t0)
+            self.counts['frames'] += 1; self.drawn.append(time.monotonic())
+            h264 = self._send_h264(canvas, h264)
+            jpeg = self._send_jpeg(canvas, jpeg)
+        except Exception as e:   # reported; the encoders start afresh with the next frame
+            self.errors.append(f'render: {type(e).__name__}: {e}'); h264 = jpeg = None
+        self.beat['render'] = time.monotonic()
+        t_next = max(t_next + 1 / c.fps, time.monotonic() - 1 / c.fps)
+        time.sleep(max(0.0, t_next - time.monotonic()))
+
+# %% ../nbs/91_broadcast.ipynb #efcc3dc0
+@patch
+def _send_h264(self:Broadcast, canvas:Canvas, enc:LiveEncoder|None)->LiveEncoder|None:
+    viewers = self._watching('h264')
+    if not viewers: return None   # no viewer: the encoder is released
+    c = self.config
+    if enc is None: enc = LiveEncoder(EncoderConfig(c.width, c.height, c.fps, c.bitrate, c.gop))
+    if self._faults['codec']: self._faults.pop('codec'); enc.inject_fault()
+    restarts, t0 = enc.restarts, time.perf_counter()
+    packets = enc.encode(canvas.frame, keyframe=any(v.wants_key for v in viewers))
+    self.times['h264'].append(time.perf_counter() - t0)
+    if enc.restarts > restarts: self.counts['encoder_restarts'] += 1; self.errors.append(f'encoder: {enc.errors[-1]}')
+    self.sent.append((time.monotonic(), sum(p.size for p in packets)))
+    for p in packets:
+        for v in viewers: v.offer(p, p.is_keyframe)
+    return enc
+
+# %% ../nbs/91_broadcast.ipynb #6b9373af
+@patch
+def _send_jpeg(self:Broadcast, canvas:Canvas, enc:JpegEncoder|None)->JpegEncoder|None:
+    viewers = self._watching('jpeg')
+    if not viewers: return None
+    c = self.config
+    if enc is None: enc = JpegEncoder(c.width, c.height, c.fps, c.jpeg_bitrate)
+    t0 = time.perf_counter()
+    data = enc.encode(canvas.frame)
+    self.times['jpeg'].append(time.perf_counter() - t0)
+    for v in viewers: v.offer(data)
+    return enc
+
+# %% ../nbs/91_broadcast.ipynb #3300d29b
+@patch
+def _watchdog(self:Broadcast, gen:int):
+    c, last_reload, idle_since = self.config, time.monotonic(), None
+    while self._live('watchdog', gen):
+        time.sleep(0.1)
         now = time.monotonic()
-        self.beat = {'game': now, 'render': now}
-        for part in ('game', 'render', 'watchdog'): self._spawn(part)
+        for part in ('game', 'render'):
+            if now - self.beat[part] > c.stall_seconds:
+                self.counts[f'{part}_restarts'] += 1
+                self.errors.append(f'watchdog: the {part} had not moved for {now - self.beat[part]:.1f} s; restarted')
+                self._spawn(part)
+        if now - last_reload > c.reload_seconds:
+            last_reload = now
+            with Registry(self.root, read_only=self.read_only) as reg: active = [r[0] for r in active_snakes(reg, c.max_genomes)]
+            if sorted(active) != sorted(self.roster):
+                self.counts['reloads'] += 1; self.roster = active
+                self._spawn('game')
+        with self.lock: watched = any(not v.closed for v in self.viewers)
+        idle_since = None if watched else idle_since or now
+        if idle_since is not None and now - idle_since > c.idle_seconds: self.running = False
 
-    def _spawn(self, part:str):
-        self._gen[part] += 1
-        self.beat[part] = time.monotonic()
-        target = {'game': self._play, 'render': self._render, 'watchdog': self._watchdog}[part]
-        th = threading.Thread(target=target, args=(self._gen[part],), name=f'stream-{part}-{self._gen[part]}', daemon=True)
-        th.start(); self.threads = [t for t in self.threads if t.is_alive()] + [th]
+# %% ../nbs/91_broadcast.ipynb #f6db9164
+@patch
+def inject(self:Broadcast, fault:str, seconds:float=0.0):
+    "Inject a fault: 'codec' (the H.264 encoder's next frame meets a codec error) or 'stall' (the game sleeps `seconds` in its next step)."
+    if fault not in ('codec', 'stall'): raise ValueError(f"fault must be 'codec' or 'stall', not {fault!r}")
+    self._faults[fault] = seconds if fault == 'stall' else 1
 
-    def _live(self, part:str, gen:int)->bool: return self.running and self._gen[part] == gen
+# %% ../nbs/91_broadcast.ipynb #0d2f5abe
+@patch
+def close(self:Broadcast, timeout:float=5.0): # seconds to wait for the threads to end (a stalled game may not)
+    "Stop the stream now."
+    self.running = False
+    with self.lock:
+        for v in self.viewers: v.close()
+        self.viewers.clear()
+    t0 = time.monotonic()
+    for th in list(self.threads):
+        if th is not threading.current_thread(): th.join(max(0.0, timeout - (time.monotonic() - t0)))
 
-    def _play(self, gen:int):
-        "The game thread: games one after another until stopped or replaced."
-        c = self.config
-        while self._live('game', gen):
-            try:
-                with Registry(self.root, read_only=self.read_only) as reg:
-                    roster = active_snakes(reg, c.max_genomes)
-                    self.roster = [r[0] for r in roster]
-                    game = LiveGame(reg, roster, c.seed + self.games, self.games + 1, c) if roster else None
-            except Exception as e:   # a broken genome file or registry must not end the stream: report it and retry
-                self.errors.append(f'game: {type(e).__name__}: {e}'); game = None
-            self.beat['game'] = time.monotonic()
-            if game is None: self.game = None; time.sleep(1.0); continue
-            try:
-                if not self._live('game', gen): return   # replaced while it loaded
-                self.games += 1
-                self.game = game
-                self._run_game(game, gen)
-            except Exception as e:   # a failing policy ends its game, not the stream: reported, and the next game starts
-                self.errors.append(f'game {game.number}: {type(e).__name__}: {e}'); time.sleep(1.0)
-            finally: game.close()
-
-    def _run_game(self, game:LiveGame, gen:int):
-        dt, t_next = 1 / self.config.steps_per_second, time.monotonic()
-        while self._live('game', gen):
-            if self._faults['stall']: time.sleep(self._faults.pop('stall'))  # an injected stall: the watchdog should act
-            if not self._live('game', gen): return
-            over = game.step()
-            self.beat['game'] = time.monotonic()
-            if over: return
-            t_next = max(t_next + dt, time.monotonic() - dt)
-            time.sleep(max(0.0, t_next - time.monotonic()))
-
-    def _render(self, gen:int):
-        "The renderer thread: draw, stamp and encode `fps` frames a second for the current viewers."
-        c = self.config
-        canvas, h264, jpeg, t_next = Canvas(c.width, c.height), None, None, time.monotonic()
-        while self._live('render', gen):
-            t0, ms = time.perf_counter(), int(time.time() * 1000)
-            game = self.game
-            try:
-                stamp = ms if c.stamp else None
-                if game is None: waiting_card(canvas, 'waiting for active snake genomes in the registry', stamp)
-                else: render_snake(canvas, *game.moment, c.view, stamp_ms=stamp)
-                self.times['render'].append(time.perf_counter() - t0)
-                self.counts['frames'] += 1; self.drawn.append(time.monotonic())
-                h264 = self._send_h264(canvas, h264)
-                jpeg = self._send_jpeg(canvas, jpeg)
-            except Exception as e:   # reported; the encoders start afresh with the next frame
-                self.errors.append(f'render: {type(e).__name__}: {e}'); h264 = jpeg = None
-            self.beat['render'] = time.monotonic()
-            t_next = max(t_next + 1 / c.fps, time.monotonic() - 1 / c.fps)
-            time.sleep(max(0.0, t_next - time.monotonic()))
-
-    def _send_h264(self, canvas:Canvas, enc:LiveEncoder|None)->LiveEncoder|None:
-        viewers = self._watching('h264')
-        if not viewers: return None   # no viewer: the encoder is released
-        c = self.config
-        if enc is None: enc = LiveEncoder(EncoderConfig(c.width, c.height, c.fps, c.bitrate, c.gop))
-        if self._faults['codec']: self._faults.pop('codec'); enc.inject_fault()
-        restarts, t0 = enc.restarts, time.perf_counter()
-        packets = enc.encode(canvas.frame, keyframe=any(v.wants_key for v in viewers))
-        self.times['h264'].append(time.perf_counter() - t0)
-        if enc.restarts > restarts: self.counts['encoder_restarts'] += 1; self.errors.append(f'encoder: {enc.errors[-1]}')
-        self.sent.append((time.monotonic(), sum(p.size for p in packets)))
-        for p in packets:
-            for v in viewers: v.offer(p, p.is_keyframe)
-        return enc
-
-    def _send_jpeg(self, canvas:Canvas, enc:JpegEncoder|None)->JpegEncoder|None:
-        viewers = self._watching('jpeg')
-        if not viewers: return None
-        c = self.config
-        if enc is None: enc = JpegEncoder(c.width, c.height, c.fps, c.jpeg_bitrate)
-        t0 = time.perf_counter()
-        data = enc.encode(canvas.frame)
-        self.times['jpeg'].append(time.perf_counter() - t0)
-        for v in viewers: v.offer(data)
-        return enc
-
-    def _watchdog(self, gen:int):
-        c, last_reload, idle_since = self.config, time.monotonic(), None
-        while self._live('watchdog', gen):
-            time.sleep(0.1)
-            now = time.monotonic()
-            for part in ('game', 'render'):
-                if now - self.beat[part] > c.stall_seconds:
-                    self.counts[f'{part}_restarts'] += 1
-                    self.errors.append(f'watchdog: the {part} had not moved for {now - self.beat[part]:.1f} s; restarted')
-                    self._spawn(part)
-            if now - last_reload > c.reload_seconds:
-                last_reload = now
-                with Registry(self.root, read_only=self.read_only) as reg: active = [r[0] for r in active_snakes(reg, c.max_genomes)]
-                if sorted(active) != sorted(self.roster):
-                    self.counts['reloads'] += 1; self.roster = active
-                    self._spawn('game')
-            with self.lock: watched = any(not v.closed for v in self.viewers)
-            idle_since = None if watched else idle_since or now
-            if idle_since is not None and now - idle_since > c.idle_seconds: self.running = False
-
-    # -- control
-    def inject(self, fault:str, seconds:float=0.0):
-        "Inject a fault: 'codec' (the H.264 encoder's next frame meets a codec error) or 'stall' (the game sleeps `seconds` in its next step)."
-        if fault not in ('codec', 'stall'): raise ValueError(f"fault must be 'codec' or 'stall', not {fault!r}")
-        self._faults[fault] = seconds if fault == 'stall' else 1
-
-    def close(self, timeout:float=5.0): # seconds to wait for the threads to end (a stalled game may not)
-        "Stop the stream now."
-        self.running = False
-        with self.lock:
-            for v in self.viewers: v.close()
-            self.viewers.clear()
-        t0 = time.monotonic()
-        for th in list(self.threads):
-            if th is not threading.current_thread(): th.join(max(0.0, timeout - (time.monotonic() - t0)))
-
-    def health(self)->dict:
-        "Frame rate, render and encode times, bitrate, restarts, viewers, the game and the last errors."
-        now = time.monotonic()
-        ms = lambda k: dict(mean=1e3*float(np.mean(self.times[k])), p95=1e3*float(np.percentile(self.times[k], 95))) if self.times[k] else None
-        recent = [b for t, b in self.sent if now - t < 2.0]
-        with self.lock: kinds = collections.Counter(v.kind for v in self.viewers if not v.closed)
-        g = self.game
-        return dict(state='live' if self.running else 'idle', viewers={k: kinds[k] for k in FORMATS},
-                    fps=sum(now - t < 2.0 for t in self.drawn) / 2.0, render_ms=ms('render'), encode_ms=ms('h264'),
-                    jpeg_ms=ms('jpeg'), bitrate_kbps=8 * sum(recent) / 2.0 / 1e3 if recent else 0.0,
-                    restarts={k: self.counts[f'{k}_restarts'] for k in ('encoder', 'game', 'render')}, reloads=self.counts['reloads'],
-                    frames=self.counts['frames'], games=self.games, game=None if g is None else dict(
-                        number=g.number, step=g.game.t, seed=g.seed, genomes=g.names),
-                    errors=list(self.errors))
+# %% ../nbs/91_broadcast.ipynb #eb6cb349
+@patch
+def health(self:Broadcast)->dict:
+    "Frame rate, render and encode times, bitrate, restarts, viewers, the game and the last errors."
+    now = time.monotonic()
+    ms = lambda k: dict(mean=1e3*float(np.mean(self.times[k])), p95=1e3*float(np.percentile(self.times[k], 95))) if self.times[k] else None
+    recent = [b for t, b in self.sent if now - t < 2.0]
+    with self.lock: kinds = collections.Counter(v.kind for v in self.viewers if not v.closed)
+    g = self.game
+    return dict(state='live' if self.running else 'idle', viewers={k: kinds[k] for k in FORMATS},
+                fps=sum(now - t < 2.0 for t in self.drawn) / 2.0, render_ms=ms('render'), encode_ms=ms('h264'),
+                jpeg_ms=ms('jpeg'), bitrate_kbps=8 * sum(recent) / 2.0 / 1e3 if recent else 0.0,
+                restarts={k: self.counts[f'{k}_restarts'] for k in ('encoder', 'game', 'render')}, reloads=self.counts['reloads'],
+                frames=self.counts['frames'], games=self.games, game=None if g is None else dict(
+                    number=g.number, step=g.game.t, seed=g.seed, genomes=g.names),
+                errors=list(self.errors))

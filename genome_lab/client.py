@@ -116,6 +116,7 @@ def record(self:GenomeClient,
     r.raise_for_status()
     return r.json()
 
+# %% ../nbs/73_client.ipynb #b0f907eb
 @patch
 def submit(self:GenomeClient, genome:Genome, params:dict)->dict: # the server's answer (`Submitted`)
     "Submit `genome` with its parameters as a candidate; raises `httpx.HTTPStatusError` when refused (the detail says why)."

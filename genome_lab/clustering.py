@@ -39,6 +39,7 @@ TICKS_PER_SECOND = 10  # snake.h's raylib client runs at 10 frames per second
 def _nearest(mask, dist)->np.ndarray: # (T,) min of `dist` over `mask` cells, inf where none
     return np.where(mask, dist, np.inf).reshape(len(mask), -1).min(1)
 
+# %% ../nbs/30_clustering.ipynb #e498f471
 def session_features(s:Session)->dict: # {feature: float}
     "The behaviour features of one session (see the table above)."
     f, obs = s.frame, s.obs().astype(np.int64)
@@ -63,6 +64,7 @@ def session_features(s:Session)->dict: # {feature: float}
                 collection=float((f['food'].sum() + f['corpse'].sum()) / T * 100),
                 threat_distance=float(np.minimum(threat, 6).mean()))
 
+# %% ../nbs/30_clustering.ipynb #e5e8981f
 def feature_table(sessions:list)->pd.DataFrame: # index session id, columns `FEATURES`
     "Features of every session."
     return pd.DataFrame([session_features(s) for s in sessions], index=[s.id for s in sessions], columns=list(FEATURES))
@@ -82,10 +84,12 @@ class Clustering:
     def named(self)->pd.Series: return pd.Series([self.names[l] for l in self.labels], index=self.features.index, name='cluster')
     def members(self, name:str)->list: return list(self.features.index[np.array(self.names)[self.labels] == name])
 
+# %% ../nbs/30_clustering.ipynb #3f7c1b1b
 def standardise(X:pd.DataFrame)->tuple: # (Z ndarray, fitted StandardScaler)
     sc = StandardScaler().fit(X.values)
     return sc.transform(X.values), sc
 
+# %% ../nbs/30_clustering.ipynb #ccc1f748
 def silhouette_curve(X:pd.DataFrame, ks=range(2, 9), seed:int=0)->pd.Series: # index k, silhouette
     "Silhouette of k-means on standardised `X` for each `k` (< number of sessions)."
     Z, _ = standardise(X)
@@ -109,6 +113,7 @@ def archetype_scores(centers:pd.DataFrame)->pd.DataFrame: # (k, archetypes)
                      else -centers.abs().mean(axis=1))
     return pd.DataFrame(out, index=centers.index)
 
+# %% ../nbs/30_clustering.ipynb #e0ecc65d
 def name_clusters(centers:pd.DataFrame)->list: # one name per cluster, unique
     "Names of clusters from their standardised centres: one archetype each, best total score; extras numbered."
     S = archetype_scores(centers)
@@ -123,6 +128,7 @@ def name_clusters(centers:pd.DataFrame)->list: # one name per cluster, unique
             names[r] = f'{best}{n}'
     return names
 
+# %% ../nbs/30_clustering.ipynb #3e86771c
 def cluster_sessions(X:pd.DataFrame, k:int=5, seed:int=0)->Clustering:
     "Standardise `X`, run k-means with `k` clusters, and name the clusters."
     if k < 2 or k > len(X): raise ValueError(f"k must lie in 2..{len(X)} (the number of sessions), got {k}")
@@ -151,6 +157,7 @@ def latest_version(reg:Registry, name:str, genome_type:str='cluster')->tuple: # 
         if m and (m['family'], m['method']) == (name, method) and int(m['n']) > best[0]: best = (int(m['n']), gid)
     return best
 
+# %% ../nbs/30_clustering.ipynb #e11d8c21
 def train_versioned(reg:Registry, name:str, sessions:list, cfg:CloneConfig,
                     genome_type:str='cluster', # 'cluster' (a cluster's sessions) or 'behavioral' (one player's)
                     text:str='', progress:bool=False, **extra)->tuple: # (Genome row dict, trained?)
@@ -172,11 +179,13 @@ def train_versioned(reg:Registry, name:str, sessions:list, cfg:CloneConfig,
                        val_accuracy=round(float(hist['val/charts/accuracy'].iloc[-1]), 4), **extra)
     return reg.genome(g.id), True
 
+# %% ../nbs/30_clustering.ipynb #a0c7a918
 def train_cluster_genome(reg:Registry, name:str, sessions:list, cfg:CloneConfig, progress:bool=False)->tuple: # (Genome row dict, trained?)
     "Clone the sessions of cluster `name` into `<name>-cluster<n+1>`, unless `<name>-cluster<n>` learned from exactly these sessions."
     return train_versioned(reg, name, sessions, cfg, 'cluster', f"cluster genome {name}: cloned from the sessions of cluster {name}",
                            progress, cluster=name)
 
+# %% ../nbs/30_clustering.ipynb #ee9ccacd
 def train_cluster_genomes(reg:Registry, clustering:Clustering, sessions:list, cfg:CloneConfig, progress:bool=False)->pd.DataFrame:
     "One cluster genome per cluster of `clustering` (sessions given by id); returns a table of what was registered."
     by_id = {s.id: s for s in sessions}
@@ -195,6 +204,7 @@ class CloneSettings:
     clone_hidden: int = 32 # LSTM width of the clones
     clone_epochs: int = 2 # their training epochs
 
+# %% ../nbs/30_clustering.ipynb #920e6ea9
 @dataclass
 class ClusterSettings:
     "Settings of the clusters producer (one genome per archetype of the uploaded sessions)."

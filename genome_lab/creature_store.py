@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS creature_frames (
 class StoreError(ValueError):
     "A refused store operation (unknown run, duplicate id, bad import); the store is unchanged."
 
+# %% ../nbs/61_creature_store.ipynb #38299af2
 class CreatureStore(SQLiteStore):
     """Runs of the creature GA in one SQLite file (WAL, foreign keys on, transactional writes), each run's checkpoint
     in a file beside it (`state_path`). `synchronous=NORMAL`: a commit does not wait for the disk (one write per
@@ -79,6 +80,7 @@ def pack_frames(frames, frame_pellets, genes:dict, course)->bytes:
              muscle_mask=genes['muscle_mask'].numpy(), course=np.asarray(course, np.float32))
     return zlib.compress(buf.getvalue(), 6)
 
+# %% ../nbs/61_creature_store.ipynb #51f0f81f
 def unpack_frames(blob:bytes)->dict: # {name: ndarray}
     with np.load(io.BytesIO(zlib.decompress(blob)), allow_pickle=False) as z: return {k: z[k] for k in z.files}
 
@@ -92,27 +94,32 @@ def _save_generation(self:CreatureStore, run_id:str, generation:int, stats:dict,
         db.executemany('INSERT INTO creature_frames VALUES (?,?,?,?,?,?)', [(run_id, generation, *f) for f in frames])
 CreatureStore.save_generation = _save_generation
 
+# %% ../nbs/61_creature_store.ipynb #75e2e937
 def _trim(self:CreatureStore, run_id:str, generation:int): # rows from `generation` on are deleted (raced again)
     with self.transaction() as db: db.execute('DELETE FROM generations WHERE run_id=? AND generation>=?', (run_id, generation))
 CreatureStore.trim = _trim
 
+# %% ../nbs/61_creature_store.ipynb #b5d3315b
 def _generation(self:CreatureStore, run_id:str, generation:int)->dict: # row with `results` (list of dicts, best first)
     r = self.db.execute('SELECT * FROM generations WHERE run_id=? AND generation=?', (run_id, generation)).fetchone()
     if r is None: raise StoreError(f"run {run_id!r} has no generation {generation}")
     return dict(r, results=json.loads(r['results']))
 CreatureStore.generation = _generation
 
+# %% ../nbs/61_creature_store.ipynb #aa48f51b
 def _frames_index(self:CreatureStore, run_id:str, generation:int)->list: # [{'index', 'rank', 'kept_as'}]
     return [dict(index=r['creature'], rank=r['rank'], kept_as=r['kept_as']) for r in self.db.execute(
         'SELECT creature, rank, kept_as FROM creature_frames WHERE run_id=? AND generation=? ORDER BY rank', (run_id, generation))]
 CreatureStore.frames_index = _frames_index
 
+# %% ../nbs/61_creature_store.ipynb #cb5519d4
 def _frames(self:CreatureStore, run_id:str, generation:int, creature:int)->dict|None: # `unpack_frames`, or None
     r = self.db.execute('SELECT frames FROM creature_frames WHERE run_id=? AND generation=? AND creature=?',
                         (run_id, generation, creature)).fetchone()
     return None if r is None else unpack_frames(r['frames'])
 CreatureStore.frames = _frames
 
+# %% ../nbs/61_creature_store.ipynb #ded9b155
 def _checkpoint(self:CreatureStore, run_id:str)->tuple|None: # (next generation, population) or None
     path = self.state_path(run_id)
     if not path.exists(): return None
@@ -128,6 +135,7 @@ def best_over_time(store:CreatureStore, run_id:str)->pd.DataFrame: # generation,
     df['best_so_far'] = df['best'].cummax()
     return df
 
+# %% ../nbs/61_creature_store.ipynb #5c371d87
 def type_distribution(store:CreatureStore, run_id:str)->pd.DataFrame: # index generation, one column per type: counts
     "How many creatures of each type every generation had."
     # the alias must not be `type`: `json_each` has a `type` column of its own, which GROUP BY would bind to
@@ -302,6 +310,7 @@ def export_run(store:CreatureStore, run_id:str)->dict: # JSON-serialisable
     return dict(format=EXPORT_FORMAT, run=run, generations=gens, frames=frames,
                 checkpoint=base64.b64encode(path.read_bytes()).decode() if path.exists() else None)
 
+# %% ../nbs/61_creature_store.ipynb #f080521d
 def import_run(store:CreatureStore, doc:dict, run_id:str|None=None)->str: # the imported run's id
     "Add an exported run to `store` (as `run_id`, default its own id); all or nothing. Raises `StoreError`."
     if not isinstance(doc, dict) or doc.get('format') != EXPORT_FORMAT:
@@ -337,6 +346,7 @@ def apng(frames:list, # (height, width, 3) uint8 RGB images, all of one size
         out.mux(stream.encode())
     return buf.getvalue()
 
+# %% ../nbs/61_creature_store.ipynb #bbe3c3af
 def replay(store:CreatureStore, run_id:str, generation:int, creature:int, # which creature
            max_frames:int=300, # subsample to at most this many frames
            dpi:int=60)->Image|str: # an animated PNG (its bytes in `.data`), or 'No replay available'

@@ -55,6 +55,7 @@ def _ops_row(r:dict, off:str)->str: # one <tr>; `off`: the switch's disabling at
             f'<td>{fmt(r["newest"])}</td><td class="num">{r["active"]}</td><td>{best}</td>'
             f'<td>{fmt(r["last_offer"])}</td></tr>')
 
+# %% ../nbs/87_dashboard.ipynb #f376116f
 def policy_ops_html(rows:list, # `policy_ops`' answer
                     writable:bool)->str: # can the switches write (a server with a token)?
     "The policy-ops table: a row per producer, its mute switch a checkbox (disabled on a read-only server)."
@@ -86,14 +87,17 @@ def dashboard_page(request:Request, pool:RegistryPool=Depends(registry_pool))->H
     writable = request.app.state.token is not None
     return HTMLResponse(dashboard_html(read_scalars(pool.root), policy_ops(pool.get()), writable))
 
+# %% ../nbs/87_dashboard.ipynb #81501ee0
 @router.get('/api/scalars', operation_id='scalars_data')
 def scalars_data(pool:RegistryPool=Depends(registry_pool))->dict:
     "Every producer's logged scalars: {producer: {run: {tag: [[step, value], ...]}}}."
     return read_scalars(pool.root)
 
+# %% ../nbs/87_dashboard.ipynb #bf361e49
 class MuteIn(BaseModel):
     muted: bool = Field(description="True mutes the producer (seasons and workers skip it); False unmutes it")
 
+# %% ../nbs/87_dashboard.ipynb #f4d3ad34
 @router.post('/api/producers/{producer}/mute', operation_id='mute_producer', dependencies=[Depends(require_token)],
              responses={k: ERRORS[k] for k in (401, 403, 404)})
 def mute_producer(body:MuteIn, producer:str=PathParam(description="a producer's name (`genome-lab produce --help`)"),

@@ -97,6 +97,7 @@ def smoothed_score(curve:pd.DataFrame, window:int=16)->pd.Series: # one value pe
     n = curve.n.fillna(0) if 'n' in curve else pd.Series(0.0, curve.index)
     return (curve.get('score', n).fillna(0) * n).rolling(window).sum() / n.rolling(window).sum()
 
+# %% ../nbs/96_dream_policy.ipynb #4bacdcbd
 def steps_to_score(curve:pd.DataFrame, # `real_phase`'s curve
                    threshold:float, window:int=16)->int|None: # agent-steps, None if never reached
     """Sample efficiency: the agent-steps of the first report where the score averaged over the last `window` reports

@@ -39,6 +39,7 @@ SEASON_MAP = {k: SnakeArena.game_settings[k] for k in ('width', 'height', 'num_f
 class ProposalError(ValueError):
     "A Dungeon Master's proposal that is no valid arena; the message says what is wrong."
 
+# %% ../nbs/84_dungeon_master.ipynb #cbe08827
 def check_proposal(raw:dict)->dict: # {knob: int}, rounded
     """Check settings `raw` against `SETTING_SPACE` and the arena's own limits; round to whole cells and the snake count
     to the nearest power of two. Raises `ProposalError` saying which knob is wrong."""
@@ -62,6 +63,7 @@ def settings_code(settings:dict)->str:
     "Settings as the Python the Dungeon Master reads and writes: `SETTINGS = {...}`."
     return f"SETTINGS = {json.dumps(settings)}\n"
 
+# %% ../nbs/84_dungeon_master.ipynb #c7a32fe2
 def parse_proposal(text:str)->dict: # checked settings (`check_proposal`)
     """The settings of a Dungeon Master's answer: the `SETTINGS = {...}` assignment of its last Python code block (or of
     the whole text), read with `ast.literal_eval` (never run). Raises `ProposalError` saying what is wrong."""
@@ -85,6 +87,7 @@ def curriculum_arena(settings:dict, agents:int)->SnakeArena:
         raise ValueError(f"{settings['num_snakes']} snakes per map do not divide {agents} agents")
     return SnakeArena(num_envs=agents // settings['num_snakes'], **settings)
 
+# %% ../nbs/84_dungeon_master.ipynb #f360507c
 @torch.inference_mode()
 def probe(policy:Policy, settings:dict, seed:int=0, steps:int=100, agents:int=64)->dict:
     """`policy` drives every snake of `curriculum_arena(settings, agents)` for `steps` greedy steps: `return_per_step`,
@@ -118,6 +121,7 @@ def offline_dungeon_master(sigma:float=0.15)->OfflineMutator:
     "82's offline backend (AST mutation, not an LLM) set to edit `SETTINGS`, `sigma` its relative step."
     return OfflineMutator(DM_PROGRAM, sigma)
 
+# %% ../nbs/84_dungeon_master.ipynb #914fb9ed
 def make_backend(name:str='offline', **kw):
     "The Dungeon Master's backend by name: 'offline' (`offline_dungeon_master`) or 'openai' (`OpenAIBackend(**kw)`)."
     if name == 'offline': return offline_dungeon_master(**kw)
@@ -158,6 +162,7 @@ def dm_stage(policy:Policy, settings:dict, backend, rng:np.random.Generator, pro
     best = min(proposed, key=lambda q: abs(q['survival'] - target), default=dict(settings=settings))
     return dict(settings=best['settings'], profile=profile, focus=req['focus'], proposed=proposed, rejected=rejected)
 
+# %% ../nbs/84_dungeon_master.ipynb #0fa3c35a
 def uniform_settings(rng:np.random.Generator)->dict:
     "Settings drawn uniformly from `SETTING_SPACE` (snake counts: its powers of two), redrawn till the arena takes them"
     while True:
@@ -191,6 +196,7 @@ def curriculum_run(cfg:CurriculumConfig, settings:dict, run_dir:str|Path)->PPORu
                      hyper=PPOHyper(bptt_horizon=cfg.bptt, minibatch_size=cfg.minibatch))
     return PPORun(pcfg, run_dir, display=None)
 
+# %% ../nbs/84_dungeon_master.ipynb #8eafee7a
 def swap_maps(run:PPORun, settings:dict, agents:int, seed:int=0):
     "Train `run` on `curriculum_arena(settings, agents)` from now on (as many agents as before: PuffeRL's buffers stay)"
     new = SnakeVecEnv(curriculum_arena(settings, agents), seed=seed)
@@ -232,6 +238,7 @@ def heldout_settings(n:int)->list: # [settings], the season's map first
     rng = np.random.default_rng(HELDOUT_SEED)
     return [check_proposal(SEASON_MAP)] + [uniform_settings(rng) for _ in range(n - 1)]
 
+# %% ../nbs/84_dungeon_master.ipynb #9e4ac8c9
 def heldout_scores(policy:Policy, settings:list, steps:int=300, agents:int=256,
                    seed:int=HELDOUT_SEED)->list: # return per agent-step on each of `settings`
     "`probe`'s return per agent-step of `policy` on each held-out setting (map seed `seed + i`)."
@@ -257,6 +264,7 @@ def role_trajectories(root:str|Path, roles=ROLES, per_role:int=8, steps:int=300,
     sessions = load_sessions(root, ids)
     return {r: session_trajectories([s for s in sessions if s.meta['style'] == r]) for r in roles}
 
+# %% ../nbs/84_dungeon_master.ipynb #df969dce
 @torch.inference_mode()
 def bot_labels(bot:Policy, obs)->np.ndarray: # (...) int64
     "`bot`'s most likely move for each view of `obs` (..., 11, 11) (bots of 20_sessions are memoryless)."
@@ -293,6 +301,7 @@ class FederatedConfig:
     lam: float = 1.0 # TIES: the merged task vector's scale
     seed: int = 0 # seeds the dreams
 
+# %% ../nbs/84_dungeon_master.ipynb #e02f26e9
 def dream_specialist(base:LinearLSTM, role:str, world, real:Trajectories, # the role's recorded games
                      cfg:FederatedConfig)->tuple: # (LinearLSTM, [mean loss of each round's last epoch])
     """A copy of `base` trained to play like bot `role`: on the first `cfg.real_steps` steps of its recorded games
@@ -320,6 +329,7 @@ def register_specialist(reg:Registry, student:LinearLSTM, role:str, base:str, # 
                description=json.dumps(dict(role=role) | extra))
     return reg.add(g, student.state_dict(), status=status)
 
+# %% ../nbs/84_dungeon_master.ipynb #b8813605
 def federate(reg:Registry, ids:list, # the specialists' genome ids (one base)
              density:float=0.2, lam:float=1.0, # TIES' kept share and scale
              status:str='candidate')->dict: # {'ties': genome id, 'average': genome id}
@@ -338,6 +348,7 @@ def role_agreement(policies:dict, # {name: Policy}
         out[role] = {n: (greedy_moves(p, t.obs) == labels).mean(1).tolist() for n, p in policies.items()}
     return out
 
+# %% ../nbs/84_dungeon_master.ipynb #604b17f8
 def paired_sign(a:list, b:list)->dict: # {'wins', 'losses', 'p_value'}
     "How often `a` beat `b` trajectory by trajectory, and the sign test's two-sided p-value (`sign_test`)."
     d = np.asarray(a) - np.asarray(b)

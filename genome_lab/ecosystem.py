@@ -82,6 +82,7 @@ def _work(eco:Ecosystem, budget:float)->dict: # {producer: its worker's result}
                                                         cfg.threads, grace_s=max(120.0, budget / 2)), names))
     return dict(zip(names, outs))
 
+# %% ../nbs/89_ecosystem.ipynb #02cdfca2
 def _summary(out:dict)->dict: # what a cycle's record keeps of a worker's result
     keep = ('steps', 'stopped', 'seconds', 'error', 'names')
     return {k: out[k] for k in keep if k in out} | dict(metrics=out.get('metrics', {}))

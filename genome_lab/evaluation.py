@@ -34,11 +34,13 @@ def summarize(x)->dict: # {'mean', 'std', 'n'}
     return dict(mean=float(x.mean()) if len(x) else float('nan'),
                 std=float(x.std(ddof=1)) if len(x) > 1 else float('nan'), n=int(len(x)))
 
+# %% ../nbs/02_evaluation.ipynb #21eba18f
 def between_map_sem(means)->float: # NaN with fewer than two finite means
     "Standard error of the mean of per-map `means` (their sample std / sqrt(maps)), maps without a mean left out."
     m = np.asarray(means, dtype=float); m = m[np.isfinite(m)]
     return float(m.std(ddof=1) / np.sqrt(len(m))) if len(m) > 1 else float('nan')
 
+# %% ../nbs/02_evaluation.ipynb #10de5bd7
 @dataclass
 class EvalResult:
     "Episodes of one evaluation, one map (or set of boards) per seed, with its settings and costs."
@@ -89,6 +91,7 @@ def evaluate(policy:Policy, # the genome's policy
     return _over_maps(policy, quantised, arena, seed, threads, arena_kwargs,
                       lambda pol, env, s: _play_counted(pol, env, episodes_per_agent, s, greedy, max_steps, progress))
 
+# %% ../nbs/02_evaluation.ipynb #31f6cd49
 def _over_maps(policy, quantised, arena, seed, threads, arena_kwargs, play)->EvalResult:
     "`play(policy, env, seed)` on the map of every seed of `seed`, combined; `policy` `quantise`d if asked."
     seeds = [int(s) for s in np.atleast_1d(seed)]
@@ -104,6 +107,7 @@ def _over_maps(policy, quantised, arena, seed, threads, arena_kwargs, play)->Eva
     finally:
         if own: env.close()
 
+# %% ../nbs/02_evaluation.ipynb #eee66828
 def _play_counted(policy, env, episodes_per_agent, seed, greedy, max_steps, progress)->EvalResult:
     n_agents = env.num_agents
     done_count = np.zeros(n_agents, np.int64)
@@ -128,6 +132,7 @@ def _play_counted(policy, env, episodes_per_agent, seed, greedy, max_steps, prog
                     arena_config=dict(getattr(env, 'config', {})))
     return EvalResult(env.name, Episodes.concat(kept), censored, steps, steps*n_agents, seconds, settings, (seed,))
 
+# %% ../nbs/02_evaluation.ipynb #da9bf158
 def _combine(parts:list)->EvalResult:
     "One result of the one-map results `parts`, each episode keeping the index of its map."
     seeds = tuple(s for p in parts for s in p.seeds)
@@ -152,6 +157,7 @@ def evaluate_continuous(policy:Policy, # the genome's policy
     return _over_maps(policy, quantised, arena, seed, threads, arena_kwargs,
                       lambda pol, env, s: _play_window(pol, env, s, start, stop, greedy, progress))
 
+# %% ../nbs/02_evaluation.ipynb #50756a76
 def _play_window(policy, env, seed, start, stop, greedy, progress)->EvalResult:
     g = torch.Generator().manual_seed(seed)
     obs, state = env.reset(seed), policy.initial_state(env.num_agents)

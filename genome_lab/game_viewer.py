@@ -53,6 +53,7 @@ def viewer_index_html(registry:Registry, clips:list, # the highlight store's cli
                 f'{hl or "<li class=muted>none kept yet</li>"}</ul><h2>Tournament games</h2>'
                 f'{"".join(out) or "<p class=muted>No snake tournament yet.</p>"}', current='/viewer')
 
+# %% ../nbs/94_game_viewer.ipynb #2be63e40
 router = APIRouter(tags=['pages'])
 EVALUATION = dict(ge=1, le=2**63 - 1, description='a snake tournament (its evaluation id)') # SQLite's integers: a larger id is a 422, not an overflow
 GAME = dict(ge=0, le=2**31 - 1, description='a game of it, from 0')
@@ -63,6 +64,7 @@ def game_data(evaluation:int=PathParam(**EVALUATION), game:int=PathParam(**GAME)
     try: return retry_busy(game_view, pool.get(), evaluation, game)
     except ValueError as err: raise HTTPException(404, str(err)) from None
 
+# %% ../nbs/94_game_viewer.ipynb #bc427635
 @router.get('/viewer', response_class=HTMLResponse, operation_id='game_viewer')
 def game_viewer(evaluation:int|None=Query(None, **EVALUATION), game:int|None=Query(None, **GAME),
                 pool:RegistryPool=Depends(registry_pool))->HTMLResponse:

@@ -25,6 +25,7 @@ def find_genome(registry:Registry, ref:str)->str: # the genome's id
     if (gid := registry.by_name(ref)) is not None: return gid
     raise RegistryError(f"no genome with id or name {ref!r} in the registry")
 
+# %% ../nbs/88_genome_page.ipynb #e32fa6c7
 def genome_report(registry:Registry, ref:str)->dict: # genome, rating, ratings, stats, games, parents, children, root, download
     "What the genome page shows of the genome `ref` (an id or a name, `find_genome`); raises `RegistryError` for an unknown one."
     gid = find_genome(registry, ref)
@@ -71,6 +72,7 @@ def rating_svg(ratings:list, # rows {'season', 'mu', 'sigma', 'ordinal'} of `gen
 def _link(i:str, name:str|None)->str:
     return f'<a href="/genome/{html.escape(i)}">{html.escape(name or i)}</a>' if name else f'{html.escape(i)} (player)'
 
+# %% ../nbs/88_genome_page.ipynb #a4775dbc
 def program_html(source:str)->str: # a <div class="source">
     "A program genome's Python source, highlighted by Pygments (inline styles: no stylesheet of its own)."
     from pygments import highlight
@@ -78,6 +80,7 @@ def program_html(source:str)->str: # a <div class="source">
     from pygments.formatters import HtmlFormatter
     return f'<div class="source" id="program">{highlight(source, PythonLexer(), HtmlFormatter(noclasses=True, nobackground=True))}</div>'
 
+# %% ../nbs/88_genome_page.ipynb #e3a69901
 def _body(g:dict)->str: # what the genome is: a program's source, or its architecture's settings
     if g['arch'] == 'program' and isinstance(g['config'].get('source'), str):
         return (f"<h2>Program</h2><p class=\"muted\">What it plays: Python source run in the sandbox (sha256 "
@@ -86,6 +89,7 @@ def _body(g:dict)->str: # what the genome is: a program's source, or its archite
                    for k, v in g['config'].items())
     return f"<h2>Architecture</h2><p><code>{html.escape(g['arch'])}</code></p>" + (f'<table id="config">{rows}</table>' if rows else '')
 
+# %% ../nbs/88_genome_page.ipynb #d83e9c10
 def _games_html(games:list, shown:int=12)->str: # the newest stored tournament games, snake's linked to the viewer
     if not games: return '<p class="muted" id="stored-games">No stored tournament game yet.</p>'
     more = f'<p class="muted">and {len(games) - shown} more (<code>/api/genome/...</code> lists them)</p>' if len(games) > shown else ''
@@ -141,11 +145,13 @@ def _report(pool:RegistryPool, ref:str)->dict:
     try: return retry_busy(genome_report, pool.get(), ref)
     except RegistryError as err: raise HTTPException(404, str(err)) from None
 
+# %% ../nbs/88_genome_page.ipynb #88a5563e
 @router.get('/genome/{genome_ref:path}', response_class=HTMLResponse, operation_id='genome_page')
 def genome_page(genome_ref:str=GENOME_REF, pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
     "One genome's page: its rating over the seasons' tournaments, games, parents and children, and its file."
     return HTMLResponse(genome_page_html(_report(pool, genome_ref)))
 
+# %% ../nbs/88_genome_page.ipynb #08676b2b
 @router.get('/api/genome/{genome_ref:path}', operation_id='genome_data')
 def genome_data(genome_ref:str=GENOME_REF, pool:RegistryPool=Depends(registry_pool))->dict:
     "The genome page's data (`genome_report`): row, rating after each season, stats by kind, games, lineage, download path."

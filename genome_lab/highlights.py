@@ -30,11 +30,13 @@ class StoredGame:
     snakes_per_genome: int; steps: int
     settings: dict = field(default_factory=dict) # `SnakeArena` arguments
 
+# %% ../nbs/92_highlights.ipynb #ad801b22
 def _rating_before(registry:Registry, gid:str, evaluation:int, game:int)->tuple: # (mu, sigma)
     "`gid`'s rating before game `game` of `evaluation`; a new genome's default rating before its first."
     if (r := registry.rating_before(gid, evaluation, game)) is not None: return r
     d = MODEL.rating(); return d.mu, d.sigma
 
+# %% ../nbs/92_highlights.ipynb #152d7b8b
 def tournament_games(registry:Registry, evaluation:int|None=None)->list: # [StoredGame]
     "The games of snake tournament `evaluation` (default: the latest); `ValueError` if there is none."
     found = registry.evaluations('tournament', 'snake', limit=1, evaluation=evaluation)
@@ -63,6 +65,7 @@ class GameRecord:
     score: np.ndarray # (G,) the replay's scores
     verified: bool # equal to the stored scores?
 
+# %% ../nbs/92_highlights.ipynb #480c56d9
 def replay(registry:Registry, sg:StoredGame)->GameRecord:
     "Play `sg` again, recording every step."
     frames, events, owner = [], [], []
@@ -92,6 +95,7 @@ class HighlightConfig:
     max_bytes: int = 200 << 20 # retention: total size of the kept clips
     season_clips: int = 1 # clips cut when a season ends (`season_highlights`), from its best snake game; 0: none
 
+# %% ../nbs/92_highlights.ipynb #e68a4b58
 @dataclass
 class Highlight:
     "One event worth a clip: its kind, strength, steps `t0`..`t1` to show, the snake to follow and a caption."
@@ -99,6 +103,7 @@ class Highlight:
     genome: str; name: str; title: str
     details: dict = field(default_factory=dict)
 
+# %% ../nbs/92_highlights.ipynb #16ea66fc
 def _lives(rec:GameRecord)->list: # [(agent, start, end, died?)]
     n, T = len(rec.genome), len(rec.frames)
     start, out = np.zeros(n, int), []
@@ -106,6 +111,7 @@ def _lives(rec:GameRecord)->list: # [(agent, start, end, died?)]
         out.append((v, int(start[v]), t, True)); start[v] = t
     return out + [(a, int(start[a]), T, False) for a in range(n)]
 
+# %% ../nbs/92_highlights.ipynb #0ec63107
 def find_highlights(rec:GameRecord, record_length:int=0, # the store's record so far
                     cfg:HighlightConfig=HighlightConfig())->list: # [Highlight], strongest first
     "The events of one replayed game."

@@ -205,15 +205,18 @@ def sample(self:DiffusionHypernetwork, genomes:torch.Tensor, generator:torch.Gen
             traj.append(x)
     return torch.stack(traj)
 
+# %% ../nbs/50_hypernetwork.ipynb #5a7ccd19
 @patch
 def forward(self:DiffusionHypernetwork, genomes:torch.Tensor, generator:torch.Generator|None=None, final_noise:bool=True)->torch.Tensor: # x0 (P, L, C)
     return self.sample(genomes, generator, final_noise)[-1]
 
+# %% ../nbs/50_hypernetwork.ipynb #b6db1a11
 @patch
 def generate_weights(self:DiffusionHypernetwork, genomes:torch.Tensor, generator:torch.Generator|None=None, final_noise:bool=True)->dict: # {name: (P, *shape)}
     "Developed policy parameters of `genomes` (P, genome_dim), `h0` and `c0` included."
     return self.to_params(self(genomes, generator, final_noise))
 
+# %% ../nbs/50_hypernetwork.ipynb #94f1bda2
 @patch
 def generate_lstm_states(self:DiffusionHypernetwork, genomes:torch.Tensor, generator:torch.Generator|None=None, final_noise:bool=True)->tuple: # (h0, c0), (P, hidden)
     "The developed initial LSTM state of `genomes`."
@@ -257,6 +260,7 @@ def _linear_lstm_names(tensors:dict)->dict: # PufferLib's `Recurrent(Snake)` nam
         out[new.removesuffix('_l0')] = v
     return out
 
+# %% ../nbs/50_hypernetwork.ipynb #4c78fc0e
 def teachers()->list: # [(name, `LinearLSTM` state_dict)] at PufferLib's size (hidden 128)
     """The trained snake policies the decoder is pretrained towards: PufferLib's own (`load_pufferlib_policy`) and its
     fine-tune by self-play on a GPU (`bench/gpu_snake.py`, kept in `nbs/measured`)."""
@@ -331,6 +335,7 @@ def decoder_key(hcfg:HypernetConfig, pcfg:PretrainConfig)->str: # 16 hex digits
     text = json.dumps(dict(version=DECODER_VERSION, hypernet=arch, pretrain=asdict(pcfg)), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+# %% ../nbs/50_hypernetwork.ipynb #d89fb44e
 def decoder_cache()->Path:
     "Where pretrained decoders are kept: `$GENOME_LAB_CACHE/decoders`, else `~/.cache/genome_lab/decoders`."
     return Path(os.environ.get('GENOME_LAB_CACHE') or Path.home()/'.cache'/'genome_lab')/'decoders'
@@ -400,10 +405,12 @@ def _views(n:int, seed:int)->torch.Tensor: # made once per process: a 640x360 ma
     for _ in range(30): obs, *_ = arena.step(rng.integers(0, 4, n).astype(np.int32))
     arena.close(); return torch.as_tensor(obs.copy())
 
+# %% ../nbs/50_hypernetwork.ipynb #bc2a7aa5
 def probe_views(n:int=PROBE_VIEWS, seed:int=0)->torch.Tensor: # (n, 11, 11) int8 snake views
     "The views of `n` snakes after 30 seeded random moves on PufferLib's map: the fixed inputs of `probe_actions`."
     return _views(n, seed).clone()
 
+# %% ../nbs/50_hypernetwork.ipynb #866fb638
 def probe_actions(hn:DiffusionHypernetwork, params:dict, views:torch.Tensor)->torch.Tensor: # (P, 4 * len(views))
     "The first-move probabilities on `views` of each stacked policy of `params` (its initial state; no game, no reward)."
     with torch.no_grad():
@@ -584,6 +591,7 @@ class PopulationManager:
         "Develop `genomes` as the hypernetwork means them: the chain with its last step's noise off."
         return _cpu(self.hn.generate_weights(genomes, torch.Generator().manual_seed(seed), final_noise=False))
 
+# %% ../nbs/50_hypernetwork.ipynb #3afae512
 def _cpu(params:dict)->dict: return {k: v.cpu() for k, v in params.items()}   # the games and probes run on the CPU
 
 # %% ../nbs/50_hypernetwork.ipynb #64a8cea7
@@ -622,6 +630,7 @@ def checkpoint_meta(path:str|Path)->dict: # {'config', 'generation', 'history', 
     return {k: st[k] for k in ('generation', 'agent_steps', 'history', 'curve') if k in st} | dict(
         config=current_config(st['config'], str(path)), machine=meta.get('machine'))
 
+# %% ../nbs/50_hypernetwork.ipynb #ac2f24e9
 def stored_config(run_dir:str|Path)->ReplicatorConfig: # raises FileNotFoundError without a checkpoint
     "The settings the checkpoints in `run_dir` were made with (`--resume` continues with them): the training run's, else the ES control's."
     paths = [Path(run_dir)/n for n in (LOOP_FILE, CONTROL_FILE)]
@@ -668,6 +677,7 @@ def _check_state(state:dict, cfg:ReplicatorConfig, what:str='the checkpoint'): #
         warnings.warn(f"{what} was written on {then}, this is {now}: the run goes on, but it will not repeat the "
                       "uninterrupted run (see 51_hypernetwork_report)", RuntimeWarning)
 
+# %% ../nbs/50_hypernetwork.ipynb #74516e4d
 @patch
 def load_state_dict(self:ReplicatorTrainingLoop, state:dict):
     "Continue from `state_dict()`'s output (`_check_state`: the same settings, `generations` aside)."
@@ -726,6 +736,7 @@ def trust(self:ReplicatorTrainingLoop, r2:float)->float: # in [0, 1]
     recent = [v for v in recent if not math.isnan(v)]
     return float(np.clip(np.mean(recent), 0, 1)) if recent else 0.0
 
+# %% ../nbs/50_hypernetwork.ipynb #33f695a3
 @patch
 def features(self:ReplicatorTrainingLoop, genomes:torch.Tensor)->torch.Tensor: # (P, the surrogate's input size)
     "What the surrogate reads of `genomes` (P, genome_dim): the genomes, or the `probe_actions` of their policies developed without noise."
@@ -768,6 +779,7 @@ def top_genomes(self:ReplicatorTrainingLoop, k:int, samples:int=64, seed:int=0)-
         cand = cand[self.est.predict(x)[0].argsort(descending=True)]
     return torch.cat([mean, cand[:k - 1]])
 
+# %% ../nbs/50_hypernetwork.ipynb #b22227af
 @patch
 def read_mean(self:ReplicatorTrainingLoop)->dict: # the curve's row: {'generation', 'agent_steps', 'score', ...}
     "The distribution's mean genome, developed without exploration noise, read by `read_policy` with the run's `eval_*` settings."
@@ -825,6 +837,7 @@ class ReplicatorSettings:
     replicator_pretrain_steps: int = 1500 # the decoder's pretraining steps (`PretrainConfig`; 0: a decoder from fitness alone)
     replicator_device: str = 'auto' # torch device of the decoder ('auto': CUDA when present)
 
+# %% ../nbs/50_hypernetwork.ipynb #99839828
 class ReplicatorProducer:
     """The replicator producer (`Producer` with `loop`, `03_core`): a `ReplicatorTrainingLoop` on a small map that works
     as long as its worker runs (`85_seasons`' `work`), one generation a step; every `replicator_generations` its
@@ -913,6 +926,7 @@ def step(self:PolicyES)->dict: # this generation's metrics
     self.history.append(row)
     return row
 
+# %% ../nbs/50_hypernetwork.ipynb #029a07a3
 def run_policy_es(cfg:ReplicatorConfig, # settings, `cfg.generations` generations
                   run_dir:str|Path|None=None, # where `control.safetensors` is kept (`advance`); None: no checkpoint
                   resume:bool=False, # continue from the checkpoint in `run_dir`?
@@ -969,6 +983,7 @@ def smooth(curve:list, # [{'agent_steps', 'score', ...}, ...] in order
     s = [c['score'] for c in curve]
     return [c | dict(raw=c['score'], score=float(np.mean(s[max(0, i - window + 1):i + 1]))) for i, c in enumerate(curve)]
 
+# %% ../nbs/50_hypernetwork.ipynb #870542e8
 def replicator_bar(runs:dict, # {run name: curve}; a curve is [{'agent_steps', 'score'}, ...], one replicator run (seed)
                    ppo:dict|list, # PPO's curves {seed name: curve} (their mean is the reference), or one curve
                    factor:float=10, # the replicator may spend `factor` times PPO's agent-steps

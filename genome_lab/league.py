@@ -172,21 +172,25 @@ def step(self:AlphaStarLeague)->dict: # 'agent_steps' of all learners; each lear
     return {'agent_steps': sum(r.agent_steps for _, r in self.learners.values()),
             **{f'{name}/{k}': v for k, v in m.items() if k != 'agent_steps'}}
 
+# %% ../nbs/76_league.ipynb #94990eef
 @patch(as_prop=True)
 def pending(self:AlphaStarLeague)->bool: return any(r.pending for _, r in self.learners.values())
 
+# %% ../nbs/76_league.ipynb #a6351373
 @patch
 def commit(self:AlphaStarLeague)->list|None: # the main agents' new snapshots: the league producer's offers
     "Register every learner's pending snapshots (`PPORun.commit`); None when no main agent kept one."
     offers = [i for role, run in self.learners.values() if run.pending for i in (run.commit() or []) if role == 'main']
     return offers or None
 
+# %% ../nbs/76_league.ipynb #fcae5f52
 @patch
 def state_dict(self:AlphaStarLeague)->dict:
     "The whole league in one state: its settings, members, wall seconds and every learner's `PPORun.state_dict`."
     return dict(config=asdict(self.cfg), start=self.start, entries=self.entries, seconds=self.seconds,
                 learners={n: run.state_dict() for n, (_, run) in self.learners.items()})
 
+# %% ../nbs/76_league.ipynb #1a8327bf
 @patch
 def load_state_dict(self:AlphaStarLeague, state:dict):
     """Go on from `state_dict`'s `state` (`ValueError` for other settings). Every learner's pending snapshots are

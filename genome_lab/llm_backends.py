@@ -19,9 +19,11 @@ def _num(node): # the float of a numeric literal node (or -literal), else None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub): v = _num(node.operand); return None if v is None else -v
     return None
 
+# %% ../nbs/82_llm_backends.ipynb #60d948ec
 def _tunables(tree, names)->dict: # name -> the Assign value node (Dict, List or a literal)
     return {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name) and t.id in names}
 
+# %% ../nbs/82_llm_backends.ipynb #60b105e4
 class OfflineMutator:
     "Program mutation without an LLM: AST edits of tunable constants, and crossover of functions and weights."
     name = 'offline'
@@ -86,6 +88,7 @@ class OfflineMutator:
     def root(self, messages:list, rng)->dict:
         return dict(text=f"```python\n{OFFLINE_ROOT_STRATEGY}```", prompt_tokens=0, completion_tokens=0, cached=False)
 
+# %% ../nbs/82_llm_backends.ipynb #21f71194
 OFFLINE_ROOT_STRATEGY = '''analysis = get_performance_analysis()
 top = [p['id'] for p in analysis['top']] or [p['id'] for p in analysis['recent']]
 islands, elites = analysis.get('islands') or [top], analysis.get('elites') or []
@@ -128,6 +131,7 @@ class LLMCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, 'a') as f: f.write(json.dumps(rec) + "\n")
 
+# %% ../nbs/82_llm_backends.ipynb #ab48f264
 class OpenAIBackend:
     "Root and child LLMs behind an OpenAI-compatible chat-completions endpoint, cached."
     name = 'openai'
@@ -164,6 +168,7 @@ class OpenAIBackend:
     def root(self, messages, rng): return self.chat(messages)
     def child(self, request, rng): return self.chat(request['messages'])
 
+# %% ../nbs/82_llm_backends.ipynb #e1b3ea0a
 def extract_code(text:str)->str|None: # the last ```python block, or None
     "The code of the last fenced python block of an LLM answer (or the whole text when it parses as Python)."
     blocks = re.findall(r"```(?:python|py)?\s*\n(.*?)```", text, re.S)

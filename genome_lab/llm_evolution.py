@@ -53,6 +53,7 @@ class Program:
     @property
     def score(self)->float: return self.metrics.get('avg_score', float('-inf')) if self.ok else float('-inf')
 
+# %% ../nbs/83_llm_evolution.ipynb #d73f923b
 class ProgramDatabase(dict):
     "The programs of a run by id, in creation order."
     def add(self, p:Program)->Program: self[p.id] = p; return p
@@ -69,11 +70,20 @@ class ProgramDatabase(dict):
 
 # %% ../nbs/83_llm_evolution.ipynb #6512710d
 class EvolutionLimitError(RuntimeError): "A hard limit of the run was reached; the run ends cleanly."
+
+# %% ../nbs/83_llm_evolution.ipynb #f10b05a0
 class GenerationLimitExceeded(EvolutionLimitError): "`step` of a run that is done (`max_generations` played, or stopped)."
+
+# %% ../nbs/83_llm_evolution.ipynb #8f44f03e
 class ChildCallLimitExceeded(EvolutionLimitError): "More than `max_child_calls_per_generation` `spawn_rllm` calls in one generation."
+
+# %% ../nbs/83_llm_evolution.ipynb #48ade7c8
 class WallTimeExceeded(EvolutionLimitError): "The run's wall time passed `max_wall_s`."
+
+# %% ../nbs/83_llm_evolution.ipynb #9b4a2a9a
 class BudgetExceeded(EvolutionLimitError): "Tokens or cost passed `max_tokens` / `max_cost`."
 
+# %% ../nbs/83_llm_evolution.ipynb #42990312
 @dataclass
 class EvolutionConfig:
     "Settings of one evolution run (hard limits first; the root may change the soft ones with `modify_parameters`)."
@@ -182,6 +192,7 @@ def behaviour(metrics:dict, max_ticks:int)->tuple: # (survival share, clearing r
     rate = metrics.get('avg_lines', metrics.get('avg_score', 0.0))/t*10
     return (float(np.clip(t/max_ticks, 0, 1)) if max_ticks else 1.0, float(np.clip(rate, 0, 1)))
 
+# %% ../nbs/83_llm_evolution.ipynb #a68c9911
 class MapElites:
     "A MAP-Elites archive: cell ('i,j') -> [id, score] of the best program whose descriptors fall in it."
     def __init__(self, bins:int=4, dims:int=2, cells:dict|None=None):
@@ -204,6 +215,7 @@ def _numbers(code:str)->tuple: # (AST dump, numeric literals masked; their value
             vals.append(float(n.value)); n.value = 0
     return ast.dump(tree), tuple(vals)
 
+# %% ../nbs/83_llm_evolution.ipynb #f251d18f
 def near_duplicate(code:str, others:dict, # id -> code
                    rtol:float=1e-3)->str|None: # the id of the first program `code` nearly repeats, or None
     "A program of `others` with `code`'s structure and every number within `rtol` (relative to the larger, at least 1)."
@@ -302,6 +314,7 @@ def eval_settings(self, games:int|None=None)->dict: # what an evaluation is a fu
                 seeds=[self.cfg.train_seed0 + i for i in range(n)], max_ticks=self.env.max_ticks,
                 cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s)
 
+# %% ../nbs/83_llm_evolution.ipynb #f2edbe8a
 @patch_to(EvolutionRun)
 def evaluate_programs(self, codes:list, games:int|None=None)->list: # one `evaluate_program` dict per code, in order
     """Evaluate `codes` on the training seeds: the cache answers what it holds, the distinct rest is played by
@@ -323,11 +336,13 @@ def evaluate_programs(self, codes:list, games:int|None=None)->list: # one `evalu
     self.cache_counts['misses'] += len(firsts); self.cache_counts['hits'] += len(codes) - len(firsts)
     return out
 
+# %% ../nbs/83_llm_evolution.ipynb #e05b33c9
 @patch_to(EvolutionRun)
 def evaluate_program(self, code:str, games:int|None=None)->dict: # {'ok', 'failure', 'message', 'metrics', 'cached', ..}
     "Play `code` in the sandbox on the training seeds (or answer from the run's cache); a failure says its reason."
     return self.evaluate_programs([code], games)[0]
 
+# %% ../nbs/83_llm_evolution.ipynb #b54325ce
 @patch_to(EvolutionRun)
 def cache_hit_rate(self)->float: # hits / lookups of the run (resumes included); nan before the first
     "The share of the run's evaluations answered by the cache."
@@ -343,6 +358,7 @@ def _child_messages(self, prompt, parents, strategy, focus):
     return [dict(role='system', content=sys_msg),
             dict(role='user', content=f"{prompt}\nStrategy: {strategy}. Focus area: {focus}.\n\n{body}")]
 
+# %% ../nbs/83_llm_evolution.ipynb #46e5e68f
 @patch_to(EvolutionRun)
 def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='',
                island:int=0)->tuple:
@@ -368,6 +384,7 @@ def _ask_child(self, pid:str, prompt:str, parents:list|None=None, strategy:str='
     if code is None: p.ok, p.failure, p.notes = False, 'syntax', why or 'the child answered without a code block'
     return p, code
 
+# %% ../nbs/83_llm_evolution.ipynb #10b02ea9
 @patch_to(EvolutionRun)
 def spawn_rllms(self, children:list)->list: # the new programs' ids, in order
     """Ask a child for each of `children` (dicts of `spawn_rllm`'s arguments), one after another, then play their
@@ -390,6 +407,7 @@ def spawn_rllms(self, children:list)->list: # the new programs' ids, in order
     if stop is not None: raise stop
     return [p.id for p, _ in made]
 
+# %% ../nbs/83_llm_evolution.ipynb #0be00de6
 @patch_to(EvolutionRun)
 def spawn_rllm(self, prompt:str, parents:list|None=None, strategy:str='mutate', focus:str='',
                island:int=0)->str: # the new program's id
@@ -404,11 +422,13 @@ def _admit(self, p:Program, islands:list|None=None):
     for k in (islands if islands is not None else [p.island]): self.islands[k].append(p.id)
     self.archive.add(p.id, behaviour(p.metrics, self.env.max_ticks), p.score)
 
+# %% ../nbs/83_llm_evolution.ipynb #003ff801
 @patch_to(EvolutionRun)
 def _record(self, p:Program):
     "Add the program `p` (played, or failed with its reason) to the database, its island and the archive."
     self.db.add(p); self._admit(p)
 
+# %% ../nbs/83_llm_evolution.ipynb #515012bb
 @patch_to(EvolutionRun)
 def summary_now(self)->dict: # the REPL's `metrics_summary`
     "Programs, failures, the best so far, the generation, tokens, cost and the cache's hit rate."
@@ -418,6 +438,7 @@ def summary_now(self)->dict: # the REPL's `metrics_summary`
                 generation=self.gen, tokens=self.tokens, cost=round(self.cost, 6), elapsed_s=round(self.elapsed(), 1),
                 cache_hit_rate=self.cache_hit_rate())
 
+# %% ../nbs/83_llm_evolution.ipynb #6eb06a1d
 @patch_to(EvolutionRun)
 def get_performance_analysis(self, k:int=4)->dict:
     "Top `k` programs, the current generation's programs, failures by reason, limits left and the focus areas."
@@ -434,11 +455,13 @@ def get_performance_analysis(self, k:int=4)->dict:
                 children_per_generation=min(self.cfg.children_per_generation, self.cfg.max_child_calls_per_generation),
                 tokens_left=self.cfg.max_tokens - self.tokens, focus_areas=list(self.env.focus_areas))
 
+# %% ../nbs/83_llm_evolution.ipynb #35cc4cbf
 @patch_to(EvolutionRun)
 def get_historical_trends(self)->list: # one dict per completed generation
     "Best and mean score, failures and diversity of each completed generation."
     return copy.deepcopy(self.history)
 
+# %% ../nbs/83_llm_evolution.ipynb #177245c0
 @patch_to(EvolutionRun)
 def modify_parameters(self, **kw)->dict: # the soft parameters after the change
     "Change soft parameters (`SOFT_PARAMETERS`); hard limits cannot be changed from the REPL."
@@ -450,11 +473,13 @@ def modify_parameters(self, **kw)->dict: # the soft parameters after the change
     if hasattr(self.backend, 'sigma'): self.backend.sigma = self.cfg.mutation_sigma
     return {k: getattr(self.cfg, k) for k in SOFT_PARAMETERS}
 
+# %% ../nbs/83_llm_evolution.ipynb #212bc7b9
 @patch_to(EvolutionRun)
 def terminate_evolution(self, reason:str='the root asked'):
     "End the run once the current generation closes."
     self.terminated, self.stop_reason = True, f"terminated: {str(reason)[:200]}"
 
+# %% ../nbs/83_llm_evolution.ipynb #20d88313
 @patch_to(EvolutionRun)
 def advance_generation(self)->int: # the generation the next turn plays
     "End the current generation: its children are all asked (a later spawn in this turn is refused); the step closes it."
@@ -469,6 +494,7 @@ def code_diversity(codes:list)->float: # 0 (all equal) .. 1
             for i, a in enumerate(codes) for b in codes[i+1:]]
     return float(1 - np.mean(sims))
 
+# %% ../nbs/83_llm_evolution.ipynb #01c4bb95
 def tunable_vector(code:str, names:tuple)->dict: # {'NAME[key]': float}
     "The numeric literals of the top-level constants `names` in `code` (empty if it does not parse)."
     try: tree = ast.parse(code)
@@ -481,6 +507,7 @@ def tunable_vector(code:str, names:tuple)->dict: # {'NAME[key]': float}
             if (x := _num(v)) is not None: out[f"{name}[{k}]"] = x
     return out
 
+# %% ../nbs/83_llm_evolution.ipynb #af345c03
 def weight_diversity(codes:list, names:tuple)->float: # mean pairwise distance, 0 when fewer than 2
     "Mean pairwise Euclidean distance of the programs' tunable constants (missing entries count as 0)."
     vs = [tunable_vector(c, names) for c in codes]
@@ -538,6 +565,7 @@ def _shared(self)->dict: # the REPL's shared variables: database rows it has not
     return dict(programs=[asdict(p) | dict(score=p.score) for p in rows], current_generation=self.gen,
                 metrics_summary=self.summary_now())
 
+# %% ../nbs/83_llm_evolution.ipynb #d6590238
 @patch_to(EvolutionRun)
 def _start_repl(self)->SandboxedREPL:
     """The root's REPL: a sandboxed child (`SandboxedREPL`) with the run's sandbox limits, the `REPL_FUNCTIONS` and
@@ -547,6 +575,7 @@ def _start_repl(self)->SandboxedREPL:
     return SandboxedREPL({f: getattr(self, f) for f in REPL_FUNCTIONS}, self._shared, lim, REPL_IMPORTS,
                          passthrough=(EvolutionLimitError,))
 
+# %% ../nbs/83_llm_evolution.ipynb #217cbd85
 @patch_to(EvolutionRun)
 def _root_turn(self):
     """One root turn: the root (LLM or offline strategy) is asked for code, which runs in the sandboxed REPL; the
@@ -580,6 +609,7 @@ def _seed_generation(self):
         self.db.add(p)
         self._admit(p, islands=range(len(self.islands)))
 
+# %% ../nbs/83_llm_evolution.ipynb #39f02477
 @patch_to(EvolutionRun)
 def step(self)->dict: # {'generation': g, 'charts/<name>': value} for `GENERATION_SCALARS` and the cache's hit rate
     """Play one generation: generation 0 the seed programs, then the root's turn, or, every `tune_every`-th, CMA-ES
@@ -613,6 +643,7 @@ def run(self, every_s:float=0.0)->dict: # the run's `summary`
     advance(self, ck, 'evolution', until=lambda r: r.done, every_s=every_s, scalars=(self.dir, 'evolve', self.dir.name))
     return self.finish()
 
+# %% ../nbs/83_llm_evolution.ipynb #83d08af6
 @patch_to(EvolutionRun)
 def summary(self)->dict:
     "Why the run stopped, its size, failures by kind, the best program and its training games, tokens, cost, the cache."
@@ -627,6 +658,7 @@ def summary(self)->dict:
                 tokens=self.tokens, cost=self.cost, elapsed_s=round(self.elapsed(), 2),
                 cache=dict(self.cache_counts, hit_rate=self.cache_hit_rate()))
 
+# %% ../nbs/83_llm_evolution.ipynb #4a4ed698
 @patch_to(EvolutionRun)
 def finish(self)->dict: # the `summary`
     "Write `best_program.py` and the plots (`plot_run`) into the run's folder; end the root's REPL."
@@ -740,6 +772,7 @@ def pufferlib_games(seeds:list, max_ticks:int=MAX_TICKS)->list: # one result dic
     finally: game.close()
     return out
 
+# %% ../nbs/83_llm_evolution.ipynb #215708b9
 def compare_heldout(programs:dict, # name -> player program source
                     seeds:list, # held-out seeds, one game each
                     max_ticks:int=MAX_TICKS, pufferlib:bool=True, # include the PufferLib genome?
@@ -777,6 +810,7 @@ def _ancestry(registry:Registry, db:ProgramDatabase, p:Program, env:str, known:d
         if not q.parents or q.parents[0] not in db: return path, None
         q = db[q.parents[0]]
 
+# %% ../nbs/83_llm_evolution.ipynb #e2afa691
 def register_program(registry:Registry, db:ProgramDatabase, # a search's programs: a run's `db`, or stored rows
                      pid:str, # the program to register
                      env:str, # the arena
@@ -799,6 +833,7 @@ def register_program(registry:Registry, db:ProgramDatabase, # a search's program
                        parents=[dict(id=anc, relation=rel)] if anc else [], description=text)
     return registry.add(dataclasses.replace(g, id=gid), {}, status=status).id
 
+# %% ../nbs/83_llm_evolution.ipynb #efa5e69c
 def register_programs(run:EvolutionRun, registry:Registry,
                       top:int=3, # the run's best programs that played without failing
                       status:str='candidate')->list: # their genome ids, best first
@@ -822,6 +857,7 @@ class ProgramSettings:
     program_cma_popsize: int = 4 # constant vectors per CMA-ES generation
     program_workers: int = 2 # sandboxed evaluations at once
 
+# %% ../nbs/83_llm_evolution.ipynb #2d298a23
 def program_search_config(s:ProgramSettings, seed:int=0)->EvolutionConfig:
     "The producer's search: `EvolutionConfig` from its settings; no generation limit (the producer's budget ends it)."
     return EvolutionConfig(env='tetris', max_generations=10**9, max_wall_s=10.0**12, children_per_generation=s.program_children,
@@ -878,6 +914,7 @@ def check_evolution_config(cfg:EvolutionConfig)->EvolutionConfig:
             raise ValueError(f"{k} must be {'above' if k in POSITIVE else 'at least'} 0, not {v}")
     return cfg
 
+# %% ../nbs/83_llm_evolution.ipynb #70c6de1f
 def evolve_cli(argv:list)->int: # exit status
     """`genome-lab evolve RUN_DIR [--env tetris] [--backend offline] [--max-generations N] ... [--resume]`: run or resume an
     evolution. A new run needs a new (or empty) folder; `--resume` needs its checkpoint and may change only the soft

@@ -65,6 +65,7 @@ class CreaturePolicy(Policy):
 
     def genes(self)->dict: return {k: v.detach().clone() for k, v in self.state_dict().items()} # one creature's genes
 
+# %% ../nbs/60_physics.ipynb #506c8091
 INT_GENES = ('node_mask', 'muscle_mask', 'muscle_a', 'muscle_b')
 
 def gene_shapes(N:int=MAX_NODES, M:int=MAX_MUSCLES, H:int=HIDDEN)->dict: # {name: shape of one creature}
@@ -79,6 +80,7 @@ ARCHITECTURES[CreaturePolicy.arch] = CreaturePolicy
 # %% ../nbs/60_physics.ipynb #000bfc96
 def _uniform(rng, key, shape): lo, hi = RANGES[key]; return rng.uniform(lo, hi, shape)
 
+# %% ../nbs/60_physics.ipynb #1dcc810b
 def _connect(rng, pos, n, M):
     "Muscle pairs for nodes 0..n-1: a spanning chain plus links to nearest neighbours, at most `M`."
     pairs = [(i, i+1) for i in range(n-1)]
@@ -89,6 +91,7 @@ def _connect(rng, pos, n, M):
             if p not in pairs and len(pairs) < M: pairs.append(p)
     return pairs
 
+# %% ../nbs/60_physics.ipynb #efd69f30
 def random_population(n:int, # creatures
                       seed:int|np.random.Generator=0)->dict: # {gene: tensor (n, *shape)}
     "`n` random creatures with `MIN_NODES`..`MAX_NODES` nodes, connected bodies and random controllers."
@@ -108,17 +111,21 @@ def random_population(n:int, # creatures
     for key in ('ctrl_w1', 'ctrl_b1', 'ctrl_w2', 'ctrl_b2'): pop[key] = rng.normal(0, 1, pop[key].shape)
     return to_torch(pop)
 
+# %% ../nbs/60_physics.ipynb #1283b812
 def to_torch(pop:dict)->dict: # int genes int64, the rest float32
     return {k: torch.as_tensor(np.asarray(v), dtype=torch.int64 if k in INT_GENES else torch.float32) for k, v in pop.items()}
 
+# %% ../nbs/60_physics.ipynb #dd301073
 def pop_size(pop:dict)->int: return len(pop['node_mask'])
 
+# %% ../nbs/60_physics.ipynb #9512a739
 def creature_policy(pop:dict, i:int)->CreaturePolicy:
     "Creature `i` of `pop` as a `CreaturePolicy` (ready for `Registry.add(genome, policy.state_dict())`)."
     pol = CreaturePolicy()
     pol.load_state_dict({k: v[i].clone() for k, v in pop.items()})
     return pol
 
+# %% ../nbs/60_physics.ipynb #78de199f
 def stack_policies(pols:list)->dict: # a population
     "The population made of `CreaturePolicy`s `pols`."
     return {k: torch.stack([p.state_dict()[k] for p in pols]) for k in gene_shapes()}
@@ -153,11 +160,13 @@ def prepare(pop:dict)->dict: # derived constants of a batch
                 phase=pop['muscle_phase'], w1=pop['ctrl_w1'], b1=pop['ctrl_b1'], w2=pop['ctrl_w2'], b2=pop['ctrl_b2'],
                 x0=x0, y0=y0)
 
+# %% ../nbs/60_physics.ipynb #54e324f3
 def pellet_at(pellets:torch.Tensor, # (n, 2) one course for every creature, or (P, n, 2) one per creature
               i:torch.Tensor)->torch.Tensor: # (P,) int64 pellet indices, at most n - 1; returns (P, 2) positions
     "Position of each creature's pellet `i` on its course: an index (one course) or a gather (a course each)."
     return pellets[i] if pellets.dim() == 2 else pellets.gather(1, i.view(-1, 1, 1).expand(-1, 1, 2)).squeeze(1)
 
+# %% ../nbs/60_physics.ipynb #502814db
 def physics_steps(state:tuple, # (x, y, vx, vy (P, N); t () s; pidx (P,) int64; d0 (P,); dq (P,) int64)
                   c:dict, # `prepare`'s constants
                   pellets:torch.Tensor, # (n, 2) the course, or (P, n, 2) a course per creature
@@ -222,6 +231,7 @@ def pellet_course(seed:int, generation:int=0, n:int=N_PELLETS,
     steps = rng.uniform(2.5, 5.0, n) * rng.choice([-1.0, 1.0], n)
     return torch.tensor(np.stack([np.cumsum(steps), rng.uniform(0.2, 0.6, n)], -1), dtype=torch.float32)
 
+# %% ../nbs/60_physics.ipynb #77f0dee4
 def pellet_courses(seed:int, first:int, count:int, # courses `first` .. `first + count - 1` of `seed`
                    stream:int=3)->torch.Tensor: # (count, N_PELLETS, 2)
     "`count` courses stacked: `pellet_course(seed, first + r, stream=stream)` for r < `count`."
@@ -235,6 +245,7 @@ def physics_loop(state:tuple, c:dict, pellets:torch.Tensor, # as in `physics_ste
     def body(i, *s): return (i + 1, *physics_steps(s, c, pellets, 1))
     return while_loop(lambda i, *s: i < n, body, (torch.zeros_like(n), *state))[1:]
 
+# %% ../nbs/60_physics.ipynb #6290e653
 _COMPILED = {}
 def stepper(compile:bool=False, # `torch.compile` it (once per process and batch size)?
             device:str='cpu')->callable: # `fn(state, c, pellets, steps)`: the state after `steps` steps
@@ -270,6 +281,7 @@ class SimResult:
     frame_pellets: np.ndarray|None = None # (F, P) index of the current pellet in each frame
     steps: int = 0
 
+# %% ../nbs/60_physics.ipynb #f9a69e7d
 def simulate(pop:dict, # a population (P creatures)
              pellets:torch.Tensor, # (n, 2) `pellet_course`, or (P, n, 2) a course per creature
              seconds:float=EPISODE_SECONDS, # episode length; a multiple of 1/15 s
@@ -343,6 +355,7 @@ class GAConfig:
     mutation_scale: float = 0.1 # noise std as a fraction of the gene's range
     structure_rate: float = 0.05 # probability of each structural mutation (add/remove node/muscle)
 
+# %% ../nbs/60_physics.ipynb #1b331242
 FLOAT_RANGES = dict(node_mass='node_mass', node_friction='node_friction', muscle_stiffness='muscle_stiffness',
                     muscle_rest='muscle_rest', muscle_amp='muscle_amp', muscle_freq='muscle_freq',
                     muscle_phase='muscle_phase', ctrl_w1='ctrl', ctrl_b1='ctrl', ctrl_w2='ctrl', ctrl_b2='ctrl')
@@ -356,6 +369,7 @@ def _add_muscle(g, rng, a, b):
         g[key][m] = _uniform(rng, key, ())
     return True
 
+# %% ../nbs/60_physics.ipynb #85224ac3
 def repair(g:dict, rng:np.random.Generator)->dict:
     "Make one creature's genes (numpy, modified in place) valid: see the rules above."
     n = int(g['node_mask'].sum())
@@ -376,6 +390,7 @@ def repair(g:dict, rng:np.random.Generator)->dict:
             if _add_muscle(g, rng, i, j): seen.add((min(i, j), max(i, j))); covered.update((i, j))
     return g
 
+# %% ../nbs/60_physics.ipynb #97e7d89c
 def mutate(g:dict, rng:np.random.Generator, cfg:GAConfig)->dict:
     "Parameter and structure mutations of one creature's genes (numpy, in place); returns `repair(g)`."
     for key, r in FLOAT_RANGES.items():
@@ -408,6 +423,7 @@ def mutate(g:dict, rng:np.random.Generator, cfg:GAConfig)->dict:
         g['muscle_mask'][rng.choice(np.flatnonzero(g['muscle_mask']))] = 0
     return repair(g, rng)
 
+# %% ../nbs/60_physics.ipynb #f4c27a96
 def crossover(a:dict, b:dict, rng:np.random.Generator)->dict: # child genes (numpy)
     "Child of `a` (the fitter parent: its node count) and `b`: node, muscle-slot and controller genes from either, repaired."
     c = {k: v.copy() for k, v in a.items()}
@@ -422,6 +438,7 @@ def crossover(a:dict, b:dict, rng:np.random.Generator)->dict: # child genes (num
         m = rng.random(c[key].shape) < 0.5; c[key][m] = b[key][m]
     return repair(c, rng)
 
+# %% ../nbs/60_physics.ipynb #babde5c9
 def next_generation(pop:dict, # this generation (P creatures)
                     fitness:np.ndarray, # (P,) its fitness
                     seed:int, generation:int, # the run's seed and this generation's number: the only randomness

@@ -28,6 +28,7 @@ def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run o
     nbs = Path(nbs or notebooks_dir())
     return sorted(p.stem for p in nbs.glob('[0-9]*.ipynb'))
 
+# %% ../nbs/99_pipeline.ipynb #6b944826
 def notebook_parameters(path:Path)->dict: # {name: {'type': 'int'|'float'|'str'|'bool', 'default': value}}
     "Names, declared types and defaults of the notebook's `parameters` cell."
     import papermill as pm, nbformat
@@ -89,12 +90,14 @@ def parse_override(text:str)->tuple: # (name, value)
     except (ValueError, SyntaxError): value = raw
     return name.strip(), value
 
+# %% ../nbs/99_pipeline.ipynb #a21cb1a8
 def _typed(value, typ:str, name:str):
     ok = {'int': lambda v: isinstance(v, int) and not isinstance(v, bool), 'bool': lambda v: isinstance(v, bool),
           'float': lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), 'str': lambda v: isinstance(v, str)}
     if typ in ok and not ok[typ](value): raise ValueError(f"parameter {name} is declared {typ}, got {value!r}")
     return float(value) if typ == 'float' else value
 
+# %% ../nbs/99_pipeline.ipynb #4ac1c94c
 def resolve_parameters(notebooks:list, # names in run order
                        preset:str='quick', overrides:list=(), # `name=value` strings
                        nbs:Path|None=None)->dict: # {notebook: {name: value}} to inject
@@ -132,6 +135,7 @@ def cell_flags(source:str)->set:
         out |= set(line[2:].split()) & set(FLAGS)
     return out
 
+# %% ../nbs/99_pipeline.ipynb #e5bee576
 def skip_flagged(nb, flags=()): # an nbformat notebook; flags to run anyway
     "Turn code cells flagged with a flag not in `flags` into raw cells; returns the names of the skipped flags per cell."
     skipped = []
@@ -144,6 +148,7 @@ def skip_flagged(nb, flags=()): # an nbformat notebook; flags to run anyway
 class NotebookFailed(RuntimeError):
     "A notebook of a run raised; the message names the notebook and the cell."
 
+# %% ../nbs/99_pipeline.ipynb #6b484bed
 def _versions()->dict:
     out = dict(python=platform.python_version())
     for pkg in ('genome_lab', 'pufferlib', 'torch', 'numpy', 'papermill', 'safetensors'):
@@ -151,10 +156,12 @@ def _versions()->dict:
         except metadata.PackageNotFoundError: out[pkg] = None
     return out
 
+# %% ../nbs/99_pipeline.ipynb #2b7605da
 def _git_commit(path:Path)->str|None:
     try: return subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=path, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError): return None
 
+# %% ../nbs/99_pipeline.ipynb #380bb0d7
 def new_run_id()->str: return datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S-') + uuid.uuid4().hex[:6]
 
 # %% ../nbs/99_pipeline.ipynb #63ca52d7
@@ -163,6 +170,7 @@ def kernel_config(): # a traitlets `Config` for papermill's kernel manager
     from traitlets.config import Config
     return Config(KernelManager=dict(transport_encryption='auto'))
 
+# %% ../nbs/99_pipeline.ipynb #c6afe531
 def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: all numbered notebooks
                  preset:str='quick', overrides:list=(), # `name=value` strings
                  runs_dir:str|Path='runs', run_id:str|None=None, # output: `runs_dir/run_id/`
@@ -192,18 +200,21 @@ def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: 
         _run_notebooks(run_dir, notebooks, params, record, flags, progress)
     return run_dir
 
+# %% ../nbs/99_pipeline.ipynb #864df0e4
 def snapshot_registry(run_dir:Path):
     "Copy `run_dir/registry` to `run_dir/registry.before` (the registry as it is before a notebook runs), all at once."
     tmp, snap = run_dir/'registry.before.tmp', run_dir/'registry.before'
     shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(run_dir/'registry', tmp)
     shutil.rmtree(snap, ignore_errors=True); os.replace(tmp, snap)
 
+# %% ../nbs/99_pipeline.ipynb #27dc4793
 def restore_registry(run_dir:Path):
     "Put `run_dir/registry.before` back as `run_dir/registry` (a killed restore is simply done again on the next resume)."
     tmp, old = run_dir/'registry.restore.tmp', run_dir/'registry.old'
     shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(run_dir/'registry.before', tmp)
     shutil.rmtree(old, ignore_errors=True); os.replace(run_dir/'registry', old); os.replace(tmp, run_dir/'registry'); shutil.rmtree(old)
 
+# %% ../nbs/99_pipeline.ipynb #af47f2f6
 DISPLAY_SETUP = """# genome_lab.pipeline: how a run's notebooks show numbers (an IPython startup file of the run's kernels)
 try:
     import pandas as pd
@@ -223,6 +234,7 @@ def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags
         _run_each(run_dir, notebooks, params, record, flags, progress, save)
     record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
 
+# %% ../nbs/99_pipeline.ipynb #697f8077
 def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, save):
     "`_run_notebooks`' loop: each notebook not done yet, its registry snapshot first; `save()` writes `run.json`."
     import papermill as pm, nbformat
@@ -270,6 +282,7 @@ def noisy_outputs(path:str|Path)->list: # [[cell index, kind of noise]]
 # %% ../nbs/99_pipeline.ipynb #990996b8
 def _minutes(s:float)->str: return f"{int(s // 60)}m{round(s % 60):02d}s" if s >= 60 else f"{s:.1f} s"
 
+# %% ../nbs/99_pipeline.ipynb #03117a6e
 def run_summary(run_dir:str|Path)->str: # lines for the console
     """What run `run_dir` did: its notebooks and time, the seasons, per arena the genomes rated and replaced and the top
     active one (the leaderboard's note where a baseline leads), where the figures are and how to serve them."""
@@ -372,8 +385,10 @@ def usage_spec(parser:argparse.ArgumentParser)->dict|None: # JSON; None when the
                          bounds=list(t.bounds) if typ == 'bounded' else None))
     return dict(prog=parser.prog, allow_abbrev=parser.allow_abbrev, actions=acts)
 
+# %% ../nbs/99_pipeline.ipynb #c61ccc99
 class _Refused(Exception): "A command line `check_usage`'s parser refused; the message is argparse's usage and error."
 
+# %% ../nbs/99_pipeline.ipynb #f740981c
 def _bounded(lo:int, hi:int):
     def value(text:str)->int:
         v = int(text)
@@ -381,6 +396,7 @@ def _bounded(lo:int, hi:int):
         return v
     return value
 
+# %% ../nbs/99_pipeline.ipynb #490a3b97
 def check_usage(spec:dict, # `usage_spec`'s answer
                 argv:list)->str|None: # argparse's usage line and error, or None when the command line fits
     "Check a command line against a command's `usage_spec` as its own parser would, without importing the command."
@@ -408,6 +424,7 @@ def source_digest()->str: # 16 hex digits
     for p in sorted(Path(genome_lab.__file__).parent.glob('*.py')): h.update(p.name.encode() + b'\0' + p.read_bytes())
     return h.hexdigest()[:16]
 
+# %% ../nbs/99_pipeline.ipynb #a14fccba
 def command_help(name:str, # a command of `commands()`
                  cache:Path|None=None)->str: # its `--help` text (argparse's)
     """The `--help` text of command `name`: read from `cache` (default `HELP_CACHE`) when this package's sources are
@@ -426,6 +443,7 @@ def command_help(name:str, # a command of `commands()`
             atomic_write(path, out.getvalue())
     return out.getvalue()
 
+# %% ../nbs/99_pipeline.ipynb #7fe12c69
 def cached_usage(name:str, cache:Path|None=None)->dict|None: # `usage_spec` of the command's parser, None when not cached
     "The `usage_spec` `command_help` kept for command `name` with this package's sources (nothing is imported)."
     path = Path(cache or HELP_CACHE)/source_digest()/f'{name}.json'

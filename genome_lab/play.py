@@ -127,6 +127,8 @@ def protected_key(state:SnakeState, # `SnakeArena.c_state()` of the map
 
 # %% ../nbs/86_play.ipynb #3ad842c6
 def _rows(state, idx): return None if state is None else tuple(s[idx] for s in state) # a policy state's rows
+
+# %% ../nbs/86_play.ipynb #e4c5b6bd
 def _put(state, idx, new):
     if state is not None:
         for s, v in zip(state, new): s[idx] = v
@@ -358,6 +360,7 @@ class ContributionOut(BaseModel):
     season: int|None = Field(None, description="the last season whose tournament rated it")
     ordinal: float|None = Field(None, description="its OpenSkill ordinal (mu - 3 sigma) after that season")
 
+# %% ../nbs/86_play.ipynb #84d3b813
 class ContributionsOut(BaseModel):
     player: str
     sessions: int = Field(description="sessions the player uploaded")
@@ -373,15 +376,18 @@ async def _play_lifespan(app):
 
 router = APIRouter(tags=['play'], lifespan=_play_lifespan)   # the games' threads end with the app
 
+# %% ../nbs/86_play.ipynb #d6223d62
 def play_page_html()->str:
     "The game page, package data `genome_lab/pages/play.html`."
     return importlib.resources.files('genome_lab').joinpath('pages/play.html').read_text()
 
+# %% ../nbs/86_play.ipynb #fc06851b
 @router.get('/play', response_class=HTMLResponse, operation_id='play_page')
 def play_page()->HTMLResponse:
     "The browser game: your snake among the active genomes' snakes, their names on them (arrow keys or swipes)."
     return HTMLResponse(play_page_html())
 
+# %% ../nbs/86_play.ipynb #f098a729
 @router.get('/api/play/contributions', response_model=ContributionsOut, operation_id='player_contributions')
 def contributions_data(player:str=Query(pattern=PLAYER_NAME, description="a player name"),
                        pool:RegistryPool=Depends(registry_pool))->ContributionsOut:
@@ -440,9 +446,11 @@ def play_secret(registry_root:str|Path, create:bool=True)->bytes|None: # 32 byte
         finally: tmp.unlink()
     return path.read_bytes()
 
+# %% ../nbs/86_play.ipynb #a1fb3b74
 def player_token(secret:bytes, player:str)->str:
     return f"{player}.{hmac.new(secret, player.encode(), hashlib.sha256).hexdigest()}"
 
+# %% ../nbs/86_play.ipynb #1cbe5952
 def token_player(secret:bytes|None, token:str|None)->str|None:
     "The player name a token of `player_token` carries, or None for a missing, malformed or forged token."
     if not secret or not token: return None
@@ -503,6 +511,7 @@ class PlayState:
         self._enemies = await self._loading[1]
         return self._enemies
 
+# %% ../nbs/86_play.ipynb #34dff510
 def play_state(app)->PlayState:
     "The app's `PlayState`, made on first use with the app's `PlayLimits` (`app.state.options`, else the defaults)."
     if getattr(app.state, 'play', None) is None: app.state.play = PlayState(app.state.options.get(PlayLimits) or PlayLimits())
@@ -550,12 +559,15 @@ def may_record(app, # the server's app
 async def _close(ws:WebSocket, code:int, reason:str): # never raises: the page may be gone
     with contextlib.suppress(Exception): await ws.close(code=code, reason=reason.encode()[:123].decode(errors='ignore'))
 
+# %% ../nbs/86_play.ipynb #0cc2b73d
 async def _send(ws:WebSocket, msg:dict)->bool: # False when the page is gone
     try: await ws.send_json(msg); return True
     except Exception: return False
 
+# %% ../nbs/86_play.ipynb #3d95cd64
 def _advance(game:PlayGame, slots:dict)->dict: game.step(); return game.frame(slots)
 
+# %% ../nbs/86_play.ipynb #681cd9e9
 @router.websocket('/play/socket')
 async def play_socket(ws:WebSocket, player:str=Query('guest'), consent:bool=Query(False),
                       seed:int|None=Query(None, ge=0, lt=2**31)):
@@ -614,17 +626,20 @@ async def _game(ws:WebSocket, st:PlayState, player:str, consent:bool, seed:int|N
 class PlayerIn(BaseModel):
     player: str = Field(pattern=PLAYER_NAME, description="the name to play and record under")
 
+# %% ../nbs/86_play.ipynb #ca47e316
 class PlayerOut(BaseModel):
     player: str|None = Field(description="the name this browser holds a player token for (null: none)")
     claimed: bool = Field(False, description="was the name claimed by this request (false: it was this browser's already)?")
     records: bool = Field(description="does this server record games (a writable server)?")
 
+# %% ../nbs/86_play.ipynb #3f8cf6ed
 @router.get('/api/play/player', response_model=PlayerOut, operation_id='play_player')
 def play_player(request:Request)->PlayerOut:
     "The player name this browser's token (its cookie) carries, or null."
     secret = play_secret(request.app.state.pool.root, create=False)
     return PlayerOut(player=token_player(secret, request.cookies.get(PLAYER_COOKIE)), records=not request.app.state.read_only)
 
+# %% ../nbs/86_play.ipynb #06e26472
 @router.post('/api/play/player', response_model=PlayerOut, operation_id='claim_player',
              responses={403: {'description': "another site's page, or a read-only server"}, 409: {'description': 'the name is taken'},
                         422: {'description': 'a reserved or malformed name'}, 429: {'description': 'too many names claimed'}})

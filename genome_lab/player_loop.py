@@ -39,15 +39,18 @@ class SessionOpen(BaseModel):
     seed: Optional[int] = None
     chunk_rows: int = Field(1024, ge=1, le=1_000_000)
 
+# %% ../nbs/74_player_loop.ipynb #98595d21
 class SessionOut(BaseModel):
     id: str; player: str; kind: str
     steps: int = Field(description="steps stored"); chunks: int = Field(description="chunks stored: the next one to send has this index")
     closed: bool
 
+# %% ../nbs/74_player_loop.ipynb #594a45e2
 class ChunkStored(BaseModel):
     stored: bool = Field(description="false: this chunk was stored before, and is ignored")
     steps: int = Field(description="the session's steps stored after this request")
 
+# %% ../nbs/74_player_loop.ipynb #99955e15
 class GameReport(BaseModel):
     "One finished game as a client saw it."
     model_config = ConfigDict(extra='forbid', strict=True)
@@ -56,6 +59,7 @@ class GameReport(BaseModel):
     genomes: list[str] = Field(min_length=1, max_length=64, description="ids of the genomes the player met")
     played_again: StrictBool = Field(description="did the player start another game afterwards?")
 
+# %% ../nbs/74_player_loop.ipynb #4c40b31f
 class ReportStored(BaseModel):
     stored: bool = Field(description="false: a report with this id was stored before, and this one is ignored")
     engagement: dict[str, float] = Field(description="the player engagement of each genome met, after this report")
@@ -67,6 +71,7 @@ session_lock = threading.Lock()   # one writer of session folders at a time (the
 def _out(meta:dict)->SessionOut:
     return SessionOut(id=meta['id'], player=meta['player'], kind=meta['kind'], steps=meta['steps'], chunks=len(meta['chunks']), closed=meta['closed'])
 
+# %% ../nbs/74_player_loop.ipynb #66aaf479
 def _session_call(fn, *args):
     "Run a session operation under the lock; `ChunkConflict` answers 409, other `ChunkError`s 400."
     try:
@@ -74,14 +79,17 @@ def _session_call(fn, *args):
     except ChunkConflict as e: raise HTTPException(409, str(e)) from None
     except ChunkError as e: raise HTTPException(400, str(e)) from None
 
+# %% ../nbs/74_player_loop.ipynb #de98cc64
 def _root(pool:RegistryPool)->Path: return uploaded_sessions(pool.root)
 
+# %% ../nbs/74_player_loop.ipynb #1d73db8d
 @router.post('/sessions', response_model=SessionOut, operation_id='open_session', responses={k: ERRORS[k] for k in (400, 401, 403, 409)})
 def post_session(body:SessionOpen, pool:RegistryPool=Depends(registry_pool))->SessionOut:
     "Open a session for upload (opening it again with the same metadata is harmless: the answer says how many chunks are stored)."
     meta = {k: v for k, v in body.model_dump().items() if k in UPLOAD_META and v is not None}
     return _out(_session_call(open_session, _root(pool), body.session_id, meta))
 
+# %% ../nbs/74_player_loop.ipynb #828e1e64
 @router.get('/sessions/{session_id}', response_model=SessionOut, operation_id='session_status', responses={404: ERRORS[404]})
 def get_session(session_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool=Depends(registry_pool))->SessionOut:
     "How much of a session is stored: a client resumes its upload from `chunks`."
@@ -89,6 +97,7 @@ def get_session(session_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool=
     if not f.exists(): raise HTTPException(404, f"no session {session_id!r}")
     return _out(json.loads(f.read_text()))
 
+# %% ../nbs/74_player_loop.ipynb #97f4a9a0
 @router.put('/sessions/{session_id}/chunks/{index}', response_model=ChunkStored, operation_id='upload_chunk',
             openapi_extra={'requestBody': {'required': True, 'content': BINARY, 'description': "one chunk's Parquet bytes"}},
             responses={k: ERRORS[k] for k in (400, 401, 403, 409, 413)})
@@ -99,11 +108,13 @@ async def put_chunk(request:Request, session_id:str=PathParam(pattern=ID_PATTERN
     stored = await run_in_threadpool(_session_call, receive_chunk, _root(pool), session_id, index, await request.body(), sha256)
     return ChunkStored(stored=stored, steps=json.loads((_root(pool)/session_id/'session.json').read_text())['steps'])
 
+# %% ../nbs/74_player_loop.ipynb #50387714
 @router.post('/sessions/{session_id}/close', response_model=SessionOut, operation_id='close_session', responses={k: ERRORS[k] for k in (401, 403, 409)})
 def post_close(session_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool=Depends(registry_pool))->SessionOut:
     "Mark a session complete."
     return _out(_session_call(close_session, _root(pool), session_id))
 
+# %% ../nbs/74_player_loop.ipynb #7345be1c
 @router.post('/report_game', response_model=ReportStored, operation_id='report_game', responses={k: ERRORS[k] for k in (401, 403, 404, 409)})
 def post_report(body:GameReport, pool:RegistryPool=Depends(registry_pool))->ReportStored:
     "Report one finished game: the genomes met and whether the player played again (a repeated report id is ignored)."
@@ -128,6 +139,7 @@ def upload_session(client:GenomeClient, # a client with the server's token
     r.raise_for_status()
     return r.json()
 
+# %% ../nbs/74_player_loop.ipynb #d04e6d7e
 def report_game(client:GenomeClient, report_id:str, player:str, genomes:list, played_again:bool)->dict: # `ReportStored`
     "Report one finished game of `player` against `genomes`; raises `httpx.HTTPStatusError` when refused."
     r = client.http.post('/report_game', json=dict(report_id=report_id, player=player, genomes=list(genomes), played_again=bool(played_again)),

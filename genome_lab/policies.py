@@ -105,12 +105,14 @@ def pufferlib_config(arena:str)->dict: # `LinearLSTM` config
     if cfg is None: raise ValueError(f"PufferLib ships no trained policy for the arena {arena!r}")
     return dict(cfg)
 
+# %% ../nbs/01_policies.ipynb #80805db0
 def pufferlib_weights_path(arena:str)->Path: # path inside the installed pufferlib package
     "Path of PufferLib's trained weights for `arena` ('snake' or 'tetris')."
     pufferlib_config(arena)
     pkg = import_pufferlib_module('pufferlib')
     return Path(pkg.__path__[0])/'resources'/arena/f'{arena}_weights.bin'
 
+# %% ../nbs/01_policies.ipynb #88f5c80c
 def load_pufferlib_policy(arena:str, path:str|Path|None=None)->LinearLSTM:
     "A `LinearLSTM` holding PufferLib's trained weights for `arena`; raises `ValueError` if the file's size is off."
     path = Path(path or pufferlib_weights_path(arena))
@@ -150,6 +152,7 @@ def move_tables(vision:int=SNAKE_VISION)->dict: # {name: (w*w, 4) float32 tensor
     out['next_cell'] = torch.tensor([r*w + c for r, c in nxt])
     return out
 
+# %% ../nbs/01_policies.ipynb #930d7e57
 class SnakeHeuristic(Policy):
     "Hand-written snake: seek food and corpses, avoid walls and snakes; `weights` = (food, corpse, collision, crowding)."
     arch = 'snake_heuristic'
@@ -191,6 +194,7 @@ class SnakeStyle(Policy):
                  - c['crowding']*block @ self.around + c['space']*(1 - block) @ self.near3 / 25 + c['hunt']*others @ self.reach / 10)
         return score / max(c['temperature'], 1e-6), state
 
+# %% ../nbs/01_policies.ipynb #6b33be99
 class Tempered(Policy):
     "Sample `policy`'s actions at `temperature` (logits divided by it)."
     arch = 'tempered'
@@ -202,6 +206,7 @@ class Tempered(Policy):
         logits, state = self.policy(obs, state)
         return logits / self.temperature, state
 
+# %% ../nbs/01_policies.ipynb #cd43d8d6
 class EpsilonGreedy(Policy):
     "`base`'s greedy action, replaced by a uniform random one with probability `epsilon` (a ladder of known strength)."
     arch, stochastic = 'epsilon_greedy', True
@@ -348,12 +353,14 @@ def find_architecture(arch:str)->type:
     if arch not in ARCHITECTURES: raise ValueError(f"unknown architecture {arch!r}: known are {sorted(ARCHITECTURES)}")
     return ARCHITECTURES[arch]
 
+# %% ../nbs/01_policies.ipynb #f68fbcd8
 def build_policy(arch:str, config:dict)->Policy:
     "An untrained policy of architecture `arch` built from `config`; raises `ValueError` for unknown names or config keys."
     find_architecture(arch)
     try: return ARCHITECTURES[arch](**config)
     except TypeError as e: raise ValueError(f"bad config for {arch!r}: {config} ({e})") from None
 
+# %% ../nbs/01_policies.ipynb #71c8b393
 def param_shapes(arch:str, config:dict)->dict: # {name: shape tuple}
     "The parameter names and shapes of architecture `arch` with `config`."
     return {k: tuple(v.shape) for k, v in build_policy(arch, config).state_dict().items()}

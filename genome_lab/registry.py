@@ -33,8 +33,10 @@ FORMAT = 'genome_lab/1'
 class GenomeFormatError(ValueError):
     "A file or payload that is not a valid genome_lab genome."
 
+# %% ../nbs/10_registry.ipynb #bb8b749b
 def utcnow()->str: return datetime.now(timezone.utc).isoformat(timespec='seconds')
 
+# %% ../nbs/10_registry.ipynb #fdeec457
 @dataclass
 class Genome:
     "Metadata of one genome; `parents` is a list of `{'id', 'relation'}` (a player parent has relation 'player')."
@@ -77,6 +79,7 @@ def shape_mismatch(arch:str, want:dict, got:dict)->str|None: # the message; None
     return (f"parameters do not match architecture {arch!r} with its config: missing {missing}, unexpected {extra}, "
             f"wrong shape {[(k, got[k], want[k]) for k in wrong]}")
 
+# %% ../nbs/10_registry.ipynb #7e6b135b
 def check_params(genome:Genome, params:dict):
     "Raise `GenomeFormatError` unless `params` has exactly the names and shapes of `genome.arch` with `genome.config`."
     try: want = param_shapes(genome.arch, genome.config)
@@ -84,12 +87,14 @@ def check_params(genome:Genome, params:dict):
     if (why := shape_mismatch(genome.arch, want, {k: tuple(v.shape) for k, v in params.items()})) is not None:
         raise GenomeFormatError(why)
 
+# %% ../nbs/10_registry.ipynb #127f1b36
 def genome_to_bytes(genome:Genome, params:dict)->bytes: # safetensors bytes
     "Serialise `genome` and its `params` (name -> tensor) as safetensors with the metadata in the header."
     check_params(genome, params)
     meta = {'format': FORMAT, 'genome': json.dumps(asdict(genome), sort_keys=True)}
     return st_save({k: v.detach().contiguous().cpu() for k, v in params.items()}, metadata=meta)
 
+# %% ../nbs/10_registry.ipynb #5958c80b
 def genome_from_bytes(data:bytes)->tuple: # (Genome, {name: tensor})
     "Parse safetensors bytes written by `genome_to_bytes`; raises `GenomeFormatError` on anything else."
     try:
@@ -187,6 +192,7 @@ class SQLiteStore:
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
 
+# %% ../nbs/10_registry.ipynb #838bf0ca
 class Registry(SQLiteStore):
     """Genomes, their results and lineage in `root/registry.sqlite` + `root/genomes/*.safetensors`. `version()` grows with
     every committed change of what the manifest shows (triggers on `VERSIONED`), whichever process wrote it. `root` is
@@ -252,6 +258,7 @@ def family_word(name:str)->str: # letters and digits, a capital first
     w = w if w[:1].isalpha() else 'Genome' + w
     return w[0].upper() + w[1:]
 
+# %% ../nbs/10_registry.ipynb #4b6164fb
 @patch
 def unique_name(self:Registry, name:str)->str:
     """`name` if no genome has it; else a `NAMING` name with the next free n of its family and method, any other name
@@ -273,6 +280,7 @@ def _genome_path(self:Registry, gid:str)->Path:
     if not gid or not all(c.isalnum() or c in '-_' for c in gid): raise RegistryError(f"bad genome id {gid!r}")
     return self.genome_dir/f'{gid}.safetensors'
 
+# %% ../nbs/10_registry.ipynb #a18a287d
 @patch
 def add(self:Registry,
          genome:Genome, params:dict, # metadata and parameters (name -> tensor)
@@ -294,6 +302,7 @@ def add(self:Registry,
         atomic_write(final, data)
     return genome
 
+# %% ../nbs/10_registry.ipynb #f9f91d9f
 @patch
 def load(self:Registry, gid:str)->tuple: # (Genome, params)
     "Read a genome's file; raises `RegistryError` if unknown, `GenomeFormatError` if the file is corrupt."
@@ -304,6 +313,7 @@ def load(self:Registry, gid:str)->tuple: # (Genome, params)
         raise GenomeFormatError(f"{self._genome_path(gid)} does not match its recorded sha256: the file was changed or damaged")
     return genome_from_bytes(data)
 
+# %% ../nbs/10_registry.ipynb #5040fbea
 @patch
 def policy(self:Registry, gid:str)->Policy:
     "The genome's policy, ready to `act`."
@@ -312,6 +322,7 @@ def policy(self:Registry, gid:str)->Policy:
     pol.load_state_dict(params)
     return pol.eval()
 
+# %% ../nbs/10_registry.ipynb #f762e034
 @patch
 def set_status(self:Registry, gid:str, status:str):
     "Mark a genome 'candidate', 'active' or 'retired'."
@@ -320,6 +331,7 @@ def set_status(self:Registry, gid:str, status:str):
         if db.execute('UPDATE genomes SET status=? WHERE id=?', (status, gid)).rowcount != 1:
             raise RegistryError(f"no genome {gid!r} in the registry")
 
+# %% ../nbs/10_registry.ipynb #4d6fd835
 @patch
 def ids(self:Registry, status:str|None=None)->list:
     q = 'SELECT id FROM genomes' + (' WHERE status=?' if status else '') + ' ORDER BY created, rowid'
@@ -377,12 +389,14 @@ def stats(self:Registry,
 @patch
 def has(self:Registry, gid:str)->bool: return self.db.execute('SELECT 1 FROM genomes WHERE id=?', (gid,)).fetchone() is not None
 
+# %% ../nbs/10_registry.ipynb #b9307ee8
 @patch
 def named(self:Registry, prefix:str, type:str|None=None)->list: # [(id, name)] in creation order
     "Genomes whose name starts with `prefix` (and of `type`, if given): versioned names such as `Hunter-cluster1`, `Hunter-cluster2`."
     q = "SELECT id, name FROM genomes WHERE substr(name, 1, ?) = ?" + (" AND type=?" if type else '') + " ORDER BY created, rowid"
     return [(r['id'], r['name']) for r in self.db.execute(q, (len(prefix), prefix) + ((type,) if type else ()))]
 
+# %% ../nbs/10_registry.ipynb #48235d1d
 @patch
 def record_games(self:Registry,
                  gid:str, # the genome that played
@@ -404,11 +418,13 @@ def record_games(self:Registry,
                        [(eid, gid, s, r, l, k, li) for s, r, l, k, li in rows])
     return eid
 
+# %% ../nbs/10_registry.ipynb #60ce35ac
 @patch
 def games(self:Registry, gid:str)->int:
     "Number of recorded games of genome `gid`."
     return self.db.execute('SELECT COUNT(*) FROM results WHERE genome=?', (gid,)).fetchone()[0]
 
+# %% ../nbs/10_registry.ipynb #5a7d3550
 @patch
 def players(self:Registry)->list: # [{'player', 'games', 'genomes'}] most games first
     "Each player's contributions: games reported (`record_games(player=...)` results and `record_report` game reports) and genomes with the player as a parent."
@@ -446,6 +462,7 @@ def record_report(self:Registry,
         db.executemany('INSERT INTO game_reports VALUES (?,?,?,?,?)', [(report, g, player, int(bool(played_again)), now) for g in genomes])
     return True
 
+# %% ../nbs/10_registry.ipynb #03e64eea
 @patch
 def engagement(self:Registry)->dict: # {genome id: {'player_engagement', 'reports', 'source'}}, every genome
     "Each genome's `player_engagement`: the share of reports naming it after which the player played again (`source` 'reports'), or `NEUTRAL_ENGAGEMENT` where none exist (`source` 'neutral')."
@@ -464,6 +481,7 @@ def genome(self:Registry, gid:str)->dict: # the row as a dict, with `parents`
                     for p in self.db.execute('SELECT parent, relation FROM lineage WHERE child=? ORDER BY rowid', (gid,))]
     return d
 
+# %% ../nbs/10_registry.ipynb #eda48971
 @patch
 def set_manifest(self:Registry, **kw): # max_active=int, last_tournament=ISO time or None
     "Update manifest fields."
@@ -474,6 +492,7 @@ def set_manifest(self:Registry, **kw): # max_active=int, last_tournament=ISO tim
     with self.transaction() as db:
         db.executemany('INSERT OR REPLACE INTO manifest VALUES (?,?)', [(k, json.dumps(v)) for k, v in kw.items()])
 
+# %% ../nbs/10_registry.ipynb #eff1dd9f
 ORDINAL_Z = 3.0 # OpenSkill's ordinal: mu - 3 sigma (openskill's `ordinal()` default)
 
 @patch
@@ -486,6 +505,7 @@ def ratings(self:Registry)->dict: # {genome id: {'mu', 'sigma', 'ordinal', 'game
     return {r['genome']: dict(mu=r['mu'], sigma=r['sigma'], ordinal=r['mu'] - ORDINAL_Z*r['sigma'], games=r['games'],
                               version=r['version']) for r in rows if r['version'] == current[r['arena']]}
 
+# %% ../nbs/10_registry.ipynb #60e77ec9
 @patch
 def performance(self:Registry)->dict: # {genome id: the design's performance block}, every genome
     "Each genome's `performance`: the design's names from its tournament games, engagement, rating and statistics by kind."
@@ -499,6 +519,7 @@ def performance(self:Registry)->dict: # {genome id: the design's performance blo
                       by_kind={k: v[g] for k, v in kinds.items() if g in v})
     return out
 
+# %% ../nbs/10_registry.ipynb #b677c982
 @patch
 def manifest(self:Registry)->dict: # {'genomes': [...], 'max_active': int, 'last_tournament': str|None}
     """The manifest (docs/design.md, Registry and manifest): active genomes with metadata, `performance` and `rank`,
@@ -519,6 +540,7 @@ def lineage_root(self:Registry, gid:str)->str: # genome id
     while ps := [p['id'] for p in self.genome(gid)['parents'] if self.has(p['id'])]: gid = ps[0]
     return gid
 
+# %% ../nbs/10_registry.ipynb #37d94f4f
 @patch
 def genome_name(self:Registry, method:str, # what made the genome: a key of `METHODS` ('ppo', 'ga', 'prog', ...)
                 parent:str|None=None, # the genome id it descends from (its first parent); None or not here: `family`
@@ -559,6 +581,7 @@ def offer(self:Registry, gid:str, producer:str)->bool: # False: offered before (
         return db.execute('INSERT OR IGNORE INTO candidate_queue VALUES (?,?,?,NULL)',
                           (gid, producer, utcnow())).rowcount == 1
 
+# %% ../nbs/10_registry.ipynb #58e5bd3e
 @patch
 def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, in the order offered
     "The offers waiting, now taken by `season`, with those it took before (a resumed season gets its offers back)."
@@ -569,6 +592,7 @@ def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, in th
                           (season,))
         return {r['genome']: r['producer'] for r in rows}
 
+# %% ../nbs/10_registry.ipynb #215c1870
 @patch
 def waiting_offers(self:Registry)->dict: # {genome id: producer}, in the order offered
     "The offers no season has taken yet."
@@ -588,12 +612,14 @@ def mute_producer(self:Registry, producer:str, muted:bool=True): # mute it, or (
     with self.transaction() as db:
         db.execute('INSERT OR REPLACE INTO producer_switches VALUES (?,?,?)', (producer, int(muted), utcnow()))
 
+# %% ../nbs/10_registry.ipynb #91744f9f
 @patch
 def muted_producers(self:Registry)->set: # producer names
     "The producers whose mute switch is on now (`mute_producer`)."
     if not self.has_table('producer_switches'): return set()
     return {r['producer'] for r in self.db.execute('SELECT producer FROM producer_switches WHERE muted')}
 
+# %% ../nbs/10_registry.ipynb #a4e4d02d
 @patch
 def offers(self:Registry)->list: # [{'genome', 'producer', 'offered', 'season'}] in the order offered
     "Every offer of the candidate queue: taken (`season`, the season that took it) or waiting (`season` None)."
@@ -619,12 +645,14 @@ def seasons(self:Registry)->list: # [{'id', 'started', 'finished', 'status', 'co
     rows = [dict(r) for r in self.db.execute('SELECT * FROM seasons ORDER BY id')]
     return [r | {k: json.loads(r[k]) for k in ('config', *_SEASON_LISTS)} for r in rows]
 
+# %% ../nbs/10_registry.ipynb #8a4b9f42
 @patch
 def next_season(self:Registry)->int:
     "The season left running, else the one after the last: the season the next candidates are for."
     rows = self.seasons()
     return next((r['id'] for r in rows if r['status'] == 'running'), max((r['id'] for r in rows), default=0) + 1)
 
+# %% ../nbs/10_registry.ipynb #0b53cd81
 @patch
 def open_season(self:Registry, config:dict)->int: # the new season's number
     "Start the next season with settings `config` (stored as given), status 'running'."
@@ -643,12 +671,14 @@ def season_steps(self:Registry, season:int)->dict: # {step: result}
     rows = self.db.execute('SELECT step, result FROM season_steps WHERE season=?', (season,))
     return {r['step']: json.loads(r['result']) for r in rows}
 
+# %% ../nbs/10_registry.ipynb #30235b3f
 @patch
 def finish_season_step(self:Registry, season:int, step:str, result):
     "Record that season `season` finished `step` with `result` (JSON); `sqlite3.IntegrityError` if recorded before."
     with self.transaction() as db:
         db.execute('INSERT INTO season_steps VALUES (?,?,?,?)', (season, step, json.dumps(result), utcnow()))
 
+# %% ../nbs/10_registry.ipynb #351d2d1b
 @patch
 def close_season(self:Registry, season:int,
                  retire:list=(), # candidates the season played and did not choose: retired with the season
@@ -706,6 +736,7 @@ def genome_rows(self:Registry, statuses:tuple=STATUSES)->list: # [row dict (no `
     q = f"SELECT * FROM genomes WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY created, rowid"
     return [dict(r) for r in self.db.execute(q, tuple(statuses))]
 
+# %% ../nbs/10_registry.ipynb #5fb95044
 @patch
 def children(self:Registry, gid:str)->list: # [{'id', 'name', 'relation', 'status'}], oldest first
     "The genomes with `gid` among their parents, and how each was made from it."
@@ -713,6 +744,7 @@ def children(self:Registry, gid:str)->list: # [{'id', 'name', 'relation', 'statu
            WHERE l.parent = ? ORDER BY g.created, g.rowid"""
     return [dict(r) for r in self.db.execute(q, (gid,))]
 
+# %% ../nbs/10_registry.ipynb #73eb8abe
 @patch
 def genome_file(self:Registry, gid:str)->Path: # the genome's safetensors file
     "The stored file of genome `gid`; `RegistryError` for an unknown genome or a missing file."
@@ -732,11 +764,13 @@ def evaluations(self:Registry, kind:str|None=None, arena:str|None=None, # only t
     rows = self.db.execute(q, (*(v for _, v in where), *([limit] if limit is not None else [])))
     return [dict(r, settings=json.loads(r['settings'])) for r in rows]
 
+# %% ../nbs/10_registry.ipynb #e5e3b7ee
 @patch
 def evaluation_results(self:Registry, evaluation:int)->list: # [{'genome', 'score', 'survival', 'kills', 'game', 'place', ...}]
     "The results of evaluation `evaluation` in the order they were stored (a tournament's: game by game)."
     return [dict(r) for r in self.db.execute('SELECT * FROM results WHERE evaluation=? ORDER BY rowid', (evaluation,))]
 
+# %% ../nbs/10_registry.ipynb #f58a6c52
 @patch
 def games_played(self:Registry, gid:str, limit:int=50)->list: # [{'evaluation', 'game', 'arena', 'created', 'score', 'place'}], newest first
     "The tournament games genome `gid` played (at most `limit`), each with its score and place (0: won)."
@@ -745,6 +779,7 @@ def games_played(self:Registry, gid:str, limit:int=50)->list: # [{'evaluation', 
            ORDER BY r.evaluation DESC, r.game LIMIT ?"""
     return [dict(r) for r in self.db.execute(q, (gid, limit))]
 
+# %% ../nbs/10_registry.ipynb #d722510b
 @patch
 def rating_before(self:Registry, gid:str, evaluation:int, game:int)->tuple|None: # (mu, sigma), None before any
     "Genome `gid`'s rating just before game `game` of tournament `evaluation` (its last update in an earlier game)."
@@ -753,6 +788,7 @@ def rating_before(self:Registry, gid:str, evaluation:int, game:int)->tuple|None:
                         'ORDER BY evaluation DESC, game DESC LIMIT 1', (gid, evaluation, evaluation, game)).fetchone()
     return (r['mu'], r['sigma']) if r else None
 
+# %% ../nbs/10_registry.ipynb #fe25ec32
 @patch
 def replacement_log(self:Registry)->list: # [{'season', 'arena', 'created', 'removed', 'removed_name', 'added', ...}], newest first
     "Every change selection made (`71_selection`): the genome removed (None: a free place) and the one added, with names, ordinals, arena and season."
@@ -781,6 +817,7 @@ def open_tournament(self:Registry, record:dict)->int: # the tournament's evaluat
                           'VALUES (?,?,?,?,?,?,?,?)', ('tournament', record['arena'], record['version'],
                                                        json.dumps(record), 0, 0.0, 0, utcnow())).lastrowid
 
+# %% ../nbs/10_registry.ipynb #4a06ba9c
 @patch
 def tournament(self:Registry, evaluation:int)->tuple: # (its record, the seconds its games took so far)
     "The settings `open_tournament` stored for tournament `evaluation`; `RegistryError` for no such tournament."
@@ -789,6 +826,7 @@ def tournament(self:Registry, evaluation:int)->tuple: # (its record, the seconds
     if r is None: raise RegistryError(f"no tournament {evaluation} in {self.root}")
     return json.loads(r['settings']), r['seconds'] or 0.0
 
+# %% ../nbs/10_registry.ipynb #aaedbbaa
 @patch
 def update_tournament(self:Registry, evaluation:int, **changes)->dict: # the record as stored now
     "Merge `changes` into tournament `evaluation`'s stored record (its failures so far, say), all at once."
@@ -819,6 +857,7 @@ def store_games(self:Registry, evaluation:int, # an open tournament
                        [(i, version, mu, sigma, prev.get(i, 0) + n, utcnow()) for i, (mu, sigma, n) in ratings.items()])
         db.execute('UPDATE evaluations SET steps = steps + ?, seconds = seconds + ? WHERE id=?', (steps, seconds, evaluation))
 
+# %% ../nbs/10_registry.ipynb #394e5d4b
 @patch
 def stored_games(self:Registry, evaluation:int)->tuple: # (games stored, {(game, genome): result row})
     "How many of tournament `evaluation`'s games are stored (its rating history's), and their result rows."
@@ -869,6 +908,7 @@ def store_policy_ops(self:Registry, rows:list): # dicts with the columns of POLI
         db.executemany(f"INSERT OR REPLACE INTO policy_ops VALUES ({','.join('?' * len(cols))})",
                        [tuple(json.dumps(r[k]) if k == 'hyperparameters' else r[k] for k in cols) for r in rows])
 
+# %% ../nbs/10_registry.ipynb #4d7fb597
 @patch
 def policy_ops(self:Registry, run:str|None=None)->list: # dicts as stored, `hyperparameters` a dict
     "The policy-ops rows of PBT run `run`, or of every run."
@@ -900,6 +940,7 @@ def by_name(self:Registry, name:str)->str|None: # id of the newest genome called
     r = self.db.execute('SELECT id FROM genomes WHERE name=? ORDER BY created DESC, rowid DESC LIMIT 1', (name,)).fetchone()
     return r['id'] if r else None
 
+# %% ../nbs/10_registry.ipynb #035244f9
 def seed_founders(registry:Registry, status:str='active')->dict: # {name: id}
     "Add the founding genomes that `registry` lacks (matched by name) with `status`; returns all their ids."
     for genome, policy in founding_genomes():

@@ -8,6 +8,7 @@ Docs: https://genome-lab.github.io/genome_lab/sandbox.html.md"""
 from __future__ import annotations
 import functools, hashlib, importlib, json, os, pickle, re, select, shutil, signal, struct, subprocess, sys, tempfile, time, weakref
 from dataclasses import dataclass, field, asdict, replace
+from fastcore.basics import patch
 import numpy as np
 import torch
 from .arenas import find_arena, make_arena
@@ -31,6 +32,7 @@ SANDBOX_UID = 65534 # the uid a program runs as (`nobody`)
 class SandboxUnavailable(RuntimeError):
     "The sandbox cannot start on this machine (bubblewrap or seccomp missing); no program was run."
 
+# %% ../nbs/80_sandbox.ipynb #2fc35b58
 def sanitise(text:str, n:int=200)->str:
     "A short, printable one-line form of `text` (at most `n` characters): all the harness keeps of what a child says."
     text = re.sub(r'\s+', ' ', re.sub(r'[^\x20-\x7e\s]', '?', str(text))).strip()
@@ -85,6 +87,7 @@ def _elf_interpreter(path:str)->str:
                 f.seek(off); return f.read(n).rstrip(b'\0').decode()
     raise SandboxUnavailable(f"{path} has no program interpreter: the sandbox needs a dynamically linked Python")
 
+# %% ../nbs/80_sandbox.ipynb #bf0396c5
 @functools.cache
 def sandbox_binds()->tuple: # ((host path, path in the sandbox), ...)
     """What the child sees, all read-only: the interpreter, its standard library (without the base Python's
@@ -105,6 +108,7 @@ def sandbox_binds()->tuple: # ((host path, path in the sandbox), ...)
     binds.append((os.path.realpath(_elf_interpreter(exe)), _elf_interpreter(exe)))
     return tuple(binds)
 
+# %% ../nbs/80_sandbox.ipynb #aa19514f
 def bwrap_command()->list: # argv: bwrap, its options, the interpreter and the worker
     """The child's command line: bubblewrap with new user (or, for a root harness, privileged), mount, PID, network,
     IPC, UTS and cgroup namespaces; a read-only root holding only `sandbox_binds()` and a minimal /dev; a new session;
@@ -131,7 +135,7 @@ def bwrap_command()->list: # argv: bwrap, its options, the interpreter and the w
     return cmd + ['/sandbox/python/bin/python3', '-I', '-S', '-c', WORKER_SOURCE, ','.join(ALLOWED_IMPORTS), '/sandbox/site']
 
 # %% ../nbs/80_sandbox.ipynb #9c72c3e6
-WORKER_SOURCE = r'''
+_WORKER_START = r'''
 import os, sys, io, json, pickle, struct, builtins, resource, ctypes, signal
 ALLOWED = sys.argv[1].split(',')
 sys.path.append(sys.argv[2])
@@ -172,6 +176,10 @@ try:
     install_filter(setup['filter'])
 except Exception as e: send(f'U {type(e).__name__}: {e}'); os._exit(0)
 send(f'S uid {os.getuid()},rlimits,seccomp,audit')
+'''
+
+# %% ../nbs/80_sandbox.ipynb #2f31e768
+_WORKER_GUARDS = r'''
 armed = []
 def refuse(): armed.clear(); os.kill(os.getpid(), signal.SIGSYS)  # kill is outside the allow-list: seccomp ends the child with SIGSYS
 BLOCKED = ('socket.', 'os.system', 'os.exec', 'os.posix_spawn', 'os.spawn', 'os.fork', 'os.forkpty', 'subprocess.',
@@ -204,6 +212,10 @@ def host(name):   # the REPL's function `name`: a call the host answers (JSON ar
         return reply[1]
     call.__name__ = call.__qualname__ = name
     return call
+'''
+
+# %% ../nbs/80_sandbox.ipynb #d50476e0
+_WORKER_LOOP = r'''
 def repl(functions):
     "Run turns of model-written code in one namespace until the host closes the pipe: ('turn', code, shared) -> 'T {json}'."
     ns['program_database'] = {}
@@ -235,6 +247,9 @@ while True:
     except BaseException: send(f'A {type(a).__name__}')
 '''
 
+# %% ../nbs/80_sandbox.ipynb #6b0d9486
+WORKER_SOURCE = _WORKER_START + _WORKER_GUARDS.removeprefix('\n') + _WORKER_LOOP.removeprefix('\n') # the child's program (`bwrap_command`)
+
 # %% ../nbs/80_sandbox.ipynb #095667e8
 @dataclass
 class SandboxLimits:
@@ -258,12 +273,14 @@ class SandboxFailure(Exception):
     "A candidate program failed: `kind` is one of `FAILURE_KINDS`, `message` a short sanitised reason."
     def __init__(self, kind:str, message:str): super().__init__(f"{kind}: {message}"); self.kind, self.message = kind, message
 
+# %% ../nbs/80_sandbox.ipynb #57cb6af6
 def check_source(source:str, max_bytes:int=1 << 20):
     "Compile `source` in the harness (nothing runs); raises `SandboxFailure('syntax')`, so a child cannot claim it."
     if len(source.encode('utf-8', 'replace')) > max_bytes: raise SandboxFailure('syntax', f"the program is over {max_bytes} bytes")
     try: compile(source, 'player.py', 'exec')
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e: raise SandboxFailure('syntax', sanitise(f"{type(e).__name__}: {e}")) from None
 
+# %% ../nbs/80_sandbox.ipynb #3390732f
 class SandboxedPlayer:
     """A player program running in its own sandboxed process; `act(obs, view)` returns its action. The harness decides
     every failure kind from what it observes (its clock, the child's exit status and CPU time, the action's value);
@@ -298,93 +315,113 @@ class SandboxedPlayer:
     def _timeout(self, doing:str, what:str):
         self.kill(); raise SandboxFailure('timeout', f"{doing} within {what}")
 
-    def _send(self, obj, limit:tuple): # limit: `_limit(...)`
-        "Write one message; a child that does not take it by the deadline (it stopped reading its input) is killed."
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        data = memoryview(struct.pack('<I', len(data)) + data)
-        fd = self.proc.stdin.fileno()
-        while data:
-            left = limit[0] - time.monotonic()
-            if left <= 0: self._timeout('the child did not take its input', limit[1])
-            _, w, _ = select.select([], [fd], [], left)
-            if not w: continue
-            try: data = data[os.write(fd, data):]
-            except BlockingIOError: continue
-            except OSError: self._died()   # BrokenPipeError: the child is gone
-
-    def _read(self, limit:tuple, starting:bool=False)->str: # limit: `_limit(...)`; a line of the child's, no newline
-        fd = self.proc.stdout.fileno()
-        while b'\n' not in self._buf:
-            left = limit[0] - time.monotonic()
-            if left <= 0: self._timeout('no answer', limit[1])
-            r, _, _ = select.select([fd], [], [], left)
-            if not r: continue
-            chunk = os.read(fd, 65536)
-            if not chunk: self._died(starting)
-            self._buf += chunk
-            if len(self._buf) > 65536: self.kill(); raise SandboxFailure('protocol', 'the child sent more than 64 KiB without a newline')
-        line, self._buf = self._buf.split(b'\n', 1)
-        return line.decode('utf-8', 'replace')
-
-    def _fail_from(self, reply:str):
-        "A reply that is not the expected one: the program raised (a reported kind), or the child broke the protocol."
-        self.kill()
-        kind, _, message = reply[2:].partition(' ')
-        if reply.startswith('E ') and kind in REPORTED_KINDS: raise SandboxFailure(kind, sanitise(message))
-        raise SandboxFailure('protocol', f"unexpected reply {sanitise(reply, 80)!r}")
-
-    def _died(self, starting:bool=False):
-        "The child's pipe closed: classify its end by its exit status and CPU time, which the program cannot choose."
-        _, status, ru = os.wait4(self.proc.pid, 0)
-        rc = self.proc.returncode = os.waitstatus_to_exitcode(status)
-        err = self.proc.stderr.read(4096).decode('utf-8', 'replace') if starting else ''
-        self.kill()
-        if starting: raise SandboxUnavailable(f"the sandbox did not start (bwrap exit status {rc}): {sanitise(err, 500)}")
-        sig = rc - 128 if rc > 128 else -rc if rc < 0 else 0   # bwrap exits with 128 + the signal that ended its child
-        if sig == signal.SIGSYS: raise SandboxFailure('forbidden', "a system call outside the allow-list, or a refused import (seccomp ended the child: SIGSYS)")
-        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and ru.ru_utime + ru.ru_stime >= self.limits.cpu_s - 0.5):
-            raise SandboxFailure('cpu', f"CPU time limit of {self.limits.cpu_s} s reached")
-        raise SandboxFailure('crash', f"the child ended by signal {sig}" if sig else f"the child exited with status {rc}")
-
-    def _step_timeout(self)->tuple: # `_limit(...)` of one step
-        s = self.limits.step_timeout_s
-        return self._limit(s, f"the step timeout of {s} s")
-    def new_game(self): self._send(('new',), self._step_timeout())
-
-    def _step_limit(self)->tuple: # `_limit(...)` of the next action
-        "The step timeout, or less where the program used up its pace: `burst_s + mean_step_s * actions` in all."
-        lim = self.limits
-        burst = lim.step_timeout_s if lim.burst_s is None else lim.burst_s
-        credit = burst + self.asked * lim.mean_step_s - self.thinking
-        if credit >= lim.step_timeout_s: return self._step_timeout()
-        return self._limit(max(credit, 0.0), f"the pace of {lim.mean_step_s} s per action on average ({self.asked})")
-
-    def act(self, obs, view)->int: # an action in 0..num_actions-1
-        "Send one observation and its view; return the program's action (or raise `SandboxFailure`)."
-        self.asked += 1
-        t, limit = time.monotonic(), self._step_limit()
-        self._send(('obs', obs, view), limit)
-        reply = self._read(limit)
-        self.thinking += time.monotonic() - t
-        if not reply.startswith('A '): self._fail_from(reply)
-        try: a = int(reply[2:])
-        except ValueError: self.kill(); raise SandboxFailure('bad_action', f"choose_action returned {sanitise(reply[2:], 40)}, not an int") from None
-        if not 0 <= a < self.num_actions:
-            self.kill(); raise SandboxFailure('bad_action', f"action {a} is outside 0..{self.num_actions-1}")
-        return a
-
-    def kill(self):
-        "SIGKILL bubblewrap's process group (the child dies with it: `--die-with-parent`, PID namespace) and reap it."
-        if self.proc.returncode is None:
-            try: os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError): pass
-            try: self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired: pass
-        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            try: f.close()
-            except OSError: pass
     def __enter__(self): return self
     def __exit__(self, *a): self.kill()
+
+# %% ../nbs/80_sandbox.ipynb #2f9dfa3c
+@patch
+def _send(self:SandboxedPlayer, obj, limit:tuple): # limit: `_limit(...)`
+    "Write one message; a child that does not take it by the deadline (it stopped reading its input) is killed."
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    data = memoryview(struct.pack('<I', len(data)) + data)
+    fd = self.proc.stdin.fileno()
+    while data:
+        left = limit[0] - time.monotonic()
+        if left <= 0: self._timeout('the child did not take its input', limit[1])
+        _, w, _ = select.select([], [fd], [], left)
+        if not w: continue
+        try: data = data[os.write(fd, data):]
+        except BlockingIOError: continue
+        except OSError: self._died()   # BrokenPipeError: the child is gone
+
+# %% ../nbs/80_sandbox.ipynb #5dbe7886
+@patch
+def _read(self:SandboxedPlayer, limit:tuple, starting:bool=False)->str: # limit: `_limit(...)`; a line of the child's, no newline
+    fd = self.proc.stdout.fileno()
+    while b'\n' not in self._buf:
+        left = limit[0] - time.monotonic()
+        if left <= 0: self._timeout('no answer', limit[1])
+        r, _, _ = select.select([fd], [], [], left)
+        if not r: continue
+        chunk = os.read(fd, 65536)
+        if not chunk: self._died(starting)
+        self._buf += chunk
+        if len(self._buf) > 65536: self.kill(); raise SandboxFailure('protocol', 'the child sent more than 64 KiB without a newline')
+    line, self._buf = self._buf.split(b'\n', 1)
+    return line.decode('utf-8', 'replace')
+
+# %% ../nbs/80_sandbox.ipynb #791bd6ac
+@patch
+def _fail_from(self:SandboxedPlayer, reply:str):
+    "A reply that is not the expected one: the program raised (a reported kind), or the child broke the protocol."
+    self.kill()
+    kind, _, message = reply[2:].partition(' ')
+    if reply.startswith('E ') and kind in REPORTED_KINDS: raise SandboxFailure(kind, sanitise(message))
+    raise SandboxFailure('protocol', f"unexpected reply {sanitise(reply, 80)!r}")
+
+# %% ../nbs/80_sandbox.ipynb #6306f059
+@patch
+def _died(self:SandboxedPlayer, starting:bool=False):
+    "The child's pipe closed: classify its end by its exit status and CPU time, which the program cannot choose."
+    _, status, ru = os.wait4(self.proc.pid, 0)
+    rc = self.proc.returncode = os.waitstatus_to_exitcode(status)
+    err = self.proc.stderr.read(4096).decode('utf-8', 'replace') if starting else ''
+    self.kill()
+    if starting: raise SandboxUnavailable(f"the sandbox did not start (bwrap exit status {rc}): {sanitise(err, 500)}")
+    sig = rc - 128 if rc > 128 else -rc if rc < 0 else 0   # bwrap exits with 128 + the signal that ended its child
+    if sig == signal.SIGSYS: raise SandboxFailure('forbidden', "a system call outside the allow-list, or a refused import (seccomp ended the child: SIGSYS)")
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and ru.ru_utime + ru.ru_stime >= self.limits.cpu_s - 0.5):
+        raise SandboxFailure('cpu', f"CPU time limit of {self.limits.cpu_s} s reached")
+    raise SandboxFailure('crash', f"the child ended by signal {sig}" if sig else f"the child exited with status {rc}")
+
+# %% ../nbs/80_sandbox.ipynb #d90c8595
+@patch
+def _step_timeout(self:SandboxedPlayer)->tuple: # `_limit(...)` of one step
+    s = self.limits.step_timeout_s
+    return self._limit(s, f"the step timeout of {s} s")
+
+# %% ../nbs/80_sandbox.ipynb #6683ea2f
+@patch
+def new_game(self:SandboxedPlayer): self._send(('new',), self._step_timeout())
+
+# %% ../nbs/80_sandbox.ipynb #52d45e83
+@patch
+def _step_limit(self:SandboxedPlayer)->tuple: # `_limit(...)` of the next action
+    "The step timeout, or less where the program used up its pace: `burst_s + mean_step_s * actions` in all."
+    lim = self.limits
+    burst = lim.step_timeout_s if lim.burst_s is None else lim.burst_s
+    credit = burst + self.asked * lim.mean_step_s - self.thinking
+    if credit >= lim.step_timeout_s: return self._step_timeout()
+    return self._limit(max(credit, 0.0), f"the pace of {lim.mean_step_s} s per action on average ({self.asked})")
+
+# %% ../nbs/80_sandbox.ipynb #5f0b269b
+@patch
+def act(self:SandboxedPlayer, obs, view)->int: # an action in 0..num_actions-1
+    "Send one observation and its view; return the program's action (or raise `SandboxFailure`)."
+    self.asked += 1
+    t, limit = time.monotonic(), self._step_limit()
+    self._send(('obs', obs, view), limit)
+    reply = self._read(limit)
+    self.thinking += time.monotonic() - t
+    if not reply.startswith('A '): self._fail_from(reply)
+    try: a = int(reply[2:])
+    except ValueError: self.kill(); raise SandboxFailure('bad_action', f"choose_action returned {sanitise(reply[2:], 40)}, not an int") from None
+    if not 0 <= a < self.num_actions:
+        self.kill(); raise SandboxFailure('bad_action', f"action {a} is outside 0..{self.num_actions-1}")
+    return a
+
+# %% ../nbs/80_sandbox.ipynb #bd73bde5
+@patch
+def kill(self:SandboxedPlayer):
+    "SIGKILL bubblewrap's process group (the child dies with it: `--die-with-parent`, PID namespace) and reap it."
+    if self.proc.returncode is None:
+        try: os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError): pass
+        try: self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired: pass
+    for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        try: f.close()
+        except OSError: pass
 
 # %% ../nbs/80_sandbox.ipynb #29c46a71
 @dataclass
@@ -399,6 +436,7 @@ class PlayResult:
     layers: list = field(default_factory=list) # layers that were active ('bwrap', 'uid 65534', 'rlimits', 'seccomp', 'audit')
     def to_dict(self): return asdict(self)
 
+# %% ../nbs/80_sandbox.ipynb #aba55313
 def play_games(source:str, # the player program
                game, # an env wrapper: reset(seed)->(obs, view), step(a)->(obs, view, done), .result, .num_actions or 7
                seeds:list, # one game per seed
@@ -426,6 +464,7 @@ REPL_IMPORTS = ('math', 'random', 'json', 'statistics', 'collections', 'itertool
 
 def _plain(x): return json.loads(json.dumps(x, default=float))   # JSON data only: what the child gets back
 
+# %% ../nbs/80_sandbox.ipynb #70db31f2
 class SandboxedREPL:
     """Model-written code, turn by turn, in one persistent sandboxed interpreter (`SandboxedPlayer`'s child and
     limits): `run(code)` returns the turn's {'stdout', 'error'}; the code may call `functions` (run here, on the host)
@@ -505,6 +544,7 @@ class ArenaGame:
         return obs[0].copy(), None, self.result is not None
     def close(self): self.arena.close()
 
+# %% ../nbs/80_sandbox.ipynb #c7f4598d
 class ProgramEnv:
     """What a player program of an arena sees, does and is scored on (program search): the arena's own descriptions,
     a starting program, and the constants the offline mutation changes. The generic starting program scores each action
@@ -543,6 +583,7 @@ class ProgramEnv:
                 "`choose_action(obs, view, memory) -> int`; `memory` is a dict kept for one game. "
                 f"Allowed imports: {', '.join(ALLOWED_IMPORTS)}; no files, no network.")
 
+# %% ../nbs/80_sandbox.ipynb #4e58032e
 def program_env(arena:str, max_ticks:int=0)->ProgramEnv:
     "The program-search environment of `arena`: the one its class names in `program_env` ('module:attr'), else the generic one."
     spec = find_arena(arena).program_env
@@ -622,6 +663,7 @@ class ProgramPolicy(Policy):
         a = state.actions(np.asarray(obs))
         return torch.nn.functional.one_hot(torch.as_tensor(a), self.num_actions).float(), state
 
+# %% ../nbs/80_sandbox.ipynb #4f1be954
 def program_genome(name:str, arena:str, source:str, # the genome's name, arena and program
                    type:str='program', # a `GENOME_TYPES` entry: 'program' (evolved) or 'baseline' (hand-written)
                    origin:str='program_search', # who made it: the genome's `source`

@@ -24,6 +24,7 @@ class SelectionRules:
     required_types: tuple = ('behavioral', 'rl') # at least one active genome of each
     max_active: int = 15 # active genomes at most (the manifest's `max_active`)
 
+# %% ../nbs/71_selection.ipynb #9e06bb95
 @dataclass
 class SelectionPlan:
     "Swaps `(removed id or None, added id)`, skipped candidates with reasons, and rule violations that remain."
@@ -31,6 +32,7 @@ class SelectionPlan:
     skipped: list = field(default_factory=list)
     violations: list = field(default_factory=list)
 
+# %% ../nbs/71_selection.ipynb #449d48fa
 def is_protected(entry:dict)->bool: return entry['type'] == 'behavioral' and any(p['relation'] == 'player' for p in entry['parents'])
 
 # %% ../nbs/71_selection.ipynb #a3755af5

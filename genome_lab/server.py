@@ -32,8 +32,8 @@ __all__ = ['ID_PATTERN', 'CONFIG_LIMITS', 'ERRORS', 'BINARY', 'reads', 'writes',
            'arena_observation', 'check_fits_arena', 'TournamentRequest', 'JobOut', 'evaluation_job', 'JobCancelled',
            'JobRunner', 'ManifestCache', 'FileCache', 'ErrorOut', 'registry_pool', 'token_refusal', 'require_token',
            'TokenRoute', 'BodyGuard', 'validation_error', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut',
-           'PerformanceOut', 'GenomeOut', 'ManifestOut', 'HealthOut', 'get_genome_manifest', 'get_genome', 'health',
-           'GameResult', 'StatsUpdate', 'StatsUpdated', 'Submitted', 'update_genome_stats', 'submit_genome',
+           'PerformanceOut', 'GenomeOut', 'ManifestOut', 'get_genome_manifest', 'get_genome', 'HealthOut', 'health',
+           'GameResult', 'StatsUpdate', 'StatsUpdated', 'update_genome_stats', 'Submitted', 'submit_genome',
            'retire_genome', 'run_tournament', 'cancel_job', 'tournament_status', 'page', 'json_script', 'page_part',
            'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut',
            'leaderboard_data', 'leaderboard_page', 'home_links', 'home_page', 'installed_routers', 'serve_options',
@@ -63,8 +63,10 @@ class RegistryPool:
                 except sqlite3.ProgrammingError: pass
             self._all.clear()
 
+# %% ../nbs/72_server.ipynb #98c9adbf
 def _is_busy(e:Exception)->bool: return isinstance(e, sqlite3.OperationalError) and ('locked' in str(e) or 'busy' in str(e))
 
+# %% ../nbs/72_server.ipynb #be26394b
 def retry_busy(fn:Callable, *args, tries:int=6, base_s:float=0.05, **kwargs):
     "Call `fn(*args, **kwargs)`, retrying with jittered exponential backoff while SQLite reports the database busy or locked."
     for i in range(tries):
@@ -78,6 +80,7 @@ def _finite(x):
     "`x` as a float, or None when missing or NaN/inf (JSON has no NaN)."
     return float(x) if x is not None and x == x and abs(x) != float('inf') else None
 
+# %% ../nbs/72_server.ipynb #3df0dd98
 def _rated(registry:Registry, top:int)->dict: # {arena: [rows]}: active genomes in rating order, then candidates
     "The rated genomes of each arena, the active ones and the candidates apart, each best ordinal first and ranked from 1, at most `top` of each."
     rt, tour, arenas = registry.ratings(), registry.stats(kind='tournament'), {}
@@ -90,6 +93,7 @@ def _rated(registry:Registry, top:int)->dict: # {arena: [rows]}: active genomes 
     rank = lambda gs: [dict(g, rank=k) for k, g in enumerate(sorted(gs, key=lambda g: -g['ordinal'])[:top], 1)]
     return {a: [r for st in ('active', 'candidate') for r in rank([g for g in gs if g['status'] == st])] for a, gs in arenas.items()}
 
+# %% ../nbs/72_server.ipynb #02294425
 def arena_note(registry:Registry, arena:str, rows:list)->str|None: # a line for the page, or None
     "Say so when the best active genome of `arena` (`rows` as `_rated` gives them) is a random reference or a hand-written baseline."
     top = next((r for r in rows if r['status'] == 'active'), None)
@@ -99,12 +103,14 @@ def arena_note(registry:Registry, arena:str, rows:list)->str|None: # a line for 
     return (f"In {arena}, no evolved or trained genome beats {'a random reference' if random else 'a hand-written baseline'} yet: "
             f"{top['name']} ({'random play' if random else g['description'] or 'hand-written'}) leads.")
 
+# %% ../nbs/72_server.ipynb #757e6ffa
 def _replacements(registry:Registry, seasons:int)->list: # rows, newest first
     "The swaps of the last `seasons` seasons (the last 20 swaps where no season made them)."
     rows = registry.replacement_log()
     last = sorted({r['season'] for r in rows if r['season'] is not None}, reverse=True)[:seasons]
     return [r for r in rows if r['season'] in last] if last else rows[:20]
 
+# %% ../nbs/72_server.ipynb #a0be9955
 def family_graph(registry:Registry)->tuple: # (nodes, edges)
     "The active genomes and all their ancestors as nodes, with the lineage edges between them (players are nodes too)."
     nodes, edges, todo = {}, [], registry.ids('active')
@@ -120,6 +126,7 @@ def family_graph(registry:Registry)->tuple: # (nodes, edges)
             else: todo.append(p['id'])
     return sorted(nodes.values(), key=lambda n: (n['kind'] != 'player', n['name'], n['id'])), edges
 
+# %% ../nbs/72_server.ipynb #c800949a
 def leaderboard(registry:Registry, top:int=10, seasons:int=3)->dict: # {'arenas', 'notes', 'replacements', 'players', 'nodes', 'edges', 'top'}
     "Per arena its rated genomes (active, then candidates) and a note where a baseline leads, the last `seasons` seasons' replacements, player contributions and the family tree of the active genomes."
     nodes, edges = family_graph(registry)
@@ -137,11 +144,13 @@ CONFIG_LIMITS = {'snake_heuristic': {'vision': 16}}
 class SubmissionError(ValueError):
     "An uploaded genome that was refused; the message says why (answered with status 400)."
 
+# %% ../nbs/72_server.ipynb #a0314668
 class ParentRef(BaseModel):
     model_config = ConfigDict(extra='forbid')
     id: str = Field(pattern=ID_PATTERN, description="the parent genome's id (or a player's name when relation is 'player')")
     relation: Literal[RELATIONS] = Field(description="how the child was made from this parent")
 
+# %% ../nbs/72_server.ipynb #b6df86de
 class GenomeMeta(BaseModel):
     "The genome metadata inside a submitted safetensors header (the fields of `genome_lab.registry.Genome`)."
     model_config = ConfigDict(extra='forbid')
@@ -165,6 +174,7 @@ class GenomeMeta(BaseModel):
         if self.type not in (known := genome_types(self.arena)): raise ValueError(f"genome type {self.type!r} is not one of {known}")
         return self
 
+# %% ../nbs/72_server.ipynb #9f04b25b
 def meta_param_shapes(arch:str, config:dict)->dict: # {name: shape tuple}
     "Parameter names and shapes of `arch` with `config`, built on the `meta` device (no memory); raises `SubmissionError`."
     try: find_architecture(arch)   # entry points too (creature, program)
@@ -178,6 +188,7 @@ def meta_param_shapes(arch:str, config:dict)->dict: # {name: shape tuple}
     except Exception as e: raise SubmissionError(f"cannot build architecture {arch!r} with config {config}: {e}") from None
     return {k: tuple(v.shape) for k, v in pol.state_dict().items()}
 
+# %% ../nbs/72_server.ipynb #b04f9d2b
 def check_submission(data:bytes, # the uploaded file
                      max_bytes:int)->tuple: # (Genome, params)
     "Parse and check an uploaded genome file: size, safetensors header, metadata, names/shapes/dtypes, then the tensors."
@@ -208,6 +219,7 @@ def check_submission(data:bytes, # the uploaded file
     check_fits_arena(genome.arch, genome.config, params, genome.arena)
     return genome, params
 
+# %% ../nbs/72_server.ipynb #ae3e1eab
 @functools.cache
 def arena_observation(arena:str)->tuple: # (shape of one agent's observation, dtype)
     "What one agent of `arena` observes, from a one-agent arena reset with seed 0."
@@ -217,6 +229,7 @@ def arena_observation(arena:str)->tuple: # (shape of one agent's observation, dt
     finally: a.close()
     return obs.shape[1:], obs.dtype
 
+# %% ../nbs/72_server.ipynb #a409a6a0
 def check_fits_arena(arch:str, config:dict, params:dict, arena:str):
     "Raise `SubmissionError` unless the policy reads `arena`'s observations and scores its `num_actions` actions (one forward on a zero observation)."
     cls = find_arena(arena)
@@ -250,6 +263,7 @@ class TournamentRequest(BaseModel):
         cls.check_settings({**self.settings, cls.agents_arg: self.agents})
         return self
 
+# %% ../nbs/72_server.ipynb #d7c1b64d
 class JobOut(BaseModel):
     id: str
     kind: str
@@ -282,9 +296,11 @@ def evaluation_job(registry:Registry, # this thread's registry connection
     progress(1.0, f"evaluated {len(ids)} genomes")
     return out
 
+# %% ../nbs/72_server.ipynb #792139eb
 class JobCancelled(Exception):
     "Raised by a job's `progress` once the job was asked to stop (`JobRunner.cancel`): the job ends there."
 
+# %% ../nbs/72_server.ipynb #f88fb663
 class JobRunner:
     """Runs tournament jobs one at a time on a background thread; keeps their state in memory (lost on restart). A
     cancelled job stops at its next `progress` call, which raises `JobCancelled` (a tournament: after its batch)."""
@@ -353,6 +369,7 @@ class ManifestCache:
             return body, self.etag
         with self.lock: return self.body, self.etag
 
+# %% ../nbs/72_server.ipynb #856b0b0e
 class FileCache:
     "Least-recently-used cache of genome files by sha256, up to `max_bytes` in all; files are checked when read."
     def __init__(self, max_bytes:int=256 << 20):
@@ -376,6 +393,8 @@ class ErrorOut(BaseModel):
     detail: str = Field(description="what was wrong")
 
 ERRORS = {s: {'model': ErrorOut} for s in (400, 401, 403, 404, 409, 413)}
+
+# %% ../nbs/72_server.ipynb #7582d128
 BINARY = {'application/octet-stream': {'schema': {'type': 'string', 'format': 'binary'}}}
 _bearer = HTTPBearer(auto_error=False, description="the token the server was started with")
 
@@ -383,6 +402,7 @@ async def registry_pool(request:Request)->RegistryPool:
     "FastAPI dependency: the app's `RegistryPool`; a handler calls `.get()` for its own thread's connection (FastAPI may run a sync dependency and its handler on different threads)."
     return request.app.state.pool
 
+# %% ../nbs/72_server.ipynb #1630294b
 def token_refusal(token:str|None, # the server's token (None: read-only)
                   authorization:str)->HTTPException|None: # the request's `Authorization` header ('' when absent)
     "Why a write is refused: 403 on a read-only server, 401 without `Authorization: Bearer`, 403 for a wrong token; None when allowed."
@@ -393,14 +413,17 @@ def token_refusal(token:str|None, # the server's token (None: read-only)
     if not hmac.compare_digest(cred.strip().encode(), token.encode()): return HTTPException(403, "wrong token")
     return None
 
+# %% ../nbs/72_server.ipynb #1623e304
 def require_token(request:Request, cred:Optional[HTTPAuthorizationCredentials]=Depends(_bearer)):
     "FastAPI dependency of every write (`token_refusal`); a `TokenRoute` applies the same check before the body is read."
     if (e := token_refusal(request.app.state.token, request.headers.get('authorization', ''))) is not None: raise e
 
+# %% ../nbs/72_server.ipynb #a1fed249
 def _depends_on(dependant, call)->bool:
     "Does `dependant` (or a dependency of it, at any depth) call `call`?"
     return dependant.call is call or any(_depends_on(d, call) for d in dependant.dependencies)
 
+# %% ../nbs/72_server.ipynb #8ba6f251
 class TokenRoute(APIRoute):
     """A route that refuses a request without the token (401/403) before reading its body, when it depends on
     `require_token`: FastAPI reads and parses a body before it solves dependencies, so a large unauthenticated body
@@ -414,6 +437,7 @@ class TokenRoute(APIRoute):
             return await handler(request)
         return guarded
 
+# %% ../nbs/72_server.ipynb #fb9486f0
 class BodyGuard:
     """ASGI middleware in front of every route: every request body is capped (413) at `max_body_bytes`, or at its
     path's own cap in `app.state.body_caps` (path -> bytes; `/submit_genome`: the upload cap), whether it declares its
@@ -438,10 +462,12 @@ class BodyGuard:
     async def _refuse(self, scope, receive, send, e:HTTPException):
         await JSONResponse({'detail': e.detail}, e.status_code, headers=e.headers)(scope, receive, send)
 
+# %% ../nbs/72_server.ipynb #22bf9b12
 async def validation_error(request:Request, exc:RequestValidationError)->JSONResponse:
     "422 with each error's type, location and message: never the input, which may hold NaN or infinities JSON cannot carry."
     return JSONResponse({'detail': [{k: e[k] for k in ('type', 'loc', 'msg') if k in e} for e in exc.errors()]}, 422)
 
+# %% ../nbs/72_server.ipynb #104cad22
 def genome_row(reg:Registry, gid:str)->dict:
     "The registry row of `gid`, or 404."
     try: return reg.genome(gid)
@@ -461,14 +487,17 @@ class StatsOut(BaseModel):
     @classmethod
     def _no_nan(cls, v): return _finite(v) if isinstance(v, float) else v
 
+# %% ../nbs/72_server.ipynb #08a21f0b
 class ParentOut(BaseModel):
     id: str; relation: str
 
+# %% ../nbs/72_server.ipynb #3883f345
 class RatingOut(BaseModel):
     mu: float; sigma: float
     ordinal: float = Field(description="mu - 3 sigma: the rating order of its arena")
     games: int = Field(description="tournament games the rating counts")
 
+# %% ../nbs/72_server.ipynb #0aa2ffcc
 class PerformanceOut(BaseModel):
     "A genome's performance block in the manifest: tournament statistics (the protocol of the rating), engagement, rating, and statistics by kind."
     avg_score: Optional[float] = None
@@ -485,6 +514,7 @@ class PerformanceOut(BaseModel):
     @classmethod
     def _no_nan(cls, v): return _finite(v) if isinstance(v, float) else v
 
+# %% ../nbs/72_server.ipynb #efed58e2
 class GenomeOut(BaseModel):
     id: str; name: str; type: str; arena: str; arch: str
     config: dict
@@ -496,13 +526,11 @@ class GenomeOut(BaseModel):
     performance: PerformanceOut
     rank: Optional[int] = Field(None, description="1 = first in its arena's rating order (OpenSkill ordinal) among the active genomes; null: not rated yet")
 
+# %% ../nbs/72_server.ipynb #76501a56
 class ManifestOut(BaseModel):
     genomes: list[GenomeOut]
     max_active: int
     last_tournament: Optional[str] = None
-
-class HealthOut(BaseModel):
-    ok: bool; genomes: int; writable: bool
 
 # %% ../nbs/72_server.ipynb #53f3fbc6
 reads = APIRouter(tags=['read'])
@@ -518,6 +546,7 @@ async def get_genome_manifest(request:Request, pool:RegistryPool=Depends(registr
         return Response(status_code=304, headers={'ETag': etag})
     return Response(body, media_type='application/json', headers={'ETag': etag, 'Cache-Control': 'no-cache'})
 
+# %% ../nbs/72_server.ipynb #36b5f335
 @reads.get('/get_genome/{genome_id}', response_class=Response, operation_id='get_genome',
            responses={200: {'content': BINARY, 'description': "the genome's safetensors file (ETag: its sha256)"},
                       304: {'description': "not modified (If-None-Match matched the ETag)"}, 404: ERRORS[404]})
@@ -535,6 +564,11 @@ def get_genome(request:Request, genome_id:str=PathParam(pattern=ID_PATTERN, desc
     except GenomeFormatError as e: raise HTTPException(500, f"genome {genome_id!r} is damaged on the server: {e}") from None
     return Response(data, media_type='application/octet-stream', headers={'ETag': etag, 'Cache-Control': 'no-cache'})
 
+# %% ../nbs/72_server.ipynb #5ab771d7
+class HealthOut(BaseModel):
+    ok: bool; genomes: int; writable: bool
+
+# %% ../nbs/72_server.ipynb #25ed7e9e
 @reads.get('/health', response_model=HealthOut, operation_id='health')
 def health(request:Request, pool:RegistryPool=Depends(registry_pool))->HealthOut:
     "Liveness, genome count and whether writes are enabled."
@@ -550,22 +584,19 @@ class GameResult(BaseModel):
     kills: int = Field(0, ge=0, le=1_000_000)
     lines: float = Field(0.0, ge=0, le=1e9, allow_inf_nan=False, description="lines cleared (tetris)")
 
+# %% ../nbs/72_server.ipynb #0caacc16
 class StatsUpdate(BaseModel):
     model_config = ConfigDict(extra='forbid', strict=True)
     genome_id: str = Field(pattern=ID_PATTERN)
     results: list[GameResult] = Field(min_length=1, max_length=1000)
     player: Optional[str] = Field(None, pattern=ID_PATTERN, description="who played (counted on the leaderboard)")
 
+# %% ../nbs/72_server.ipynb #99bd5af1
 class StatsUpdated(BaseModel):
     genome_id: str
     recorded: int = Field(description="games stored by this request")
     evaluation: int = Field(description="the registry's evaluation id of these games")
     stats: StatsOut
-
-class Submitted(BaseModel):
-    id: str; name: str
-    status: Literal['candidate']
-    sha256: str; size_bytes: int
 
 # %% ../nbs/72_server.ipynb #87f8fada
 writes = APIRouter(tags=['write'], dependencies=[Depends(require_token)], route_class=TokenRoute)
@@ -580,6 +611,13 @@ def update_genome_stats(body:StatsUpdate, pool:RegistryPool=Depends(registry_poo
     return StatsUpdated(genome_id=body.genome_id, recorded=len(body.results), evaluation=eid,
                         stats=StatsOut(**reg.stats(body.genome_id)[body.genome_id]))
 
+# %% ../nbs/72_server.ipynb #0b99e143
+class Submitted(BaseModel):
+    id: str; name: str
+    status: Literal['candidate']
+    sha256: str; size_bytes: int
+
+# %% ../nbs/72_server.ipynb #ae68b076
 @writes.post('/submit_genome', response_model=Submitted, status_code=201,
              openapi_extra={'requestBody': {'required': True, 'content': BINARY,
                                             'description': "a safetensors file as `genome_to_bytes` writes it (metadata in the header)"}},
@@ -597,6 +635,7 @@ async def submit_genome(request:Request)->Submitted:
         if len(buf) > cap: raise HTTPException(413, f"the upload is over the limit of {cap} bytes")
     return await run_in_threadpool(_submit, request.app.state.pool, bytes(buf), cap)
 
+# %% ../nbs/72_server.ipynb #8fef22f5
 @writes.post('/retire_genome/{genome_id}', response_model=GenomeOut, operation_id='retire_genome', responses={k: ERRORS[k] for k in (401, 403, 404)})
 def retire_genome(genome_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool=Depends(registry_pool))->GenomeOut:
     "Retire a genome: it leaves the manifest and every later tournament; its file, results and lineage stay."
@@ -605,6 +644,7 @@ def retire_genome(genome_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool
     except RegistryError as e: raise HTTPException(404, str(e)) from None
     return {**genome_row(reg, genome_id), 'performance': reg.performance()[genome_id]}   # as in the manifest
 
+# %% ../nbs/72_server.ipynb #1635a9c2
 def _submit(pool:RegistryPool, data:bytes, cap:int)->Submitted:
     reg = pool.get()   # this worker thread's connection
     try: genome, params = check_submission(data, cap)
@@ -631,6 +671,7 @@ def run_tournament(request:Request, req:TournamentRequest)->JobOut:
     try: return request.app.state.runner.start(req)
     except RuntimeError as e: raise HTTPException(409, str(e)) from None
 
+# %% ../nbs/72_server.ipynb #a7fe884a
 @jobs.post('/cancel_job/{job_id}', response_model=JobOut, status_code=202, dependencies=[Depends(require_token)],
            operation_id='cancel_job', responses={k: ERRORS[k] for k in (401, 403, 404, 409)})
 def cancel_job(request:Request, job_id:str=PathParam(pattern=r'^[0-9a-f]{1,32}$'))->JobOut:
@@ -641,6 +682,7 @@ def cancel_job(request:Request, job_id:str=PathParam(pattern=r'^[0-9a-f]{1,32}$'
     if j is None: raise HTTPException(404, f"no job {job_id!r} (jobs are kept in memory until the server stops)")
     return j
 
+# %% ../nbs/72_server.ipynb #fef87ed7
 @jobs.get('/tournament_status/{job_id}', response_model=JobOut, responses={404: ERRORS[404]}, operation_id='tournament_status')
 def tournament_status(request:Request, job_id:str=PathParam(pattern=r'^[0-9a-f]{1,32}$'))->JobOut:
     "A job's status, progress (0..1), message and, when done, its result."
@@ -665,11 +707,13 @@ def page(title:str, # the page's title (escaped here)
             f'{" class=dark" if dark else ""}><nav class="site"><a class="brand" href="/">genome_lab</a>{nav}</nav>'
             f'<main>{body}</main></body></html>')
 
+# %% ../nbs/72_server.ipynb #2185647c
 def json_script(data, # anything JSON can carry
                 id:str='data')->str: # a <script type="application/json"> element a page's script reads with JSON.parse
     "`data` as JSON inside a script element, every `<` escaped so no value can close the element."
     return f'<script id="{id}" type="application/json">{json.dumps(data).replace("<", chr(92) + "u003c")}</script>'
 
+# %% ../nbs/72_server.ipynb #df06faef
 def page_part(name:str)->str: # the file's text
     "A page's markup kept as package data, `genome_lab/pages/<name>`."
     return importlib.resources.files('genome_lab').joinpath(f'pages/{name}').read_text()
@@ -686,6 +730,7 @@ def asset(name:str=PathParam(pattern=r'^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$'))->R
     if kind is None or not f.is_file(): raise HTTPException(404, f"no asset {name!r}")
     return Response(f.read_bytes(), media_type=kind, headers={'Cache-Control': 'public, max-age=3600'})
 
+# %% ../nbs/72_server.ipynb #57391fa8
 @pages.get('/favicon.ico', include_in_schema=False)
 def favicon()->Response:
     "The icon browsers ask for by themselves (an SVG: every current browser draws it)."
@@ -699,21 +744,26 @@ class LeaderRow(BaseModel):
     games: int = Field(description="tournament games its rating counts")
     win_rate: Optional[float] = None; avg_score: Optional[float] = None
 
+# %% ../nbs/72_server.ipynb #9c68e3e0
 class ReplacementOut(BaseModel):
     season: Optional[int] = None; arena: Optional[str] = None; created: str
     removed: Optional[str] = None; removed_name: Optional[str] = None; added: str; added_name: Optional[str] = None
     removed_ordinal: Optional[float] = None; added_ordinal: Optional[float] = None
 
+# %% ../nbs/72_server.ipynb #97b42770
 class PlayerOut(BaseModel):
     player: str; games: int; genomes: int
 
+# %% ../nbs/72_server.ipynb #b17fd01f
 class NodeOut(BaseModel):
     id: str; name: str; kind: Literal['genome', 'player', 'missing']
     type: Optional[str] = None; status: Optional[str] = None; arena: Optional[str] = None
 
+# %% ../nbs/72_server.ipynb #5abd2de1
 class EdgeOut(BaseModel):
     parent: str; child: str; relation: str
 
+# %% ../nbs/72_server.ipynb #cfd737bc
 class LeaderboardOut(BaseModel):
     arenas: dict[str, list[LeaderRow]] = Field(description="per arena: its active genomes in rating order, then its candidates")
     notes: dict[str, str] = Field(default_factory=dict, description="per arena, a line when a baseline leads it")
@@ -729,6 +779,7 @@ def leaderboard_data(top:int=Query(10, ge=1, le=100, description='rows per arena
     "The leaderboard's data: top genomes per arena, player contributions, lineage graph."
     return retry_busy(leaderboard, pool.get(), top)
 
+# %% ../nbs/72_server.ipynb #346a3a48
 @pages.get('/leaderboard', response_class=HTMLResponse, operation_id='leaderboard_page')
 def leaderboard_page(pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
     "The leaderboard page: the top 10 active genomes and candidates per arena, the replacements, the players and the family tree."
@@ -775,11 +826,13 @@ def installed_routers()->list: # [APIRouter]
     from importlib import metadata
     return [e.load() for e in sorted(metadata.entry_points(group='genome_lab.routers'), key=lambda e: e.name)]
 
+# %% ../nbs/72_server.ipynb #0cedfdcd
 def serve_options()->list: # [config dataclass]
     """The settings dataclasses the installed routers add to `genome-lab serve` (a router's `serve_options`): their
     fields become the command's flags, and their values reach the router as `app.state.options[cls]`."""
     return [o for r in installed_routers() if (o := getattr(r, 'serve_options', None)) is not None]
 
+# %% ../nbs/72_server.ipynb #267120b6
 def create_app(registry:str|Path, # registry folder
                token:str|None=None, # bearer token for writes; None makes the server read-only
                max_upload_bytes:int=8 << 20, # size cap of a submitted genome file
@@ -816,6 +869,7 @@ def connection_socket(request:Request): # a socket-like object (`setsockopt`), o
     "The TCP socket of `request`'s connection where the server runs `HeaderTimeoutProtocol` (`serve_in_thread`, `genome-lab serve`), else None."
     return request.scope.get('extensions', {}).get(SOCKET_EXTENSION)
 
+# %% ../nbs/72_server.ipynb #329d1579
 class HeaderTimeoutProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol that closes a connection whose request line and headers take over `header_timeout_s`,
     and hands each request its TCP socket (`connection_socket`)."""
@@ -844,6 +898,7 @@ def free_port(host:str='127.0.0.1')->int: # a TCP port free on `host` now (for a
     import socket
     with socket.socket() as s: s.bind((host, 0)); return s.getsockname()[1]
 
+# %% ../nbs/72_server.ipynb #83f8e5d6
 @contextlib.contextmanager
 def serve_in_thread(app, # an ASGI app, e.g. `create_app(...)`
                     host:str='127.0.0.1', # the interface: loopback unless told otherwise
@@ -868,6 +923,7 @@ def _load_job(spec:str)->Callable:
     if not fn: raise ValueError(f"--job must be module:function, not {spec!r}")
     return getattr(importlib.import_module(mod), fn)
 
+# %% ../nbs/72_server.ipynb #ac5385ee
 def port_number(text:str)->int: # an argparse `type`
     "A TCP port to listen on, 1 to 65535 (the socket layer would wrap a larger number round to another port)."
     p = int(text)
@@ -876,6 +932,7 @@ def port_number(text:str)->int: # an argparse `type`
     return p
 port_number.bounds = (1, 65535)   # read by `genome-lab`'s check of a command line before the command's module is imported
 
+# %% ../nbs/72_server.ipynb #4be5d345
 def log_config(access_log:bool=True)->dict: # uvicorn's `log_config`
     "uvicorn's logging for `genome-lab serve`: warnings and errors on stderr; with `access_log`, one line per request on stdout (time, client, request line, status)."
     from uvicorn.config import LOGGING_CONFIG
@@ -885,6 +942,7 @@ def log_config(access_log:bool=True)->dict: # uvicorn's `log_config`
     cfg['loggers']['uvicorn.access']['level'] = 'INFO' if access_log else 'WARNING'
     return cfg
 
+# %% ../nbs/72_server.ipynb #61f8715c
 def serve_cli(argv:list)->int: # exit status
     "`genome-lab serve`: the genome server over a registry folder."
     ap = argparse.ArgumentParser(prog='genome-lab serve', description=serve_cli.__doc__, allow_abbrev=False)
@@ -929,6 +987,7 @@ def serve_cli(argv:list)->int: # exit status
         uvicorn.run('genome_lab.server:app_from_environment', factory=True, workers=a.workers, **run)
     return 0
 
+# %% ../nbs/72_server.ipynb #5170b2a5
 def app_from_environment()->FastAPI:
     "The app each process of `genome-lab serve --workers N` builds: `create_app` with the settings in `GENOME_LAB_SERVE` (JSON) and no token."
     s = json.loads(os.environ['GENOME_LAB_SERVE'])

@@ -77,6 +77,7 @@ def add_chunk(folder:Path, meta:dict, # the session's folder and manifest (updat
     meta['steps'] += rows
     atomic_write(Path(folder)/'session.json', json.dumps(meta, indent=1, default=str).encode())
 
+# %% ../nbs/20_sessions.ipynb #7a9c2a7e
 class SessionWriter:
     "Append rows of one session and write them as Parquet chunks of `chunk_rows` rows under `root/<id>/`."
     def __init__(self, root:str|Path, # the sessions folder
@@ -128,6 +129,7 @@ class SessionWriter:
 class SessionFormatError(ValueError):
     "A session folder that cannot be read at all (no manifest, or another format version)."
 
+# %% ../nbs/20_sessions.ipynb #e2dfceda
 @dataclass
 class Session:
     "One session: `meta` (the manifest), `frame` (one row per step, the columns of `SESSION_COLUMNS`), `problems` (skipped chunks)."
@@ -154,6 +156,7 @@ class Session:
         return (f"Session({self.id}, player={self.player!r}, style={self.meta.get('style')!r}, steps={len(self)}"
                 + (f", {len(self.problems)} problems" if self.problems else '') + ')')
 
+# %% ../nbs/20_sessions.ipynb #fac9109a
 def read_session(path:str|Path, # a session folder
                  warn:bool=True)->Session: # warn about skipped chunks?
     "Read a session; chunks that are missing, truncated, corrupt or unlisted are reported in `problems` and skipped."
@@ -181,6 +184,7 @@ def read_session(path:str|Path, # a session folder
     frame = (pa.concat_tables(parts) if parts else SCHEMA.empty_table()).to_pandas()
     return Session(meta, frame, problems)
 
+# %% ../nbs/20_sessions.ipynb #d7e07303
 def list_sessions(root:str|Path)->pd.DataFrame: # one row per session: id, player, kind, style, steps, chunks, closed, started, seed
     "The manifests under `root` as a table (no chunk is read)."
     rows = []
@@ -192,6 +196,7 @@ def list_sessions(root:str|Path)->pd.DataFrame: # one row per session: id, playe
     cols = ['id', 'player', 'kind', 'style', 'steps', 'chunks', 'closed', 'started', 'seed']
     return pd.DataFrame(rows, columns=cols).set_index('id')
 
+# %% ../nbs/20_sessions.ipynb #82653b07
 def load_sessions(root:str|Path, ids=None, warn:bool=True)->list: # [Session]
     "Read the sessions `ids` (default: all) under `root`."
     ids = list(list_sessions(root).index) if ids is None else list(ids)
@@ -201,9 +206,11 @@ def load_sessions(root:str|Path, ids=None, warn:bool=True)->list: # [Session]
 class ChunkError(ValueError):
     "An uploaded chunk or session that was refused; the message says why, and the session folder is unchanged."
 
+# %% ../nbs/20_sessions.ipynb #cba34435
 class ChunkConflict(ChunkError):
     "A chunk or session that contradicts what is stored (another chunk under a stored index, one past the next, a closed session)."
 
+# %% ../nbs/20_sessions.ipynb #ad0587eb
 UPLOAD_META = ('player', 'kind', 'style', 'arena', 'seed', 'chunk_rows', 'arena_config') # what a client says about its session
 
 def open_session(root:str|Path, session_id:str, meta:dict)->dict: # the session's manifest
@@ -221,11 +228,13 @@ def open_session(root:str|Path, session_id:str, meta:dict)->dict: # the session'
     atomic_write(folder/'session.json', json.dumps(new, indent=1, default=str).encode())
     return new
 
+# %% ../nbs/20_sessions.ipynb #2127257f
 def _manifest(root, session_id)->tuple: # (folder, manifest)
     folder = Path(root)/session_id
     try: return folder, json.loads((folder/'session.json').read_text())
     except FileNotFoundError: raise ChunkConflict(f"no session {session_id}: open it first") from None
 
+# %% ../nbs/20_sessions.ipynb #8a0cba9f
 def receive_chunk(root:str|Path, session_id:str,
                   index:int, # the chunk's place in the session, from 0
                   data:bytes, # its Parquet bytes
@@ -247,6 +256,7 @@ def receive_chunk(root:str|Path, session_id:str,
     add_chunk(folder, meta, data, len(steps))
     return True
 
+# %% ../nbs/20_sessions.ipynb #74543fbd
 def close_session(root:str|Path, session_id:str)->dict: # the manifest
     "Mark an uploaded session closed (no more chunks); closing it again changes nothing."
     folder, meta = _manifest(root, session_id)
@@ -271,6 +281,7 @@ def uploaded_sessions(registry_root:str|Path)->Path:
     "The folder of the sessions players uploaded to the server of registry `registry_root`."
     return Path(registry_root)/SESSIONS_DIR
 
+# %% ../nbs/20_sessions.ipynb #1126c16c
 def player_sessions(registry_root:str|Path)->list: # [Session], the closed, non-empty uploaded ones
     "The sessions players finished uploading to the server of registry `registry_root`: what producers learn from."
     root = uploaded_sessions(registry_root)
@@ -354,6 +365,7 @@ class MixedDriver:
             out[idx], self.states[k] = p.act(obs[idx], self.states[k], greedy=greedy, generator=self.gen)
         return out
 
+# %% ../nbs/20_sessions.ipynb #886c6f50
 def record_bot_sessions(root:str|Path, # the sessions folder
                         styles:list, # bot styles (keys of `BOT_STYLES`)
                         per_style:int=8, # snakes (= sessions) per style, all on one map
@@ -393,11 +405,13 @@ def render_map(grid, # (height, width) cell codes: a whole map, or a snake's vie
     img[head] = (255, 255, 0)
     return img.repeat(scale, 0).repeat(scale, 1)
 
+# %% ../nbs/20_sessions.ipynb #8e44e0e9
 def render_view(obs, # (11, 11) cell codes
                 scale:int=24)->np.ndarray: # (11*scale, 11*scale, 3) uint8
     "An RGB image of a snake's view (`render_map`), its head, the centre, marked in yellow."
     return render_map(obs, (SNAKE_VIEW // 2, SNAKE_VIEW // 2), scale)
 
+# %% ../nbs/20_sessions.ipynb #ca3a624a
 class HumanGame:
     "A person drives agent 0 of a `SnakeArena`; `opponent` drives the rest; the person's steps are recorded."
     def __init__(self, root:str|Path, # the sessions folder
@@ -435,10 +449,12 @@ class HumanGame:
     def close(self)->str: # the session id
         ids = self.recorder.close(); self.arena.close(); return ids[0]
 
+# %% ../nbs/20_sessions.ipynb #a8e5de00
 def _png(img)->bytes:
     import matplotlib.pyplot as plt
     buf = io.BytesIO(); plt.imsave(buf, img, format='png'); return buf.getvalue()
 
+# %% ../nbs/20_sessions.ipynb #340856b6
 def play_widget(game:HumanGame, scale:int=24, # pixels per cell of the snake's 11x11 view
                 map_scale:int=6, fps:int=5): # pixels per cell of the whole map; ticks per second -> an ipywidgets VBox
     """JupyterLab controls for `game`: the whole map (your head in yellow) beside your snake's view, at fixed pixel

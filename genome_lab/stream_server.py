@@ -33,6 +33,7 @@ async def _lifespan(app):
 
 stream = APIRouter(prefix='/stream', tags=['stream'], lifespan=_lifespan, route_class=TokenRoute)  # writes refused before their body is read
 
+# %% ../nbs/93_stream_server.ipynb #eb250810
 def broadcast(request:Request, pool:RegistryPool=Depends(registry_pool))->Broadcast:
     "FastAPI dependency: the app's `Broadcast` over its registry (configured by `app.state.stream_config`, default `StreamConfig()`)."
     st = request.app.state
@@ -50,21 +51,26 @@ class Offer(BaseModel):
     sdp: str = Field(min_length=1, max_length=20_000)
     type: Literal['offer']
 
+# %% ../nbs/93_stream_server.ipynb #4539f751
 class Answer(BaseModel):
     sdp: str; type: Literal['answer']
 
+# %% ../nbs/93_stream_server.ipynb #5055efda
 @stream.get('', response_class=HTMLResponse, operation_id='live_page')
 def live_page()->HTMLResponse:
     "The live page: WebRTC, or MJPEG as the fallback (`?mode=mjpeg`), with the measured latency."
     return HTMLResponse(page('live', page_part('live.html'), dark=True, current='/stream'))
 
+# %% ../nbs/93_stream_server.ipynb #9d1d2bfa
 @stream.get('/clock', operation_id='stream_clock')
 def clock()->dict:
     "The server's clock in milliseconds since the epoch (the page compares the frames' stamps with it)."
     return {'ms': time.time() * 1000}
 
+# %% ../nbs/93_stream_server.ipynb #1feb4616
 def _client(request:Request)->str|None: return request.client.host if request.client else None
 
+# %% ../nbs/93_stream_server.ipynb #85d9d5e6
 def _packet_track(viewer:Viewer):
     from aiortc import MediaStreamTrack
     from aiortc.mediastreams import MediaStreamError
@@ -76,6 +82,7 @@ def _packet_track(viewer:Viewer):
             return p
     return PacketTrack()
 
+# %% ../nbs/93_stream_server.ipynb #c535b00d
 @stream.post('/offer', response_model=Answer, operation_id='stream_offer', responses={k: ERRORS[k] for k in (400,)} | {503: ERRORS[400]})
 async def offer(request:Request, body:Offer, b:Broadcast=Depends(broadcast))->Answer:
     "Answer a WebRTC offer with the live stream (H.264); 400 for an offer without H.264, 503 when the stream is full."
@@ -100,6 +107,7 @@ async def offer(request:Request, body:Offer, b:Broadcast=Depends(broadcast))->An
             b.unsubscribe(viewer); peers.discard(pc); await pc.close()
     return Answer(sdp=pc.localDescription.sdp, type='answer')
 
+# %% ../nbs/93_stream_server.ipynb #a8f1f83c
 class DeadlineStream(StreamingResponse):
     """A `StreamingResponse` whose every write the client must take within `send_timeout` seconds: a client that stops
     reading (or reads slower than the stream) is dropped, and its generator closed, which frees what it held."""
@@ -112,6 +120,7 @@ class DeadlineStream(StreamingResponse):
         except asyncio.TimeoutError: pass   # the response ends unfinished: uvicorn closes the connection
         finally: await self.body_iterator.aclose()
 
+# %% ../nbs/93_stream_server.ipynb #ec7c97c7
 @stream.get('/mjpeg', include_in_schema=False)
 async def mjpeg(request:Request, b:Broadcast=Depends(broadcast)):
     "The fallback: an endless `multipart/x-mixed-replace` of JPEG pictures (out of the schema: a response that never ends)."
@@ -131,9 +140,11 @@ async def mjpeg(request:Request, b:Broadcast=Depends(broadcast)):
 class Times(BaseModel):
     mean: float = Field(description="milliseconds"); p95: float = Field(description="milliseconds")
 
+# %% ../nbs/93_stream_server.ipynb #9dc1d7a5
 class GameOut(BaseModel):
     number: int; step: int; seed: int; genomes: list[str]
 
+# %% ../nbs/93_stream_server.ipynb #8471fdc8
 class StreamHealth(BaseModel):
     state: Literal['live', 'idle']
     viewers: dict[str, int] = Field(description="viewers by format: h264 (WebRTC) and jpeg (MJPEG)")
@@ -148,16 +159,19 @@ class StreamHealth(BaseModel):
     game: Optional[GameOut] = None
     errors: list[str]
 
+# %% ../nbs/93_stream_server.ipynb #dcfb23c5
 class Fault(BaseModel):
     model_config = ConfigDict(extra='forbid', strict=True)
     fault: Literal['codec', 'stall'] = Field(description="'codec': the encoder's next frame meets a codec error; 'stall': the game sleeps")
     seconds: float = Field(0.0, ge=0, le=60, description="how long a stalled game sleeps")
 
+# %% ../nbs/93_stream_server.ipynb #65071419
 @stream.get('/health', response_model=StreamHealth, operation_id='stream_health')
 def stream_health(b:Broadcast=Depends(broadcast))->StreamHealth:
     "The stream's frame rate, encode latency, bitrate, restarts, viewers and last errors."
     return b.health()
 
+# %% ../nbs/93_stream_server.ipynb #c5222774
 @stream.post('/fault', response_model=StreamHealth, dependencies=[Depends(require_token)], operation_id='stream_fault',
              responses={k: ERRORS[k] for k in (401, 403)})
 def stream_fault(body:Fault, b:Broadcast=Depends(broadcast))->StreamHealth:
@@ -172,25 +186,30 @@ class ClipOut(BaseModel):
     t0: int; t1: int; seconds: float; bytes: int; created: str
     url: str = Field(description="the clip's MP4 file")
 
+# %% ../nbs/93_stream_server.ipynb #8d319009
 class HighlightsOut(BaseModel):
     clips: list[ClipOut]
     recording: bool = Field(description="is a search of a tournament running?")
     last: Optional[dict] = Field(None, description="what the last search found, added and removed")
 
+# %% ../nbs/93_stream_server.ipynb #a5dde1c6
 def highlight_dir(pool:RegistryPool)->Path: return pool.root/HIGHLIGHTS_DIR
 
+# %% ../nbs/93_stream_server.ipynb #db59850e
 def stored_clips(pool:RegistryPool)->list:
     "The highlight store's clips as `ClipOut`s, strongest first; [] before any highlight was recorded."
     if not (highlight_dir(pool)/'highlights.sqlite').exists(): return []
     with HighlightStore(highlight_dir(pool), read_only=pool.read_only) as store:
         return [ClipOut(**{k: c[k] for k in ClipOut.model_fields if k != 'url'}, url=f"/stream/clips/{c['id']}.mp4") for c in store.clips()]
 
+# %% ../nbs/93_stream_server.ipynb #5a2bda66
 @stream.get('/highlights', response_model=HighlightsOut, operation_id='stream_highlights')
 def highlights(request:Request, pool:RegistryPool=Depends(registry_pool))->HighlightsOut:
     "The kept clips, strongest first, and the state of the highlight search."
     st = request.app.state
     return HighlightsOut(clips=stored_clips(pool), recording=bool(getattr(st, 'highlight_job', None)), last=getattr(st, 'highlight_last', None))
 
+# %% ../nbs/93_stream_server.ipynb #67187c3f
 @stream.post('/highlights', response_model=HighlightsOut, status_code=202, dependencies=[Depends(require_token)],
              operation_id='record_highlights', responses={k: ERRORS[k] for k in (401, 403, 409)})
 def start_highlights(request:Request, pool:RegistryPool=Depends(registry_pool))->HighlightsOut:
@@ -208,6 +227,7 @@ def start_highlights(request:Request, pool:RegistryPool=Depends(registry_pool))-
     threading.Thread(target=job, name='highlights', daemon=True).start()
     return HighlightsOut(clips=stored_clips(pool), recording=True, last=getattr(st, 'highlight_last', None))
 
+# %% ../nbs/93_stream_server.ipynb #15312fb9
 @stream.get('/clips/{clip_id}.mp4', response_class=FileResponse, operation_id='stream_clip',
             responses={200: {'content': {'video/mp4': {}}}, 404: ERRORS[404]})
 def clip_file(clip_id:str=PathParam(pattern=r'^[0-9a-f]{12}$'), pool:RegistryPool=Depends(registry_pool)):
@@ -216,6 +236,7 @@ def clip_file(clip_id:str=PathParam(pattern=r'^[0-9a-f]{12}$'), pool:RegistryPoo
     if not path.is_file(): raise HTTPException(404, f"no clip {clip_id!r}")
     return FileResponse(path, media_type='video/mp4')
 
+# %% ../nbs/93_stream_server.ipynb #a935c087
 @stream.get('/playlist', response_class=HTMLResponse, operation_id='playlist_page')
 def playlist_page()->HTMLResponse:
     "The playlist page: the kept clips in a loop, strongest first, each with its metadata."

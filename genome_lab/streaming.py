@@ -33,15 +33,20 @@ def rgb_to_yuv(rgb)->np.ndarray: # (..., 3) uint8: Y, U (Cb), V (Cr)
     cb, cr = (c[..., 2] - y) / 1.8556, (c[..., 0] - y) / 1.5748
     return np.rint(np.stack([16 + 219*y, 128 + 224*cb, 128 + 224*cr], -1)).clip(0, 255).astype(np.uint8)
 
+# %% ../nbs/90_streaming.ipynb #a664d7bc
 @functools.lru_cache(maxsize=4096)
 def _yuv(colour:tuple)->tuple: return tuple(int(v) for v in rgb_to_yuv(colour))
+
+# %% ../nbs/90_streaming.ipynb #9ecc204c
 def yuv_of(colour)->tuple: # (Y, U, V) ints
     "`rgb_to_yuv` of one RGB colour, cached (overlays draw a few colours many times a frame)."
     return _yuv(tuple(int(c) for c in colour))
 
+# %% ../nbs/90_streaming.ipynb #b575da38
 @functools.lru_cache(maxsize=None)
 def _font(size:int): return ImageFont.load_default(size=size)
 
+# %% ../nbs/90_streaming.ipynb #9ff3902c
 @functools.lru_cache(maxsize=8192)
 def text_mask(text:str, size:int=16)->np.ndarray: # (h, w) uint8 coverage; h and w even
     "Anti-aliased coverage of `text` in Pillow's default scalable font at `size` pixels (cached: overlays repeat)."
@@ -52,17 +57,20 @@ def text_mask(text:str, size:int=16)->np.ndarray: # (h, w) uint8 coverage; h and
     ImageDraw.Draw(img).text((0, 0), text, fill=255, font=font)
     return np.asarray(img)
 
+# %% ../nbs/90_streaming.ipynb #2e879cce
 @dataclass(frozen=True)
 class Sprite:
     "A coverage mask ready to paint: luma weights `a`, `inv` = 255 - `a`, and the same at chroma resolution (2x2 means)."
     a: np.ndarray; inv: np.ndarray; a2: np.ndarray; inv2: np.ndarray
 
+# %% ../nbs/90_streaming.ipynb #dbe68fa1
 def sprite(mask:np.ndarray)->Sprite: # mask (h, w) uint8 coverage, h and w even
     a = mask.astype(np.uint16)
     h, w = a.shape
     a2 = a.reshape(h//2, 2, w//2, 2).sum((1, 3)).__iadd__(2).__ifloordiv__(4)
     return Sprite(a, 255 - a, a2, 255 - a2)
 
+# %% ../nbs/90_streaming.ipynb #dea50fa6
 @functools.lru_cache(maxsize=8192)
 def text_sprite(text:str, size:int=16)->Sprite: return sprite(text_mask(text, size))
 
@@ -168,11 +176,13 @@ def stamp_bits(ms:int)->np.ndarray: # (40,) uint8 bits, most significant first
     check = (sum(v.to_bytes(4, 'big')) ^ 0xA5) & 0xFF
     return np.array([(v >> (31 - k)) & 1 for k in range(32)] + [(check >> (7 - k)) & 1 for k in range(8)], np.uint8)
 
+# %% ../nbs/90_streaming.ipynb #19e523c4
 def draw_stamp(canvas:Canvas, ms:int, x:int, y:int):
     "Draw the stamp of `ms` with its top left at (`x`, `y`): `STAMP_ROWS` rows of `STAMP_COLS` squares."
     bits = stamp_bits(ms).reshape(STAMP_ROWS, STAMP_COLS)
     canvas.cells(x, y, np.where(bits[..., None] == 1, np.array(yuv_of((255, 255, 255)), np.uint8), np.array(yuv_of((0, 0, 0)), np.uint8)), STAMP_CELL)
 
+# %% ../nbs/90_streaming.ipynb #a3040aea
 def read_stamp(rgb:np.ndarray, x:int, y:int)->int|None: # ms mod 2^32, or None when the check fails
     "Read a stamp back from an RGB picture (the page does the same in JavaScript)."
     c = STAMP_CELL
@@ -195,6 +205,7 @@ class SnakeFrame:
     probs: np.ndarray # (n, 4) float32: probabilities of the next move (up, down, left, right)
     value: np.ndarray # (n,) float32: value estimate; NaN where the policy has no value head
 
+# %% ../nbs/90_streaming.ipynb #21a4b3c5
 def snake_mind(game:SnakeGame)->tuple: # probs (n, 4) float32, value (n,) float32, per agent
     "Every snake's probabilities of its next move and its value estimate, from its current view and recurrent state (the game's state is not advanced)."
     g = game.group
@@ -205,6 +216,7 @@ def snake_mind(game:SnakeGame)->tuple: # probs (n, 4) float32, value (n,) float3
     p[game.slot], v[game.slot] = probs, value   # genome-major position -> agent
     return p, v
 
+# %% ../nbs/90_streaming.ipynb #7834f351
 def snake_frame(game:SnakeGame)->SnakeFrame:
     "Copy the current moment of `game` (its arena's one map)."
     st = game.arena.c_state(0)
@@ -232,6 +244,7 @@ def genome_colours(ids:list)->np.ndarray: # (len(ids), 3) uint8 RGB
         used.add(k); out.append(GENOME_COLOURS[k])
     return np.array(out, np.uint8).reshape(-1, 3)
 
+# %% ../nbs/90_streaming.ipynb #46fe2b54
 @dataclass
 class Scene:
     "What the overlays say about a `SnakeFrame`: who is who, the kill feed, the scores and titles, whom the camera follows."
@@ -246,6 +259,7 @@ class Scene:
     kills: np.ndarray|None = None # (G,) kills of other genomes' snakes so far
     follow: int|None = None # the agent the camera and the mind overlay follow
 
+# %% ../nbs/90_streaming.ipynb #fa192299
 def scene_of(game:SnakeGame, names:list, ids:list|None=None, **kw)->Scene:
     "A `Scene` for `game` with genome `names` (colours from `ids`, default the names)."
     return Scene(list(names), genome_colours(ids or names), game.owner.copy(), **kw)
@@ -267,6 +281,7 @@ def _cell_colours(frame:SnakeFrame, scene:Scene)->np.ndarray: # (H, W, 3) uint8 
     idx[r, c] = 5 + G + scene.genome
     return pal[idx]
 
+# %% ../nbs/90_streaming.ipynb #e7614a0b
 def _map_layout(canvas:Canvas, frame:SnakeFrame, scene:Scene, view:str)->tuple: # (x, y, scale, row0, col0, rows, cols)
     "Where the map goes and which cells show: the whole map, or a window around the followed head."
     aw, ah = canvas.width - SIDEBAR, canvas.height - HEADER - FEED
@@ -286,11 +301,13 @@ def _map_layout(canvas:Canvas, frame:SnakeFrame, scene:Scene, view:str)->tuple: 
     x, y = ((aw - cols * s) // 2) & ~1, (HEADER + (ah - rows * s) // 2) & ~1
     return x, y, s, r0, c0, rows, cols
 
+# %% ../nbs/90_streaming.ipynb #603e0274
 def longest_snakes(frame:SnakeFrame, scene:Scene)->list: # [agent], one per genome with snakes
     "Each genome's longest snake (the one labelled on the whole map)."
     return [int(np.flatnonzero(scene.genome == g)[np.argmax(frame.length[scene.genome == g])])
             for g in range(len(scene.names)) if (scene.genome == g).any()]
 
+# %% ../nbs/90_streaming.ipynb #5280fda8
 def _draw_map(canvas, frame, scene, view):
     x, y, s, r0, c0, rows, cols = _map_layout(canvas, frame, scene, view)
     canvas.cells(x, y, _cell_colours(frame, scene)[r0:r0+rows, c0:c0+cols], s, gap=1 if s >= 6 else 0, gap_colour=BACK)
@@ -307,6 +324,7 @@ def _draw_map(canvas, frame, scene, view):
     if scene.caption:
         canvas.fill(x, y, cols * s, 30, PANEL); canvas.text(x + 10, y + 6, scene.caption, 16, INK)
 
+# %% ../nbs/90_streaming.ipynb #50b643f8
 def _draw_feed(canvas, frame, scene, lines:int=4):
     y0 = canvas.height - FEED
     canvas.fill(0, y0, canvas.width - SIDEBAR, FEED, PANEL)
@@ -324,6 +342,7 @@ def _draw_feed(canvas, frame, scene, lines:int=4):
             x += canvas.text(x, y, scene.names[gv], 15, scene.colours[gv])
             canvas.text(x, y, {KILL_WALL: ' hit a wall', victim: ' ran into itself'}.get(killer, ' died'), 15, DIM)
 
+# %% ../nbs/90_streaming.ipynb #bddb9f06
 def leaderboard_rows(frame:SnakeFrame, scene:Scene)->list: # [dict(genome, name, score, best, kills, rating)], best first
     "The live leaderboard: each genome's mean and best current snake length, kills and rating, by mean length."
     rows = []
@@ -334,6 +353,7 @@ def leaderboard_rows(frame:SnakeFrame, scene:Scene)->list: # [dict(genome, name,
                          rating=None if scene.ratings is None else scene.ratings[g]))
     return sorted(rows, key=lambda r: (-r['score'], -r['kills'], r['name']))
 
+# %% ../nbs/90_streaming.ipynb #96917625
 def _draw_board(canvas, frame, scene, top:int=10)->int: # y below the board
     x0, y = canvas.width - SIDEBAR, HEADER
     canvas.fill(x0, y, SIDEBAR, canvas.height - HEADER, PANEL)
@@ -351,6 +371,7 @@ def _draw_board(canvas, frame, scene, top:int=10)->int: # y below the board
         y += 20
     return y + 8
 
+# %% ../nbs/90_streaming.ipynb #a3e04470
 def view_colours(view:np.ndarray, # (11, 11) int8 cell codes of a snake's observation
                  head=(255, 255, 255))->np.ndarray: # (11, 11, 3) uint8 YUV, for `Canvas.cells`
     "Colours of a snake's view as the mind overlay draws it: the map's colours, snakes grey, its own head (the centre) in `head`."
@@ -359,6 +380,7 @@ def view_colours(view:np.ndarray, # (11, 11) int8 cell codes of a snake's observ
     own[SNAKE_VISION, SNAKE_VISION] = rgb_to_yuv(np.asarray(head, np.uint8))
     return own
 
+# %% ../nbs/90_streaming.ipynb #469f0053
 def _draw_mind(canvas, frame, scene, y:int):
     x0 = canvas.width - SIDEBAR + 12
     canvas.text(x0, y, 'MIND', 13, DIM)
@@ -379,6 +401,7 @@ def _draw_mind(canvas, frame, scene, y:int):
     v = frame.value[a]
     canvas.text(bx, y + 96, 'value  ' + ('n/a (no value head)' if np.isnan(v) else f'{v:+.2f}'), 13, INK)
 
+# %% ../nbs/90_streaming.ipynb #961d4d6f
 def render_snake(canvas:Canvas, frame:SnakeFrame, scene:Scene,
                  view:str='map', # 'map': the whole map; 'follow': a camera on `scene.follow`
                  stamp_ms:int|None=None)->Canvas: # the server's clock to stamp into the frame (a live frame)
@@ -426,6 +449,7 @@ def tetris_boards(arena)->np.ndarray: # (num_envs, n_rows, n_cols) int: 0 empty,
     c = arena.config
     return np.rint(arena.obs[:, :c['n_rows']*c['n_cols']]).astype(int).reshape(-1, c['n_rows'], c['n_cols'])
 
+# %% ../nbs/90_streaming.ipynb #da35da5f
 def render_tetris(canvas:Canvas, boards:np.ndarray, # (B, rows, cols) as `tetris_boards`
                   names:list, colours:np.ndarray, # one per board: the genome playing it
                   lines:list|None=None, title:str='genome_lab live · tetris', info:str='')->Canvas:
@@ -444,6 +468,7 @@ def render_tetris(canvas:Canvas, boards:np.ndarray, # (B, rows, cols) as `tetris
         if lines is not None: canvas.text(x + C*s // 2, y + R*s + 10, f'lines {lines[b]}', 16, INK, 'center')
     return canvas
 
+# %% ../nbs/90_streaming.ipynb #160249f2
 def render_creatures(canvas:Canvas, pos:np.ndarray, # (P, N, 2) node positions in metres (x right, y up)
                      node_mask:np.ndarray, muscle_a:np.ndarray, muscle_b:np.ndarray, muscle_mask:np.ndarray, # (P, N), (P, M) x3
                      pellet, # (2,) metres: the current pellet
@@ -478,6 +503,7 @@ class EncoderConfig:
     preset: str = 'ultrafast' # libx264's speed preset
     threads: int = 1 # encoder threads
 
+# %% ../nbs/90_streaming.ipynb #c3df3f78
 class LiveEncoder:
     "Low-latency constant-bitrate H.264 (Annex B, constrained baseline) that reopens its codec after a codec error."
     def __init__(self, config:EncoderConfig=EncoderConfig()):
@@ -513,6 +539,7 @@ class LiveEncoder:
         "Flush the codec as at the end of a stream: the next `encode` meets FFmpeg's end-of-file error (a real codec error)."
         self._ctx.encode(None)
 
+# %% ../nbs/90_streaming.ipynb #7f2ffaa6
 class JpegEncoder:
     "Motion-JPEG pictures for the fallback view (one JPEG per frame, full-range BT.601 as JPEG viewers expect)."
     def __init__(self, width:int=1280, height:int=720, fps:int=30, bitrate:int=8_000_000):
@@ -552,6 +579,7 @@ def write_clip(path:str|Path, frames, # iterable of `av.VideoFrame` (a `Canvas.f
     tmp.replace(path)
     return dict(path=str(path), frames=n, seconds=n / fps, bytes=path.stat().st_size)
 
+# %% ../nbs/90_streaming.ipynb #2a8efd32
 def video_html(path:str|Path, width:int=640)->str:
     "An HTML5 `<video>` (looping, muted, with controls) whose source is the MP4 file as a `data:` URI."
     import base64

@@ -70,6 +70,7 @@ def piece_masks(piece:int, orient:int)->tuple: # (row masks at column 0, height,
     for r, c in cells: rows[r] |= 1 << c
     return tuple(rows), h, w
 
+# %% ../nbs/81_tetris_players.ipynb #05c2de62
 def fits(board:list, masks:tuple, row:int, col:int)->bool:
     "Can the piece with row `masks` sit with its box's top-left at (`row`, `col`)?"
     if row < 0 or col < 0 or row + len(masks) > N_ROWS: return False
@@ -78,6 +79,7 @@ def fits(board:list, masks:tuple, row:int, col:int)->bool:
         if m > FULL or board[row + i] & m: return False
     return True
 
+# %% ../nbs/81_tetris_players.ipynb #dc967d47
 def simulate_keys(board:list, piece:int, orient:int, row:int, col:int, tick_fall:int, target_orient:int, target_col:int):
     "Press rotate, then left/right, then hard drop from the given state; return the locked `(row, orient, col, ticks)` or None if a key fails."
     n_or = len(ORIENTATIONS[piece])
@@ -102,6 +104,7 @@ def simulate_keys(board:list, piece:int, orient:int, row:int, col:int, tick_fall
             if not fits(board, masks, row + 1, col): return None  # locks before reaching the target
             row += 1
 
+# %% ../nbs/81_tetris_players.ipynb #c220da27
 def place(board:list, masks:tuple, row:int, col:int)->tuple: # (new board, rows cleared, eroded piece cells)
     "Lock the piece and clear full rows."
     new = list(board)
@@ -112,6 +115,7 @@ def place(board:list, masks:tuple, row:int, col:int)->tuple: # (new board, rows 
     kept = [r for r in new if r != FULL]
     return [0]*(N_ROWS - len(kept)) + kept, len(full), len(full)*eroded
 
+# %% ../nbs/81_tetris_players.ipynb #89ad8a90
 def board_features(board:list)->dict:
     "Row and column transitions, holes, cumulative wells, heights and bumpiness of a board (row masks, top first)."
     top = 0
@@ -162,6 +166,7 @@ def plan_placement(view:dict, weights:dict)->tuple|None: # (orientation, col, sc
             if best is None or s > best[2]: best = (o, c, s)
     return best
 
+# %% ../nbs/81_tetris_players.ipynb #1d3137bf
 def choose_action(obs, view:dict, memory:dict)->int: # a key in 0..6
     "Plan the falling piece's placement once (weights from the program's `WEIGHTS`), then press keys towards it."
     if view['piece'] < 0: return NOOP

@@ -37,6 +37,7 @@ def body_cells(body, ptr, length): # (n, m, 2), (n,), (n,) -> cells (sum(length)
     mask = np.arange(L)[None] < length[:, None]
     return body[np.arange(n)[:, None], idx][mask], np.repeat(np.arange(n), length)
 
+# %% ../nbs/70_tournament.ipynb #80821278
 class KillTracker:
     """Attributes every snake death on the maps of `arenas` (`SnakeArena`s whose maps have one size and snake count) to a
     wall, a killer snake (its agent index over all the maps, map-major) or itself; call `before` and `after` around each step."""
@@ -108,10 +109,12 @@ class GameResult:
         keys = list(zip(*[np.nan_to_num(np.asarray(getattr(self, k), float), nan=-np.inf) for k in self.rank_by]))
         return np.array([sum(o > k for o in keys) for k in keys])
 
+# %% ../nbs/70_tournament.ipynb #b6de1346
 def game_generators(games:list, seeds:list)->list: # one `torch.Generator` per genome of every game, in the batch's order
     "Sampling streams: genome `j` of the game of seed `s` samples from its own stream, whatever else shares its batch."
     return [torch.Generator().manual_seed(s*1009 + j) for g, s in zip(games, seeds) for j in range(len(g))]
 
+# %% ../nbs/70_tournament.ipynb #de4051ae
 def play_maps(games:list, # one list of policies per game (its genomes)
               seeds:list, # one seed per game
               snakes_per_genome:int=8, steps:int=400, greedy:bool=True,
@@ -122,11 +125,13 @@ def play_maps(games:list, # one list of policies per game (its genomes)
     finally:
         for m in maps: m.close()
 
+# %% ../nbs/70_tournament.ipynb #380e43a3
 def _seating(G:int, n:int, seed:int)->tuple: # (slot, owner): agent index of genome-major position p is slot[p]; owner genome of each agent
     slot = np.random.default_rng(seed).permutation(G*n)
     owner = np.empty(G*n, np.int64); owner[slot] = np.repeat(np.arange(G), n)
     return slot, owner
 
+# %% ../nbs/70_tournament.ipynb #9b4ea211
 def _play_maps(games, seeds, maps, n, steps, greedy)->list:
     if len({len(g) for g in games}) > 1: raise ValueError("the games of one batch need the same number of genomes")
     group, gens = GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
@@ -153,6 +158,7 @@ def _play_maps(games, seeds, maps, n, steps, greedy)->list:
     seconds = (time.perf_counter() - t0) / len(games)
     return [_map_result(m, len(g), s, owner, c, n, steps, seconds) for m, g, s, (_, owner), c in zip(maps, games, seeds, seats, counts)]
 
+# %% ../nbs/70_tournament.ipynb #13a1d53d
 def _count_deaths(killer, died, owner, c):
     "Deaths of each genome's snakes, and kills of other genomes' (team) snakes by them."
     for v in np.flatnonzero(died):
@@ -160,6 +166,7 @@ def _count_deaths(killer, died, owner, c):
         k = killer[v]
         if k >= 0 and k != v: c['kills' if owner[k] != owner[v] else 'team_kills'][owner[k]] += 1
 
+# %% ../nbs/70_tournament.ipynb #8ecdde29
 def _map_result(arena, G, seed, owner, c, n, steps, seconds)->GameResult:
     "Per-genome means over its snakes' episodes: the deaths, plus the snakes alive at the end (`running`)."
     eps = Episodes.concat([arena.pop_episodes(), arena.running()])
@@ -167,6 +174,7 @@ def _map_result(arena, G, seed, owner, c, n, steps, seconds)->GameResult:
     mean = lambda x: np.bincount(who, x, G) / np.bincount(who, minlength=G)
     return GameResult(seed, mean(eps.score), mean(eps.length), c['kills'], c['deaths'], c['team_kills'], steps, steps*G*n, seconds)
 
+# %% ../nbs/70_tournament.ipynb #e6f79390
 def play_game(policies:list, # one policy per genome
               seed:int=0, snakes_per_genome:int=8, steps:int=400, # game seed, snakes each, steps
               greedy:bool=True, threads:int|None=1, # torch threads (see `torch_threads`)
@@ -186,6 +194,7 @@ def play_game(policies:list, # one policy per genome
         if game is not None: game.close()
         arena.close()
 
+# %% ../nbs/70_tournament.ipynb #bda1ea55
 class SnakeGame:
     """A seeded game of `policies` on the one map of `arena`, `n` snakes each, stepped one step at a time: snakes are
     given to genomes by a seeded shuffle, one `GenomeGroup` acts for all, a `KillTracker` attributes the deaths. The
@@ -238,6 +247,7 @@ def play_side_by_side(arena:str, # an arena whose genomes do not share a map (`s
     finally:
         for b in boards: b.close()
 
+# %% ../nbs/70_tournament.ipynb #1cb909fd
 def _keep_first(eps:Episodes, first:dict, seen:np.ndarray, e:int):
     "Note each agent's first episode among `eps` (board `e`), unless `seen` already has one."
     for i, a in enumerate(eps.agent):
@@ -245,6 +255,7 @@ def _keep_first(eps:Episodes, first:dict, seen:np.ndarray, e:int):
         seen[e, a] = True
         for k in first: first[k][e, a] = getattr(eps, k)[i]
 
+# %% ../nbs/70_tournament.ipynb #a8c76dbb
 def _play_side_by_side(cls, games, seeds, boards, n, steps, greedy)->list:
     group, gens = GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
     obs = [b.reset(s) for b, s in zip(boards, [s for g, s in zip(games, seeds) for _ in g])]
@@ -269,6 +280,7 @@ def _play_side_by_side(cls, games, seeds, boards, n, steps, greedy)->list:
                               seconds, lines=stats.get('lines'), rank_by=cls.rank_by))
     return out
 
+# %% ../nbs/70_tournament.ipynb #4186d144
 def _own_games(cls, games:list, seeds:list, settings:dict)->list:
     "Games of an arena that plays its own (`cls.game`: creatures), one after another."
     out = []
@@ -278,6 +290,7 @@ def _own_games(cls, games:list, seeds:list, settings:dict)->list:
         out.append(GameResult(s, stats['score'], np.zeros(len(g)), z, z, z, 0, 0, time.perf_counter() - t0, rank_by=cls.rank_by))
     return out
 
+# %% ../nbs/70_tournament.ipynb #6afbf63c
 def play_batch(arena:str, games:list, seeds:list, # one list of policies and one seed per game
                agents_per_genome:int=8, steps:int=400, greedy:bool=True, threads:int|None=1,
                **settings)->list: # the arena's arguments; default its `game_settings`. Returns [GameResult], one per game
@@ -290,6 +303,7 @@ def play_batch(arena:str, games:list, seeds:list, # one list of policies and one
         if cls.game is None: return play_side_by_side(arena, games, seeds, agents_per_genome, steps, greedy, **settings)
         return _own_games(cls, games, seeds, settings)
 
+# %% ../nbs/70_tournament.ipynb #994e8fd0
 def play_solo_game(policies:list, # one policy per genome
                    arena:str, # an arena whose genomes do not share a map (`shared_map` False)
                    seed:int=0, agents_per_genome:int=4, steps:int=10_000, # game seed; boards (carts, ...) each; step cap
@@ -330,6 +344,7 @@ def rate_game(ratings:dict, ids:list, ranks)->dict: # {id: openskill rating}; re
     for i, (r,) in zip(ids, new): ratings[i] = r
     return ratings
 
+# %% ../nbs/70_tournament.ipynb #cea6aa61
 def elo_update(elo:dict, ids:list, ranks, k:float=32.0)->dict: # {id: float}
     "Multiplayer Elo: every pair of the game counts as a two-player game with K/(G-1)."
     r = [elo.get(i, 1500.0) for i in ids]; G = len(ids); new = list(r)
@@ -404,6 +419,7 @@ def fitness_table(ids:list, games:list, results:list, steps:int, engagement:dict
 # %% ../nbs/70_tournament.ipynb #f9c9bf32
 def game_seed(seed:int, k:int)->int: return seed*100003 + k   # the seed of game `k` of a tournament seeded `seed`
 
+# %% ../nbs/70_tournament.ipynb #19349c16
 def iter_games(policies:list, games:list, seed:int, # games: tuples of indices into `policies`
                arena:str='snake', agents_per_genome:int=8, steps:int=400, # each genome's agents (snakes, boards); steps per game
                settings:dict|None=None, # the arena's arguments; default its `game_settings`
@@ -426,6 +442,7 @@ def iter_games(policies:list, games:list, seed:int, # games: tuples of indices i
     refs = [task.remote(*a, **settings) for a in args]
     for c, ref in zip(chunks, refs): yield start + c[0], ray.get(ref)
 
+# %% ../nbs/70_tournament.ipynb #780c2fcf
 def play_games(policies:list, games:list, seed:int, arena:str='snake', agents_per_genome:int=8, steps:int=400,
                settings:dict|None=None, backend:str='local', ray_address:str|None=None, progress:bool=True,
                batch:int=64)->list: # [GameResult] in schedule order
@@ -438,6 +455,7 @@ def load_ratings(registry:Registry)->dict: # {genome id: openskill rating}
     "The persisted OpenSkill ratings."
     return {g: MODEL.rating(mu=r['mu'], sigma=r['sigma'], name=g) for g, r in registry.ratings().items()}
 
+# %% ../nbs/70_tournament.ipynb #0e71d929
 @dataclass
 class TournamentResult:
     "Leaderboard (a DataFrame sorted by ordinal), the games played, their results, the rating history of this call's games."
@@ -445,6 +463,7 @@ class TournamentResult:
     stability: dict|None = None # `split_half` of all the tournament's games
     failures: dict|None = None # genome id -> why its policy failed: it stayed out, or forfeited its later games (`_forfeits`)
 
+# %% ../nbs/70_tournament.ipynb #53a1f350
 def _resumed(registry:Registry|None, evaluation:int)->dict: # the stored tournament's record
     "A stored tournament's record, to resume it; `ValueError` without a registry or if its arena's rules changed since."
     if registry is None: raise ValueError("only a registry's tournament can be resumed")
@@ -454,6 +473,7 @@ def _resumed(registry:Registry|None, evaluation:int)->dict: # the stored tournam
                          f"{arena_version(rec['arena'])}: its games cannot continue; start a new tournament")
     return rec
 
+# %% ../nbs/70_tournament.ipynb #effdb737
 def _leaderboard(registry:Registry|None, ids:list, games:list, results:list, steps:int, ratings:dict,
                  failures:dict)->pd.DataFrame: # one row per entrant, best ordinal first
     "The tournament's table: fitness (`fitness_table`), engagement, rating, failure, and with a registry names and statuses."
@@ -557,6 +577,7 @@ def _store_batch(registry:Registry, evaluation:int, ids:list, games:list, k0:int
     registry.store_games(evaluation, rows, history, {i: (ratings[i].mu, ratings[i].sigma, n) for i, n in played.items()},
                          sum(r.steps for r in results), sum(r.seconds for r in results))
 
+# %% ../nbs/70_tournament.ipynb #fea0d6b0
 def _stored_games(registry:Registry, evaluation:int, ids:list, games:list, rank_by:tuple)->tuple: # (games stored, [GameResult])
     "The games of a tournament already stored, rebuilt from their rows (a genome without a row counted nothing: NaN)."
     done, rows = registry.stored_games(evaluation)
@@ -582,6 +603,7 @@ def _forfeits(policies:list, ids:list, failures:dict, # genome id -> reason, upd
         for i in new: registry.set_status(i, 'retired')
     return new
 
+# %% ../nbs/70_tournament.ipynb #0dff0726
 QUALIFY_STEPS = 100 # steps of the solo game a program genome plays before a tournament (`_qualify`)
 
 def _qualify(ids:list, policies:list, failures:dict, # genome id -> reason, updated in place
@@ -612,6 +634,7 @@ def ladder_taus(results:list, games:list, true_order:list)->dict: # {'openskill'
             out[key].append(kendalltau([truth[i] for i in ids], [val(i) for i in ids]).statistic)
     return out
 
+# %% ../nbs/70_tournament.ipynb #36e41a32
 def games_to_reach(taus:list, level:float=0.9)->int|None: # 1-based game count, or None
     "Games after which tau stays at or above `level` to the end."
     for k in range(len(taus)):

@@ -144,6 +144,7 @@ def _c_views(arena:SnakeArena, e:int)->tuple: # (the map's `CSnakeStruct`, {name
                    snake_lengths=i32(c.snake_lengths), snake_ptr=i32(c.snake_ptr), snake_lifetimes=i32(c.snake_lifetimes),
                    snake_colors=i32(c.snake_colors), snake_logs=view(c.snake_logs, (n, len(_C_LOG)), ctypes.c_float))
 
+# %% ../nbs/75_training.ipynb #8ecd4511
 def snake_arena_state(arena:SnakeArena)->dict: # arrays stacked over the maps, and JSON-able scalars
     """Everything a `SnakeArena` game goes on from: each map's C state (PufferLib's `CSnake`, read through
     `CSnakeStruct`: the grid, the snakes' bodies, lengths, lifetimes and logs, the tick and the map's own random
@@ -157,6 +158,7 @@ def snake_arena_state(arena:SnakeArena)->dict: # arrays stacked over the maps, a
                **{k: getattr(arena, k).copy() for k in _TRACKING})
     return out
 
+# %% ../nbs/75_training.ipynb #4e49c089
 def load_snake_arena_state(arena:SnakeArena, state:dict):
     "Put `snake_arena_state`'s `state` back into `arena` (built with the same settings: `ValueError` if not), in place."
     if dict(arena.config) != state['config']:
@@ -185,6 +187,7 @@ def state_dict(self)->dict:
                 episodes={f: getattr(eps, f) for f in EPISODE_FIELDS}, arena=snake_arena_state(self.arena),
                 opp=None if self.league is None else [int(i) for i in self.opp])
 
+# %% ../nbs/75_training.ipynb #b92ab44f
 @patch_to(SnakeVecEnv)
 def load_state_dict(self, state:dict):
     "Go on from `state_dict`'s `state` (the same maps and league: its opponents are drawn from `self.league`)."
@@ -212,6 +215,7 @@ def _gather_encode(self, observations, state=None): # (B, 11, 11) codes -> (B, h
                         mode='sum')
     return F.gelu(x + enc.bias)
 
+# %% ../nbs/75_training.ipynb #b561bd6f
 def snake_model(hidden:int=128, # encoder and LSTM width (PufferLib's snake: 128)
                 gather:bool=True)->torch.nn.Module: # encode by a gather-sum (the same outputs, faster) instead of PufferLib's one-hot product?
     "PufferLib's snake training model, `Recurrent(Snake)` from `pufferlib.ocean.torch`, freshly initialised as PufferLib initialises it."
@@ -220,6 +224,7 @@ def snake_model(hidden:int=128, # encoder and LSTM width (PufferLib's snake: 128
     if gather: model.policy.encode_observations = types.MethodType(_gather_encode, model.policy)
     return model
 
+# %% ../nbs/75_training.ipynb #2221d202
 def to_linear_lstm(model)->LinearLSTM:
     "The `LinearLSTM` genome of a PufferLib snake model (a copy of its parameters on the CPU, renamed by `PUFFER_NAMES`)."
     params = dict(model.named_parameters())
@@ -227,6 +232,7 @@ def to_linear_lstm(model)->LinearLSTM:
     pol.load_state_dict({k: params[v].detach().cpu().clone() for k, v in PUFFER_NAMES.items()})
     return pol.eval()
 
+# %% ../nbs/75_training.ipynb #f3e391b9
 def load_linear_lstm(model, policy:LinearLSTM):
     "Copy a snake `LinearLSTM`'s parameters into PufferLib's snake model, in place; `ValueError` for another config."
     want = {**pufferlib_config('snake'), 'hidden': model.hidden_size}
@@ -250,6 +256,7 @@ def pufferlib_train_config(ini:str='ocean/snake.ini')->dict: # PuffeRL's `train`
         except (ValueError, SyntaxError): return s
     return {k: value(v) for k, v in p['train'].items()}
 
+# %% ../nbs/75_training.ipynb #8e624cec
 PRECISIONS = ('float32', 'bfloat16')   # PuffeRL's `precision` values
 
 @dataclass
@@ -291,6 +298,7 @@ def resolve_device(device:str='auto')->str: # 'cpu', 'cuda' or 'cuda:N'
         raise ValueError(f"device {device!r}: torch sees no GPU on this machine (use 'auto' or 'cpu')")
     return device
 
+# %% ../nbs/75_training.ipynb #de0229f7
 def is_cuda(device:str)->bool:
     "Does `device` name CUDA ('auto': does torch see a GPU)? Unlike `resolve_device`, a CUDA name is taken as given."
     return (resolve_device(device) if device == 'auto' else device).startswith('cuda')
@@ -362,21 +370,25 @@ def epochs_per_step(self)->int:
     k = self.swap_every // math.gcd(self.swap_every, self.hyper.bptt_horizon)   # epochs from one draw's end to another's
     return -(-self.step_epochs // k) * k
 
+# %% ../nbs/75_training.ipynb #a8c4ae53
 @patch_to(PPOConfig)
 def env_backend(self)->str: # 'serial' or 'multiprocessing'
     "How the maps are stepped: `backend`, with 'auto' PufferLib's Multiprocessing on CUDA in self-play, else here."
     if self.backend != 'auto': return self.backend
     return 'multiprocessing' if self.mode == 'self-play' and is_cuda(self.device) else 'serial'
 
+# %% ../nbs/75_training.ipynb #4fb6c4b4
 @patch_to(PPOConfig)
 def worker_count(self)->int: # env processes of the multiprocessing backend
     return self.workers or math.gcd(self.num_envs, os.cpu_count() or 1)
 
+# %% ../nbs/75_training.ipynb #2ef72879
 @patch_to(PPOConfig)
 def arena(self)->SnakeArena:
     return SnakeArena(num_envs=self.num_envs, width=self.width, height=self.height, num_snakes=self.num_snakes,
                       num_food=self.num_food, max_snake_length=self.max_snake_length)
 
+# %% ../nbs/75_training.ipynb #406cacc9
 @patch_to(PPOConfig)
 def train_settings(self, device:str|None=None)->dict: # PuffeRL's config; `device` default: `resolve_device(self.device)`
     "PufferLib's default and snake settings overlaid with `hyper`: on `device`, with Adam, PuffeRL's own checkpoints off."
@@ -384,6 +396,7 @@ def train_settings(self, device:str|None=None)->dict: # PuffeRL's config; `devic
             'device': device or resolve_device(self.device), 'cpu_offload': False, 'optimizer': 'adam',
             'env': 'genome_lab snake', 'use_rnn': True, 'checkpoint_interval': 2**62}
 
+# %% ../nbs/75_training.ipynb #2962fc26
 def config_from_dict(d:dict)->PPOConfig: # from `asdict(cfg)` (a checkpoint's); fields it lacks take their defaults
     return PPOConfig(**{**d, 'hyper': PPOHyper(**d['hyper'])})
 
@@ -439,9 +452,11 @@ class TournamentMaps(_PufferSnake):
         _PufferSnake.__init__(self, buf=self._buf, seed=self._seed, report_interval=self.reset_every or 128, **self._kw)
         binding.vec_reset(self.c_envs, seed)
 
+# %% ../nbs/75_training.ipynb #7c93ffad
 def tournament_maps(reset_every:int=SnakeArena.season.steps, buf=None, seed:int=0, **kw)->TournamentMaps: # PufferLib's env creator
     return TournamentMaps(reset_every, buf=buf, seed=seed, **kw)
 
+# %% ../nbs/75_training.ipynb #b26841cd
 def puffer_vecenv(cfg:PPOConfig): # PufferLib's Multiprocessing vecenv of `cfg`'s maps
     "`cfg`'s maps as PufferLib's Multiprocessing backend steps them: `worker_count()` processes of `TournamentMaps`."
     vector, w = import_pufferlib_module('pufferlib.vector'), cfg.worker_count()
@@ -475,6 +490,7 @@ class PuffeRLTrainer(pufferl.PuffeRL):
         if self.display == 'dashboard': return super().print_dashboard(clear)
         if callable(self.display): self.display(self)
 
+# %% ../nbs/75_training.ipynb #e3a2f5b1
 PPO_LOSSES = ('policy_loss', 'value_loss', 'entropy', 'approx_kl', 'clipfrac', 'explained_variance') # PuffeRL's
 LOG_KEYS = {'agent_steps': 'agent_steps', 'epoch': 'epoch', 'SPS': 'sps', 'uptime': 'uptime', 'learning_rate': 'learning_rate'}
 
@@ -498,12 +514,14 @@ def checkpoint_meta(path:str|Path)->dict: # the state without its tensors (each 
         raise ValueError(f"{path} is a PPO checkpoint of an older format (before the loop protocol): start a new run folder")
     return meta['state']
 
+# %% ../nbs/75_training.ipynb #b4a868b3
 def stored_config(run_dir:str|Path)->PPOConfig: # raises FileNotFoundError without a checkpoint
     "The settings of the run checkpointed in `run_dir` (`--resume` continues with them)."
     path = Path(run_dir)/CHECKPOINT_FILE
     if not path.exists(): raise FileNotFoundError(f"nothing to resume: no {path}")
     return config_from_dict(checkpoint_meta(path)['config'])
 
+# %% ../nbs/75_training.ipynb #d29b0216
 def resolve_genome(registry:Registry, ref:str)->str: # genome id
     "The id of `ref`: a registry id, or the newest genome named `ref`; a founding genome's name (such as PufferSnake) that the registry lacks is seeded first."
     if registry.has(ref): return ref
@@ -621,6 +639,7 @@ def state_dict(self)->dict:
                 env=self.vecenv.state_dict() if isinstance(self.vecenv, SnakeVecEnv) else None,
                 league=self.league.state() if self.league else None)
 
+# %% ../nbs/75_training.ipynb #aafa3ac1
 @patch_to(PPORun)
 def load_state_dict(self, state:dict):
     """Go on from `state_dict`'s `state`. Only `total_timesteps` may differ from this run's settings (the cosine is
@@ -667,6 +686,7 @@ def step(self)->dict: # 'agent_steps' and namespaced scalars (`charts/...`, `los
     elif passed(cfg.checkpoint_every): self.pending = self.pending or dict(genomes=[])
     return out
 
+# %% ../nbs/75_training.ipynb #c8f0e281
 @patch_to(PPORun)
 def keep(self)->dict: # the curve's new row
     """Evaluate the policy and keep it: a row of the curve and, with a registry, a genome `pending` until the
@@ -689,6 +709,7 @@ def keep(self)->dict: # the curve's new row
     self.curve.append(row)
     return row
 
+# %% ../nbs/75_training.ipynb #99cd9ea4
 @patch_to(PPORun)
 def commit(self)->list|None: # the ids registered; None when no genome was pending
     "Register the pending kept genomes (`register_kept`, idempotent) and forget them."
@@ -706,6 +727,7 @@ def evaluate(self, seed:int|None=None)->dict: # {'score', 'std', 'n', 'censored'
     s = r.stats()['score']
     return dict(score=s['mean'], std=s['std'], n=s['n'], censored=r.censored, seconds=r.seconds)
 
+# %% ../nbs/75_training.ipynb #96f322df
 @patch_to(PPORun)
 def set_hyper(self, hyper:PPOHyper):
     "Train with `hyper` from now on: PuffeRL reads its coefficients every minibatch; the step size follows the cosine schedule from `hyper.learning_rate` at the current epoch."
@@ -717,6 +739,7 @@ def set_hyper(self, hyper:PPOHyper):
     for g in t.optimizer.param_groups: g.update(initial_lr=h.learning_rate, lr=lr, betas=(h.adam_beta1, h.adam_beta2), eps=h.adam_eps)
     t.scheduler.base_lrs, t.scheduler.last_epoch, t.scheduler._last_lr = [h.learning_rate], t.epoch, [lr]
 
+# %% ../nbs/75_training.ipynb #4d47c042
 @patch_to(PPORun)
 def train_for(self, agent_steps:int):
     """PuffeRL's collect-and-train epochs until `agent_steps` more have been played (nothing kept or checkpointed).
@@ -728,6 +751,7 @@ def train_for(self, agent_steps:int):
         while t.global_step < goal: t.evaluate(); t.train()
     finally: t.config['total_timesteps'] = total
 
+# %% ../nbs/75_training.ipynb #59efaf27
 @patch_to(PPORun)
 def run(self, until:int|None=None, # stop this session at this many agent-steps (checkpointed); default the total
         scalars:tuple|None=None, # `advance`'s: (registry folder, producer, run name) to log every step's scalars
@@ -815,6 +839,7 @@ def _draw(self):
     self.opp_state = self.group.initial_state()
     self._game = []   # the episodes of this draw's games
 
+# %% ../nbs/75_training.ipynb #e3e26b17
 @patch_to(SnakeVecEnv)
 def _settle(self):
     "Score the draw's games: on each map, the opponent's snakes against the learner's by mean length, over the snakes that died during the game (at death) and those alive at its end (as `play_game` scores a tournament game)."
@@ -956,6 +981,7 @@ def _pbt_member(config:dict)->tuple: # (PPOConfig, steps per iteration, ladder s
     cfg = config_from_dict({**base, 'hyper': {**base['hyper'], **{k: config[k] for k in PBT_HYPER}}})
     return cfg, config['steps'], config['ladder_seed'], Path(config['log'])
 
+# %% ../nbs/75_training.ipynb #42ba2cf3
 def pbt_member_class()->type:
     "Ray Tune's trainable of one PBT member (a class, built on first use so that Ray is imported only for PBT)."
     from ray import tune
@@ -995,11 +1021,13 @@ def pbt_member_class()->type:
         def cleanup(self): self.run.close()
     return PBTMember
 
+# %% ../nbs/75_training.ipynb #5ecce71e
 @dataclass
 class PBTResult:
     "A PBT run: one row per member iteration, the exploit/explore events, PBT's own log, each member's last checkpoint."
     rows: pd.DataFrame; events: pd.DataFrame; pbt_log: list; checkpoints: dict; seconds: float
 
+# %% ../nbs/75_training.ipynb #ea0b65af
 def run_pbt(base:PPOConfig, # every member's settings but the mutated ones (anneal_lr is turned off: PBT schedules)
             members:int=4, iterations:int=4, steps:int=65_536, # population; iterations; agent-steps per member iteration
             storage:str|Path|None=None, # Ray Tune's experiment folder (default: a temporary one)
@@ -1068,6 +1096,7 @@ def anchor_rating(policy, seed:int, # a snake policy; the tournament's seed
 # %% ../nbs/75_training.ipynb #2d949c42
 def _iso(t:float)->str: return pd.Timestamp(t, unit='s', tz='UTC').isoformat(timespec='seconds')
 
+# %% ../nbs/75_training.ipynb #4a6716a5
 def record_pbt(registry:Registry, result:PBTResult, run:str='pbt')->pd.DataFrame: # the run's policy-ops rows
     "Register every member's last policy as an `rl` genome and write one `policy_ops` row per member version (all or nothing)."
     finals = {}
@@ -1089,6 +1118,7 @@ def record_pbt(registry:Registry, result:PBTResult, run:str='pbt')->pd.DataFrame
         genome=finals.get((r.member, int(r.version))), created=now) for r in result.rows.itertuples()])
     return pbt_table(registry, run)
 
+# %% ../nbs/75_training.ipynb #f5259921
 def pbt_table(registry:Registry, run:str|None=None)->pd.DataFrame:
     "The `policy_ops` table (of one `run`, or all), each version's hyperparameters as columns, best score first."
     t = pd.DataFrame(rows := registry.policy_ops(run))
@@ -1096,6 +1126,7 @@ def pbt_table(registry:Registry, run:str|None=None)->pd.DataFrame:
     t = pd.concat([t.drop(columns='hyperparameters'), pd.DataFrame([r['hyperparameters'] for r in rows])], axis=1)
     return t.sort_values(['score', 'version'], ascending=False).reset_index(drop=True)
 
+# %% ../nbs/75_training.ipynb #8e5b8cbf
 def evaluation_ladder(policies:dict, # {name: policy}
                       seeds:tuple=(101, 102, 103, 104), # fixed seeds; tau compares the first and the second half
                       snakes:int=64, max_steps:int=20_000)->tuple: # (DataFrame best first, Kendall's tau)
@@ -1116,6 +1147,7 @@ def evaluation_ladder(policies:dict, # {name: policy}
     t['rank_by_return'] = t.ret.rank(ascending=False, method='min').astype(int)
     return t, float(kendalltau(t.score_a, t.score_b).statistic)
 
+# %% ../nbs/75_training.ipynb #44ac73fc
 def reward_hacking_guard(rows:pd.DataFrame)->pd.DataFrame: # one row per member
     "Per PBT member: change of training return and of fixed-seed score from its first to its last version, flagged when the return rose while the score fell; and the largest gap between the arena's training score and PufferLib's C log."
     out = []

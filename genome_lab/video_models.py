@@ -46,6 +46,7 @@ def tetris_frame(canvas:Canvas, board:np.ndarray, # (rows, cols) 0 empty, 1 fixe
     "One board drawn by the stream's `render_tetris` (90_streaming) on `canvas`; no score, so reward must be seen."
     return render_tetris(canvas, board[None], [name], np.asarray(colour, np.uint8)[None], title='tetris')
 
+# %% ../nbs/95_video_models.ipynb #ea9bbb0f
 def board_layout(width:int, height:int, colour, # the falling piece's RGB colour
                  rows:int=20, cols:int=10)->dict: # {x, y, scale, rows, cols, colours (3, 3) float32 RGB of codes 0..2}
     """Where `render_tetris` puts the board's cells on a `width` x `height` canvas and how codes 0, 1, 2 look in RGB,
@@ -119,11 +120,13 @@ def read_tetris_clips(root:str|Path, index:pd.DataFrame)->dict: # {clip: (T+1, r
         out[r.clip] = decode_boards(decode_clip(Path(root)/r.path), layouts[key])
     return out
 
+# %% ../nbs/95_video_models.ipynb #17cc277d
 def clip_truth(root:str|Path, clip:str, labels:bool=True)->dict|None: # {action, reward (T,)}, None when unlabelled
     "A clip's kept labels (`labels`), or its evaluation-only truth (not `labels`: also `done` and `board`)."
     p = Path(root)/('labels' if labels else 'truth')/f'{clip}.npz'
     return dict(np.load(p)) if p.exists() else None
 
+# %% ../nbs/95_video_models.ipynb #9bfe7f9b
 TETRIS_MODES = ('game over', 'lock', 'no change', 'plain') # the first that applies names a step
 
 def tetris_modes(truth:dict)->np.ndarray: # (T,) str, one of `TETRIS_MODES`
@@ -171,6 +174,7 @@ def fit_classifier(model:nn.Module, x:torch.Tensor, y:torch.Tensor, # inputs (N,
     model.train(); hist = fit(model.parameters(), lambda epoch: torch.randperm(len(y), generator=g).split(batch), loss, epochs, lr)
     model.eval(); return pd.DataFrame(hist)
 
+# %% ../nbs/95_video_models.ipynb #99947367
 @torch.no_grad()
 def predict(model:nn.Module, x:torch.Tensor, batch:int=1024)->np.ndarray: # (N,) int64 most likely classes
     return torch.cat([model(c).argmax(1) for c in x.split(batch)]).numpy()
@@ -181,6 +185,7 @@ def segment_returns(r, # (T,) per-step rewards (true or predicted)
     r = np.asarray(r); n = len(r) // length
     return r[:n*length].reshape(n, length).sum(1)
 
+# %% ../nbs/95_video_models.ipynb #5e406e02
 def train_trex(windows:list, # [(T, c, rows, cols) tensors] per training clip (`board_windows(.., history=0)`)
                rank:list, # per clip: higher is better (D-REX: minus the noise), the only supervision
                pairs:int=2000, length:int=20, batch:int=8, lr:float=1e-3, width:int=16,
@@ -207,6 +212,7 @@ def train_trex(windows:list, # [(T, c, rows, cols) tensors] per training clip (`
     h = pd.DataFrame(rows).reindex(columns=['update', 'losses/trex', 'charts/accuracy'])   # no row before 25 updates
     return net.eval(), h.assign(update=h['update'] * batch).rename(columns={'update': 'pairs'})
 
+# %% ../nbs/95_video_models.ipynb #b691c719
 @torch.no_grad()
 def predict_reward(net:nn.Module, x:torch.Tensor, batch:int=1024)->np.ndarray: # (N,) float32 per-step rewards
     return torch.cat([net(c)[:, 0] for c in x.split(batch)]).numpy()
@@ -231,6 +237,7 @@ class VectorQuantizer(nn.Module):
         dead = torch.nonzero(~used)[:, 0]
         if len(dead): self.codebook.weight[dead] = z[torch.randint(len(z), (len(dead),))]
 
+# %% ../nbs/95_video_models.ipynb #a32b38e4
 def code_stats(codes, num_codes:int)->dict: # {usage: fraction of codes used, perplexity: exp(entropy of their use)}
     p = np.bincount(np.asarray(codes), minlength=num_codes) / max(1, len(codes))
     return dict(usage=float((p > 0).mean()), perplexity=float(np.exp(-(p[p > 0] * np.log(p[p > 0])).sum())))
@@ -256,9 +263,11 @@ class LatentActionModel(nn.Module):
         lat = q[:, :, None, None].expand(-1, -1, *now.shape[2:])
         return self.forward_model(torch.cat([now, lat], 1)), idx, loss, z
 
+# %% ../nbs/95_video_models.ipynb #e2b51bee
 def next_boards(x)->torch.Tensor: # (B, rows, cols) int64 codes of board t+1, from a window's last two planes
     return (x[:, -2] + 2 * x[:, -1]).long()
 
+# %% ../nbs/95_video_models.ipynb #8462d508
 def train_lam(x:torch.Tensor, # (N, ...) windows of unlabelled transitions
               codes:int=16, epochs:int=5, lr:float=2e-3, batch:int=128,
               changed_weight:float=20.0, # extra weight of the cells that change (most of a board stays as it was)
@@ -280,6 +289,7 @@ def train_lam(x:torch.Tensor, # (N, ...) windows of unlabelled transitions
     lam.train()
     return lam.eval(), pd.DataFrame(fit(lam.parameters(), batches, loss, epochs, lr, after_epoch=restart))
 
+# %% ../nbs/95_video_models.ipynb #e1177087
 @torch.no_grad()
 def latent_codes(lam:LatentActionModel, x:torch.Tensor, batch:int=1024)->np.ndarray: # (N,) int64 latent actions
     return torch.cat([lam.encode(c)[1] for c in x.split(batch)]).numpy()
@@ -310,11 +320,13 @@ class SkillVQVAE(nn.Module):
         q, idx, loss = self.vq(z)
         return self.dec(q).view(-1, self.length, self.num_actions).transpose(1, 2), idx, loss, z
 
+# %% ../nbs/95_video_models.ipynb #3ef6a497
 def action_chunks(actions, length:int=SKILL_LEN)->torch.Tensor: # (T // length, length) int64
     "A clip's actions cut into consecutive `length`-step sequences (the tail dropped)."
     a = torch.as_tensor(np.asarray(actions), dtype=torch.long); n = len(a) // length
     return a[:n*length].view(n, length)
 
+# %% ../nbs/95_video_models.ipynb #f37720e8
 def train_skills(chunks:torch.Tensor, codes:int=16, epochs:int=30, lr:float=3e-3, batch:int=128,
                  seed:int=0)->SkillVQVAE:
     """Train a `SkillVQVAE` on `chunks` (reconstruction cross-entropy plus the VQ losses, `core.fit`: Adam); dead codes
@@ -334,6 +346,7 @@ def train_skills(chunks:torch.Tensor, codes:int=16, epochs:int=30, lr:float=3e-3
     fit(m.parameters(), batches, loss, epochs, lr, after_epoch=restart)
     return m.eval()
 
+# %% ../nbs/95_video_models.ipynb #1b4669dc
 @torch.no_grad()
 def skill_table(models:dict, # {codes: trained SkillVQVAE}
                 chunks:torch.Tensor)->pd.DataFrame: # one row per codebook size

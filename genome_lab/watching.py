@@ -69,6 +69,7 @@ def encode_clip(frames, # (T, h, w, 3) uint8 RGB, h and w even
         out.mux(s.encode())
     return path
 
+# %% ../nbs/22_watching.ipynb #d2a7f2d5
 def decode_clip(path:str|Path)->np.ndarray: # (T, h, w, 3) uint8 RGB
     "Every frame of the clip at `path`, decoded with PyAV."
     with av.open(str(path)) as c: return np.stack([f.to_ndarray(format='rgb24') for f in c.decode(video=0)])
@@ -82,6 +83,7 @@ def decode_cells(frames, # (T, h, w, 3) uint8 RGB decoded frames
     dist = (CLIP_COLOURS**2).sum(1) - 2 * mean @ CLIP_COLOURS.T  # squared distances less |mean|^2, the same for all
     return dist.argmin(-1).astype(np.int8)
 
+# %% ../nbs/22_watching.ipynb #24d0499b
 def head_track(cells)->np.ndarray: # (T, 2) ints: (row, col) of the marked head per frame
     "Where the marked head is in each frame of `decode_cells` (the first cell when none decodes as the mark)."
     T, H, W = cells.shape
@@ -94,6 +96,7 @@ def snake_heads(arena:SnakeArena)->np.ndarray: # (num_snakes, 2) int (row, col)
     st = arena.c_state()
     return st.body[np.arange(len(st.head_ptr)), st.head_ptr].copy()
 
+# %% ../nbs/22_watching.ipynb #5aff0b62
 def film_game(root:str|Path, # the video dataset's folder
               genome:str, # a bot style of `BOT_STYLES` (20_sessions) that drives every snake, e.g. 'puffer_greedy'
               seed:int, cfg:ClipConfig, labelled=(), # agents whose clips keep their true actions
@@ -142,6 +145,7 @@ def film(root:str|Path, genomes:list, # bot styles of `BOT_STYLES`, e.g. ['puffe
     atomic_write(Path(root)/'index.csv', idx.to_csv(index=False).encode())
     return idx
 
+# %% ../nbs/22_watching.ipynb #44296cec
 def read_index(root:str|Path)->pd.DataFrame: return pd.read_csv(Path(root)/'index.csv')
 
 # %% ../nbs/22_watching.ipynb #a72ffedb
@@ -226,6 +230,7 @@ def train_idm(data:FrameWindows, epochs:int=5, lr:float=2e-3, batch:int=64,
     model.train(); hist = fit(model.parameters(), windows, loss, epochs, lr)
     return model.eval(), pd.DataFrame(hist)
 
+# %% ../nbs/22_watching.ipynb #d10cca2e
 @torch.no_grad()
 def label_windows(model:IDM, windows, batch:int=512)->np.ndarray: # (T,) int64 actions
     "The IDM's most likely action for each window of `clip_windows`."
@@ -292,6 +297,7 @@ def video_sequences(root:str|Path, rows:pd.DataFrame, # rows of the index (one c
     clips = {r.clip: r for r in rows.itertuples()}
     return list((report.each(clips, one) if report is not None else {k: one(k, r) for k, r in clips.items()}).values())
 
+# %% ../nbs/22_watching.ipynb #fe7dbcb5
 def clone_sequences(seqs:list, cfg:CloneConfig, progress:bool=False)->tuple: # (LinearLSTM, history DataFrame)
     "A fresh snake `LinearLSTM` cloned from `seqs` with 21_cloning's `train_clone`, `cfg.val_frac` of them held out."
     torch.manual_seed(cfg.seed)
@@ -325,6 +331,7 @@ class VideoSettings:
     video_idm_epochs: int = 10 # IDM epochs
     video_clone_epochs: int = 4 # behaviour-cloning epochs on the IDM's labels
 
+# %% ../nbs/22_watching.ipynb #2347b466
 def produce_video_clones(ctx:ProducerContext)->list: # genome ids
     """Film games of `video_genome`, train an IDM on the labelled tenth, clone the IDM's labels of the other clips and
     register the clone, `<Genome>-video<n>` (`Registry.genome_name`; once per season: its id follows from the genome

@@ -63,6 +63,27 @@ def test_readme_is_generated_from_index():
     r = subprocess.run([sys.executable, ROOT/'tools'/'readme.py', '--check'], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
 
+def test_exported_cells_hold_the_size_bars():
+    """No exported cell over 80 lines, under 20% of them with more than one top-level definition (`tools/cellstats.py`):
+    the message names every offending cell. Before: 593 exported cells, 39.0% multi-definition, 15 over 80 lines."""
+    r = subprocess.run([sys.executable, ROOT/'tools'/'cellstats.py', '--check'], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+def test_cellstats_names_the_cells_that_break_a_bar(tmp_path):
+    "The check on a made-up notebook: an 81-line cell and two two-definition cells of three are each named."
+    code = lambda k, *lines: dict(cell_type='code', id=f'c{k}', metadata={}, outputs=[], execution_count=None,
+                                  source='\n'.join(lines))
+    cells = [code(0, '#| export', *[f'x{i} = {i}' for i in range(80)]),          # 81 lines, no definition
+             code(1, '#| export', 'def f(): pass', 'def g(): pass'),             # two definitions
+             code(2, '#|export', '@patch', 'def h(self:int): pass', 'class C: pass'),
+             code(3, 'def a(): pass', 'def b(): pass')]                           # not exported: not counted
+    (tmp_path/'00_x.ipynb').write_text(json.dumps(dict(cells=cells, metadata={}, nbformat=4, nbformat_minor=5)))
+    r = subprocess.run([sys.executable, ROOT/'tools'/'cellstats.py', '--check', '--nbs', tmp_path], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f'{tmp_path}/00_x.ipynb cell 0 (id c0): 81 lines' in r.stdout, r.stdout
+    assert '2 of 3 exported cells (66.7%) hold more than one definition' in r.stdout, r.stdout
+    assert 'cell 1 (id c1): f, g' in r.stdout and 'cell 2 (id c2): h, C' in r.stdout and 'c3' not in r.stdout, r.stdout
+
 def test_arena_benchmark_runs():
     r = subprocess.run([sys.executable, ROOT/'bench'/'arena_throughput.py', '--seconds', '0.2', '--agents', '256'],
                        capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
