@@ -63,6 +63,15 @@ def test_readme_is_generated_from_index():
     r = subprocess.run([sys.executable, ROOT/'tools'/'readme.py', '--check'], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
 
+def test_the_readme_quotes_the_measured_quick_run():
+    "The README's quick-run time is the sum of the notebooks' seconds in the run.json it cites, within the 600 s budget."
+    readme = (ROOT/'README.md').read_text()
+    secs, path = re.search(r'\(([\d.]+) s of notebooks on a fresh clone.*?`(nbs/measured/[^`]+\.json)`', readme, re.S).groups()
+    run = json.loads((ROOT/path).read_text())
+    total = sum(r['seconds'] for r in run['results'].values())
+    assert run['status'] == 'ok' and run['preset'] == 'quick' and len(run['results']) == len(list_notebooks())
+    assert f'{total:.1f}' == secs and total <= 600, (total, secs)
+
 def test_exported_cells_hold_the_size_bars():
     """No exported cell over 80 lines, under 20% of them with more than one top-level definition (`tools/cellstats.py`):
     the message names every offending cell. Before: 593 exported cells, 39.0% multi-definition, 15 over 80 lines."""
