@@ -255,7 +255,7 @@ def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set,
             record['results'][n]['skipped_cells'] = skip_flagged(nb, flags)
             pm.execute_notebook(nb, str(run_dir/f'{n}.ipynb'), parameters=p, cwd=str(run_dir), progress_bar=False,
                                 kernel_name='python3', log_output=False, config=kernel_config(),
-                                request_save_on_cell_execute=False)   # written when it ends or fails: a save per cell cost 11% of 10_registry's time
+                                request_save_on_cell_execute=False)   # written when it ends or fails, not rewritten whole at every cell
         except pm.PapermillExecutionError as e:
             msg = f"notebook {n} failed in cell {e.exec_count} (cell index {e.cell_index}): {e.ename}: {e.evalue}"
             record['results'][n].update(status='failed', seconds=time.perf_counter()-t0, error=msg)

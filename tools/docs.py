@@ -61,8 +61,8 @@ def page_cells(c, exported:set)->tuple: # (the cells that show notebook cell `c`
 
 def chapter(nb, module:str|None, executed:bool)->nbformat.NotebookNode:
     """The notebook as a page (see `page_cells`): a run of exported cells is folded, followed by one block of API entries
-    for all of them (one per run, not per cell: the build's time grows with the blocks, 160 s -> 293 s when the cells
-    were split one definition each), with a link to its API page and a note when the run did not execute it."""
+    for all of them (one per run, not per cell: Sphinx's time grows with the number of blocks), with a link to its API
+    page and a note when the run did not execute it."""
     exported = set(getattr(importlib.import_module(f'genome_lab.{module}'), '__all__', ())) if module else set()
     cells, defs = [], []
     for c in nb.cells:
