@@ -40,7 +40,8 @@ def snapshot(reg)->dict:
 
 def check_intact(root:Path, founders:dict)->list: # problems found; empty when intact
     from genome_lab.registry import Registry
-    from genome_lab.server import ManifestOut, LeaderboardOut, leaderboard
+    from genome_lab.server import ManifestOut
+    from genome_lab.site_pages import LeaderboardOut, leaderboard
     bad = []
     with Registry(root) as reg:
         if (ic := reg.db.execute('PRAGMA integrity_check').fetchone()[0]) != 'ok': bad.append(f"integrity_check: {ic}")
@@ -77,7 +78,8 @@ class FuzzBench:
 def main(argv=None):
     a = parse(FuzzBench, doc=__doc__, argv=argv)
     from genome_lab.registry import Registry, seed_founders
-    from genome_lab.server import create_app, evaluation_job, serve_in_thread
+    from genome_lab.server import create_app, serve_in_thread
+    from genome_lab.server_jobs import evaluation_job
     work = Path(tempfile.mkdtemp(prefix='genome_lab_fuzz_'))
     root = work/'registry'
     with Registry(root) as reg:

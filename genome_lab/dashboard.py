@@ -13,7 +13,8 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 from .core import SCALARS_DIR, log_scalars, read_events, producer_names
 from .registry import Registry
-from .server import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ERRORS, page, page_part, json_script
+from .web_kit import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ERRORS
+from .site_pages import page, page_part, json_script
 
 # %% auto #0
 __all__ = ['router', 'read_scalars', 'policy_ops', 'policy_ops_html', 'dashboard_html', 'dashboard_page', 'scalars_data',

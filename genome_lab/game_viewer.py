@@ -13,7 +13,8 @@ from fastapi.responses import HTMLResponse
 from .registry import Registry
 from .highlights import tournament_games, replay
 from .streaming import genome_colours
-from .server import RegistryPool, registry_pool, retry_busy, page, page_part, json_script
+from .web_kit import RegistryPool, registry_pool, retry_busy
+from .site_pages import page, page_part, json_script
 from .stream_server import stored_clips
 
 # %% auto #0

@@ -11,7 +11,8 @@ from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import HTMLResponse
 from fastapi import Path as PathParam
 from .registry import Registry, RegistryError, KINDS
-from .server import RegistryPool, registry_pool, retry_busy, page
+from .web_kit import RegistryPool, registry_pool, retry_busy
+from .site_pages import page
 from .seasons import ratings_by_season
 
 # %% auto #0

@@ -29,7 +29,7 @@ from .tournament import KillTracker, KILL_WALL, KILL_NONE, body_cells
 from .client import GenomeClient
 from .cloning import training_record
 from .player_loop import SessionOpen, session_lock, PLAYER_NAME
-from .server import RegistryPool, registry_pool, retry_busy
+from .web_kit import RegistryPool, registry_pool, retry_busy
 from .seasons import ratings_by_season
 from .selection import is_protected
 

@@ -17,7 +17,7 @@ from .registry import Registry, RegistryError
 from .sessions import (open_session, receive_chunk, close_session, ChunkError, ChunkConflict, record_bot_sessions,
                                  make_bot, UPLOAD_META, SESSIONS_DIR, uploaded_sessions)
 from .tournament import play_game
-from .server import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ID_PATTERN, ERRORS, BINARY
+from .web_kit import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ID_PATTERN, ERRORS, BINARY
 from .client import GenomeClient
 
 # %% auto #0

@@ -23,7 +23,7 @@ from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
 from .tournament import GENOMES_PER_GAME, run_tournament, StopRule
 from .selection import SelectionRules, select
-from .server import require_token, TokenRoute
+from .web_kit import require_token, TokenRoute
 
 # %% auto #0
 __all__ = ['SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig', 'season_config',

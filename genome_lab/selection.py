@@ -131,7 +131,7 @@ def family_tree(registry:Registry, ax=None):
     return ax
 
 # %% ../nbs/71_selection.ipynb #1ab4f8bd
-def tournament_job(registry:Registry, req, progress)->dict: # req: `genome_lab.server.TournamentRequest`; {arena: result}
+def tournament_job(registry:Registry, req, progress)->dict: # req: `genome_lab.server_jobs.TournamentRequest`; {arena: result}
     """The server's `run_tournament` job: in `req.arena` (or every arena with two genomes or more), `run_tournament`
     among its active and candidate genomes, then `select`; returns each arena's leaderboard and changes."""
     from genome_lab.tournament import GENOMES_PER_GAME, run_tournament

@@ -13,7 +13,9 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Path as PathPara
 from fastapi.responses import HTMLResponse, FileResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from .registry import Registry
-from .server import RegistryPool, registry_pool, require_token, TokenRoute, ERRORS, page, page_part, connection_socket
+from .web_kit import RegistryPool, registry_pool, require_token, TokenRoute, ERRORS
+from .site_pages import page, page_part
+from .server import connection_socket
 from .broadcast import Broadcast, StreamConfig, Viewer
 from .highlights import HighlightStore, HighlightConfig, record_highlights, HIGHLIGHTS_DIR
 

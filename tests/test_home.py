@@ -3,7 +3,8 @@ in headless Chromium (Debian's chromium under Playwright, tests/loopback.py); sc
 import urllib.parse
 import httpx, pytest
 from genome_lab.registry import Registry, seed_founders
-from genome_lab.server import create_app, home_links, serve_in_thread, API_DOCS
+from genome_lab.server import create_app, serve_in_thread
+from genome_lab.site_pages import home_links, API_DOCS
 from loopback import Page
 
 @pytest.fixture

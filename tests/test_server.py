@@ -8,7 +8,8 @@ from fastapi.testclient import TestClient
 from genome_lab.registry import Registry, Genome, genome_to_bytes, seed_founders
 from genome_lab.arenas import arena_version
 from genome_lab.policies import build_policy, RandomPolicy
-from genome_lab.server import create_app, evaluation_job, TournamentRequest, free_port, serve_in_thread
+from genome_lab.server import create_app, free_port, serve_in_thread
+from genome_lab.server_jobs import evaluation_job, TournamentRequest
 from genome_lab.client import GenomeClient
 from loopback import CHROMIUM_FLAGS, chromium
 
