@@ -39,7 +39,7 @@ def heuristic_key(m:dict, W:int, H:int)->int:
     "The person's key in the socket measurement: the founders' `SnakeHeuristic` on the 11x11 view around the head."
     from genome_lab.policies import SnakeHeuristic
     from genome_lab.arenas import SNAKE_VISION, SNAKE_WALL
-    from genome_lab.play import PLAYER_CELL
+    from genome_lab.play_game import PLAYER_CELL
     cells = np.frombuffer(base64.b64decode(m['cells']), np.uint8).reshape(H, W)
     codes = np.pad(np.where(cells >= PLAYER_CELL, 4, cells).astype(np.int8), SNAKE_VISION, constant_values=SNAKE_WALL)
     (r, c), w = m['you'], 2*SNAKE_VISION + 1
@@ -48,7 +48,7 @@ def heuristic_key(m:dict, W:int, H:int)->int:
 def survival(enemies, cfg, seeds:list)->list: # steps the scripted person survived in each game
     "Games of `cfg` on `seeds`, the person steered by `SnakeHeuristic` on its view (the engine: no socket, no pacing)."
     from genome_lab.policies import SnakeHeuristic
-    from genome_lab.play import PlayGame
+    from genome_lab.play_game import PlayGame
     person, out = SnakeHeuristic(), []
     for s in seeds:
         game = PlayGame(enemies, cfg, seed=s)
@@ -72,7 +72,8 @@ def main(argv=None):
     from websockets.exceptions import ConnectionClosed
     from genome_lab.registry import Registry, seed_founders
     from genome_lab.server import create_app, serve_in_thread
-    from genome_lab.play import PlayConfig, PlayLimits, PlayGame, Enemies, router
+    from genome_lab.play_game import PlayConfig, PlayGame, Enemies
+    from genome_lab.play import PlayLimits, router
     from genome_lab.arenas import SnakeArena
     from genome_lab.tournament import SnakeGame
     print(f"load at start: {load()}")

@@ -10,7 +10,8 @@ import pytest
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.server import create_app, serve_in_thread
 from genome_lab.tournament import run_tournament
-from genome_lab.play import PlayConfig, PLAYER_COOKIE
+from genome_lab.play_game import PlayConfig
+from genome_lab.play import PLAYER_COOKIE
 from genome_lab.seasons import run_season, SeasonConfig
 from genome_lab.sessions import uploaded_sessions, read_session
 from genome_lab.selection import is_protected

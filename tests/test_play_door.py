@@ -14,7 +14,8 @@ from websockets.sync.client import connect
 from websockets.exceptions import ConnectionClosed
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.server import create_app, serve_in_thread
-from genome_lab.play import PlayConfig, PlayLimits, PLAYER_COOKIE, router
+from genome_lab.play_game import PlayConfig
+from genome_lab.play import PlayLimits, PLAYER_COOKIE, router
 from genome_lab.sessions import uploaded_sessions, list_sessions
 from genome_lab.clustering import produce_clones, CloneSettings
 from genome_lab.core import ProducerContext
