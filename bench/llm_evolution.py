@@ -18,7 +18,8 @@ from typing import Annotated   # a script's dataclass documents its fields here:
 import torch
 torch.set_num_threads(1)
 from genome_lab.core import config_parser, config_from_args, atomic_write_json
-from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun, compare_heldout
+from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun
+from genome_lab.programs import compare_heldout
 from genome_lab.sandbox import program_env, play_games
 from genome_lab.tetris_players import player_source, play_local, TetrisGame, DELLACHERIE_WEIGHTS, EL_TETRIS_WEIGHTS, MAX_TICKS
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Annotated   # a script's dataclass documents its fields here (docments reads no `__main__` comments)
 import numpy as np
 from genome_lab.core import config_parser, config_from_args, atomic_write_json
-from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun, play_program
+from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun
+from genome_lab.programs import play_program
 from genome_lab.llm_backends import OfflineMutator
 from genome_lab.sandbox import program_env, SandboxLimits
 from genome_lab.tetris_players import player_source, EL_TETRIS_WEIGHTS

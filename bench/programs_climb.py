@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated   # a script's dataclass documents its fields here (docments reads no `__main__` comments)
 import numpy as np
 from genome_lab.core import atomic_write_json, config_from_args, load_state
-from genome_lab.llm_evolution import ProgramSettings
+from genome_lab.program_producer import ProgramSettings
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.sandbox import PROGRAM_LIMITS, SandboxedPlayer, SandboxLimits, play_games
 from genome_lab.seasons import SeasonConfig, arena_plan, spawn_worker

@@ -6,67 +6,27 @@ Docs: https://genome-lab.github.io/genome_lab/llm_evolution.html.md"""
 
 # %% ../nbs/83_llm_evolution.ipynb #e36b37d5
 from __future__ import annotations
-import ast, contextlib, copy, dataclasses, difflib, hashlib, json, os, re, sqlite3, time
+import copy, json, os, time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
 import cma
 from fastcore.basics import patch_to
-from .sandbox import (play_games, SandboxLimits, SandboxFailure, SandboxedREPL, FAILURE_KINDS, PROGRAM_LIMITS,
-                                REPL_IMPORTS, program_env, program_genome)
-from .registry import Registry
-from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS,
-                                       EL_TETRIS_WEIGHTS, MAX_TICKS)
-from .llm_backends import OfflineMutator, OpenAIBackend, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
-from .core import (atomic_write_json, Producer, ProducerContext, advance, load_state, save_state,
-                             settings_diff)
+from .sandbox import (SandboxLimits, SandboxFailure, SandboxedREPL, FAILURE_KINDS, PROGRAM_LIMITS,
+                                REPL_IMPORTS, program_env)
+from .tetris_players import player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS, EL_TETRIS_WEIGHTS
+from .llm_backends import OfflineMutator, OpenAIBackend, extract_code, OFFLINE_ROOT_STRATEGY
+from .core import advance, load_state, settings_diff
 from .arenas import PUFFERLIB_VERSION
 from . import __version__
+from .programs import (Program, ProgramDatabase, EvalCache, play_program, migrate, behaviour, MapElites, near_duplicate,
+                                 DIFF_BLOCK, apply_diff, code_diversity, tunable_vector, weight_diversity, with_tunables)
 
 # %% auto #0
-__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'UNCACHED_FAILURES', 'DIFF_BLOCK', 'CHECKPOINT', 'GENERATION_SCALARS',
-           'REPL_FUNCTIONS', 'ROOT_SYSTEM_PROMPT', 'RELATION_OF_STRATEGY', 'programs_producer', 'POSITIVE', 'Program',
-           'ProgramDatabase', 'EvolutionLimitError', 'GenerationLimitExceeded', 'ChildCallLimitExceeded',
-           'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig', 'normalised_code', 'EvalCache', 'play_program',
-           'migrate', 'behaviour', 'MapElites', 'near_duplicate', 'pareto_front', 'apply_diff', 'EvolutionRun',
-           'code_diversity', 'tunable_vector', 'weight_diversity', 'with_tunables', 'plot_run', 'pufferlib_games',
-           'compare_heldout', 'register_program', 'register_programs', 'ProgramSettings', 'program_search_config',
-           'ProgramSearch', 'check_evolution_config', 'evolve_cli']
-
-# %% ../nbs/83_llm_evolution.ipynb #a000baf1
-@dataclass
-class Program:
-    "One candidate program and what is known about it."
-    id: str # prog_NNNNN
-    code: str
-    generation: int
-    parents: list = field(default_factory=list)
-    strategy: str = 'seed' # seed, mutate, crossover, cma, llm:...
-    focus: str = ''
-    metrics: dict = field(default_factory=dict) # avg_score, avg_lines, std_lines, avg_survival, games ...
-    ok: bool = True # played without failing?
-    failure: str = '' # reason (one of sandbox.FAILURE_KINDS, or 'duplicate': not played, `near_duplicate`) when not ok
-    notes: str = ''
-    island: int = 0 # the island it was bred on (`migrate`)
-    tokens: int = 0 # prompt and completion tokens of the child call that wrote it
-    @property
-    def score(self)->float: return self.metrics.get('avg_score', float('-inf')) if self.ok else float('-inf')
-
-# %% ../nbs/83_llm_evolution.ipynb #d73f923b
-class ProgramDatabase(dict):
-    "The programs of a run by id, in creation order."
-    def add(self, p:Program)->Program: self[p.id] = p; return p
-    def next_id(self)->str: return f"prog_{len(self):05d}"
-    def best(self, k:int=1, generation:int|None=None)->list: # the k best programs that played
-        ps = [p for p in self.values() if p.ok and (generation is None or p.generation == generation)]
-        return sorted(ps, key=lambda p: (-p.score, p.id))[:k]
-    def of_generation(self, g:int)->list: return [p for p in self.values() if p.generation == g]
-    def to_list(self)->list: return [asdict(p) for p in self.values()]
-    @classmethod
-    def from_list(cls, rows:list): # rows of `to_list` (keys a `Program` lacks, from older runs, are left out)
-        keys = {f.name for f in dataclasses.fields(Program)}
-        db = cls(); [db.add(Program(**{k: v for k, v in r.items() if k in keys})) for r in rows]; return db
+__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'CHECKPOINT', 'GENERATION_SCALARS', 'REPL_FUNCTIONS', 'ROOT_SYSTEM_PROMPT',
+           'EvolutionLimitError', 'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded',
+           'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun', 'plot_run']
 
 # %% ../nbs/83_llm_evolution.ipynb #6512710d
 class EvolutionLimitError(RuntimeError): "A hard limit of the run was reached; the run ends cleanly."
@@ -123,126 +83,6 @@ class EvolutionConfig:
 
 HARD_LIMITS = ('max_generations', 'max_child_calls_per_generation', 'max_wall_s', 'max_tokens', 'max_cost')
 SOFT_PARAMETERS = ('children_per_generation', 'games_per_eval', 'max_ticks', 'mutation_sigma')
-
-# %% ../nbs/83_llm_evolution.ipynb #7b0b648c
-def normalised_code(code:str)->str: # the AST dump; the source itself when it does not parse
-    "`code` without what does not change its meaning: comments, blank lines, spacing and line breaks."
-    try: return ast.dump(ast.parse(code))
-    except SyntaxError: return code
-
-# %% ../nbs/83_llm_evolution.ipynb #09d1d1fb
-UNCACHED_FAILURES = ('timeout', 'cpu', 'memory', 'crash') # failures that depend on the machine's load, never cached
-
-class EvalCache:
-    """Evaluations by (normalised code, settings) in a SQLite table at `path`; `hits` and `misses` count the lookups
-    of this process (the run keeps its totals in its checkpoints)."""
-    def __init__(self, path:str|Path):
-        self.path, self.hits, self.misses = Path(path), 0, 0
-        with self._db() as db:
-            db.execute('CREATE TABLE IF NOT EXISTS evals (key TEXT PRIMARY KEY, result TEXT NOT NULL)')
-    def _db(self): return contextlib.closing(sqlite3.connect(self.path, timeout=60, isolation_level=None))
-    @staticmethod
-    def key(code:str, settings:dict)->str: # sha256 hex
-        text = json.dumps(settings, sort_keys=True) + "\0" + normalised_code(code)
-        return hashlib.sha256(text.encode()).hexdigest()
-    def get(self, code:str, settings:dict)->dict|None: # the cached evaluation, or None (a miss)
-        with self._db() as db:
-            row = db.execute('SELECT result FROM evals WHERE key=?', (self.key(code, settings),)).fetchone()
-        if row is None: self.misses += 1; return None
-        self.hits += 1; return json.loads(row[0])
-    def put(self, code:str, settings:dict, result:dict)->bool: # stored? (not for a failure in `UNCACHED_FAILURES`)
-        if result.get('failure') in UNCACHED_FAILURES: return False
-        with self._db() as db:
-            row = (self.key(code, settings), json.dumps(result, default=float))
-            db.execute('INSERT OR REPLACE INTO evals VALUES (?, ?)', row)
-        return True
-    def __len__(self):
-        with self._db() as db: return db.execute('SELECT COUNT(*) FROM evals').fetchone()[0]
-
-# %% ../nbs/83_llm_evolution.ipynb #1feee659
-def play_program(code:str, env, # a `ProgramEnv` (its `max_ticks` is the cap)
-                 seeds:list, limits:SandboxLimits)->dict: # `evaluate_program`'s keys, and 'games' (one dict per seed)
-    "Play `code` in a sandboxed child on one game per seed, on a game of its own (so that several may run at once)."
-    game = env.new_game()
-    try: r = play_games(code, game, seeds, limits)
-    finally:
-        if hasattr(game, 'close'): game.close()
-    return dict(ok=r.ok, failure=r.reason, message=r.message, seconds=round(r.seconds, 3), steps=r.steps,
-                metrics=env.metrics(r.games) if r.ok and r.games else {}, games=r.games)
-
-# %% ../nbs/83_llm_evolution.ipynb #89cf58dd
-def migrate(islands:list, # island k -> its member ids (a list each), changed in place
-            score:dict, # id -> score
-            generation:int, # the generation that just closed
-            interval:int)->list: # the moves made: [(from island, to island, id)]
-    """Ring migration (FunSearch, OpenEvolve): after each generation g > 0 with g % `interval` == 0, the best member
-    of island k (highest score, then lowest id) joins island (k+1) mod n, unless it is a member already."""
-    n = len(islands)
-    if n < 2 or interval <= 0 or generation <= 0 or generation % interval: return []
-    best = [min(m, key=lambda i: (-score[i], i)) if m else None for m in islands]
-    moves = [(k, (k + 1) % n, b) for k, b in enumerate(best) if b is not None and b not in islands[(k + 1) % n]]
-    for _, to, b in moves: islands[to].append(b)
-    return moves
-
-# %% ../nbs/83_llm_evolution.ipynb #729ab29f
-def behaviour(metrics:dict, max_ticks:int)->tuple: # (survival share, clearing rate), each in [0, 1]
-    """Behaviour descriptors of a program from its training games' metrics: the share of `max_ticks` it survives, and
-    lines per 10 ticks (`avg_lines`; `avg_score` where the env has no lines), both clipped to [0, 1]."""
-    t = max(metrics.get('avg_survival', 0.0), 1e-9)
-    rate = metrics.get('avg_lines', metrics.get('avg_score', 0.0))/t*10
-    return (float(np.clip(t/max_ticks, 0, 1)) if max_ticks else 1.0, float(np.clip(rate, 0, 1)))
-
-# %% ../nbs/83_llm_evolution.ipynb #a68c9911
-class MapElites:
-    "A MAP-Elites archive: cell ('i,j') -> [id, score] of the best program whose descriptors fall in it."
-    def __init__(self, bins:int=4, dims:int=2, cells:dict|None=None):
-        self.bins, self.dims, self.cells = bins, dims, dict(cells or {})
-    def cell(self, desc:tuple)->str: return ','.join(str(min(self.bins - 1, max(0, int(d*self.bins)))) for d in desc)
-    def add(self, pid:str, desc:tuple, score:float)->bool: # did `pid` become its cell's elite?
-        c = self.cell(desc); cur = self.cells.get(c)
-        if self.bins <= 0 or (cur is not None and score <= cur[1]): return False
-        self.cells[c] = [pid, score]; return True
-    def coverage(self)->float: return len(self.cells)/self.bins**self.dims if self.bins > 0 else 0.0
-    def elites(self)->list: return [i for i, _ in sorted(self.cells.values(), key=lambda e: (-e[1], e[0]))] # best first
-
-# %% ../nbs/83_llm_evolution.ipynb #03c54b77
-def _numbers(code:str)->tuple: # (AST dump, numeric literals masked; their values in order); (code, ()) if unparsable
-    try: tree = ast.parse(code)
-    except SyntaxError: return code, ()
-    vals = []
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) and not isinstance(n.value, bool):
-            vals.append(float(n.value)); n.value = 0
-    return ast.dump(tree), tuple(vals)
-
-# %% ../nbs/83_llm_evolution.ipynb #f251d18f
-def near_duplicate(code:str, others:dict, # id -> code
-                   rtol:float=1e-3)->str|None: # the id of the first program `code` nearly repeats, or None
-    "A program of `others` with `code`'s structure and every number within `rtol` (relative to the larger, at least 1)."
-    shape, x = _numbers(code)
-    for pid, other in others.items():
-        s, y = _numbers(other)
-        if s == shape and all(abs(a - b) <= rtol*max(1.0, abs(a), abs(b)) for a, b in zip(x, y)): return pid
-    return None
-
-# %% ../nbs/83_llm_evolution.ipynb #4c356ed1
-def pareto_front(objectives, # (n, k) array-like, every objective maximised (negate one to minimise it)
-                )->np.ndarray: # (m,) indices of the non-dominated rows, ascending
-    "Rows that no other row dominates (at least as good in every objective and better in one): the Pareto front."
-    o = np.asarray(objectives, float)
-    dom = (o[None] >= o[:, None]).all(-1) & (o[None] > o[:, None]).any(-1)   # dom[i, j]: row j dominates row i
-    return np.flatnonzero(~dom.any(1))
-
-# %% ../nbs/83_llm_evolution.ipynb #190c8d90
-DIFF_BLOCK = re.compile(r"<<<<<<< SEARCH\n(.*?)\n=======\n(.*?)\n?>>>>>>> REPLACE", re.S)
-
-def apply_diff(code:str, answer:str)->str: # the edited program
-    """Apply the SEARCH/REPLACE blocks of `answer` (OpenEvolve's diff format) to `code` in order, each at its first
-    occurrence; `ValueError` names a block whose SEARCH text is not in the program."""
-    for n, (search, replace) in enumerate(DIFF_BLOCK.findall(answer)):
-        if search not in code: raise ValueError(f"SEARCH block {n + 1} is not in the parent program: {search[:200]!r}")
-        code = code.replace(search, replace, 1)
-    return code
 
 # %% ../nbs/83_llm_evolution.ipynb #793cf823
 CHECKPOINT = 'evolution.safetensors' # a run's checkpoint in its folder (`save_state` under the key 'evolution')
@@ -486,36 +326,6 @@ def advance_generation(self)->int: # the generation the next turn plays
     self.closing = True
     return self.gen + 1
 
-# %% ../nbs/83_llm_evolution.ipynb #99fd5253
-def code_diversity(codes:list)->float: # 0 (all equal) .. 1
-    "1 - mean pairwise `difflib.SequenceMatcher` ratio over lines of `codes`."
-    if len(codes) < 2: return 0.0
-    sims = [difflib.SequenceMatcher(None, a.splitlines(), b.splitlines()).ratio()
-            for i, a in enumerate(codes) for b in codes[i+1:]]
-    return float(1 - np.mean(sims))
-
-# %% ../nbs/83_llm_evolution.ipynb #01c4bb95
-def tunable_vector(code:str, names:tuple)->dict: # {'NAME[key]': float}
-    "The numeric literals of the top-level constants `names` in `code` (empty if it does not parse)."
-    try: tree = ast.parse(code)
-    except SyntaxError: return {}
-    out = {}
-    for name, node in _tunables(tree, names).items():
-        items = (zip([k.value if isinstance(k, ast.Constant) else i for i, k in enumerate(node.keys)], node.values) if isinstance(node, ast.Dict)
-                 else enumerate(node.elts) if isinstance(node, ast.List) else [('', node)])
-        for k, v in items:
-            if (x := _num(v)) is not None: out[f"{name}[{k}]"] = x
-    return out
-
-# %% ../nbs/83_llm_evolution.ipynb #af345c03
-def weight_diversity(codes:list, names:tuple)->float: # mean pairwise distance, 0 when fewer than 2
-    "Mean pairwise Euclidean distance of the programs' tunable constants (missing entries count as 0)."
-    vs = [tunable_vector(c, names) for c in codes]
-    if len(vs) < 2: return 0.0
-    keys = sorted(set().union(*vs))
-    X = np.array([[v.get(k, 0.0) for k in keys] for v in vs])
-    return float(np.mean([np.linalg.norm(X[i] - X[j]) for i in range(len(X)) for j in range(i + 1, len(X))]))
-
 # %% ../nbs/83_llm_evolution.ipynb #cb8d307f
 @patch_to(EvolutionRun)
 def _close_generation(self)->dict: # the generation's summary, one row of `history`
@@ -669,21 +479,6 @@ def finish(self)->dict: # the `summary`
     except Exception as e: summ['plot_error'] = repr(e)
     return summ
 
-# %% ../nbs/83_llm_evolution.ipynb #7f2caa24
-def with_tunables(code:str, names:tuple, values:dict)->str: # values: {'NAME[key]': float}, `tunable_vector`'s names
-    "`code` with the numeric literals of its top-level constants `names` set from `values` (the others kept)."
-    tree = ast.parse(code)
-    put = lambda key, v: ast.Constant(float(values[key])) if key in values and _num(v) is not None else v
-    for name, node in _tunables(tree, names).items():
-        if isinstance(node, ast.Dict):
-            node.values = [put(f"{name}[{k.value if isinstance(k, ast.Constant) else i}]", v)
-                           for i, (k, v) in enumerate(zip(node.keys, node.values))]
-        elif isinstance(node, ast.List): node.elts = [put(f"{name}[{i}]", v) for i, v in enumerate(node.elts)]
-        else:
-            for a in tree.body:
-                if isinstance(a, ast.Assign) and a.value is node: a.value = put(f"{name}[]", node)
-    return ast.unparse(tree) + "\n"
-
 # %% ../nbs/83_llm_evolution.ipynb #def12b84
 @patch_to(EvolutionRun)
 def tune_constants(self, program_id:str, generations:int=3, popsize:int=6,
@@ -754,196 +549,3 @@ def plot_run(run:EvolutionRun)->list: # paths of the written PNGs
         ax.xaxis.set_major_locator(MaxNLocator(integer=True)); fig.tight_layout()
         fig.savefig(vis/f'{name}.png', dpi=90); out.append(vis/f'{name}.png')
     return out
-
-# %% ../nbs/83_llm_evolution.ipynb #45ce6a5e
-def pufferlib_games(seeds:list, max_ticks:int=MAX_TICKS)->list: # one result dict per seed
-    "PufferLib's trained tetris genome (greedy) on one `TetrisGame` per seed."
-    import torch
-    from genome_lab.policies import load_pufferlib_policy
-    pol, game, out = load_pufferlib_policy('tetris'), TetrisGame(max_ticks), []
-    try:
-        with torch.no_grad():
-            for s in seeds:
-                obs, view = game.reset(int(s)); st = pol.initial_state(1); done = False
-                while not done:
-                    a, st = pol.act(torch.as_tensor(obs[None]), st, greedy=True)
-                    obs, view, done = game.step(int(a[0]))
-                out.append(dict(game.result, seed=int(s)))
-    finally: game.close()
-    return out
-
-# %% ../nbs/83_llm_evolution.ipynb #215708b9
-def compare_heldout(programs:dict, # name -> player program source
-                    seeds:list, # held-out seeds, one game each
-                    max_ticks:int=MAX_TICKS, pufferlib:bool=True, # include the PufferLib genome?
-                    limits:SandboxLimits|None=None)->list: # rows {'player', 'mean', 'std', 'n', 'seconds', ...}
-    "Lines per game (mean, std, n) of each program (sandboxed) and of the PufferLib genome on the same `seeds`."
-    rows = []
-    lim = limits or SandboxLimits(cpu_s=36_000, wall_s=36_000, step_timeout_s=60)
-    def row(name, games, secs, **kw):
-        l = np.array([g['lines'] for g in games], float)
-        return dict(player=name, mean=float(l.mean()) if len(l) else float('nan'),
-                    std=float(l.std(ddof=1)) if len(l) > 1 else float('nan'), n=len(l),
-                    ticks=float(np.mean([g['ticks'] for g in games])) if games else float('nan'), seconds=round(secs, 1), **kw)
-    if pufferlib:
-        t = time.monotonic(); rows.append(row('pufferlib genome', pufferlib_games(seeds, max_ticks), time.monotonic() - t))
-    for name, src in programs.items():
-        game = TetrisGame(max_ticks)
-        try: r = play_games(src, game, seeds, lim)
-        finally: game.close()
-        rows.append(row(name, r.games, r.seconds, ok=r.ok, failure=r.reason))
-    return rows
-
-# %% ../nbs/83_llm_evolution.ipynb #947bc8b5
-RELATION_OF_STRATEGY = {'crossover': 'crossover'} # other strategies (mutate, cma, llm variants) are mutations
-
-def _ancestry(registry:Registry, db:ProgramDatabase, p:Program, env:str, known:dict)->tuple: # ([programs], genome id or None)
-    """The programs from `p` back along first parents to its nearest ancestor that is a genome: a program registered
-    before (`known`), or the registered reference player a seed program stands for ('reference player NAME')."""
-    path, q = [], p
-    while True:
-        if q is not p and registry.has(known.get(q.id, '')): return path, known[q.id]
-        path.append(q)
-        name = q.notes.removeprefix('reference player ')
-        if q.strategy == 'seed' and name != q.notes and (b := registry.by_name(name)) and registry.genome(b)['arena'] == env:
-            return path, b
-        if not q.parents or q.parents[0] not in db: return path, None
-        q = db[q.parents[0]]
-
-# %% ../nbs/83_llm_evolution.ipynb #e2afa691
-def register_program(registry:Registry, db:ProgramDatabase, # a search's programs: a run's `db`, or stored rows
-                     pid:str, # the program to register
-                     env:str, # the arena
-                     key:str, # the search (its folder, a bench's run name): with `pid` and the source, the genome's id
-                     known:dict|None=None, # program id -> genome id of the search's programs registered before
-                     origin:str='program_search', status:str='candidate')->str: # the program's genome id
-    """Register program `pid` of `db` as a `program` genome named by the registry's scheme (`Registry.genome_name`,
-    method 'prog': `Dellacherie-prog3`), in the family of its nearest ancestor that is a genome (`_ancestry`), else
-    `Program-prog<n>`; its description gives the steps since that ancestor and its training games. Registering it
-    again returns the same genome: its id follows from `key`, `pid` and the source."""
-    p = db[pid]
-    gid = hashlib.sha256(f"{key}\0{pid}\0{p.code}".encode()).hexdigest()[:16]
-    if registry.has(gid): return gid
-    path, anc = _ancestry(registry, db, p, env, known or {})
-    steps = ' <- '.join(f"{q.strategy} {q.id}" for q in path) + (f" <- {registry.genome(anc)['name']}" if anc else '')
-    text = (f"program {pid} of a {env} program search, generation {p.generation}: {steps}; "
-            f"training games: {json.dumps(p.metrics, default=float)}")
-    rel = RELATION_OF_STRATEGY.get(p.strategy.split(':')[-1], 'mutation')
-    g = program_genome(registry.genome_name('prog', anc, family='Program'), env, p.code, origin=origin,
-                       parents=[dict(id=anc, relation=rel)] if anc else [], description=text)
-    return registry.add(dataclasses.replace(g, id=gid), {}, status=status).id
-
-# %% ../nbs/83_llm_evolution.ipynb #efa5e69c
-def register_programs(run:EvolutionRun, registry:Registry,
-                      top:int=3, # the run's best programs that played without failing
-                      status:str='candidate')->list: # their genome ids, best first
-    "Register the `top` best programs of `run` as `program` genomes (`register_program`, keyed by the run's folder)."
-    key, known = str(run.dir.resolve()), {}
-    for p in sorted(run.db.best(top), key=lambda p: p.id):   # ancestors first: a descendant names its registered ancestor
-        known[p.id] = register_program(registry, run.db, p.id, run.env.name, key, known, status=status)
-    return [known[p.id] for p in run.db.best(top)]
-
-# %% ../nbs/83_llm_evolution.ipynb #bd7859db
-@dataclass
-class ProgramSettings:
-    """Settings of the programs producer: chapter 83's search of tetris players as `bench/program_search.py` measured
-    it (the reference players as seeds, islands, MAP-Elites, CMA-ES over the best program's constants), in generations."""
-    program_generations: int = 2 # generations between offers: each offer follows a CMA-ES generation over the best program
-    program_children: int = 4 # programs per generation
-    program_games: int = 2 # training games per program
-    program_ticks: int = 300 # tetris ticks per training game
-    program_islands: int = 2 # islands of the population
-    program_cma_generations: int = 2 # CMA-ES generations of each tuning
-    program_cma_popsize: int = 4 # constant vectors per CMA-ES generation
-    program_workers: int = 2 # sandboxed evaluations at once
-
-# %% ../nbs/83_llm_evolution.ipynb #2d298a23
-def program_search_config(s:ProgramSettings, seed:int=0)->EvolutionConfig:
-    "The producer's search: `EvolutionConfig` from its settings; no generation limit (the producer's budget ends it)."
-    return EvolutionConfig(env='tetris', max_generations=10**9, max_wall_s=10.0**12, children_per_generation=s.program_children,
-                           max_child_calls_per_generation=max(8, s.program_children), games_per_eval=s.program_games,
-                           max_ticks=s.program_ticks, seed=seed, islands=s.program_islands, seed_references=True,
-                           tune_every=s.program_generations, cma_generations=s.program_cma_generations,
-                           cma_popsize=s.program_cma_popsize, workers=s.program_workers)
-
-# %% ../nbs/83_llm_evolution.ipynb #a60bfc1c
-class ProgramSearch:
-    """The `programs` producer's loop: an `EvolutionRun` of tetris players (`program_search_config`) in
-    `<work_dir>/programs` (its evaluation cache; its state is the producer's checkpoint), one generation a step. After
-    each CMA-ES generation (every `program_generations`-th) the best program the search made so far (a seed is a
-    reference player's copy: never offered) is pending, and `commit` registers it (`register_program`: in the family of the genome it descends from, `Dellacherie-prog3` say) and offers it."""
-    step_key = 'generation'
-    def __init__(self, ctx:ProducerContext):
-        self.ctx, self.pending, self.offered = ctx, None, {}   # offered: program id -> genome id
-        self.run = EvolutionRun(ctx.work_dir/'programs', program_search_config(ctx.settings, ctx.seed))
-    def state_dict(self)->dict:
-        return dict(settings=asdict(self.ctx.settings), run=self.run.state_dict(), pending=self.pending, offered=self.offered)
-    def load_state_dict(self, st:dict):
-        if 'run' not in st:   # a checkpoint of the earlier round-based producer (its search kept JSON files of its own)
-            raise ValueError(f"{self.ctx.work_dir/'programs.safetensors'} is the earlier programs producer's checkpoint, "
-                             "which this one cannot continue: remove it (and the folder programs/ beside it) to start anew")
-        if d := settings_diff(st['settings'], asdict(self.ctx.settings)):
-            raise ValueError(f"the programs producer's search in {self.ctx.work_dir} has other settings ({d}): give it "
-                             "its own settings, or another --work-dir for these")
-        self.run.load_state_dict(st['run']); self.pending, self.offered = st['pending'], dict(st['offered'])
-    def step(self)->dict:
-        tuning = self.run.gen > 0 and self.run.gen % self.run.cfg.tune_every == 0
-        m = self.run.step()
-        made = [p for p in self.run.db.best(len(self.run.db)) if p.strategy != 'seed']   # not a reference player's copy
-        if tuning and made: self.pending = dict(program=made[0].id)
-        return m
-    def commit(self)->list: # [the offered genome id]
-        pid = self.pending['program']
-        key = f"programs producer, seed {self.ctx.seed}, {self.run.dir.resolve()}"
-        self.offered[pid] = register_program(self.ctx.registry, self.run.db, pid, 'tetris', key, self.offered)
-        self.pending = None
-        return [self.offered[pid]]
-
-programs_producer = Producer(None, ProgramSettings, loop=ProgramSearch)
-
-# %% ../nbs/83_llm_evolution.ipynb #c31d8769
-POSITIVE = ('max_child_calls_per_generation', 'children_per_generation', 'games_per_eval', 'cpu_s', 'wall_s', 'max_wall_s',
-            'llm_timeout_s', 'workers', 'islands', 'cma_generations', 'cma_popsize', 'cma_sigma')
-
-def check_evolution_config(cfg:EvolutionConfig)->EvolutionConfig:
-    "Raise `ValueError`, saying what to fix, for an unknown arena or backend or a negative (or zero, where that means nothing) setting."
-    program_env(cfg.env)   # ValueError names the known arenas
-    if cfg.backend not in ('offline', 'openai'): raise ValueError(f"backend must be 'offline' or 'openai', not {cfg.backend!r}")
-    for k, v in asdict(cfg).items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and (v < 0 or (k in POSITIVE and v <= 0)):
-            raise ValueError(f"{k} must be {'above' if k in POSITIVE else 'at least'} 0, not {v}")
-    return cfg
-
-# %% ../nbs/83_llm_evolution.ipynb #70c6de1f
-def evolve_cli(argv:list)->int: # exit status
-    """`genome-lab evolve RUN_DIR [--env tetris] [--backend offline] [--max-generations N] ... [--resume]`: run or resume an
-    evolution. A new run needs a new (or empty) folder; `--resume` needs its checkpoint and may change only the soft
-    parameters (`SOFT_PARAMETERS`); one process per run folder (`run_lock`). Flags are `EvolutionConfig`'s fields."""
-    import sys
-    from genome_lab.core import config_parser, config_from_args, run_lock, RunLocked
-    ap = config_parser(EvolutionConfig, prog='genome-lab evolve', description='LLM (or offline) evolution of player programs', allow_abbrev=False)
-    ap.add_argument('run_dir')
-    ap.add_argument('--resume', action='store_true', help=f'resume from the checkpoint of run_dir (may change only {", ".join(SOFT_PARAMETERS)})')
-    a = vars(ap.parse_args(argv))
-    d, resume = Path(a.pop('run_dir')), a.pop('resume')
-    err = lambda m: (print(f"genome-lab evolve: error: {m}", file=sys.stderr), 2)[1]
-    if d.exists() and not d.is_dir(): return err(f"{d} is a file, not a run folder")
-    try:
-        if resume:
-            if not (d/CHECKPOINT).exists(): return err(f"nothing to resume in {d}: it has no checkpoint ({CHECKPOINT})")
-            if hard := sorted(set(a) - set(SOFT_PARAMETERS)): return err(f"a resumed run keeps its settings: only {SOFT_PARAMETERS} may change, not {hard}")
-            cfg = None
-        else:
-            if d.exists() and any(p.name != '.lock' for p in d.iterdir()): return err(f"{d} holds a run: continue it with --resume, or choose a new folder")
-            cfg = check_evolution_config(config_from_args(EvolutionConfig, a))
-        with run_lock(d/'.lock'):
-            run = EvolutionRun(d, cfg)
-            if resume and a:   # the soft changes join the stored run's checkpoint, which `run` resumes from
-                run.load_state_dict(load_state(d/CHECKPOINT, 'evolution'))
-                soft = run.modify_parameters(**a); check_evolution_config(run.cfg)
-                save_state(d/CHECKPOINT, 'evolution', run.state_dict())
-                print(f"genome-lab evolve: soft parameters now {soft}", file=sys.stderr)
-            s = run.run()
-    except (RunLocked, ValueError) as e: return err(e)
-    print(json.dumps({k: s[k] for k in ('stop_reason', 'programs', 'failed', 'best_id', 'best_metrics', 'tokens', 'elapsed_s')}, default=float))
-    return 0

@@ -8,7 +8,9 @@ import pytest
 from genome_lab.sandbox import program_env
 from genome_lab.core import advance, load_state
 from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, OFFLINE_ROOT_STRATEGY, CHECKPOINT,
-                                      ChildCallLimitExceeded, evolve_cli, register_program, ProgramDatabase)
+                                      ChildCallLimitExceeded)
+from genome_lab.programs import ProgramDatabase
+from genome_lab.program_producer import evolve_cli, register_program
 from genome_lab.registry import Registry, NAMING, NAME_MAX
 
 def cfg(**kw):
@@ -363,7 +365,7 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     once; other settings on the same folder are refused."""
     from dataclasses import replace
     from genome_lab.core import find_producer, ProducerContext
-    from genome_lab.llm_evolution import ProgramSettings, ProgramSearch
+    from genome_lab.program_producer import ProgramSettings, ProgramSearch
     from genome_lab.seasons import work
     from genome_lab.tetris_players import tetris_baselines
     assert find_producer('programs').loop is ProgramSearch
@@ -390,7 +392,7 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
 
 def test_the_earlier_round_producers_checkpoint_is_a_clear_error(tmp_path):
     from genome_lab.core import save_state
-    from genome_lab.llm_evolution import ProgramSettings
+    from genome_lab.program_producer import ProgramSettings
     from genome_lab.seasons import work
     reg = Registry(tmp_path/'reg')
     save_state(reg.root/'season_work'/'programs.safetensors', 'producer', dict(round=3, pending=None))   # main's Rounds state

@@ -3,7 +3,7 @@ check tournament against the non-random tetris founders, and the figures file ho
 import importlib.util, json, sys
 from pathlib import Path
 import numpy as np
-from genome_lab.llm_evolution import ProgramSettings
+from genome_lab.program_producer import ProgramSettings
 from genome_lab.seasons import SeasonConfig
 
 def test_programs_climb_bench_runs_with_tiny_settings(tmp_path, monkeypatch):
