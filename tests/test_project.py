@@ -144,10 +144,23 @@ def module_notebooks()->dict: # {module name: notebook number} of every exported
             out[f.stem] = int(m[1])
     return out
 
+def module_order(nbs:dict)->dict: # {module name: (notebook number, index of its first exported cell there)}
+    """Where each module's code starts: a notebook may export to more than one module (`#| export MODULE`), and a
+    module of it may import the modules whose cells come before its own."""
+    out = {}
+    for mod, n in nbs.items():
+        m = re.search(r'^# %% \.\./nbs/(\w+\.ipynb) #(\w+)', (ROOT/'genome_lab'/f'{mod}.py').read_text(), re.M)
+        ids = [c.get('id') for c in json.loads((ROOT/'nbs'/m[1]).read_text())['cells']] if m else []
+        out[mod] = (n, ids.index(m[2]) if m and m[2] in ids else 0)
+    return out
+
 def test_a_module_imports_only_modules_of_earlier_notebooks():
     """Notebooks run in order (nbdev-test, the docs, the pipeline): a module may import only modules of lower-numbered
-    notebooks, at the top or inside a function. Before: evaluation (02) imported core (03), dreaming (23) streaming (90)."""
+    notebooks, at the top or inside a function, or a module its own notebook exports from earlier cells (issue 48: a
+    notebook's second module imports its first, never the reverse). Before: evaluation (02) imported core (03), dreaming
+    (23) streaming (90)."""
     t0, nbs, bad = time.perf_counter(), module_notebooks(), []
+    order = module_order(nbs)
     assert nbs['arenas'] == 0 and nbs['pipeline'] == 99, nbs
     for mod, n in sorted(nbs.items()):
         for node in ast.walk(ast.parse((ROOT/'genome_lab'/f'{mod}.py').read_text())):
@@ -158,7 +171,7 @@ def test_a_module_imports_only_modules_of_earlier_notebooks():
             elif isinstance(node, ast.ImportFrom) and node.module == 'genome_lab': names = [a.name for a in node.names]
             elif isinstance(node, ast.Import): names = [a.name.split('.')[1] for a in node.names if a.name.startswith('genome_lab.')]
             else: continue
-            bad += [f"{mod} ({n:02d}) imports {x} ({nbs[x]:02d}), line {node.lineno}" for x in names if x in nbs and nbs[x] >= n]
+            bad += [f"{mod} ({n:02d}) imports {x} ({nbs[x]:02d}), line {node.lineno}" for x in names if x in nbs and order[x] >= order[mod]]
     assert not bad, "a notebook may import only modules of earlier notebooks:\n" + '\n'.join(bad)
     assert time.perf_counter() - t0 < 5.0   # an AST walk of the package: well under a second on an idle machine
 
