@@ -24,7 +24,8 @@ import torch
 from safetensors.torch import save as st_save, load_file
 from genome_lab.core import atomic_write, atomic_write_json
 from kit import parse
-from genome_lab.training import PPORun, finetune_recipe
+from genome_lab.training import finetune_recipe
+from genome_lab.ppo_run import PPORun
 
 R = finetune_recipe(device='cuda')   # the recipe's settings on CUDA: the flags' defaults
 

@@ -25,9 +25,9 @@ from typing import Annotated   # a script's dataclass documents its fields here:
 import numpy as np
 import pandas as pd
 import torch
-from genome_lab.hypernetwork import (ReplicatorConfig, train_replicator, run_policy_es, DiffusionHypernetwork, PolicyES,
-                                     policy_config, init_policy, evaluate_population, stored_config, CONTROL_FILE, LOOP_FILE,
-                                     checkpoint_meta)
+from genome_lab.hypernetwork import DiffusionHypernetwork, policy_config, init_policy, evaluate_population
+from genome_lab.replicator_run import (ReplicatorConfig, train_replicator, run_policy_es, PolicyES, stored_config,
+                                       CONTROL_FILE, LOOP_FILE, checkpoint_meta)
 from genome_lab.core import config_parser, config_from_args, atomic_write_json, run_lock, RunLocked, machine
 from genome_lab.policies import load_pufferlib_policy
 from genome_lab.evaluation import evaluate

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 from pathlib import Path
 import numpy as np
-from genome_lab.hypernetwork import checkpoint_meta, LOOP_FILE
+from genome_lab.replicator_run import checkpoint_meta, LOOP_FILE
 from kit import parse
 
 def run_record(run_dir:Path, block:int)->dict:

@@ -43,10 +43,11 @@ from sklearn.decomposition import PCA
 from sklearn.mixture import GaussianMixture as SkMixture
 from genome_lab.core import atomic_write_json, measured_dir, machine
 from kit import parse, read_figures, write_figures
-from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, init_policy, policy_config, evaluate_population,
-                                     HypernetworkTrainer, TrainerConfig, probe_views, probe_actions, ReplicatorConfig,
-                                     ReplicatorTrainingLoop, SURROGATES, PretrainConfig, teachers, teacher_lines, pretrain_decoder,
+from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, init_policy, policy_config,
+                                     evaluate_population, HypernetworkTrainer, TrainerConfig, probe_views,
+                                     probe_actions, PretrainConfig, teachers, teacher_lines, pretrain_decoder,
                                      pretrained_decoder, policy_distance_ratio)
+from genome_lab.replicator_run import ReplicatorConfig, ReplicatorTrainingLoop, SURROGATES
 from genome_lab.policies import load_pufferlib_policy, RandomPolicy
 from genome_lab.evaluation import evaluate
 from genome_lab.arenas import SnakeArena

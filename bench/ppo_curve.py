@@ -22,7 +22,8 @@ import torch
 from genome_lab.arenas import SnakeArena
 from genome_lab.registry import Registry
 from genome_lab.policies import RandomPolicy, load_pufferlib_policy
-from genome_lab.training import PPOConfig, PPORun, stored_config
+from genome_lab.training import PPOConfig, stored_config
+from genome_lab.ppo_run import PPORun
 from genome_lab.evaluation import evaluate
 from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, measured_dir, config_from_args

@@ -14,7 +14,8 @@ import datetime, time
 from dataclasses import asdict, dataclass
 from typing import Annotated
 from genome_lab.registry import Registry, seed_founders
-from genome_lab.training import PPOConfig, PPOHyper, PPORun, stored_config
+from genome_lab.training import PPOConfig, PPOHyper, stored_config
+from genome_lab.ppo_run import PPORun
 from genome_lab.tournament import run_tournament, rank_stability
 from genome_lab.evaluation import evaluate
 from genome_lab.core import machine

@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 from typing import Annotated
 from scipy.stats import kendalltau
 from genome_lab.registry import Registry, seed_founders
-from genome_lab.training import PPOConfig, run_pbt, record_pbt, evaluation_ladder, reward_hacking_guard, PBT_HYPER
+from genome_lab.training import PPOConfig
+from genome_lab.pbt import run_pbt, record_pbt, evaluation_ladder, reward_hacking_guard, PBT_HYPER
 from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, config_from_args
 from ppo_common import start

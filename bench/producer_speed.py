@@ -22,7 +22,8 @@ from genome_lab.core import (ProducerContext, atomic_write_json, config_argv,
                              measured_dir, machine)
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.seasons import console_script
-from genome_lab.training import PPOProducer, PPOSettings, PPORun
+from genome_lab.ppo_run import PPORun
+from genome_lab.ppo_producer import PPOProducer, PPOSettings
 from kit import parse
 
 @dataclass

@@ -32,9 +32,11 @@ import numpy as np
 import torch
 from genome_lab.core import atomic_write_json, measured_dir, machine, run_lock, save_state
 from kit import parse, read_figures
-from genome_lab.hypernetwork import (ReplicatorConfig, train_replicator, checkpoint_meta,
-                                     pretrained_decoder, read_policy, replicator_bar, BAR_SMOOTHING, LOOP_FILE)
-from genome_lab.training import PPOConfig, PPORun
+from genome_lab.hypernetwork import pretrained_decoder
+from genome_lab.replicator_run import (ReplicatorConfig, train_replicator, checkpoint_meta, read_policy, replicator_bar,
+                                       BAR_SMOOTHING, LOOP_FILE)
+from genome_lab.training import PPOConfig
+from genome_lab.ppo_run import PPORun
 
 DIAGNOSTICS = ('surrogate/r2', 'surrogate/trust', 'replicator/step', 'replicator/kl', 'replicator/mean_shift',
                'policy/distance_ratio', 'charts/fitness_mean', 'charts/fitness_best', 'replicator/entropy')

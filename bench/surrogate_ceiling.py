@@ -18,7 +18,8 @@ from typing import Annotated
 import numpy as np
 import torch
 from genome_lab.core import machine
-from genome_lab.hypernetwork import ReplicatorConfig, ReplicatorTrainingLoop, evaluate_population
+from genome_lab.hypernetwork import evaluate_population
+from genome_lab.replicator_run import ReplicatorConfig, ReplicatorTrainingLoop
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
 
 def spearman_brown_k(r:float, target:float=0.7)->float: # evaluations to average for reliability `target`

@@ -13,8 +13,9 @@ import pandas as pd
 import torch
 from .policies import LinearLSTM, pufferlib_config
 from .dreaming import Trajectories, WorldModel, DreamBridgeEnv
-from .training import (PPOConfig, PPORun, PuffeRLTrainer, TrainingLog, snake_model, to_linear_lstm,
+from .training import (PPOConfig, PuffeRLTrainer, TrainingLog, snake_model, to_linear_lstm,
                                  load_linear_lstm)
+from .ppo_run import PPORun
 from .tetris_players import N_ROWS, N_COLS
 from .video_models import TetrisClipConfig, TETRIS_ACTIONS, film_tetris, clip_truth
 

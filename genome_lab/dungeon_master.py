@@ -20,7 +20,8 @@ from .dreaming import (Trajectories, DreamBridgeEnv, DistillConfig, session_traj
                                  greedy_moves, sign_test)
 from .cloning import merge_genomes
 from .tournament import KillTracker, KILL_WALL, KILL_UNKNOWN
-from .training import PPORun, PPOConfig, PPOHyper, SnakeVecEnv
+from .training import PPOConfig, PPOHyper, SnakeVecEnv
+from .ppo_run import PPORun
 from .llm_backends import OfflineMutator, OpenAIBackend, extract_code
 
 # %% auto #0

@@ -15,8 +15,8 @@ from .core import Producer, ProducerContext, settings_diff
 from .policies import LinearLSTM
 from .registry import Registry
 from .tournament import run_tournament
-from .training import (PPOConfig, PPOHyper, PPORun, config_from_dict, register_kept,
-                                 resolve_genome, rating_prior)
+from .training import PPOConfig, PPOHyper, config_from_dict, register_kept, resolve_genome
+from .ppo_run import PPORun, rating_prior
 
 # %% auto #0
 __all__ = ['ROLES', 'ROLE_WEIGHTING', 'league_producer', 'role_opponents', 'LeagueConfig', 'AlphaStarLeague', 'rate_league',

@@ -6,16 +6,13 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../nbs/85_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, contextlib, importlib, itertools, json, os, re, signal, subprocess, sys, tempfile, threading, time
+import argparse, itertools, json, os, signal, subprocess, sys, threading, time
 import traceback, warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict, field, fields, replace
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import ClassVar, Optional
+from typing import ClassVar
 import pandas as pd
-from fastapi import APIRouter, Depends, HTTPException, Request
-from pydantic import BaseModel, ConfigDict, Field
 from .core import (config_fields, config_parser, config_from_args, config_argv, check_config, find_producer, producer_names, producer_list,
                              ProducerContext, run_lock, RunLocked, after_season_hooks, advance)
 from .arenas import ArenaSeason, arena_season
@@ -23,15 +20,11 @@ from .registry import Registry, RegistryError, ORDINAL_Z
 from .evaluation import torch_threads
 from .tournament import GENOMES_PER_GAME, run_tournament, StopRule
 from .selection import SelectionRules, select
-from .web_kit import require_token, TokenRoute
 
 # %% auto #0
-__all__ = ['SEASON_LOCK', 'SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'SeasonConfig', 'season_config',
-           'season_parser', 'season_config_from_args', 'arena_setting_flags', 'work', 'console_script', 'spawn_worker',
-           'ProducerActor', 'ray_workers', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'abandon_season',
-           'ratings_by_season', 'success_metrics', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn',
-           'ScheduleOut', 'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'season_cli',
-           'run_command', 'schedule_cli']
+__all__ = ['SEASON_LOCK', 'SeasonConfig', 'season_config', 'season_parser', 'season_config_from_args', 'arena_setting_flags',
+           'work', 'console_script', 'spawn_worker', 'ProducerActor', 'ray_workers', 'produce_cli', 'arena_plan',
+           'run_season', 'season_table', 'abandon_season', 'ratings_by_season', 'success_metrics', 'season_cli']
 
 # %% ../nbs/85_seasons.ipynb #362f9d26
 @dataclass
@@ -528,157 +521,6 @@ def success_metrics(registry:Registry)->pd.DataFrame: # rows: metric, target, me
              any(g['performance']['engagement_source'] == 'reports' for g in man))]
     return pd.DataFrame(rows, columns=['metric', 'target', 'measured', 'met'])
 
-# %% ../nbs/85_seasons.ipynb #cf39bf8f
-# the job store beside the registry; the season job, weekly, Mondays 03:00 UTC
-SCHEDULE_FILE, SEASON_JOB, DEFAULT_CRON = 'schedule.sqlite', 'season', '0 3 * * 1'
-
-_DAYS = ('sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun')   # cron's day-of-week numbers (0 and 7: Sunday)
-
-def cron_trigger(expr:str):
-    """An APScheduler `CronTrigger` (UTC) from a cron expression of 5 fields, or 6 with seconds first; day-of-week
-    numbers are cron's (0 or 7 Sunday, 1 Monday), not APScheduler's (0 Monday). Raises `ValueError` naming the problem,
-    also for an expression that never fires (`0 0 31 2 *`)."""
-    from apscheduler.triggers.cron import CronTrigger
-    parts = expr.split()
-    if len(parts) not in (5, 6):
-        raise ValueError(f"cron expression {expr!r}: give 5 fields (minute hour day month day-of-week) "
-                         "or 6 (seconds first)")
-    if len(parts) == 6 and not parts[0].isdigit():
-        raise ValueError(f"cron expression {expr!r} fires more than once a minute: give its seconds field one number (0-59)")
-    names = (('second',) if len(parts) == 6 else ()) + ('minute', 'hour', 'day', 'month', 'day_of_week')
-    spec = dict(zip(names, parts))
-    days, _, step = spec['day_of_week'].partition('/')
-    named = re.sub(r'\d+', lambda m: _DAYS[int(m.group())] if int(m.group()) < 8 else m.group(), days)
-    spec['day_of_week'] = named + (f'/{step}' if step else '')
-    trigger = CronTrigger(timezone='UTC', **spec)
-    if trigger.get_next_fire_time(None, datetime.now(timezone.utc)) is None:
-        raise ValueError(f"cron expression {expr!r} never fires")
-    return trigger
-
-# %% ../nbs/85_seasons.ipynb #c68231f8
-def scheduler(store:str|Path, # the SQLite job store
-              blocking:bool=False): # BlockingScheduler (the `schedule` command) or BackgroundScheduler (the server)?
-    """An APScheduler over a persisted SQLite job store: one run of a job at a time, missed runs coalesced into one, no
-    limit on lateness."""
-    from apscheduler.schedulers.background import BackgroundScheduler
-    from apscheduler.schedulers.blocking import BlockingScheduler
-    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
-    return (BlockingScheduler if blocking else BackgroundScheduler)(
-        jobstores=dict(default=SQLAlchemyJobStore(url=f'sqlite:///{Path(store).resolve()}')), timezone='UTC',
-        job_defaults=dict(coalesce=True, max_instances=1, misfire_grace_time=None))
-
-# %% ../nbs/85_seasons.ipynb #6d54b3e1
-def scheduled_season(registry_root:str, config:dict)->int: # the season played
-    """The server's season job: one season on the registry at `registry_root` (the season left running, if any, is
-    finished first)."""
-    with Registry(registry_root) as reg: return run_season(reg, season_config(config))['id']
-
-# %% ../nbs/85_seasons.ipynb #3e7b0212
-class ScheduleIn(BaseModel):
-    model_config = ConfigDict(extra='forbid')
-    cron: str = Field(max_length=100, description="cron expression: 5 fields, or 6 with seconds first; UTC")
-    config: dict = Field(default_factory=dict,
-                         description="the seasons' settings (`SeasonConfig` fields); missing ones take their defaults")
-
-# %% ../nbs/85_seasons.ipynb #99ad442d
-class ScheduleOut(BaseModel):
-    job: str; cron: str; next_run: Optional[str] = None
-    config: dict
-
-# %% ../nbs/85_seasons.ipynb #b55c7896
-def _describe(job)->ScheduleOut:
-    return ScheduleOut(job=job.id, cron=job.kwargs['cron'],
-                       next_run=job.next_run_time.isoformat() if job.next_run_time else None,
-                       config=job.kwargs['config'])
-
-# %% ../nbs/85_seasons.ipynb #a4bca059
-@dataclass
-class ProducerWorkers:
-    "Producers a writable `genome-lab serve` runs in the background (`producer_workers`); none by default."
-    producers: str = '' # comma-separated producers to run between seasons, '' for none
-    producer_budget_s: float = 3600.0 # wall-seconds each producer works (in a process of its own) after the server starts
-    producer_threads: int = 1 # torch threads of each producer
-    RANGES: ClassVar[dict] = dict(producer_budget_s=(0.0, 10.0**9), producer_threads=(1, 256))
-    def __post_init__(self):
-        check_config(self, self.RANGES)
-        self.names()   # ValueError for an unknown producer or one named twice
-    def names(self)->list: return producer_list(self.producers)
-
-# %% ../nbs/85_seasons.ipynb #7c224f18
-@contextlib.contextmanager
-def producer_workers(registry_root:str|Path, # the registry folder
-                     cfg:ProducerWorkers): # yields {producer: its `spawn_worker` result}, filled as each ends
-    """The producers of `cfg` working in the background while the block runs, each a process of its own
-    (`spawn_worker`) watched by a thread; leaving the block asks them to stop (SIGTERM: each saves its last step) and
-    waits for them. A producer that fails (or cannot start) ends with {'producer', 'error'}; the others go on."""
-    stop, out = threading.Event(), {}
-    def watch(name): out[name] = spawn_worker(registry_root, name, cfg.producer_budget_s, threads=cfg.producer_threads,
-                                              stop=stop)
-    threads = [threading.Thread(target=watch, args=(n,), name=f'producer {n}', daemon=True) for n in cfg.names()]
-    for t in threads: t.start()
-    try: yield out
-    finally:
-        stop.set()
-        for t in threads: t.join()
-
-# %% ../nbs/85_seasons.ipynb #3f0b6dd2
-@contextlib.asynccontextmanager
-async def _season_schedule(app):
-    """With a writable server: start the season scheduler on the registry's job store (add the weekly job unless the
-    store has one), and the producers `genome-lab serve` was given (`ProducerWorkers`), stopped when the app stops.
-    `ValueError` for producers given to a read-only server (they would write candidates into its registry)."""
-    workers = app.state.options.get(ProducerWorkers) or ProducerWorkers()
-    if workers.names() and app.state.token is None:
-        raise ValueError(f"--producers {workers.producers}: producers run on a writable server only; give it a token "
-                         "(--token-file, or GENOME_LAB_TOKEN) or leave --producers out")
-    sch = None
-    if app.state.token is not None:
-        sch = scheduler(app.state.pool.root/SCHEDULE_FILE)
-        sch.start(paused=True)
-        if sch.get_job(SEASON_JOB) is None:
-            sch.add_job(_season_job, cron_trigger(DEFAULT_CRON), id=SEASON_JOB,
-                        kwargs=dict(root=str(app.state.pool.root), cron=DEFAULT_CRON, config={}))
-        sch.resume()
-    app.state.scheduler = sch
-    with producer_workers(app.state.pool.root, workers) as app.state.producers:
-        try: yield
-        finally:
-            if sch is not None: sch.shutdown(wait=False)
-
-# %% ../nbs/85_seasons.ipynb #f2c01652
-def _season_job(root:str, cron:str, config:dict)->int: return scheduled_season(root, config)
-
-# %% ../nbs/85_seasons.ipynb #d78a8345
-router = APIRouter(tags=['seasons'], lifespan=_season_schedule, route_class=TokenRoute)
-router.serve_options = ProducerWorkers   # `genome-lab serve --producers ... --producer-budget-s ...`
-
-def _scheduler(request:Request):
-    sch = getattr(request.app.state, 'scheduler', None)
-    if sch is None: raise HTTPException(409, "no season scheduler: it runs on a writable server (started with a "
-                                             "token), once the app has started")
-    return sch
-
-# %% ../nbs/85_seasons.ipynb #4bf1ac33
-@router.get('/schedule', response_model=ScheduleOut, operation_id='season_schedule',
-            responses={409: {'description': 'no scheduler'}})
-def get_schedule(request:Request)->ScheduleOut:
-    "The season job: its cron expression, next run (UTC) and settings."
-    return _describe(_scheduler(request).get_job(SEASON_JOB))
-
-# %% ../nbs/85_seasons.ipynb #63e8eedc
-@router.put('/schedule', response_model=ScheduleOut, operation_id='set_season_schedule',
-            dependencies=[Depends(require_token)],
-            responses={422: {'description': 'a cron expression that fails or never fires, or bad settings'}})
-def put_schedule(request:Request, body:ScheduleIn)->ScheduleOut:
-    """Change when seasons run and with which settings (checked as `SeasonConfig` fields, types and ranges); kept in
-    the job store across restarts."""
-    try: trigger, cfg = cron_trigger(body.cron), season_config(body.config)
-    except ValueError as e: raise HTTPException(422, str(e)) from None
-    sch = _scheduler(request)
-    sch.modify_job(SEASON_JOB, kwargs=dict(root=str(request.app.state.pool.root), cron=body.cron, config=asdict(cfg)))
-    sch.reschedule_job(SEASON_JOB, trigger=trigger)
-    return _describe(sch.get_job(SEASON_JOB))
-
 # %% ../nbs/85_seasons.ipynb #758ff5ba
 def season_cli(argv:list|None=None)->int: # exit status
     """`genome-lab season --registry DIR [--create] [--work-dir DIR] [--abandon] [SeasonConfig and producer flags]`:
@@ -708,52 +550,4 @@ def season_cli(argv:list|None=None)->int: # exit status
     print(json.dumps(dict(season=row['id'], games=row['games'], candidates=len(row['candidates']),
                           replacements=row['replacements'],
                           violations=row['violations'], stability=row['stability']), default=str))
-    return 0
-
-# %% ../nbs/85_seasons.ipynb #518a489a
-def run_command(argv:list)->int: # the command's exit status
-    "Run `genome-lab ARGV...` (`console_script`) as a process of its own (a scheduled job)."
-    return subprocess.run([console_script(), *argv]).returncode
-
-# %% ../nbs/85_seasons.ipynb #75b5df16
-def _commands()->dict: # {name: 'module:function'}
-    "The `genome-lab` command's subcommands (`genome_lab.pipeline.commands`, a later chapter's: read when called)."
-    return importlib.import_module('genome_lab.pipeline').commands()
-
-# %% ../nbs/85_seasons.ipynb #135b169d
-def schedule_cli(argv:list|None=None)->int: # exit status
-    """`genome-lab schedule --store FILE (--cron EXPR --id NAME -- COMMAND... | --list | --remove NAME | --start)`:
-    genome-lab commands on a cron schedule."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command = argv[argv.index('--') + 1:] if '--' in argv else []
-    ap = argparse.ArgumentParser(prog='genome-lab schedule', description=schedule_cli.__doc__)
-    ap.add_argument('--store', required=True, help='the SQLite job store (created if missing)')
-    ap.add_argument('--cron', help='when: 5 fields (minute hour day month day-of-week) or 6 (seconds first), UTC')
-    ap.add_argument('--id', default='job', help='the job to add or change')
-    ap.add_argument('--list', action='store_true'); ap.add_argument('--remove', metavar='NAME')
-    ap.add_argument('--start', action='store_true', help='run the scheduler until interrupted')
-    a = ap.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
-    if a.cron and not command: ap.error('give the command after --, e.g. -- run --runs-dir runs')
-    if a.cron and command[0] not in (known := _commands()):
-        import difflib
-        near = difflib.get_close_matches(command[0], known, n=1)
-        ap.error(f"unknown command {command[0]!r}{f' (did you mean {near[0]!r}?)' if near else ''}: "
-                 f"genome-lab has {', '.join(sorted(known))}")
-    from apscheduler.jobstores.base import JobLookupError
-    sch = scheduler(a.store, blocking=a.start)
-    if not a.start: sch.start(paused=True)
-    try:
-        if a.cron: sch.add_job(run_command, cron_trigger(a.cron), id=a.id, name=a.cron, args=[command], replace_existing=True)
-        if a.remove: sch.remove_job(a.remove); print(f"removed {a.remove!r} from {a.store}")
-        for j in sch.get_jobs():   # the cron as it was given (the job's name), its next run in UTC
-            when = j.name if len(j.name.split()) in (5, 6) else str(j.trigger)
-            print(f"{j.id}: genome-lab {' '.join(j.args[0])}  (cron '{when}' UTC, next run {j.next_run_time:%Y-%m-%d %H:%M} UTC)")
-        if not sch.get_jobs(): print(f"no jobs in {a.store}")
-        if a.start: sch.start()
-    except ValueError as e: print(f"genome-lab schedule: error: {e}", file=sys.stderr); return 2
-    except JobLookupError:
-        print(f"genome-lab schedule: error: no job {a.remove!r} in {a.store} (--list shows them)", file=sys.stderr)
-        return 1
-    finally:
-        if not a.start: sch.shutdown(wait=False)
     return 0

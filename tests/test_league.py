@@ -7,7 +7,8 @@ import pytest, torch
 from genome_lab.core import advance, load_state
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.seasons import work
-from genome_lab.training import League, PPOConfig
+from genome_lab.training import PPOConfig
+from genome_lab.ppo_run import League
 from genome_lab.league import AlphaStarLeague, LeagueConfig, LeagueSettings, ROLES, role_opponents
 from loop_states import same, by_name
 

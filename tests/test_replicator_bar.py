@@ -4,7 +4,8 @@ import importlib.util, json, sys
 from dataclasses import replace
 from pathlib import Path
 import pytest, torch
-from genome_lab.hypernetwork import ReplicatorConfig, HypernetConfig, PretrainConfig, replicator_bar, BAR_SMOOTHING
+from genome_lab.hypernetwork import HypernetConfig, PretrainConfig
+from genome_lab.replicator_run import ReplicatorConfig, replicator_bar, BAR_SMOOTHING
 from genome_lab.training import PPOHyper
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -229,7 +229,7 @@ def test_a_producer_between_seasons_stops_at_its_budget_or_when_it_has_nothing_n
     `idle` commits that offered nothing."""
     from genome_lab.core import run_lock
     from genome_lab.seasons import spawn_worker
-    from genome_lab.training import PPOSettings
+    from genome_lab.ppo_producer import PPOSettings
     root = tmp_path/'reg'
     with Registry(root) as reg: seed_founders(reg)
     t0 = time.monotonic()
@@ -248,7 +248,7 @@ def test_serve_runs_its_producers_and_stops_them_with_the_app(tmp_path, capsys):
     the background: the creature producer's offer reaches the served registry's queue; the app's shutdown stops it
     (the round running is killed, its lock freed)."""
     from genome_lab.core import run_lock
-    from genome_lab.seasons import ProducerWorkers
+    from genome_lab.schedule import ProducerWorkers
     from genome_lab.server import serve_cli, serve_options
     assert ProducerWorkers in serve_options()
     assert serve_cli(['--registry', str(tmp_path/'none'), '--read-only', '--producers', 'nope']) == 2
@@ -323,7 +323,7 @@ def test_a_candidate_left_waiting_is_counted_by_the_season_that_plays_it(two_sma
 
 def test_a_read_only_server_refuses_producers(tmp_path):
     "Before: `genome-lab serve --producers ...` without a token ran no producer and said nothing."
-    from genome_lab.seasons import ProducerWorkers
+    from genome_lab.schedule import ProducerWorkers
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)
     app = create_app(tmp_path/'reg')
     app.state.options[ProducerWorkers] = ProducerWorkers(producers='clones')
@@ -333,7 +333,7 @@ def test_a_read_only_server_refuses_producers(tmp_path):
 def test_a_producer_whose_rounds_cannot_start_ends_with_its_error(tmp_path):
     "Before: an error other than a failed round (here: no `genome-lab` command) ended the worker thread unrecorded."
     from unittest import mock
-    from genome_lab.seasons import ProducerWorkers, producer_workers
+    from genome_lab.schedule import ProducerWorkers, producer_workers
     with mock.patch('genome_lab.seasons.console_script', return_value=tmp_path/'no-genome-lab'):
         with producer_workers(tmp_path, ProducerWorkers(producers='clones')) as ended:
             for _ in range(100):
