@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import cma
 from fastcore.basics import patch_to
-from .sandbox import (play_games, SandboxLimits, SandboxFailure, SandboxedREPL, FAILURE_KINDS, PROGRAM_LIMITS,
-                                REPL_IMPORTS, program_env, program_genome)
+from .sandbox import play_games, SandboxLimits, SandboxFailure, SandboxedREPL, FAILURE_KINDS, REPL_IMPORTS
+from .programs import PROGRAM_LIMITS, program_env, program_genome
 from .registry import Registry
 from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS,
                                        EL_TETRIS_WEIGHTS, MAX_TICKS)
 from .llm_backends import OfflineMutator, OpenAIBackend, extract_code, OFFLINE_ROOT_STRATEGY, _num, _tunables
 from .core import (atomic_write_json, Producer, ProducerContext, advance, load_state, save_state,
                              settings_diff)
-from .arenas import PUFFERLIB_VERSION
+from .pufferlib_import import PUFFERLIB_VERSION
 from . import __version__
 
 # %% auto #0

@@ -19,8 +19,9 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field, ConfigDict, field_validator, model_validator, StrictBool, StrictInt, StrictFloat
 from starlette.concurrency import run_in_threadpool
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-from .registry import (Registry, RegistryError, Genome, GenomeFormatError, genome_from_bytes, FORMAT,
-                                 genome_types, RELATIONS, utcnow, seed_founders, shape_mismatch)
+from .registry import (Registry, Genome, GenomeFormatError, genome_from_bytes, FORMAT,
+                                 genome_types, RELATIONS, seed_founders, shape_mismatch)
+from .sqlite_store import RegistryError, utcnow
 from .policies import ARCHITECTURES, build_policy, find_architecture
 from .arenas import find_arena, make_arena
 from .selection import tournament_job

@@ -15,12 +15,14 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from fastcore.basics import patch_to
-from .arenas import (SnakeArena, Episodes, EPISODE_FIELDS, SNAKE_CODES, SNAKE_VISION, CSnakeStruct,
-                               import_pufferlib_module, tqdm)
+from .arenas import SnakeArena, Episodes, EPISODE_FIELDS, SNAKE_CODES, SNAKE_VISION, CSnakeStruct, tqdm
+from .pufferlib_import import import_pufferlib_module
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .evaluation import evaluate, torch_threads, summarize
-from .tournament import GENOMES_PER_GAME, MODEL, run_tournament
-from .registry import Genome, Registry, RegistryError, seed_founders, founding_genomes, utcnow
+from .tournament import GENOMES_PER_GAME, run_tournament
+from .ranking import MODEL
+from .registry import Genome, Registry, seed_founders, founding_genomes
+from .sqlite_store import RegistryError, utcnow
 from .core import (Producer, ProducerContext, advance, save_state, load_state, checkpoint_header,
                              STATE_FORMAT, settings_diff, run_lock, RunLocked, config_parser, config_from_args)
 
