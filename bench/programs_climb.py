@@ -22,7 +22,7 @@ from genome_lab.core import atomic_write_json, config_from_args, load_state
 from genome_lab.llm_evolution import ProgramSettings
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.sandbox import SandboxedPlayer, SandboxLimits, play_games
-from genome_lab.programs import PROGRAM_LIMITS
+from genome_lab.program_policy import PROGRAM_LIMITS
 from genome_lab.seasons import SeasonConfig, arena_plan, spawn_worker
 from genome_lab.tetris_players import TetrisGame, tetris_baselines
 from genome_lab.tournament import run_tournament

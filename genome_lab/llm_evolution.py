@@ -14,7 +14,7 @@ import numpy as np
 import cma
 from fastcore.basics import patch_to
 from .sandbox import play_games, SandboxLimits, SandboxFailure, SandboxedREPL, FAILURE_KINDS, REPL_IMPORTS
-from .programs import PROGRAM_LIMITS, program_env, program_genome
+from .program_policy import PROGRAM_LIMITS, program_env, program_genome
 from .registry import Registry
 from .tetris_players import (TetrisGame, player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS,
                                        EL_TETRIS_WEIGHTS, MAX_TICKS)

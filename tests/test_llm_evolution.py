@@ -5,7 +5,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
 import pytest
-from genome_lab.programs import program_env
+from genome_lab.program_policy import program_env
 from genome_lab.core import advance, load_state
 from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, OFFLINE_ROOT_STRATEGY, CHECKPOINT,
                                       ChildCallLimitExceeded, evolve_cli, register_program, ProgramDatabase)

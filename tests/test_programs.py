@@ -1,4 +1,4 @@
-"""Program genomes (genome_lab.programs.ProgramPolicy): a program round-trips through the registry and plays, in
+"""Program genomes (genome_lab.program_policy.ProgramPolicy): a program round-trips through the registry and plays, in
 evaluations and tournaments, only inside the sandbox: the harness never runs its source (it compiles it to refuse a
 syntax error before a child starts, which runs nothing)."""
 import builtins, hashlib, os, sys
@@ -6,7 +6,7 @@ import numpy as np, pytest
 from genome_lab.registry import Registry, Genome, genome_from_bytes
 from genome_lab.policies import RandomPolicy
 from genome_lab.sandbox import SandboxFailure
-from genome_lab.programs import PROGRAM_LIMITS, ProgramPolicy, program_genome
+from genome_lab.program_policy import PROGRAM_LIMITS, ProgramPolicy, program_genome
 from genome_lab.evaluation import evaluate
 from genome_lab.tournament import run_tournament
 
