@@ -55,7 +55,7 @@ if ! ls "$src"/pufferlib/_C*.so "$src"/pufferlib/ocean/snake/binding*.so >/dev/n
     || { tail -30 "$OUT/build.log"; echo "gpu_check.sh: building PufferLib failed (log above)" >&2; exit 1; }
   echo "gpu_check.sh: PufferLib built in $(( $(date +%s) - t0 )) s (a CUDA _C where nvcc is on PATH)"
 fi
-# the version genome_lab checks (arenas.import_pufferlib_module), which a build in place does not install (the sdist's
+# the version genome_lab checks (pufferlib_import.import_pufferlib_module), which a build in place does not install (the sdist's
 # own egg-info says 3.0.0, without the local label, and importlib.metadata would find it first)
 ver=$(basename "$DIR"/pufferlib-*-src.tar.gz -src.tar.gz); ver=${ver#pufferlib-}
 rm -rf "$src"/*.egg-info; mkdir -p "$src/pufferlib-$ver.dist-info"

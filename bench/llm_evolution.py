@@ -20,7 +20,8 @@ torch.set_num_threads(1)
 from genome_lab.core import config_parser, config_from_args, atomic_write_json
 from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun
 from genome_lab.programs import compare_heldout
-from genome_lab.sandbox import program_env, play_games
+from genome_lab.sandbox import play_games
+from genome_lab.program_policy import program_env
 from genome_lab.tetris_players import player_source, play_local, TetrisGame, DELLACHERIE_WEIGHTS, EL_TETRIS_WEIGHTS, MAX_TICKS
 
 PRESET = dict(max_generations=3, children_per_generation=6)   # where the bench's run differs from `EvolutionConfig()`, and why:

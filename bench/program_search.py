@@ -24,7 +24,8 @@ from genome_lab.core import config_parser, config_from_args, atomic_write_json
 from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun
 from genome_lab.programs import play_program
 from genome_lab.llm_backends import OfflineMutator
-from genome_lab.sandbox import program_env, SandboxLimits
+from genome_lab.sandbox import SandboxLimits
+from genome_lab.program_policy import program_env
 from genome_lab.tetris_players import player_source, EL_TETRIS_WEIGHTS
 
 PRESET = dict(max_generations=3, children_per_generation=6, max_ticks=800, seed_references=True)   # where, and why

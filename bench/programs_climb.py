@@ -21,10 +21,12 @@ import numpy as np
 from genome_lab.core import atomic_write_json, config_from_args, load_state
 from genome_lab.program_producer import ProgramSettings
 from genome_lab.registry import Registry, seed_founders
-from genome_lab.sandbox import PROGRAM_LIMITS, SandboxedPlayer, SandboxLimits, play_games
+from genome_lab.sandbox import SandboxedPlayer, SandboxLimits, play_games
+from genome_lab.program_policy import PROGRAM_LIMITS
 from genome_lab.seasons import SeasonConfig, arena_plan, spawn_worker
 from genome_lab.tetris_players import TetrisGame, tetris_baselines
-from genome_lab.tournament import run_tournament, schedule_games
+from genome_lab.tournament import run_tournament
+from genome_lab.ranking import schedule_games
 from kit import Memo, parse
 
 # where the climb's producer differs from `ProgramSettings()`, and why

@@ -57,7 +57,8 @@ def entrants(arena:str)->tuple: # (names, policies)
 def job(args)->list: # rows, one per meetings count
     arena, label, kw, seed, max_meetings = args
     import torch; torch.set_num_threads(1)
-    from genome_lab.tournament import run_tournament, split_half, schedule_games, fit_ratings
+    from genome_lab.tournament import run_tournament
+    from genome_lab.ranking import split_half, schedule_games, fit_ratings
     names, pols = entrants(arena)
     t0 = time.perf_counter()
     t = run_tournament(None, names, pols, arena=arena, genomes_per_game=3, meetings=max_meetings, seed=seed,

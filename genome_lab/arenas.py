@@ -6,83 +6,20 @@ Docs: https://genome-lab.github.io/genome_lab/arenas.html.md"""
 
 # %% ../nbs/00_arenas.ipynb #a1b4f8f1
 from __future__ import annotations
-import ast, contextlib, importlib, importlib.machinery, importlib.util, io, os, sys, threading, types, typing
+import os, typing
 from importlib import metadata
 from fastcore.basics import patch
 from dataclasses import dataclass, field, fields, replace
 import numpy as np
+from .pufferlib_import import import_gymnasium, import_pufferlib_module
 
 # %% auto #0
-__all__ = ['PUFFERLIB_VERSION', 'EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPSE', 'SNAKE_WALL',
-           'SNAKE_CODES', 'SNAKE_VISION', 'SNAKE_VIEW', 'SNAKE_CELLS', 'SNAKE_INPUT', 'SNAKE_MOVES', 'SNAKE_DR',
-           'SNAKE_DC', 'SNAKE_OPPOSITE', 'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState',
-           'import_gymnasium', 'PufferLibLoader', 'import_pufferlib_module', 'tqdm', 'Episodes', 'ArenaSeason', 'Arena',
-           'PufferArena', 'register_arena', 'find_arena', 'arena_version', 'arena_names', 'make_arena',
+__all__ = ['EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPSE', 'SNAKE_WALL', 'SNAKE_CODES', 'SNAKE_VISION',
+           'SNAKE_VIEW', 'SNAKE_CELLS', 'SNAKE_INPUT', 'SNAKE_MOVES', 'SNAKE_DR', 'SNAKE_DC', 'SNAKE_OPPOSITE',
+           'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState', 'tqdm', 'Episodes', 'ArenaSeason',
+           'Arena', 'PufferArena', 'register_arena', 'find_arena', 'arena_version', 'arena_names', 'make_arena',
            'view_distances', 'own_body', 'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena', 'CartPoleArena',
            'season_setting_names', 'arena_season', 'CTetrisStruct', 'rollout_random']
-
-# %% ../nbs/00_arenas.ipynb #65f62f9c
-PUFFERLIB_VERSION = '3.0.0+genomelab.2' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
-
-_IMPORTING = threading.RLock()   # `sys.stderr` belongs to the process (gym and PufferLib write to it on import): imports take turns
-
-def import_gymnasium()->types.ModuleType:
-    """`gymnasium`, imported without the old gym's notice on stderr ('Gym has been unmaintained since 2022 ...'):
-    gymnasium's shimmy plugin and PufferLib import gym 0.23 (PufferLib pins it); the lab itself uses Gymnasium.
-    Thread-safe: two threads swapping `sys.stderr` at once could leave the process writing to a buffer."""
-    with _IMPORTING:
-        if 'gym' not in sys.modules:
-            with contextlib.redirect_stderr(io.StringIO()): importlib.import_module('gym')
-        return importlib.import_module('gymnasium')
-
-# %% ../nbs/00_arenas.ipynb #c813abc3
-def _calls_symlink(stmt:ast.stmt)->bool:
-    "Does the statement `stmt` call `os.symlink` (PufferLib's `resources` link in the working directory)?"
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == 'symlink' for n in ast.walk(stmt))
-
-# %% ../nbs/00_arenas.ipynb #d8ffd778
-class PufferLibLoader(importlib.machinery.SourceFileLoader):
-    """PufferLib's package `__init__` compiled from its source without its top-level statements that call `os.symlink`
-    (the `resources` link it makes in whatever the working directory is); never from cached bytecode, which has them."""
-    def get_code(self, fullname:str):
-        path = self.get_filename(fullname)
-        tree = ast.parse(self.get_data(path), path)
-        tree.body = [s for s in tree.body if not _calls_symlink(s)]
-        return compile(tree, path, 'exec', dont_inherit=True)
-
-# %% ../nbs/00_arenas.ipynb #c26208e4
-def _import_pufferlib()->types.ModuleType:
-    "The `pufferlib` package, imported once through `PufferLibLoader` (under `_IMPORTING`)."
-    if (mod := sys.modules.get('pufferlib')) is not None: return mod
-    found = importlib.util.find_spec('pufferlib')
-    if found is None or found.origin is None: raise ImportError("no module named 'pufferlib'")
-    spec = importlib.util.spec_from_file_location('pufferlib', found.origin, loader=PufferLibLoader('pufferlib', found.origin),
-                                                  submodule_search_locations=found.submodule_search_locations)
-    mod = sys.modules['pufferlib'] = importlib.util.module_from_spec(spec)   # its submodules import it by name
-    try: spec.loader.exec_module(mod)
-    except BaseException: sys.modules.pop('pufferlib', None); raise
-    return mod
-
-# %% ../nbs/00_arenas.ipynb #c5219d7b
-def import_pufferlib_module(name:str): # dotted module name, e.g. `pufferlib.ocean.snake.binding`
-    """Import `name` from PufferLib `PUFFERLIB_VERSION` without touching the working directory: `import pufferlib` would
-    make a `resources` symlink there, so the package is loaded by `PufferLibLoader`, which leaves that statement out
-    (no `os.chdir`: the working directory belongs to every thread of the process). Thread-safe.
-    Raises ImportError, with the command that installs it, when PufferLib is missing or another version."""
-    if (mod := sys.modules.get(name)) is not None: return mod
-    try: found = metadata.version('pufferlib')
-    except metadata.PackageNotFoundError: found = None
-    if found != PUFFERLIB_VERSION:
-        raise ImportError(f"genome_lab needs PufferLib {PUFFERLIB_VERSION} (built from its sdist, each env with its own random "
-                          f"stream), found {found}: run `bash tools/setup.sh`, which builds and installs it")
-    with _IMPORTING:
-        import_gymnasium()   # PufferLib imports gymnasium and the old gym
-        try:
-            _import_pufferlib()
-            return importlib.import_module(name)
-        except ImportError as e:
-            raise ImportError(f"Cannot import {name}: PufferLib 3.0 with its Ocean envs is required. "
-                              "Install it with `bash tools/setup.sh` (it builds PufferLib from its sdist).") from e
 
 # %% ../nbs/00_arenas.ipynb #470bfbb6
 def tqdm(*args, **kwargs): # `tqdm.auto.tqdm`'s arguments

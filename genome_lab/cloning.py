@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 from .arenas import SnakeArena, SNAKE_CELLS, tqdm
 from .policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
-from .registry import Registry, Genome, RegistryError, seed_founders
+from .registry import Registry, Genome, seed_founders
+from .sqlite_store import RegistryError
 from .evaluation import evaluate, evaluate_continuous, between_map_sem
 from .core import Producer, ProducerContext, log_scalars, atomic_write_json, fit
 from .sessions import player_sessions, Session, DataRecorder, MixedDriver, load_sessions, record_bot_sessions

@@ -22,7 +22,8 @@ from .physics import (GAConfig, CreaturePolicy, random_population, next_generati
                                 EPISODE_SECONDS, INT_GENES, CreatureArena)
 from .core import (Producer, ProducerContext, advance, atomic_write, check_config, load_state, save_state,
                              settings_diff)
-from .registry import Genome, Registry, SQLiteStore, utcnow
+from .registry import Genome, Registry
+from .sqlite_store import SQLiteStore, utcnow
 
 # %% auto #0
 __all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'QUALIFIER_STREAM', 'creatures_producer', 'StoreError', 'CreatureStore',
@@ -496,7 +497,7 @@ def race_ordinals(scores:np.ndarray)->np.ndarray: # (R, G) race scores, in the o
     """The OpenSkill ordinals (mu - 3 sigma, from fresh priors) a tournament of these races gives its creatures: each
     race ranks every creature by score, equal scores sharing a rank, rated in turn by `rate_game` (`70_tournament`, a
     later chapter's: read when called)."""
-    rate_game = importlib.import_module('genome_lab.tournament').rate_game
+    rate_game = importlib.import_module('genome_lab.ranking').rate_game
     s, ratings = np.asarray(scores, np.float64), {}
     if s.ndim != 2 or s.shape[1] < 2: raise ValueError(f"scores must be (races, creatures) with at least 2 creatures, not {s.shape}")
     for race in s: rate_game(ratings, list(range(s.shape[1])), (race[None, :] > race[:, None]).sum(1))

@@ -14,7 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import pandas as pd
-from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS, import_gymnasium
+from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_CELLS
+from .pufferlib_import import import_gymnasium
 from .policies import Policy, LinearLSTM, load_pufferlib_policy
 from .sessions import record_bot_sessions, load_sessions
 from .registry import Registry, Genome, seed_founders

@@ -14,7 +14,8 @@ from typing import ClassVar
 import numpy as np
 from .core import (advance, check_config, config_parser, config_from_args, find_producer, producer_list,
                              run_lock, RunLocked, load_state)
-from .registry import Registry, RegistryError
+from .registry import Registry
+from .sqlite_store import RegistryError
 from .seasons import (SeasonConfig, run_season, spawn_worker, ray_workers, season_parser,
                                 season_config_from_args, arena_plan)
 from .tournament import run_tournament

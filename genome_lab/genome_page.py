@@ -10,7 +10,8 @@ import html, json
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import HTMLResponse
 from fastapi import Path as PathParam
-from .registry import Registry, RegistryError, KINDS
+from .registry import Registry, KINDS
+from .sqlite_store import RegistryError
 from .web_kit import RegistryPool, registry_pool, retry_busy
 from .site_pages import page
 from .seasons import ratings_by_season

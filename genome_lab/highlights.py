@@ -11,8 +11,10 @@ from dataclasses import dataclass, field, asdict, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 import numpy as np
-from .registry import Registry, SQLiteStore, utcnow
-from .tournament import play_game, SnakeGame, MODEL
+from .registry import Registry
+from .sqlite_store import SQLiteStore, utcnow
+from .tournament import play_game, SnakeGame
+from .ranking import MODEL
 from .streaming import Canvas, Scene, SnakeFrame, snake_frame, render_snake, kill_events, genome_colours, write_clip
 
 # %% auto #0

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import cma
 from fastcore.basics import patch_to
-from .sandbox import (SandboxLimits, SandboxFailure, SandboxedREPL, FAILURE_KINDS, PROGRAM_LIMITS,
-                                REPL_IMPORTS, program_env)
+from .sandbox import SandboxLimits, SandboxFailure, SandboxedREPL, FAILURE_KINDS, REPL_IMPORTS
+from .program_policy import PROGRAM_LIMITS, program_env
 from .tetris_players import player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS, EL_TETRIS_WEIGHTS
 from .llm_backends import OfflineMutator, OpenAIBackend, extract_code, OFFLINE_ROOT_STRATEGY
 from .core import advance, load_state, settings_diff
-from .arenas import PUFFERLIB_VERSION
+from .pufferlib_import import PUFFERLIB_VERSION
 from . import __version__
 from .programs import (Program, ProgramDatabase, EvalCache, play_program, migrate, behaviour, MapElites, near_duplicate,
                                  DIFF_BLOCK, apply_diff, code_diversity, tunable_vector, weight_diversity, with_tunables)

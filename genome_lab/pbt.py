@@ -18,7 +18,8 @@ import pandas as pd
 from .policies import LinearLSTM, pufferlib_config
 from .evaluation import evaluate, summarize
 from .tournament import run_tournament
-from .registry import Genome, Registry, founding_genomes, utcnow
+from .registry import Genome, Registry, founding_genomes
+from .sqlite_store import utcnow
 from .core import save_state, load_state
 from .training import PPOConfig, PUFFER_NAMES, CHECKPOINT_FILE, config_from_dict
 from .ppo_run import PPORun

@@ -288,7 +288,8 @@ def run_summary(run_dir:str|Path)->str: # lines for the console
     """What run `run_dir` did: its notebooks and time, the seasons, per arena the genomes rated and replaced and the top
     active one (the leaderboard's note where a baseline leads), where the figures are and how to serve them."""
     from genome_lab.site_pages import leaderboard
-    from genome_lab.registry import Registry, RegistryError
+    from genome_lab.registry import Registry
+    from genome_lab.sqlite_store import RegistryError
     run_dir = Path(run_dir); rec = json.loads((run_dir/'run.json').read_text())
     res = rec['results']; ok = [n for n in rec['notebooks'] if res.get(n, {}).get('status') == 'ok']
     secs = sum(res[n].get('seconds') or 0 for n in ok)

@@ -13,7 +13,8 @@ import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Request, Path as PathParam, Header
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
-from .registry import Registry, RegistryError
+from .registry import Registry
+from .sqlite_store import RegistryError
 from .sessions import (open_session, receive_chunk, close_session, ChunkError, ChunkConflict, record_bot_sessions,
                                  make_bot, UPLOAD_META, SESSIONS_DIR, uploaded_sessions)
 from .tournament import play_game

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from .arenas import (import_pufferlib_module, find_arena, SNAKE_MOVES, SNAKE_VISION, SNAKE_CELLS, view_distances,
-                               other_snakes)
+from .arenas import find_arena, SNAKE_MOVES, SNAKE_VISION, SNAKE_CELLS, view_distances, other_snakes
+from .pufferlib_import import import_pufferlib_module
 
 # %% auto #0
 __all__ = ['ENCODINGS', 'ARCHITECTURES', 'Policy', 'LinearLSTM', 'pufferlib_config', 'pufferlib_weights_path',

@@ -20,8 +20,9 @@ from fastcore.basics import patch_to
 from .arenas import tqdm
 from .policies import LinearLSTM, pufferlib_config
 from .evaluation import evaluate, torch_threads
-from .tournament import MODEL
-from .registry import Registry, RegistryError
+from .ranking import MODEL
+from .registry import Registry
+from .sqlite_store import RegistryError
 from .core import (advance, load_state, settings_diff, run_lock, RunLocked, config_parser, config_from_args)
 from .training import (SnakeVecEnv, PPOConfig, PPOHyper, PFSP_WEIGHTINGS, PPO_LOSSES, CHECKPOINT_FILE,
                                  snake_model, to_linear_lstm, load_linear_lstm, resolve_device, config_from_dict,

@@ -13,7 +13,7 @@ __all__ = ['RELATION_OF_STRATEGY', 'programs_producer', 'POSITIVE', 'register_pr
 import dataclasses, hashlib, json
 from dataclasses import dataclass, asdict
 from pathlib import Path
-from .sandbox import program_env, program_genome
+from .program_policy import program_env, program_genome
 from .registry import Registry
 from .core import Producer, ProducerContext, load_state, save_state, settings_diff
 from .programs import Program, ProgramDatabase

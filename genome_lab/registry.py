@@ -6,9 +6,8 @@ Docs: https://genome-lab.github.io/genome_lab/registry.html.md"""
 
 # %% ../nbs/10_registry.ipynb #ef3a5946
 from __future__ import annotations
-import json, os, re, itertools, sqlite3, hashlib, tempfile, time, uuid, contextlib
+import json, os, re, itertools, hashlib, tempfile, uuid
 from dataclasses import dataclass, field, asdict, replace
-from datetime import datetime, timezone
 from pathlib import Path
 import numpy as np
 from safetensors import SafetensorError
@@ -17,13 +16,14 @@ from fastcore.basics import patch
 from .policies import Policy, build_policy, param_shapes, load_pufferlib_policy, pufferlib_config, RandomPolicy, SnakeHeuristic
 from .core import atomic_write
 from .arenas import arena_version, arena_names, find_arena
+from .sqlite_store import utcnow, SQLiteStore, RegistryError
+from .records import RegistryRecords
 
 # %% auto #0
-__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'BUSY_TIMEOUT_S', 'METHODS', 'NAMING',
-           'NAME_MAX', 'STATUSES', 'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z', 'QUEUE_SCHEMA', 'SWITCHES_SCHEMA',
-           'SEASONS_SCHEMA', 'GAMES_SCHEMA', 'RESULT_COLUMNS', 'POLICY_OPS_SCHEMA', 'GenomeFormatError', 'utcnow',
-           'Genome', 'genome_types', 'shape_mismatch', 'check_params', 'genome_to_bytes', 'genome_from_bytes',
-           'RegistryError', 'SQLiteStore', 'Registry', 'family_word', 'founding_genomes', 'seed_founders']
+__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'METHODS', 'NAMING', 'NAME_MAX', 'STATUSES',
+           'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z', 'GenomeFormatError', 'Genome', 'genome_types', 'shape_mismatch',
+           'check_params', 'genome_to_bytes', 'genome_from_bytes', 'Registry', 'family_word', 'founding_genomes',
+           'seed_founders']
 
 # %% ../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -32,9 +32,6 @@ FORMAT = 'genome_lab/1'
 
 class GenomeFormatError(ValueError):
     "A file or payload that is not a valid genome_lab genome."
-
-# %% ../nbs/10_registry.ipynb #bb8b749b
-def utcnow()->str: return datetime.now(timezone.utc).isoformat(timespec='seconds')
 
 # %% ../nbs/10_registry.ipynb #fdeec457
 @dataclass
@@ -146,54 +143,8 @@ SCHEMA += ''.join(f"CREATE TRIGGER IF NOT EXISTS {t}_{op.lower()}_version AFTER 
 
 KINDS = ('evaluation', 'tournament', 'client') # kinds of evaluations: measured alone, tournament games, games reported by clients
 
-class RegistryError(ValueError):
-    "A registry operation that was refused; the registry is unchanged."
-
-# %% ../nbs/10_registry.ipynb #a7fbe818
-BUSY_TIMEOUT_S = 30 # how long a connection waits for another's lock before 'database is locked'
-
-class SQLiteStore:
-    """One SQLite file in WAL mode with foreign keys on, created with `schema`; `transaction()` makes writes all or nothing.
-    `read_only` opens an existing file with SQLite's `mode=ro` (nothing is created or written; a write raises
-    `sqlite3.OperationalError`); a missing file raises `FileNotFoundError`."""
-    def __init__(self, path:str|Path, schema:str, read_only:bool=False):
-        self.path, self.read_only = Path(path), read_only
-        if read_only:
-            if not self.path.is_file(): raise FileNotFoundError(f"{self.path} not found (opened read-only: nothing is created)")
-            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                      check_same_thread=False)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute('PRAGMA foreign_keys=ON')
-        if not read_only: self._set_wal(); self.db.executescript(schema)
-
-    def _set_wal(self):
-        """`PRAGMA journal_mode=WAL`, retried for up to `BUSY_TIMEOUT_S`: the first switch of a new file needs an exclusive
-        lock, and SQLite answers 'database is locked' at once, without waiting, when several threads or processes create
-        the same registry together (8 of 1,200 opens, 4 threads on a fresh folder)."""
-        deadline = time.monotonic() + BUSY_TIMEOUT_S
-        while True:
-            try: return self.db.execute('PRAGMA journal_mode=WAL')
-            except sqlite3.OperationalError as e:
-                if 'locked' not in str(e) or time.monotonic() > deadline: raise
-                time.sleep(0.01)
-
-    @contextlib.contextmanager
-    def transaction(self):
-        "`BEGIN IMMEDIATE` ... `COMMIT`, or `ROLLBACK` on any exception."
-        self.db.execute('BEGIN IMMEDIATE')
-        try: yield self.db
-        except BaseException: self.db.execute('ROLLBACK'); raise
-        else: self.db.execute('COMMIT')
-
-    def close(self): self.db.close()
-    def __enter__(self): return self
-    def __exit__(self, *a): self.close()
-
 # %% ../nbs/10_registry.ipynb #838bf0ca
-class Registry(SQLiteStore):
+class Registry(SQLiteStore, RegistryRecords):
     """Genomes, their results and lineage in `root/registry.sqlite` + `root/genomes/*.safetensors`. `version()` grows with
     every committed change of what the manifest shows (triggers on `VERSIONED`), whichever process wrote it. `root` is
     resolved to an absolute path once, here, so every path derived from it (genome files, sessions, producers' work)
@@ -336,6 +287,21 @@ def set_status(self:Registry, gid:str, status:str):
 def ids(self:Registry, status:str|None=None)->list:
     q = 'SELECT id FROM genomes' + (' WHERE status=?' if status else '') + ' ORDER BY created, rowid'
     return [r['id'] for r in self.db.execute(q, (status,) if status else ())]
+
+# %% ../nbs/10_registry.ipynb #415b3842
+@patch
+def genome_rows(self:Registry, statuses:tuple=STATUSES)->list: # [row dict (no `parents`, `config` as JSON text)], oldest first
+    "The genomes' rows whose status is one of `statuses`, in the order they were created."
+    q = f"SELECT * FROM genomes WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY created, rowid"
+    return [dict(r) for r in self.db.execute(q, tuple(statuses))]
+
+# %% ../nbs/10_registry.ipynb #73eb8abe
+@patch
+def genome_file(self:Registry, gid:str)->Path: # the genome's safetensors file
+    "The stored file of genome `gid`; `RegistryError` for an unknown genome or a missing file."
+    path = self._genome_path(gid)
+    if not self.has(gid) or not path.is_file(): raise RegistryError(f"no file of genome {gid!r} in the registry")
+    return path
 
 # %% ../nbs/10_registry.ipynb #60ffd74b
 @patch
@@ -557,364 +523,6 @@ def genome_name(self:Registry, method:str, # what made the genome: a key of `MET
     ns = [int(m['n']) for (n,) in self.db.execute('SELECT name FROM genomes WHERE name LIKE ?', (f'{fam}-{method}%',))
           if (m := NAMING.fullmatch(n)) and (m['family'], m['method']) == (fam, method)]
     return f"{fam}-{method}{max(ns, default=0) + 1}"
-
-# %% ../nbs/10_registry.ipynb #6e25029e
-@patch
-def has_table(self:Registry, name:str)->bool:
-    "Does the registry's database hold table `name` (some are created by the chapter that first writes them)?"
-    return self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
-
-# %% ../nbs/10_registry.ipynb #59f34dd8
-QUEUE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS candidate_queue (genome TEXT PRIMARY KEY REFERENCES genomes(id) ON DELETE CASCADE,
-  producer TEXT NOT NULL, offered TEXT NOT NULL, season INTEGER);
-""" # season: the season that took the offer; NULL while it waits
-
-@patch
-def offer(self:Registry, gid:str, producer:str)->bool: # False: offered before (nothing changes)
-    """Put candidate `gid` in the candidate queue as made by `producer`; `RegistryError` for a genome that is not a
-    candidate."""
-    if (status := self.genome(gid)['status']) != 'candidate':
-        raise RegistryError(f"{gid} is {status}: only candidates are offered")
-    self.db.executescript(QUEUE_SCHEMA)
-    with self.transaction() as db:
-        return db.execute('INSERT OR IGNORE INTO candidate_queue VALUES (?,?,?,NULL)',
-                          (gid, producer, utcnow())).rowcount == 1
-
-# %% ../nbs/10_registry.ipynb #58e5bd3e
-@patch
-def take_offers(self:Registry, season:int)->dict: # {genome id: producer}, in the order offered
-    "The offers waiting, now taken by `season`, with those it took before (a resumed season gets its offers back)."
-    self.db.executescript(QUEUE_SCHEMA)
-    with self.transaction() as db:
-        db.execute('UPDATE candidate_queue SET season=? WHERE season IS NULL', (season,))
-        rows = db.execute('SELECT genome, producer FROM candidate_queue WHERE season=? ORDER BY offered, rowid',
-                          (season,))
-        return {r['genome']: r['producer'] for r in rows}
-
-# %% ../nbs/10_registry.ipynb #215c1870
-@patch
-def waiting_offers(self:Registry)->dict: # {genome id: producer}, in the order offered
-    "The offers no season has taken yet."
-    if not self.has_table('candidate_queue'): return {}
-    rows = self.db.execute('SELECT genome, producer FROM candidate_queue WHERE season IS NULL ORDER BY offered, rowid')
-    return {r['genome']: r['producer'] for r in rows}
-
-# %% ../nbs/10_registry.ipynb #b65ca18d
-SWITCHES_SCHEMA = """
-CREATE TABLE IF NOT EXISTS producer_switches (producer TEXT PRIMARY KEY, muted INTEGER NOT NULL, changed TEXT NOT NULL);
-"""
-
-@patch
-def mute_producer(self:Registry, producer:str, muted:bool=True): # mute it, or (False) unmute it?
-    "Set `producer`'s mute switch (docs/design.md, Policy operations): a muted producer runs no round and offers nothing."
-    self.db.executescript(SWITCHES_SCHEMA)
-    with self.transaction() as db:
-        db.execute('INSERT OR REPLACE INTO producer_switches VALUES (?,?,?)', (producer, int(muted), utcnow()))
-
-# %% ../nbs/10_registry.ipynb #91744f9f
-@patch
-def muted_producers(self:Registry)->set: # producer names
-    "The producers whose mute switch is on now (`mute_producer`)."
-    if not self.has_table('producer_switches'): return set()
-    return {r['producer'] for r in self.db.execute('SELECT producer FROM producer_switches WHERE muted')}
-
-# %% ../nbs/10_registry.ipynb #a4e4d02d
-@patch
-def offers(self:Registry)->list: # [{'genome', 'producer', 'offered', 'season'}] in the order offered
-    "Every offer of the candidate queue: taken (`season`, the season that took it) or waiting (`season` None)."
-    if not self.has_table('candidate_queue'): return []
-    return [dict(r) for r in self.db.execute('SELECT genome, producer, offered, season FROM candidate_queue '
-                                             'ORDER BY offered, rowid')]
-
-# %% ../nbs/10_registry.ipynb #c43f4a4c
-SEASONS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS seasons (id INTEGER PRIMARY KEY, started TEXT NOT NULL, finished TEXT,
-  status TEXT NOT NULL CHECK (status IN ('running', 'done')), config TEXT NOT NULL,
-  candidates TEXT NOT NULL DEFAULT '[]', games INTEGER NOT NULL DEFAULT 0, replacements TEXT NOT NULL DEFAULT '[]',
-  violations TEXT NOT NULL DEFAULT '[]');
-CREATE TABLE IF NOT EXISTS season_steps (season INTEGER NOT NULL REFERENCES seasons(id) ON DELETE CASCADE,
-  step TEXT NOT NULL, result TEXT NOT NULL, finished TEXT NOT NULL, PRIMARY KEY (season, step));
-"""
-_SEASON_LISTS = ('candidates', 'replacements', 'violations')
-
-@patch
-def seasons(self:Registry)->list: # [{'id', 'started', 'finished', 'status', 'config', 'candidates', ...}], by id
-    "Every season's row, its JSON columns read (`config` a dict, `candidates`, `replacements`, `violations` lists)."
-    if not self.has_table('seasons'): return []
-    rows = [dict(r) for r in self.db.execute('SELECT * FROM seasons ORDER BY id')]
-    return [r | {k: json.loads(r[k]) for k in ('config', *_SEASON_LISTS)} for r in rows]
-
-# %% ../nbs/10_registry.ipynb #8a4b9f42
-@patch
-def next_season(self:Registry)->int:
-    "The season left running, else the one after the last: the season the next candidates are for."
-    rows = self.seasons()
-    return next((r['id'] for r in rows if r['status'] == 'running'), max((r['id'] for r in rows), default=0) + 1)
-
-# %% ../nbs/10_registry.ipynb #0b53cd81
-@patch
-def open_season(self:Registry, config:dict)->int: # the new season's number
-    "Start the next season with settings `config` (stored as given), status 'running'."
-    self.db.executescript(SEASONS_SCHEMA)
-    with self.transaction() as db:
-        n = (db.execute('SELECT MAX(id) m FROM seasons').fetchone()['m'] or 0) + 1
-        db.execute('INSERT INTO seasons (id, started, status, config) VALUES (?,?,?,?)',
-                   (n, utcnow(), 'running', json.dumps(config)))
-    return n
-
-# %% ../nbs/10_registry.ipynb #50ee7b30
-@patch
-def season_steps(self:Registry, season:int)->dict: # {step: result}
-    "The steps season `season` finished, with their results."
-    if not self.has_table('season_steps'): return {}
-    rows = self.db.execute('SELECT step, result FROM season_steps WHERE season=?', (season,))
-    return {r['step']: json.loads(r['result']) for r in rows}
-
-# %% ../nbs/10_registry.ipynb #30235b3f
-@patch
-def finish_season_step(self:Registry, season:int, step:str, result):
-    "Record that season `season` finished `step` with `result` (JSON); `sqlite3.IntegrityError` if recorded before."
-    with self.transaction() as db:
-        db.execute('INSERT INTO season_steps VALUES (?,?,?,?)', (season, step, json.dumps(result), utcnow()))
-
-# %% ../nbs/10_registry.ipynb #351d2d1b
-@patch
-def close_season(self:Registry, season:int,
-                 retire:list=(), # candidates the season played and did not choose: retired with the season
-                 games:int=0, **lists): # `candidates`, `replacements`, `violations` (lists)
-    "Mark season `season` done (its first finish kept) with its record, and retire those of `retire` still candidates."
-    if unknown := set(lists) - set(_SEASON_LISTS): raise RegistryError(f"a season records no {sorted(unknown)}")
-    with self.transaction() as db:
-        db.executemany("UPDATE genomes SET status='retired' WHERE status='candidate' AND id=?", [(i,) for i in retire])
-        sets = ''.join(f', {k}=?' for k in lists)
-        db.execute(f"UPDATE seasons SET status='done', finished=COALESCE(finished, ?), games=?{sets} WHERE id=?",
-                   (utcnow(), games, *map(json.dumps, lists.values()), season))
-
-# %% ../nbs/10_registry.ipynb #69b39966
-@patch
-def tagged_evaluation(self:Registry, kind:str, arena:str, # one of `KINDS`, and an arena
-                      tag:str, value)->int|None: # the newest matching evaluation's id, or None
-    "The newest evaluation of `kind` in `arena` whose settings carry `tags[tag] == value` (e.g. season 3's tournament)."
-    r = self.db.execute("SELECT id FROM evaluations WHERE kind=? AND arena=? "
-                        "AND json_extract(settings, '$.tags.' || ?)=? ORDER BY id DESC LIMIT 1",
-                        (kind, arena, tag, value)).fetchone()
-    return r['id'] if r else None
-
-# %% ../nbs/10_registry.ipynb #378e3e85
-@patch
-def games_rated(self:Registry, evaluation:int)->int: # 0 before any
-    "Games of tournament `evaluation` whose rating updates are stored (`rating_history`)."
-    if not self.has_table('rating_history'): return 0
-    return self.db.execute('SELECT COUNT(DISTINCT game) n FROM rating_history WHERE evaluation=?',
-                           (evaluation,)).fetchone()['n']
-
-# %% ../nbs/10_registry.ipynb #d73f94b3
-@patch
-def replacements(self:Registry, evaluation:int)->list: # [{'removed', 'added', 'note'}] as written; [] before any
-    """The selection logged after tournament `evaluation` (`71_selection`): changes (no note), skipped candidates,
-    violations."""
-    if not self.has_table('replacements'): return []
-    q = 'SELECT removed, added, note FROM replacements WHERE evaluation=? ORDER BY id'
-    return [dict(r) for r in self.db.execute(q, (evaluation,))]
-
-# %% ../nbs/10_registry.ipynb #ed77d9e0
-@patch
-def rating_history(self:Registry, tag:str)->list: # [{tag, 'arena', 'version', 'genome', 'name', 'mu', 'sigma', 'game'}]
-    """Every rating update (`70_tournament`) of the tournaments whose settings carry tag `tag` (a season's), with the
-    tag's value, in the order played (evaluation, game)."""
-    if not self.has_table('rating_history'): return []
-    q = """SELECT json_extract(e.settings, '$.tags.' || ?) tagged, e.arena, e.version, h.genome, g.name, h.mu, h.sigma,
-           h.game FROM rating_history h JOIN evaluations e ON e.id = h.evaluation JOIN genomes g ON g.id = h.genome
-           WHERE tagged IS NOT NULL ORDER BY e.id, h.game"""
-    return [{tag: r['tagged'], **{k: r[k] for k in r.keys() if k != 'tagged'}} for r in self.db.execute(q, (tag,))]
-
-# %% ../nbs/10_registry.ipynb #415b3842
-@patch
-def genome_rows(self:Registry, statuses:tuple=STATUSES)->list: # [row dict (no `parents`, `config` as JSON text)], oldest first
-    "The genomes' rows whose status is one of `statuses`, in the order they were created."
-    q = f"SELECT * FROM genomes WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY created, rowid"
-    return [dict(r) for r in self.db.execute(q, tuple(statuses))]
-
-# %% ../nbs/10_registry.ipynb #5fb95044
-@patch
-def children(self:Registry, gid:str)->list: # [{'id', 'name', 'relation', 'status'}], oldest first
-    "The genomes with `gid` among their parents, and how each was made from it."
-    q = """SELECT l.child id, g.name, l.relation, g.status FROM lineage l JOIN genomes g ON g.id = l.child
-           WHERE l.parent = ? ORDER BY g.created, g.rowid"""
-    return [dict(r) for r in self.db.execute(q, (gid,))]
-
-# %% ../nbs/10_registry.ipynb #73eb8abe
-@patch
-def genome_file(self:Registry, gid:str)->Path: # the genome's safetensors file
-    "The stored file of genome `gid`; `RegistryError` for an unknown genome or a missing file."
-    path = self._genome_path(gid)
-    if not self.has(gid) or not path.is_file(): raise RegistryError(f"no file of genome {gid!r} in the registry")
-    return path
-
-# %% ../nbs/10_registry.ipynb #741260d7
-@patch
-def evaluations(self:Registry, kind:str|None=None, arena:str|None=None, # only this kind of `KINDS`, this arena
-                limit:int|None=None, # the newest `limit` only
-                evaluation:int|None=None)->list: # [{'id', 'kind', 'arena', 'version', 'settings' (a dict), 'created', ...}], newest first
-    "The evaluations (tournaments among them) of `kind` in `arena`, or the one numbered `evaluation`."
-    where = [(c, v) for c, v in (('kind=?', kind), ('arena=?', arena), ('id=?', evaluation)) if v is not None]
-    q = ('SELECT * FROM evaluations' + (' WHERE ' + ' AND '.join(c for c, _ in where) if where else '') + ' ORDER BY id DESC'
-         + (' LIMIT ?' if limit is not None else ''))
-    rows = self.db.execute(q, (*(v for _, v in where), *([limit] if limit is not None else [])))
-    return [dict(r, settings=json.loads(r['settings'])) for r in rows]
-
-# %% ../nbs/10_registry.ipynb #e5e3b7ee
-@patch
-def evaluation_results(self:Registry, evaluation:int)->list: # [{'genome', 'score', 'survival', 'kills', 'game', 'place', ...}]
-    "The results of evaluation `evaluation` in the order they were stored (a tournament's: game by game)."
-    return [dict(r) for r in self.db.execute('SELECT * FROM results WHERE evaluation=? ORDER BY rowid', (evaluation,))]
-
-# %% ../nbs/10_registry.ipynb #f58a6c52
-@patch
-def games_played(self:Registry, gid:str, limit:int=50)->list: # [{'evaluation', 'game', 'arena', 'created', 'score', 'place'}], newest first
-    "The tournament games genome `gid` played (at most `limit`), each with its score and place (0: won)."
-    q = """SELECT r.evaluation, r.game, e.arena, e.created, r.score, r.place FROM results r JOIN evaluations e
-           ON e.id = r.evaluation WHERE r.genome = ? AND e.kind = 'tournament' AND r.game IS NOT NULL
-           ORDER BY r.evaluation DESC, r.game LIMIT ?"""
-    return [dict(r) for r in self.db.execute(q, (gid, limit))]
-
-# %% ../nbs/10_registry.ipynb #d722510b
-@patch
-def rating_before(self:Registry, gid:str, evaluation:int, game:int)->tuple|None: # (mu, sigma), None before any
-    "Genome `gid`'s rating just before game `game` of tournament `evaluation` (its last update in an earlier game)."
-    if not self.has_table('rating_history'): return None
-    r = self.db.execute('SELECT mu, sigma FROM rating_history WHERE genome=? AND (evaluation<? OR (evaluation=? AND game<?)) '
-                        'ORDER BY evaluation DESC, game DESC LIMIT 1', (gid, evaluation, evaluation, game)).fetchone()
-    return (r['mu'], r['sigma']) if r else None
-
-# %% ../nbs/10_registry.ipynb #fe25ec32
-@patch
-def replacement_log(self:Registry)->list: # [{'season', 'arena', 'created', 'removed', 'removed_name', 'added', ...}], newest first
-    "Every change selection made (`71_selection`): the genome removed (None: a free place) and the one added, with names, ordinals, arena and season."
-    if not self.has_table('replacements'): return []
-    return [dict(r) for r in self.db.execute("""SELECT json_extract(e.settings, '$.tags.season') season, e.arena, r.created,
-        r.removed, gr.name removed_name, r.added, ga.name added_name, r.removed_ordinal, r.added_ordinal
-        FROM replacements r LEFT JOIN evaluations e ON e.id = r.evaluation LEFT JOIN genomes gr ON gr.id = r.removed
-        LEFT JOIN genomes ga ON ga.id = r.added WHERE r.added IS NOT NULL AND r.note = '' ORDER BY r.id DESC""")]
-
-# %% ../nbs/10_registry.ipynb #075ee992
-GAMES_SCHEMA = """
-CREATE TABLE IF NOT EXISTS rating_history (evaluation INTEGER NOT NULL REFERENCES evaluations(id) ON DELETE CASCADE,
-  game INTEGER NOT NULL, genome TEXT NOT NULL, mu REAL NOT NULL, sigma REAL NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS rating_history_game ON rating_history(evaluation, game, genome);
-CREATE TABLE IF NOT EXISTS replacements (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT NOT NULL,
-  evaluation INTEGER, removed TEXT, added TEXT,
-  removed_ordinal REAL, added_ordinal REAL, removed_fitness REAL, added_fitness REAL, note TEXT NOT NULL DEFAULT '');
-""" # a tournament's rating updates, game by game; each selection's changes, skips and violations
-
-@patch
-def open_tournament(self:Registry, record:dict)->int: # the tournament's evaluation id
-    "A tournament's `evaluations` row (kind 'tournament', `record` its settings, with `arena` and `version`), before its first game."
-    self.db.executescript(GAMES_SCHEMA)
-    with self.transaction() as db:
-        return db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) '
-                          'VALUES (?,?,?,?,?,?,?,?)', ('tournament', record['arena'], record['version'],
-                                                       json.dumps(record), 0, 0.0, 0, utcnow())).lastrowid
-
-# %% ../nbs/10_registry.ipynb #4a06ba9c
-@patch
-def tournament(self:Registry, evaluation:int)->tuple: # (its record, the seconds its games took so far)
-    "The settings `open_tournament` stored for tournament `evaluation`; `RegistryError` for no such tournament."
-    r = self.db.execute("SELECT settings, seconds FROM evaluations WHERE id=? AND kind='tournament'",
-                        (evaluation,)).fetchone()
-    if r is None: raise RegistryError(f"no tournament {evaluation} in {self.root}")
-    return json.loads(r['settings']), r['seconds'] or 0.0
-
-# %% ../nbs/10_registry.ipynb #aaedbbaa
-@patch
-def update_tournament(self:Registry, evaluation:int, **changes)->dict: # the record as stored now
-    "Merge `changes` into tournament `evaluation`'s stored record (its failures so far, say), all at once."
-    with self.transaction() as db:
-        r = db.execute("SELECT settings FROM evaluations WHERE id=? AND kind='tournament'", (evaluation,)).fetchone()
-        if r is None: raise RegistryError(f"no tournament {evaluation} in {self.root}")
-        db.execute('UPDATE evaluations SET settings=? WHERE id=?', (json.dumps(rec := json.loads(r[0]) | changes), evaluation))
-    return rec
-
-# %% ../nbs/10_registry.ipynb #569724cb
-RESULT_COLUMNS = ('genome', 'score', 'ret', 'survival', 'kills', 'deaths', 'lines', 'game', 'place') # a game's row
-
-@patch
-def store_games(self:Registry, evaluation:int, # an open tournament
-                rows:list, # result rows, tuples in `RESULT_COLUMNS` order
-                history:list, # rating updates {'game', 'genome', 'mu', 'sigma'}, in the order played
-                ratings:dict, # {genome: (mu, sigma, games it played in this batch)}: its rating after the batch
-                steps:int, seconds:float): # the batch's arena steps and seconds, added to the tournament's
-    "One batch of a tournament's games, all at once: the results, the rating history and the ratings after it."
-    with self.transaction() as db:
-        db.executemany('INSERT INTO rating_history VALUES (?,?,?,?,?)',
-                       [(evaluation, h['game'], h['genome'], h['mu'], h['sigma']) for h in history])
-        db.executemany(f"INSERT INTO results (evaluation, {', '.join(RESULT_COLUMNS)}) VALUES ({','.join('?' * 10)})",
-                       [(evaluation, *r) for r in rows])
-        version = db.execute('SELECT version FROM evaluations WHERE id=?', (evaluation,)).fetchone()[0]
-        prev = dict(db.execute('SELECT genome, games FROM ratings WHERE version=?', (version,)).fetchall())
-        db.executemany('INSERT OR REPLACE INTO ratings (genome, version, mu, sigma, games, updated) VALUES (?,?,?,?,?,?)',
-                       [(i, version, mu, sigma, prev.get(i, 0) + n, utcnow()) for i, (mu, sigma, n) in ratings.items()])
-        db.execute('UPDATE evaluations SET steps = steps + ?, seconds = seconds + ? WHERE id=?', (steps, seconds, evaluation))
-
-# %% ../nbs/10_registry.ipynb #394e5d4b
-@patch
-def stored_games(self:Registry, evaluation:int)->tuple: # (games stored, {(game, genome): result row})
-    "How many of tournament `evaluation`'s games are stored (its rating history's), and their result rows."
-    if not self.has_table('rating_history'): return 0, {}
-    done = self.db.execute('SELECT MAX(game) m FROM rating_history WHERE evaluation=?', (evaluation,)).fetchone()['m']
-    rows = {(r['game'], r['genome']): dict(r) for r in self.db.execute('SELECT * FROM results WHERE evaluation=?',
-                                                                         (evaluation,))}
-    return (0 if done is None else done + 1), rows
-
-# %% ../nbs/10_registry.ipynb #6703630a
-@patch
-def log_selection(self:Registry, evaluation:int, # the tournament the selection followed
-                  changes:list, # [(removed id or None for a free place, added id, {removed_ordinal, added_ordinal, ...})]
-                  skipped:list, # [(candidate id, why)]
-                  violations:list): # [rule not met]
-    """Apply a selection all at once: each added genome active, each removed one retired, and every change, skip and
-    violation logged in `replacements` (read back by `replacements`)."""
-    self.db.executescript(GAMES_SCHEMA)
-    now, cols = utcnow(), ('removed_ordinal', 'added_ordinal', 'removed_fitness', 'added_fitness')
-    with self.transaction() as db:
-        for removed, added, vals in changes:
-            if removed: db.execute("UPDATE genomes SET status='retired' WHERE id=?", (removed,))
-            db.execute("UPDATE genomes SET status='active' WHERE id=?", (added,))
-            db.execute(f"INSERT INTO replacements (created, evaluation, removed, added, {', '.join(cols)}) "
-                       "VALUES (?,?,?,?,?,?,?,?)", (now, evaluation, removed, added, *(vals.get(k) for k in cols)))
-        for cid, why in skipped:
-            db.execute('INSERT INTO replacements (created, evaluation, added, note) VALUES (?,?,?,?)',
-                       (now, evaluation, cid, f'skipped: {why}'))
-        for v in violations:
-            db.execute('INSERT INTO replacements (created, evaluation, note) VALUES (?,?,?)', (now, evaluation, f'violation: {v}'))
-
-# %% ../nbs/10_registry.ipynb #1424a6a5
-POLICY_OPS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS policy_ops (
-  run TEXT NOT NULL, member TEXT NOT NULL, version INTEGER NOT NULL, event TEXT NOT NULL,
-  parent_member TEXT, parent_version INTEGER, hyperparameters TEXT NOT NULL, agent_steps INTEGER NOT NULL,
-  score REAL, score_std REAL, n INTEGER, train_return REAL, mutated TEXT NOT NULL,
-  genome TEXT REFERENCES genomes(id) ON DELETE SET NULL, created TEXT NOT NULL, PRIMARY KEY (run, member, version));
-""" # population-based training's history: one row per member version (PBT, Jaderberg et al. 2017)
-
-@patch
-def store_policy_ops(self:Registry, rows:list): # dicts with the columns of POLICY_OPS_SCHEMA (hyperparameters: a dict)
-    "Write policy-ops rows all at once; a row of a (run, member, version) written before is replaced."
-    self.db.executescript(POLICY_OPS_SCHEMA)
-    cols = ('run', 'member', 'version', 'event', 'parent_member', 'parent_version', 'hyperparameters', 'agent_steps',
-            'score', 'score_std', 'n', 'train_return', 'mutated', 'genome', 'created')
-    with self.transaction() as db:
-        db.executemany(f"INSERT OR REPLACE INTO policy_ops VALUES ({','.join('?' * len(cols))})",
-                       [tuple(json.dumps(r[k]) if k == 'hyperparameters' else r[k] for k in cols) for r in rows])
-
-# %% ../nbs/10_registry.ipynb #4d7fb597
-@patch
-def policy_ops(self:Registry, run:str|None=None)->list: # dicts as stored, `hyperparameters` a dict
-    "The policy-ops rows of PBT run `run`, or of every run."
-    self.db.executescript(POLICY_OPS_SCHEMA)
-    q = 'SELECT * FROM policy_ops' + (' WHERE run=?' if run else '')
-    return [dict(r) | dict(hyperparameters=json.loads(r['hyperparameters'])) for r in self.db.execute(q, (run,) if run else ())]
 
 # %% ../nbs/10_registry.ipynb #2cf4638d
 def founding_genomes()->list: # [(Genome, Policy)]

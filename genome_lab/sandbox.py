@@ -6,21 +6,16 @@ Docs: https://genome-lab.github.io/genome_lab/sandbox.html.md"""
 
 # %% ../nbs/80_sandbox.ipynb #6e3fa3e6
 from __future__ import annotations
-import functools, hashlib, importlib, json, os, pickle, re, select, shutil, signal, struct, subprocess, sys, tempfile, time, weakref
-from dataclasses import dataclass, field, asdict, replace
+import functools, json, os, pickle, re, select, shutil, signal, struct, subprocess, sys, tempfile, time, weakref
+from dataclasses import dataclass, field, asdict
 from fastcore.basics import patch
 import numpy as np
-import torch
-from .arenas import find_arena, make_arena
-from .policies import Policy
-from .registry import Genome
 
 # %% auto #0
 __all__ = ['FAILURE_KINDS', 'REPORTED_KINDS', 'ALLOWED_IMPORTS', 'SANDBOX_UID', 'ALLOWED_SYSCALLS', 'O_WRITE_FLAGS', 'MAP_SHARED',
-           'TCGETS', 'EXIT_OK', 'WORKER_SOURCE', 'REPL_IMPORTS', 'PROGRAM_LIMITS', 'SandboxUnavailable', 'sanitise',
-           'seccomp_filter', 'sandbox_binds', 'bwrap_command', 'SandboxLimits', 'SandboxFailure', 'check_source',
-           'SandboxedPlayer', 'PlayResult', 'play_games', 'SandboxedREPL', 'CountdownGame', 'ArenaGame', 'ProgramEnv',
-           'program_env', 'ProgramState', 'ProgramPolicy', 'program_genome']
+           'TCGETS', 'EXIT_OK', 'WORKER_SOURCE', 'REPL_IMPORTS', 'SandboxUnavailable', 'sanitise', 'seccomp_filter',
+           'sandbox_binds', 'bwrap_command', 'SandboxLimits', 'SandboxFailure', 'check_source', 'SandboxedPlayer',
+           'PlayResult', 'play_games', 'SandboxedREPL', 'CountdownGame']
 
 # %% ../nbs/80_sandbox.ipynb #5dd26abc
 FAILURE_KINDS = ('syntax', 'missing', 'exception', 'forbidden', 'memory', 'timeout', 'cpu', 'protocol', 'bad_action', 'crash')
@@ -517,157 +512,3 @@ class CountdownGame:
         done = self.left == 0
         if done: self.result = dict(score=float(self.score), steps=self.n)
         return np.array([self.left], np.float32), dict(left=self.left), done
-
-# %% ../nbs/80_sandbox.ipynb #5f2dc061
-class ArenaGame:
-    """One game at a time of a registered arena, in the harness's game protocol: `reset(seed) -> (obs, view)`,
-    `step(a) -> (obs, view, done)`, then `result` (the arena's statistics of the episode, `ticks`, `truncated`). A game
-    cut at `max_ticks` reports its return so far as its score. The generic view is None."""
-    def __init__(self, arena:str, # a registered arena
-                 max_ticks:int=0, # cut a game after this many steps (0: the arena's own length)
-                 **settings): # the arena's arguments; its number of agents is 1
-        cls = find_arena(arena)
-        self.name, self.num_actions, self.max_ticks, self.stats = arena, cls.num_actions, max_ticks, cls.stats
-        self.arena = make_arena(arena, **{**settings, cls.agents_arg: 1})
-    def reset(self, seed:int)->tuple: # (obs, view)
-        obs = self.arena.reset(seed)
-        self.ticks, self.ret, self.result = 0, 0.0, None
-        return obs[0].copy(), None
-    def step(self, action:int)->tuple: # (obs, view, done)
-        obs, rew, done = self.arena.step(np.array([action], np.int32))
-        self.ticks += 1; self.ret += float(rew[0])
-        if done[0]:
-            ep = self.arena.pop_episodes()
-            self.result = dict({k: float(getattr(ep, k)[0]) for k in self.stats}, ticks=float(ep.length[0]), truncated=False)
-        elif self.max_ticks and self.ticks >= self.max_ticks:
-            self.result = dict(score=self.ret, ret=self.ret, length=float(self.ticks), ticks=float(self.ticks), truncated=True)
-        return obs[0].copy(), None, self.result is not None
-    def close(self): self.arena.close()
-
-# %% ../nbs/80_sandbox.ipynb #c7f4598d
-class ProgramEnv:
-    """What a player program of an arena sees, does and is scored on (program search): the arena's own descriptions,
-    a starting program, and the constants the offline mutation changes. The generic starting program scores each action
-    linearly in the observation; an arena names a richer environment in its `program_env` (tetris)."""
-    tunable_names = ('W', 'BIAS') # top-level constants the offline backend mutates
-    focus_areas = ('general',) # focus areas the root may give a child
-    focus_keys = {} # focus area -> the tunable keys it touches (offline backend)
-    def __init__(self, arena:str, max_ticks:int=0): # max_ticks 0: the arena's own length
-        self.name, self.cls, self.max_ticks = arena, find_arena(arena), max_ticks
-    def new_game(self): return ArenaGame(self.name, self.max_ticks)
-    def view(self, obs): return None # what a program sees beside one agent's observation (the generic env: nothing)
-    def reference_programs(self)->dict: # name -> source; the generic env knows none
-        "Hand-written players a search may start from beside `player_template` (`EvolutionConfig.seed_references`)."
-        return {}
-    def player_template(self)->str:
-        "A working starting program: one linear score per action over the flattened observation (all weights 0)."
-        game = self.new_game()
-        try: d = int(np.prod(game.arena.obs_shape))
-        finally: game.close()
-        A = self.cls.num_actions
-        if A == 2: scores = ('    s = BIAS + sum(w*x for w, x in zip(W, numpy.asarray(obs, float).ravel()))\n', '    return 1 if s > 0 else 0\n', d, '0.0')
-        else: scores = (f'    x = numpy.asarray(obs, float).ravel()\n    s = [BIAS[a] + float(numpy.dot(W[a*{d}:(a+1)*{d}], x)) for a in range({A})]\n',
-                        '    return max(range(len(s)), key=s.__getitem__)\n', A*d, repr([0.0]*A))
-        body, ret, n, bias = scores
-        return (f'"""{self.name} player: a linear score of the observation."""\nimport numpy\n'
-                f'W = {[0.0]*n!r}\nBIAS = {bias}\n\ndef choose_action(obs, view, memory):\n' + body + ret)
-    def metrics(self, games:list)->dict: # {'avg_score', 'std_score', 'avg_survival', 'games', ...}
-        "Summary of finished games' results (`score`, `ticks`)."
-        s = np.array([g['score'] for g in games], float); t = np.array([g['ticks'] for g in games], float)
-        return dict(avg_score=float(s.mean()), std_score=float(s.std(ddof=1)) if len(s) > 1 else 0.0,
-                    avg_survival=float(t.mean()), games=len(games))
-    def describe(self)->str:
-        c = self.cls
-        return (f"Environment {self.name}.\nObservation: {c.observation_doc}\nActions: {c.action_doc}\n"
-                f"Reward and fitness: {c.reward_doc}\nA program is Python source defining "
-                "`choose_action(obs, view, memory) -> int`; `memory` is a dict kept for one game. "
-                f"Allowed imports: {', '.join(ALLOWED_IMPORTS)}; no files, no network.")
-
-# %% ../nbs/80_sandbox.ipynb #4e58032e
-def program_env(arena:str, max_ticks:int=0)->ProgramEnv:
-    "The program-search environment of `arena`: the one its class names in `program_env` ('module:attr'), else the generic one."
-    spec = find_arena(arena).program_env
-    if spec is None: return ProgramEnv(arena, max_ticks)
-    mod, _, attr = spec.partition(':')
-    return getattr(importlib.import_module(mod), attr)(max_ticks)
-
-# %% ../nbs/80_sandbox.ipynb #42102ffe
-# a program genome's child (one tournament batch): its pace, 10 ms per agent and step on average after 2 s of credit,
-# bounds a game's time (issue 45: a program just under the former 50 ms pace was promoted and slowed every season)
-PROGRAM_LIMITS = SandboxLimits(cpu_s=3600, wall_s=3600.0, step_timeout_s=10.0, mean_step_s=0.01, burst_s=2.0)
-
-_AGENTS_WRAPPER = """
-_player = globals().get('choose_action')
-if callable(_player):
-    def choose_action(obs, view, memory):   # genome_lab: every agent of the step, each with its own memory
-        out = 0
-        for k in reversed(range(len(obs))):
-            a = int(_player(obs[k], view[k], memory.setdefault(k, {})))
-            if not 0 <= a < NUM_ACTIONS: raise ValueError(f'choose_action returned {a}, outside 0..{NUM_ACTIONS - 1}')
-            out = out * NUM_ACTIONS + a
-        return out
-"""
-
-class ProgramState:
-    """One sandboxed child playing `n` agents of a program genome; killed by `close` (or when the state is collected).
-    Its pace is `limits.mean_step_s` per agent and step on average (one call answers for all `n` agents), after
-    `limits.burst_s` of credit per call sequence. A failure is also kept on `owner` (its `ProgramPolicy`), whose
-    later states then forfeit at once, starting no child."""
-    def __init__(self, source:str, env:ProgramEnv, n:int, limits:SandboxLimits, owner=None):
-        self.env, self.n, self.A, self.failure, self.owner = env, n, env.cls.num_actions, None, owner
-        self.player = None
-        if owner is not None and owner.failure is not None: self.failure = owner.failure; return
-        wrapped = f"{source}\nNUM_ACTIONS = {self.A}\n{_AGENTS_WRAPPER}"
-        paced = replace(limits, mean_step_s=limits.mean_step_s * n)
-        try: self.player = SandboxedPlayer(wrapped, paced, num_actions=self.A**n)
-        except SandboxFailure as e: self._fail(e)
-        else:   # killed when the state is collected; at exit the child ends by itself when its pipe closes
-            self._finalizer = weakref.finalize(self, self.player.kill); self._finalizer.atexit = False
-
-    def _fail(self, e:SandboxFailure):
-        self.failure, self.player = e, None
-        if self.owner is not None and self.owner.failure is None: self.owner.failure = e
-
-    def actions(self, obs:np.ndarray)->np.ndarray: # (n,) int64
-        "The program's action for each agent's observation; zeros once it has failed."
-        if self.player is not None:
-            try: code = self.player.act(obs, [self.env.view(o) for o in obs])
-            except SandboxFailure as e: self._fail(e)
-            else: return np.array([code // self.A**k % self.A for k in range(self.n)])
-        return np.zeros(self.n, np.int64)
-
-    def close(self):
-        if self.player is not None: self._finalizer()
-        self.player = None
-
-# %% ../nbs/80_sandbox.ipynb #93b2b2a8
-class ProgramPolicy(Policy):
-    """A `program` genome's policy: player source code checked against its sha256, played only in a sandboxed child.
-    Its first failure (`failure`: a `SandboxFailure`, too slow for `PROGRAM_LIMITS`' pace say) ends its play for the
-    policy's life: a tournament's games after it are forfeits that cost no time."""
-    arch = 'program'
-    def __init__(self,
-                 arena:str, # the arena the program plays
-                 source:str, # Python source defining `choose_action(obs, view, memory) -> int`
-                 sha256:str): # hex sha256 of `source` (UTF-8): the genome's promise of which program it is
-        super().__init__()
-        if hashlib.sha256(source.encode()).hexdigest() != sha256: raise ValueError("the program's source does not match its sha256")
-        self.config, self.num_actions = dict(arena=arena, source=source, sha256=sha256), find_arena(arena).num_actions
-        self.limits, self.failure = PROGRAM_LIMITS, None   # its first failure: it forfeits every later game
-
-    def initial_state(self, n:int)->ProgramState:
-        return ProgramState(self.config['source'], program_env(self.config['arena']), n, self.limits, owner=self)
-    def release_state(self, state:ProgramState): state.close()
-
-    def forward(self, obs, state:ProgramState): # obs (n, ...) -> one-hot logits (n, num_actions) of the program's actions
-        a = state.actions(np.asarray(obs))
-        return torch.nn.functional.one_hot(torch.as_tensor(a), self.num_actions).float(), state
-
-# %% ../nbs/80_sandbox.ipynb #4f1be954
-def program_genome(name:str, arena:str, source:str, # the genome's name, arena and program
-                   type:str='program', # a `GENOME_TYPES` entry: 'program' (evolved) or 'baseline' (hand-written)
-                   origin:str='program_search', # who made it: the genome's `source`
-                   parents:list=(), description:str='')->Genome:
-    "A `program` genome's metadata (its config holds `source` and its sha256); register it with no parameters: `registry.add(g, {})`."
-    return Genome(name=name, type=type, arena=arena, arch=ProgramPolicy.arch, source=origin, parents=list(parents), description=description,
-                  config=dict(arena=arena, source=source, sha256=hashlib.sha256(source.encode()).hexdigest()))

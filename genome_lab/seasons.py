@@ -16,9 +16,11 @@ import pandas as pd
 from .core import (config_fields, config_parser, config_from_args, config_argv, check_config, find_producer, producer_names, producer_list,
                              ProducerContext, run_lock, RunLocked, after_season_hooks, advance)
 from .arenas import ArenaSeason, arena_season
-from .registry import Registry, RegistryError, ORDINAL_Z
+from .registry import Registry, ORDINAL_Z
+from .sqlite_store import RegistryError
 from .evaluation import torch_threads
-from .tournament import GENOMES_PER_GAME, run_tournament, StopRule
+from .tournament import GENOMES_PER_GAME, run_tournament
+from .ranking import StopRule
 from .selection import SelectionRules, select
 
 # %% auto #0

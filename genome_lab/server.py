@@ -16,7 +16,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, ConfigDict, field_validator
 from starlette.concurrency import run_in_threadpool
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-from .registry import Registry, RegistryError, GenomeFormatError, utcnow, seed_founders
+from .registry import Registry, GenomeFormatError, seed_founders
+from .sqlite_store import RegistryError, utcnow
 from .selection import tournament_job
 from .web_kit import RegistryPool, retry_busy, _finite, ID_PATTERN, ERRORS, BINARY, registry_pool, require_token, TokenRoute
 from .site_pages import pages

@@ -14,7 +14,8 @@ import threading, uuid
 from typing import Annotated, Callable, Literal, Optional, Union
 from fastapi import APIRouter, HTTPException, Request, Depends, Path as PathParam
 from pydantic import BaseModel, Field, ConfigDict, model_validator, StrictBool, StrictInt
-from .registry import Registry, utcnow
+from .registry import Registry
+from .sqlite_store import utcnow
 from .arenas import find_arena
 from .selection import tournament_job
 from .web_kit import RegistryPool, retry_busy, _finite, require_token, TokenRoute, ERRORS

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from .arenas import tqdm
 from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_VISION, SNAKE_CELLS, SNAKE_DR, SNAKE_DC, SNAKE_OPPOSITE, SNAKE_LEFT_OF, SNAKE_RIGHT_OF
 from .policies import Policy, RandomPolicy, SnakeStyle, Tempered, load_pufferlib_policy
-from .registry import utcnow
+from .sqlite_store import utcnow
 from .core import atomic_write
 
 # %% auto #0

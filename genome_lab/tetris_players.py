@@ -10,7 +10,7 @@ import inspect, textwrap, time
 import numpy as np
 from .arenas import TetrisArena
 from .registry import Registry
-from .sandbox import ProgramEnv, program_genome
+from .program_policy import ProgramEnv, program_genome
 
 # %% auto #0
 __all__ = ['N_ROWS', 'N_COLS', 'MAX_TICKS', 'TICKS_FALL', 'NOOP', 'LEFT', 'RIGHT', 'ROTATE', 'SOFT_DROP', 'HARD_DROP', 'HOLD',

@@ -12,18 +12,18 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from openskill.models import PlackettLuce
 from .arenas import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, tqdm
 from .policies import GenomeGroup, quantise
-from .registry import Registry, utcnow
+from .registry import Registry
+from .sqlite_store import utcnow
 from .evaluation import torch_threads
+from .ranking import MODEL, rate_game, elo_update, split_half, StopRule, fitness_table, schedule_games
 
 # %% auto #0
-__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'MODEL', 'GENOMES_PER_GAME', 'FITNESS_WEIGHTS', 'QUALIFY_STEPS',
-           'body_cells', 'KillTracker', 'GameResult', 'game_generators', 'play_maps', 'play_game', 'SnakeGame',
-           'play_side_by_side', 'play_batch', 'play_solo_game', 'schedule_games', 'rate_game', 'elo_update',
-           'fit_ratings', 'split_half', 'StopRule', 'fitness_table', 'game_seed', 'iter_games', 'play_games',
-           'load_ratings', 'TournamentResult', 'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
+__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'GENOMES_PER_GAME', 'QUALIFY_STEPS', 'body_cells', 'KillTracker',
+           'GameResult', 'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
+           'play_solo_game', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
+           'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
 
 # %% ../nbs/70_tournament.ipynb #a4e6971c
 KILL_NONE, KILL_WALL, KILL_UNKNOWN = -1, -2, -3
@@ -312,109 +312,8 @@ def play_solo_game(policies:list, # one policy per genome
     "One game of genomes side by side (a batch of one; see `play_side_by_side`); an arena with its own `game` (creatures) plays it instead."
     return play_batch(arena, [policies], [seed], agents_per_genome, steps, greedy, threads, **settings)[0]
 
-# %% ../nbs/70_tournament.ipynb #312b4947
-def schedule_games(n:int, per_game:int, meetings:int=1, seed:int=0)->list: # [tuple of entrant indices]
-    """Seeded groups of `per_game` entrants (of `n`) until every pair has met `meetings` times: rounds seating every
-    entrant once, each group built greedily from the entrants that have met its members least (a greedy covering
-    design; Gordon, Kuperberg & Patashnik 1995 on covering numbers). Raises `ValueError` unless 2 <= per_game <= n."""
-    if not 2 <= per_game <= n: raise ValueError(f"per_game must be in 2..{n} (the number of entrants)")
-    rng, met, games = np.random.default_rng(seed), np.zeros((n, n), np.int64), []
-    np.fill_diagonal(met, meetings)
-    while met.min() < meetings:
-        left = [int(i) for i in rng.permutation(n)]   # this round's seats, in a seeded order that breaks the ties
-        while left:
-            g = [left.pop(0)]
-            while len(g) < per_game:
-                pool = left or [i for i in range(n) if i not in g]   # the round's last group is filled from the others
-                b = min(pool, key=lambda i: met[i, g].sum())
-                g.append(b)
-                if b in left: left.remove(b)
-            games.append(tuple(g))
-            for a, b in itertools.combinations(g, 2): met[a, b] += 1; met[b, a] += 1
-    return games
-
-# %% ../nbs/70_tournament.ipynb #b46addde
-MODEL = PlackettLuce()
+# %% ../nbs/70_tournament.ipynb #8cb44f5d
 GENOMES_PER_GAME = 3 # genomes meeting in a game of a tournament or a season (`run_tournament`'s, selection's and `SeasonConfig`'s)
-
-def rate_game(ratings:dict, ids:list, ranks)->dict: # {id: openskill rating}; returns the updated dict
-    "Update the OpenSkill ratings of `ids` from one game's `ranks` (0 = best)."
-    teams = [[ratings.get(i) or MODEL.rating(name=str(i))] for i in ids]
-    new = MODEL.rate(teams, ranks=[int(r) for r in ranks])
-    for i, (r,) in zip(ids, new): ratings[i] = r
-    return ratings
-
-# %% ../nbs/70_tournament.ipynb #cea6aa61
-def elo_update(elo:dict, ids:list, ranks, k:float=32.0)->dict: # {id: float}
-    "Multiplayer Elo: every pair of the game counts as a two-player game with K/(G-1)."
-    r = [elo.get(i, 1500.0) for i in ids]; G = len(ids); new = list(r)
-    for a, b in itertools.permutations(range(G), 2):
-        s = 1.0 if ranks[a] < ranks[b] else 0.5 if ranks[a] == ranks[b] else 0.0
-        new[a] += k/(G-1) * (s - 1/(1 + 10**((r[b] - r[a])/400)))
-    elo.update(zip(ids, new)); return elo
-
-# %% ../nbs/70_tournament.ipynb #9b8041a6
-def fit_ratings(ids:list, games:list, results:list)->dict: # {id: openskill rating}
-    "OpenSkill ratings of every entrant of `ids` from fresh priors, fitted on `games` (index tuples) and their `GameResult`s."
-    rt = {}
-    for g, r in zip(games, results): rate_game(rt, [ids[i] for i in g], r.ranks)
-    return {i: rt.get(i) or MODEL.rating(name=str(i)) for i in ids}
-
-# %% ../nbs/70_tournament.ipynb #470f1782
-def split_half(ids:list, games:list, results:list, # entrants, the games played (index tuples) and their `GameResult`s
-               top:int=3, # entrants at the top of the table whose order `top_tau` measures
-               splits:int=8, seed:int=0)->dict: # random halvings averaged; their seed
-    """Split-half reliability of a tournament's ranking: `games`, `tau` and `top_tau` (mean Kendall tau-b between the
-    ordinals fitted on two disjoint random halves of the games; 0 where a half cannot order them), the mean `sigma` of
-    the fit on all games, the `leader` (an id), its `leader_sigma` and `lead` ((mu_1 - mu_2) / sigma_1)."""
-    from scipy.stats import kendalltau
-    full = fit_ratings(ids, games, results)
-    order = sorted(ids, key=lambda i: -full[i].ordinal())
-    head, rng, n, taus = order[:max(top, 2)], np.random.default_rng(seed), len(games), []
-    for _ in range(splits if n >= 2 else 0):
-        perm = rng.permutation(n)
-        a, b = (fit_ratings(ids, [games[k] for k in h], [results[k] for k in h])
-                for h in (sorted(perm[:n//2]), sorted(perm[n//2:])))
-        tau = lambda who: float(np.nan_to_num(kendalltau([a[i].ordinal() for i in who], [b[i].ordinal() for i in who]).statistic))
-        taus.append((tau(ids), tau(head)))
-    t = np.mean(taus, 0) if taus else (0.0, 0.0)
-    first, second = full[order[0]], full[order[1]]
-    return dict(games=n, tau=float(t[0]), top_tau=float(t[1]), sigma=float(np.mean([full[i].sigma for i in ids])),
-                leader=order[0], leader_sigma=float(first.sigma), lead=float((first.mu - second.mu) / first.sigma))
-
-# %% ../nbs/70_tournament.ipynb #d36eb8b8
-@dataclass
-class StopRule:
-    "When a tournament that plays until stable (`run_tournament(until_stable=...)`) stops: see `split_half`."
-    top_tau: float = 0.8 # split-half Kendall tau among the top `top` entrants at least this...
-    lead: float = 1.0 # ...and the leader's mu ahead of the runner-up's by this many of its sigmas (0: not required)
-    top: int = 3 # entrants at the top of the table
-    max_meetings: int = 8 # the games budget: the schedule where every pair meets this many times
-    max_seconds: float = 0.0 # a wall budget in seconds (0: none); where it stops depends on the machine
-    splits: int = 8 # random halvings of `split_half`
-    def stable(self, s:dict)->bool: # `s`: a `split_half` result
-        return s['top_tau'] >= self.top_tau and s['lead'] >= self.lead
-
-# %% ../nbs/70_tournament.ipynb #2e30f22a
-FITNESS_WEIGHTS = dict(score=0.3, survival=0.3, kill_ratio=0.2, engagement=0.2)
-
-def fitness_table(ids:list, games:list, results:list, steps:int, engagement:dict|None=None): # -> DataFrame
-    "Fitness and its components per genome from `games` (entrant index tuples) and their `GameResult`s."
-    import pandas as pd
-    n = len(ids); acc = {k: np.zeros(n) for k in ('score', 'survival', 'kills', 'deaths', 'games')}
-    for g, r in zip(games, results):
-        score, survival = np.nan_to_num(r.score), np.nan_to_num(r.survival)   # no finished episode (a solo game's NaN): 0
-        best = max(score.max(), 1e-9)
-        for j, e in enumerate(g):
-            acc['score'][e] += score[j]/best; acc['survival'][e] += survival[j]/max(steps, 1)   # an arena's own game (creatures) has no steps
-            acc['kills'][e] += r.kills[j]; acc['deaths'][e] += r.deaths[j]; acc['games'][e] += 1
-    games_n = np.maximum(acc['games'], 1)
-    t = pd.DataFrame(dict(id=ids, games=acc['games'].astype(int), score=acc['score']/games_n, survival=acc['survival']/games_n,
-                          kills=acc['kills'].astype(int), deaths=acc['deaths'].astype(int)))
-    t['kill_ratio'] = np.where(t.kills + t.deaths > 0, t.kills / np.maximum(t.kills + t.deaths, 1), 0.0)
-    t['engagement'] = [(engagement or {}).get(i, 0.5) for i in ids]
-    t['fitness'] = sum(w * t[k] for k, w in FITNESS_WEIGHTS.items())
-    return t
 
 # %% ../nbs/70_tournament.ipynb #f9c9bf32
 def game_seed(seed:int, k:int)->int: return seed*100003 + k   # the seed of game `k` of a tournament seeded `seed`

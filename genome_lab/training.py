@@ -14,8 +14,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from fastcore.basics import patch_to
-from .arenas import (SnakeArena, Episodes, EPISODE_FIELDS, SNAKE_CODES, SNAKE_VISION, CSnakeStruct,
-                               import_pufferlib_module)
+from .arenas import SnakeArena, Episodes, EPISODE_FIELDS, SNAKE_CODES, SNAKE_VISION, CSnakeStruct
+from .pufferlib_import import import_pufferlib_module
 from .policies import LinearLSTM, GenomeGroup, pufferlib_config
 from .tournament import GENOMES_PER_GAME
 from .registry import Genome, Registry, seed_founders, founding_genomes

@@ -14,7 +14,8 @@ import pandas as pd
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from .arenas import TetrisArena, PUFFERLIB_VERSION
+from .arenas import TetrisArena
+from .pufferlib_import import PUFFERLIB_VERSION
 from .streaming import Canvas, render_tetris, tetris_boards, write_clip, genome_colours
 from .tetris_players import player_source, parse_tetris_obs, DELLACHERIE_WEIGHTS, NOOP, HOLD
 from .watching import decode_clip

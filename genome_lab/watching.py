@@ -15,7 +15,8 @@ import pandas as pd
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_VISION, SNAKE_CELLS, PUFFERLIB_VERSION
+from .arenas import SnakeArena, SNAKE_VIEW, SNAKE_VISION, SNAKE_CELLS
+from .pufferlib_import import PUFFERLIB_VERSION
 from .policies import LinearLSTM, pufferlib_config
 from .sessions import PALETTE, make_bot, MixedDriver, DataRecorder
 from .cloning import CloneConfig, train_clone, session_sequences, split_by_session, SkipReport

@@ -91,10 +91,10 @@ def test_evaluation_tournament_and_server_accept_a_new_arena(guess, tmp_path):
 
 def test_imports_from_threads_keep_the_working_directory(tmp_path, monkeypatch):
     "PufferLib imported from several threads at once (an evolution run's evaluation threads) leaves the working directory as it was."
-    import genome_lab.arenas as arenas
+    from genome_lab.pufferlib_import import import_pufferlib_module
     monkeypatch.chdir(tmp_path)
     names = ['pufferlib', 'pufferlib.ocean.snake.binding', 'pufferlib.ocean.tetris.binding']*3
-    with ThreadPoolExecutor(len(names)) as ex: mods = list(ex.map(arenas.import_pufferlib_module, names))
+    with ThreadPoolExecutor(len(names)) as ex: mods = list(ex.map(import_pufferlib_module, names))
     assert [m.__name__ for m in mods] == names
     assert os.getcwd() == str(tmp_path) and os.listdir(tmp_path) == []
 
@@ -103,7 +103,7 @@ def test_pufferlib_is_imported_without_changing_directory(tmp_path):
     code = ("import os\n"
             "def refuse(*a): raise AssertionError('os.chdir called')\n"
             "os.chdir = refuse\n"
-            "from genome_lab.arenas import SnakeArena, TetrisArena, import_pufferlib_module\n"
+            "from genome_lab.arenas import SnakeArena, TetrisArena\n"
             "SnakeArena(num_snakes=2, width=20, height=20, num_food=2).close(); TetrisArena().close()\n"
             "import pufferlib; assert pufferlib.__version__ == 3.0\n"
             "print(sorted(os.listdir('.')))")

@@ -9,7 +9,8 @@ from genome_lab.cloning import (CLONE_PRESETS, sequence_logits, session_sequence
                                 dagger_sessions, register_clone, training_record, finetune, merge_genomes, shared_base,
                                 ties_params, average_params, contributions)
 from genome_lab.policies import LinearLSTM, load_pufferlib_policy, pufferlib_config
-from genome_lab.registry import Registry, RegistryError, seed_founders
+from genome_lab.registry import Registry, seed_founders
+from genome_lab.sqlite_store import RegistryError
 from genome_lab.evaluation import evaluate
 from genome_lab.sessions import load_sessions, record_bot_sessions
 from hostile import upload

@@ -5,10 +5,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
 import pytest
-from genome_lab.sandbox import program_env
+from genome_lab.program_policy import program_env
 from genome_lab.core import advance, load_state
-from genome_lab.llm_evolution import (EvolutionConfig, EvolutionRun, OfflineMutator, OFFLINE_ROOT_STRATEGY, CHECKPOINT,
-                                      ChildCallLimitExceeded)
+from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun, CHECKPOINT, ChildCallLimitExceeded
+from genome_lab.llm_backends import OfflineMutator, OFFLINE_ROOT_STRATEGY
 from genome_lab.programs import ProgramDatabase
 from genome_lab.program_producer import evolve_cli, register_program
 from genome_lab.registry import Registry, NAMING, NAME_MAX

@@ -14,7 +14,7 @@ from genome_lab.registry import Registry, Genome, seed_founders
 from genome_lab.policies import RandomPolicy
 from genome_lab.tetris_players import tetris_baselines
 from genome_lab.creature_store import creature_baselines
-from genome_lab.sandbox import program_genome
+from genome_lab.program_policy import program_genome
 from genome_lab.tournament import run_tournament
 from genome_lab.highlights import HighlightStore, HighlightConfig, record_highlights, HIGHLIGHTS_DIR
 from genome_lab.server import create_app, serve_in_thread

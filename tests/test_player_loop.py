@@ -8,7 +8,8 @@ from genome_lab.registry import Registry, seed_founders
 from genome_lab.server import create_app
 from genome_lab.client import GenomeClient
 from genome_lab.sessions import record_bot_sessions, load_sessions
-from genome_lab.player_loop import upload_session, report_game, uploaded_sessions
+from genome_lab.player_loop import upload_session, report_game
+from genome_lab.sessions import uploaded_sessions
 
 TOKEN = 'loop-token-123'
 AUTH = {'Authorization': f'Bearer {TOKEN}'}

@@ -1,11 +1,12 @@
-"""Program genomes (genome_lab.sandbox.ProgramPolicy): a program round-trips through the registry and plays, in
+"""Program genomes (genome_lab.program_policy.ProgramPolicy): a program round-trips through the registry and plays, in
 evaluations and tournaments, only inside the sandbox: the harness never runs its source (it compiles it to refuse a
 syntax error before a child starts, which runs nothing)."""
 import builtins, hashlib, os, sys
 import numpy as np, pytest
 from genome_lab.registry import Registry, Genome, genome_from_bytes
 from genome_lab.policies import RandomPolicy
-from genome_lab.sandbox import PROGRAM_LIMITS, ProgramPolicy, SandboxFailure, program_genome
+from genome_lab.sandbox import SandboxFailure
+from genome_lab.program_policy import PROGRAM_LIMITS, ProgramPolicy, program_genome
 from genome_lab.evaluation import evaluate
 from genome_lab.tournament import run_tournament
 
@@ -57,10 +58,10 @@ def test_a_program_that_stops_reading_forfeits_in_evaluations_and_server_jobs(tm
     "It plays zeros once the step timeout kills it: the evaluation returns, and the server's job ends and frees its slot."
     import threading, time
     from fastapi.testclient import TestClient
-    from genome_lab import sandbox
+    from genome_lab import programs, sandbox
     from genome_lab.server import create_app
     from genome_lab.selection import tournament_job
-    monkeypatch.setattr(sandbox, 'PROGRAM_LIMITS', sandbox.SandboxLimits(cpu_s=60, wall_s=600, step_timeout_s=2))
+    monkeypatch.setattr(programs, 'PROGRAM_LIMITS', sandbox.SandboxLimits(cpu_s=60, wall_s=600, step_timeout_s=2))
     reg = Registry(tmp_path/'reg')
     g = reg.add(program_genome('Flood', 'snake', FLOOD), {}, status='active')
     for k in range(2): reg.add(Genome(name=f'Random{k}', type='baseline', arena='snake', arch='random', config=dict(num_actions=4),

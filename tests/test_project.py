@@ -2,8 +2,9 @@
 import ast, json, os, re, subprocess, sys, time
 from pathlib import Path
 import nbformat, pytest
-from genome_lab.pipeline import list_notebooks, notebooks_dir, notebook_parameters
-from genome_lab.arenas import PUFFERLIB_VERSION
+from genome_lab.pipeline import list_notebooks, notebook_parameters
+from genome_lab.core import notebooks_dir
+from genome_lab.pufferlib_import import PUFFERLIB_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -9,7 +9,8 @@ from fastapi.testclient import TestClient
 from genome_lab.registry import Registry, seed_founders
 from genome_lab.server import create_app
 from genome_lab.broadcast import active_snakes, StreamConfig
-from genome_lab.streaming import genome_colours, MAP_COLOURS, SNAKE_EMPTY
+from genome_lab.streaming import genome_colours, MAP_COLOURS
+from genome_lab.arenas import SNAKE_EMPTY
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1'}

@@ -193,7 +193,8 @@ def test_the_multiprocessing_backend_trains_and_resumes_on_fresh_maps(tmp_path):
 
 def test_best_snake_is_the_best_rated_active_snake_puffer_rl_can_train(tmp_path):
     from genome_lab.arenas import arena_version
-    from genome_lab.registry import seed_founders, utcnow
+    from genome_lab.registry import seed_founders
+    from genome_lab.sqlite_store import utcnow
     from genome_lab.ppo_producer import best_snake
     reg = Registry(tmp_path/'registry')
     f = seed_founders(reg)
