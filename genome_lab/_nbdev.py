@@ -18,6 +18,7 @@ class FreshModules:
         self.done.add(mod)
         cfg = get_config()
         fname = cfg.lib_path/(mod.replace('.', '/') + '.py')
+        fname.parent.mkdir(parents=True, exist_ok=True)   # a sub-package's first export
         nb_path = Path(self.nb.path_) if self.nb is not None and hasattr(self.nb, 'path_') else None
         rel = Path(os.path.relpath(nb_path, fname.parent)).as_posix() if nb_path else cfg.nbs_path.name
         head = next((m.group(1).strip() for c in (self.nb.cells if self.nb is not None else []) if c.cell_type == 'markdown'
