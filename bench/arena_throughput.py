@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass
 from typing import Annotated
 import numpy as np, torch
-from genome_lab.arenas import SnakeArena, TetrisArena
-from genome_lab.policies import load_pufferlib_policy
+from genome_lab.arenas.arena import SnakeArena, TetrisArena
+from genome_lab.arenas.policies import load_pufferlib_policy
 from kit import parse
 
 @dataclass

@@ -1,6 +1,6 @@
 """Does the loop make the climbers? The continuous ecosystem from the founders, for a wall budget, measured per arena.
 
-A registry with every arena's founders (`genome_lab.ecosystem.founders`: PufferLib's snake and tetris policies, the
+A registry with every arena's founders (`genome_lab.ecosystem.loop.founders`: PufferLib's snake and tetris policies, the
 heuristic and random baselines, the reference tetris players, the random reference creatures) runs `run_ecosystem`:
 the producers of --workers at work at once (each a process of its own, one torch thread, on --device), then a season
 at the stable settings that trains nothing and plays their offers, cycle after cycle, until --hours are spent
@@ -14,7 +14,7 @@ next to the standalone trainer's rate (PPO: PuffeRL alone with the producer's se
 measures it, in this run before the ecosystem starts).
 Writes --out (default nbs/measured/climb.json): `arenas` {snake|tetris|creatures: {reached, season, seconds, genome,
 made_by, founder, genome_rating, founder_rating, check}}, `producers` {name: {agent_steps_per_s, standalone_per_s,
-unit}}, `hours`, `device`, `seasons` (each season's top ordinals per arena, for 89_ecosystem's plot).
+unit}}, `hours`, `device`, `seasons` (each season's top ordinals per arena, for 81_ecosystem's plot).
 Usage: OMP_NUM_THREADS=1 python bench/climb.py [--hours 2] [--work-s 600] [--workers ppo,programs,creatures]
        [--device cpu|cuda|auto] [--registry runs/climb]
 """
@@ -23,9 +23,9 @@ from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 from typing import Annotated
 from genome_lab.core import atomic_write_json, measured_dir, find_producer
-from genome_lab.registry import Registry
-from genome_lab.seasons import SeasonConfig, ratings_by_season
-from genome_lab.ecosystem import EcosystemConfig, run_ecosystem, founders, check_lead
+from genome_lab.registry.store import Registry
+from genome_lab.ecosystem.seasons import SeasonConfig, ratings_by_season
+from genome_lab.ecosystem.loop import EcosystemConfig, run_ecosystem, founders, check_lead
 from kit import Memo, parse
 from producer_speed import standalone   # bench/: the trainer alone, as the producer speed bench measures it
 

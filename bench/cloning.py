@@ -16,9 +16,9 @@ from typing import Annotated
 from datetime import datetime, timezone
 import torch
 from genome_lab.core import atomic_write_json
-from genome_lab.cloning import CLONE_PRESETS, clone, compare_scores, dagger_seeds, training_seeds
-from genome_lab.policies import load_pufferlib_policy
-from genome_lab.sessions import load_sessions, record_bot_sessions
+from genome_lab.players.cloning import CLONE_PRESETS, clone, compare_scores, dagger_seeds, training_seeds
+from genome_lab.arenas.policies import load_pufferlib_policy
+from genome_lab.players.sessions import load_sessions, record_bot_sessions
 from kit import parse
 
 

@@ -14,8 +14,8 @@ from typing import Annotated
 import numpy as np
 import pandas as pd
 import torch
-from genome_lab.clustering import cluster_sessions, feature_table, style_ari
-from genome_lab.sessions import BOT_STYLES, load_sessions, record_bot_sessions
+from genome_lab.players.clustering import cluster_sessions, feature_table, style_ari
+from genome_lab.players.sessions import BOT_STYLES, load_sessions, record_bot_sessions
 from kit import parse
 
 @dataclass

@@ -46,7 +46,7 @@ def rating(table, name:str)->dict: # {mu, sigma, ordinal, games} of `name` in a 
 
 def check(a:str, b:str, policies:dict, races:int, seconds:float, seed:int)->dict:
     "Check tournament of `a` against `b` (names in `policies`): ratings, combined-sigma gap, head-to-head."
-    from genome_lab.tournament import run_tournament
+    from genome_lab.tournaments.tournament import run_tournament
     t = run_tournament(ids=[a, b], policies=[policies[a], policies[b]], arena='creatures', genomes_per_game=2,
                        agents_per_genome=1, steps=0, meetings=races, seed=seed, settings=dict(seconds=seconds),
                        progress=False)
@@ -62,7 +62,7 @@ def check(a:str, b:str, policies:dict, races:int, seconds:float, seed:int)->dict
 
 def references(policies:dict, races:int, seconds:float, seed:int)->dict:
     "The reference creatures' own tournament: their ratings, the best by ordinal."
-    from genome_lab.tournament import run_tournament
+    from genome_lab.tournaments.tournament import run_tournament
     names = list(policies)
     t = run_tournament(ids=names, policies=[policies[n] for n in names], arena='creatures', genomes_per_game=len(names),
                        agents_per_genome=1, steps=0, meetings=races, seed=seed, settings=dict(seconds=seconds),
@@ -71,8 +71,8 @@ def references(policies:dict, races:int, seconds:float, seed:int)->dict:
 
 def old_round(seed:int):
     "The producer's round before the loop protocol: 8 creatures, 2 generations of one 3 s race, its best (a policy)."
-    from genome_lab.creature_store import CreatureGA
-    from genome_lab.physics import creature_policy
+    from genome_lab.evolution.creature_store import CreatureGA
+    from genome_lab.arenas.physics import creature_policy
     ga = CreatureGA(8, seed * 1000 + 1, 3.0, 1)
     for _ in range(2): ga.step()
     return creature_policy(ga.last['population'], int(np.argmax(ga.last['fitness'])))
@@ -89,9 +89,9 @@ def agreement(work:Path, offer, refs:dict, settings, races:int, seconds:float, s
     reference creatures in one tournament at the season's settings."""
     from scipy.stats import kendalltau
     from genome_lab.core import load_state
-    from genome_lab.creature_store import CreatureGA
-    from genome_lab.physics import creature_policy, beaten_share
-    from genome_lab.tournament import run_tournament
+    from genome_lab.evolution.creature_store import CreatureGA
+    from genome_lab.arenas.physics import creature_policy, beaten_share
+    from genome_lab.tournaments.tournament import run_tournament
     state = load_state(work/'creatures.safetensors', 'producer')['ga']
     c = state['config']
     ga = CreatureGA(c['population'], c['seed'], c['seconds'], c['races'], compile=settings.creature_compile)
@@ -124,7 +124,7 @@ def progression(offers:dict, refs:dict, races:int, seconds:float, seed:int)->dic
     """Every offer (in the order offered) and the reference creatures in one tournament at the season's settings: do the
     qualifiers' choices climb as a season rates them?"""
     from scipy.stats import kendalltau
-    from genome_lab.tournament import run_tournament
+    from genome_lab.tournaments.tournament import run_tournament
     policies = {**offers, **refs}; names = list(policies)
     t = run_tournament(ids=names, policies=list(policies.values()), arena='creatures', genomes_per_game=len(names),
                        agents_per_genome=1, steps=0, meetings=races, seed=seed, settings=dict(seconds=seconds),
@@ -138,9 +138,9 @@ def progression(offers:dict, refs:dict, races:int, seconds:float, seed:int)->dic
 def main():
     from genome_lab.core import atomic_write_json, measured_dir, machine
     from kit import Memo, parse
-    from genome_lab.creature_store import CreatureSettings, creature_baselines, season_creature_settings
-    from genome_lab.registry import Registry
-    from genome_lab.seasons import spawn_worker
+    from genome_lab.evolution.creature_store import CreatureSettings, creature_baselines, season_creature_settings
+    from genome_lab.registry.store import Registry
+    from genome_lab.ecosystem.seasons import spawn_worker
     (s, producer), given = parse(Settings, CreatureSettings, doc=__doc__, ns=True)
     given = vars(given)
     import torch; torch.set_num_threads(1)

@@ -1,4 +1,4 @@
-"""A dream policy's sample efficiency (96_dream_policy, issue 33): PuffeRL pretrains PufferLib's snake model in dreams of
+"""A dream policy's sample efficiency (72_dream_policy, issue 33): PuffeRL pretrains PufferLib's snake model in dreams of
 the world model, then trains it in the real arena; the control trains the same initialisation (same seed) in the real
 arena only. Sample efficiency is the real agent-steps until the training score (mean length at death, smoothed over
 `--window` reports of 128 steps) first reaches a fixed score.
@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 import torch
 from genome_lab.core import measured_dir, machine
-from genome_lab.dreaming import WorldConfig, Trajectories, record_trajectories, start_frames
-from genome_lab.dream_policy import dream_pretrain, real_phase, steps_to_score, smoothed_score
-from genome_lab.training import PPOConfig, PPOHyper
+from genome_lab.imagination.dreaming import WorldConfig, Trajectories, record_trajectories, start_frames
+from genome_lab.imagination.dream_policy import dream_pretrain, real_phase, steps_to_score, smoothed_score
+from genome_lab.rl.training import PPOConfig, PPOHyper
 sys.path.insert(0, str(Path(__file__).parent))
 from kit import Memo, parse, write_figures
 from dreaming import DreamingOptions, ARENA, ints, world_model   # bench/dreaming.py: its world model, kept in its work

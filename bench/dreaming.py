@@ -1,4 +1,4 @@
-"""Dreaming and planning (23_dreaming, issue 33): a snake world model, its k-step open-loop accuracy on held-out games,
+"""Dreaming and planning (70_dreaming, issue 33): a snake world model, its k-step open-loop accuracy on held-out games,
 the planner's return against compute, and one snake season tournament of the planner genome against PufferSnake.
 
 Games of the `--styles` bots (20_sessions), `--per-style` snakes each on one map of the season's size (80x48, 200
@@ -37,14 +37,14 @@ import torch
 from safetensors.torch import save_file, load_file
 from genome_lab.core import measured_dir, machine
 from kit import Memo, parse, write_figures
-from genome_lab.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, DistillConfig, record_trajectories,
+from genome_lab.imagination.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, DistillConfig, record_trajectories,
                                  train_world_model, open_loop_accuracy, planner_roi, register_planner, distill,
                                  register_distilled, head_to_head, sign_test)
-from genome_lab.arenas import SnakeArena
-from genome_lab.policies import LinearLSTM, load_pufferlib_policy
-from genome_lab.registry import Registry
-from genome_lab.seasons import SeasonConfig, arena_plan
-from genome_lab.tournament import run_tournament
+from genome_lab.arenas.arena import SnakeArena
+from genome_lab.arenas.policies import LinearLSTM, load_pufferlib_policy
+from genome_lab.registry.store import Registry
+from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan
+from genome_lab.tournaments.tournament import run_tournament
 from scipy.stats import ttest_1samp
 
 @dataclass

@@ -1,10 +1,10 @@
-"""The Dungeon Master and federated dreaming (84_dungeon_master, issue 33): a curriculum of the Dungeon Master's
+"""The Dungeon Master and federated dreaming (73_dungeon_master, issue 33): a curriculum of the Dungeon Master's
 proposals against uniformly drawn settings, and role specialists trained in dreams merged by TIES against each
 specialist and their plain average.
 
 Curriculum: for every seed of `--seeds`, PufferLib's snake network is trained from its initialisation by PuffeRL
 (`train_curriculum`) for `--stages` stages of `--stage-steps` agent-steps (`--agents` learner snakes), once with the
-Dungeon Master (82's offline backend; `--proposals` proposals a stage, each probed for `--probe-steps` steps, the one
+Dungeon Master (62's offline backend; `--proposals` proposals a stage, each probed for `--probe-steps` steps, the one
 whose survival is nearest one half kept) and once on uniform settings, with the same seed (initial weights, PPO
 streams). Both are scored on `--heldout` fixed held-out settings (`heldout_settings`: the season's map first) by the
 return per agent-step of a greedy game of `--eval-steps` steps; the paired difference over seeds is tested (t-test,
@@ -33,9 +33,9 @@ import torch
 from scipy.stats import ttest_rel
 from genome_lab.core import atomic_write_json, measured_dir, machine
 from kit import Memo, parse, read_figures
-from genome_lab.dreaming import Trajectories, WorldConfig, train_world_model, sign_test
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.dungeon_master import (CurriculumConfig, FederatedConfig, SEASON_MAP, ROLES, make_backend,
+from genome_lab.imagination.dreaming import Trajectories, WorldConfig, train_world_model, sign_test
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.imagination.dungeon_master import (CurriculumConfig, FederatedConfig, SEASON_MAP, ROLES, make_backend,
                                        train_curriculum, heldout_settings, heldout_scores, role_trajectories,
                                        dream_specialist, register_specialist, federate, role_agreement, paired_sign)
 

@@ -1,6 +1,6 @@
 """Fuzz the genome server with schemathesis against its own OpenAPI schema, on loopback only.
 
-The server (the real app of `genome_lab.server.create_app`, with a token, over a fresh registry holding the founding
+The server (the real app of `genome_lab.web.server.create_app`, with a token, over a fresh registry holding the founding
 genomes) runs in this process under uvicorn; a pure ASGI wrapper counts every response status on the server side.
 `schemathesis run` (all its checks but `positive_data_acceptance`, see below; the bearer token is sent so writes are
 exercised too) generates the requests. Afterwards the registry must be intact:
@@ -39,9 +39,9 @@ def snapshot(reg)->dict:
     return {r['id']: r['sha256'] for r in reg.db.execute('SELECT id, sha256 FROM genomes')}
 
 def check_intact(root:Path, founders:dict)->list: # problems found; empty when intact
-    from genome_lab.registry import Registry
-    from genome_lab.server import ManifestOut
-    from genome_lab.site_pages import LeaderboardOut, leaderboard
+    from genome_lab.registry.store import Registry
+    from genome_lab.web.server import ManifestOut
+    from genome_lab.web.site_pages import LeaderboardOut, leaderboard
     bad = []
     with Registry(root) as reg:
         if (ic := reg.db.execute('PRAGMA integrity_check').fetchone()[0]) != 'ok': bad.append(f"integrity_check: {ic}")
@@ -77,9 +77,9 @@ class FuzzBench:
 
 def main(argv=None):
     a = parse(FuzzBench, doc=__doc__, argv=argv)
-    from genome_lab.registry import Registry, seed_founders
-    from genome_lab.server import create_app, serve_in_thread
-    from genome_lab.server_jobs import evaluation_job
+    from genome_lab.registry.store import Registry, seed_founders
+    from genome_lab.web.server import create_app, serve_in_thread
+    from genome_lab.web.server_jobs import evaluation_job
     work = Path(tempfile.mkdtemp(prefix='genome_lab_fuzz_'))
     root = work/'registry'
     with Registry(root) as reg:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Annotated
 import numpy as np
 import torch
-from genome_lab.physics import (random_population, pellet_course, pellet_courses, simulate, simulate_races,
+from genome_lab.arenas.physics import (random_population, pellet_course, pellet_courses, simulate, simulate_races,
                                 beaten_share, next_generation, EPISODE_SECONDS, FPS)
 from genome_lab.core import atomic_write_json
 from kit import parse

@@ -1,5 +1,5 @@
 """PuffeRL (PufferLib 3.0's PPO trainer) on CUDA trains a snake on maps like the snake season tournament's, with the
-package's recipe (`finetune_recipe`, 75_training) for a wall-clock budget.
+package's recipe (`finetune_recipe`, 50_training) for a wall-clock budget.
 
 The training half of bench/gpu_check.sh (issues 31, 35 and 44). The GPU machine has the repository's root on PYTHONPATH
 (genome_lab is not installed there: gpu_check.sh's wheels and the image's torch, numpy and pandas are enough). The run
@@ -24,8 +24,8 @@ import torch
 from safetensors.torch import save as st_save, load_file
 from genome_lab.core import atomic_write, atomic_write_json
 from kit import parse
-from genome_lab.training import finetune_recipe
-from genome_lab.ppo_run import PPORun
+from genome_lab.rl.training import finetune_recipe
+from genome_lab.rl.ppo_run import PPORun
 
 R = finetune_recipe(device='cuda')   # the recipe's settings on CUDA: the flags' defaults
 

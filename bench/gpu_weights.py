@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Annotated
 import torch
 from safetensors.torch import save_file, load_file
-from genome_lab.policies import LinearLSTM
-from genome_lab.registry import founding_genomes
-from genome_lab.training import snake_model, load_linear_lstm, to_linear_lstm
+from genome_lab.arenas.policies import LinearLSTM
+from genome_lab.registry.store import founding_genomes
+from genome_lab.rl.training import snake_model, load_linear_lstm, to_linear_lstm
 from kit import parse
 
 @dataclass

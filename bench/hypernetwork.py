@@ -25,12 +25,12 @@ from typing import Annotated   # a script's dataclass documents its fields here:
 import numpy as np
 import pandas as pd
 import torch
-from genome_lab.hypernetwork import DiffusionHypernetwork, policy_config, init_policy, evaluate_population
-from genome_lab.replicator_run import (ReplicatorConfig, train_replicator, run_policy_es, PolicyES, stored_config,
+from genome_lab.evolution.hypernetwork import DiffusionHypernetwork, policy_config, init_policy, evaluate_population
+from genome_lab.evolution.replicator_run import (ReplicatorConfig, train_replicator, run_policy_es, PolicyES, stored_config,
                                        CONTROL_FILE, LOOP_FILE, checkpoint_meta)
 from genome_lab.core import config_parser, config_from_args, atomic_write_json, run_lock, RunLocked, machine
-from genome_lab.policies import load_pufferlib_policy
-from genome_lab.evaluation import evaluate
+from genome_lab.arenas.policies import load_pufferlib_policy
+from genome_lab.arenas.evaluation import evaluate
 
 PRESET = dict(eval_interval=50)   # where the bench's runs differ from `ReplicatorConfig()`, and why:
 PRESET_WHY = "a reading of the curve plays 64 snakes on 4 maps, greedy and sampled, so at full budget the curve is read every 50 generations"
@@ -50,7 +50,7 @@ def play(policy, snakes=256, seed=202, steps=PLAY_STEPS)->dict: # {'adjacent_foo
     one cell next to its head (a random move takes it 1 time in 4), and what each death ran into, read from the C state
     before the step: 'wall', its own body ('self'), another snake ('other'), or a cell that was free but that a snake
     moving earlier in the same tick took ('contested')."""
-    from genome_lab.arenas import SnakeArena, SNAKE_FOOD, SNAKE_CORPSE, SNAKE_WALL
+    from genome_lab.arenas.arena import SnakeArena, SNAKE_FOOD, SNAKE_CORPSE, SNAKE_WALL
     arena = SnakeArena(num_snakes=snakes); obs = arena.reset(seed); state = policy.initial_state(snakes)
     c = obs.shape[1] // 2; nb = [(c - 1, c), (c + 1, c), (c, c - 1), (c, c + 1)]   # cells of actions up, down, left, right
     move = np.array([(-1, 0), (1, 0), (0, -1), (0, 1)])

@@ -1,4 +1,4 @@
-"""Collects what stored replicator training runs measured while they trained, for the figures of `51_hypernetwork_report`.
+"""Collects what stored replicator training runs measured while they trained, for the figures of `32_hypernetwork_report`.
 
 Reads the checkpoint (`checkpoint.safetensors`) of each run folder given as LABEL=DIR and writes one JSON file:
 for each run its settings, the score-versus-evaluations curve (the distribution's mean genome read by `read_policy`:
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 from pathlib import Path
 import numpy as np
-from genome_lab.replicator_run import checkpoint_meta, LOOP_FILE
+from genome_lab.evolution.replicator_run import checkpoint_meta, LOOP_FILE
 from kit import parse
 
 def run_record(run_dir:Path, block:int)->dict:

@@ -2,7 +2,7 @@
 denoiser against the per-token MLP on full-size policies, 100 genomes decoded, and a fitness protocol whose
 test-retest reliability is measured, with the surrogate chosen by measurement (issue 38).
 
-1. Data: `--data` full-size snake policies on the teacher lines of `teacher_lines` (50_hypernetwork: from untrained
+1. Data: `--data` full-size snake policies on the teacher lines of `teacher_lines` (31_hypernetwork: from untrained
    policies to PufferLib's snake or the GPU fine-tune of bench/gpu_snake.py, the genome's z_0 the teacher's share, the
    sign of z_1 the teacher). Both backbones (`HypernetConfig.backbone`) are pretrained by `pretrain_decoder` on the
    same data, batches and steps (the transformer at these settings is the loop's decoder, `pretrained_decoder`);
@@ -43,15 +43,15 @@ from sklearn.decomposition import PCA
 from sklearn.mixture import GaussianMixture as SkMixture
 from genome_lab.core import atomic_write_json, measured_dir, machine
 from kit import parse, read_figures, write_figures
-from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, init_policy, policy_config,
+from genome_lab.evolution.hypernetwork import (DiffusionHypernetwork, HypernetConfig, init_policy, policy_config,
                                      evaluate_population, HypernetworkTrainer, TrainerConfig, probe_views,
                                      probe_actions, PretrainConfig, teachers, teacher_lines, pretrain_decoder,
                                      pretrained_decoder, policy_distance_ratio)
-from genome_lab.replicator_run import ReplicatorConfig, ReplicatorTrainingLoop, SURROGATES
-from genome_lab.policies import load_pufferlib_policy, RandomPolicy
-from genome_lab.evaluation import evaluate
-from genome_lab.arenas import SnakeArena
-from genome_lab.replicator import FitnessEstimator
+from genome_lab.evolution.replicator_run import ReplicatorConfig, ReplicatorTrainingLoop, SURROGATES
+from genome_lab.arenas.policies import load_pufferlib_policy, RandomPolicy
+from genome_lab.arenas.evaluation import evaluate
+from genome_lab.arenas.arena import SnakeArena
+from genome_lab.evolution.replicator import FitnessEstimator
 sys.path.insert(0, str(Path(__file__).parent))
 from hypernetwork import play
 

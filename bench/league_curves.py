@@ -1,4 +1,4 @@
-"""The league's curves on the CPU (issue 31): an AlphaStarLeague (76_league) rated by a season tournament.
+"""The league's curves on the CPU (issue 31): an AlphaStarLeague (51_league) rated by a season tournament.
 
 One main agent, one main exploiter and one league exploiter fine-tune PufferSnake (LeagueConfig's defaults, Adam at
 1e-4, clip 0.2, on the season tournament's 80x48 map with 200 food and --snakes snakes: a main agent drives half of
@@ -18,9 +18,9 @@ from typing import Annotated
 import torch
 from genome_lab.core import advance, atomic_write_json, measured_dir, machine
 from kit import parse
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.seasons import SeasonConfig, arena_plan
-from genome_lab.league import AlphaStarLeague, LeagueConfig, rate_league
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan
+from genome_lab.rl.league import AlphaStarLeague, LeagueConfig, rate_league
 
 @dataclass
 class CurveOptions:

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Annotated
 from genome_lab.core import atomic_write_json, measured_dir
 from kit import parse
-from genome_lab.registry import Genome, Registry, seed_founders
-from genome_lab.seasons import SeasonConfig, arena_plan
-from genome_lab.tournament import run_tournament
+from genome_lab.registry.store import Genome, Registry, seed_founders
+from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan
+from genome_lab.tournaments.tournament import run_tournament
 from genome_lab.core import machine
 from gpu_weights import read_trained
 

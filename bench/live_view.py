@@ -98,8 +98,8 @@ def main(argv=None):
     if os.environ.get('GENOME_LAB_NETNS') != '1':
         return in_private_network([sys.executable, os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv)]).returncode
     from playwright.sync_api import sync_playwright
-    from genome_lab.server import create_app, serve_in_thread
-    from genome_lab.broadcast import StreamConfig
+    from genome_lab.web.server import create_app, serve_in_thread
+    from genome_lab.broadcast.live import StreamConfig
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     app = create_app(a.registry, token=TOKEN)
     app.state.stream_config = StreamConfig(fps=a.fps, idle_seconds=3.0, stamp=True)   # the latency is read from the stamps

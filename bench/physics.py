@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Annotated
 from pathlib import Path
 import torch
-from genome_lab.physics import random_population, prepare, pellet_course, physics_steps, stepper, STEPS_PER_FRAME
-from genome_lab.creature_store import CreatureStore, evolve_run
+from genome_lab.arenas.physics import random_population, prepare, pellet_course, physics_steps, stepper, STEPS_PER_FRAME
+from genome_lab.evolution.creature_store import CreatureStore, evolve_run
 from kit import parse
 
 def initial_state(c):

@@ -1,4 +1,4 @@
-"""The browser game (genome_lab.play): its frame rate with 50 enemy snakes on the tournament map (80x48), next to a
+"""The browser game (genome_lab.web.play): its frame rate with 50 enemy snakes on the tournament map (80x48), next to a
 baseline measured in the same run (goal: 30 frames per second), and how long a scripted person survives in the
 default game, next to the first version's default measured in the same run.
 
@@ -8,7 +8,7 @@ default game, next to the first version's default measured in the same run.
 2. Socket: frames per second a WebSocket client receives from `/play/socket` when the game is not throttled
    (`fps` set far above what it can make): the engine, the event loop and the transport together, the client in
    another thread of this process (it shares the cores).
-3. Baseline: the tournament's `SnakeGame` (70_tournament) on the same map with the same 51 snakes (3 founders of 17
+3. Baseline: the tournament's `SnakeGame` (40_tournament) on the same map with the same 51 snakes (3 founders of 17
    snakes), steps per second: what the arena and the genomes cost without the game around them.
 4. Survival: a scripted person, the founders' `SnakeHeuristic` on the person's 11x11 view, plays `--survival-games`
    games (seeds 0, 1, ...) of `PlayConfig()` (the default: enemies by map size, spawn protection) and the same seeds
@@ -37,9 +37,9 @@ def rate(fn, seconds:float)->tuple: # (calls per second, calls)
 
 def heuristic_key(m:dict, W:int, H:int)->int:
     "The person's key in the socket measurement: the founders' `SnakeHeuristic` on the 11x11 view around the head."
-    from genome_lab.policies import SnakeHeuristic
-    from genome_lab.arenas import SNAKE_VISION, SNAKE_WALL
-    from genome_lab.play_game import PLAYER_CELL
+    from genome_lab.arenas.policies import SnakeHeuristic
+    from genome_lab.arenas.arena import SNAKE_VISION, SNAKE_WALL
+    from genome_lab.web.play_game import PLAYER_CELL
     cells = np.frombuffer(base64.b64decode(m['cells']), np.uint8).reshape(H, W)
     codes = np.pad(np.where(cells >= PLAYER_CELL, 4, cells).astype(np.int8), SNAKE_VISION, constant_values=SNAKE_WALL)
     (r, c), w = m['you'], 2*SNAKE_VISION + 1
@@ -47,8 +47,8 @@ def heuristic_key(m:dict, W:int, H:int)->int:
 
 def survival(enemies, cfg, seeds:list)->list: # steps the scripted person survived in each game
     "Games of `cfg` on `seeds`, the person steered by `SnakeHeuristic` on its view (the engine: no socket, no pacing)."
-    from genome_lab.policies import SnakeHeuristic
-    from genome_lab.play_game import PlayGame
+    from genome_lab.arenas.policies import SnakeHeuristic
+    from genome_lab.web.play_game import PlayGame
     person, out = SnakeHeuristic(), []
     for s in seeds:
         game = PlayGame(enemies, cfg, seed=s)
@@ -70,12 +70,12 @@ def main(argv=None):
     torch.set_num_threads(1)
     from websockets.sync.client import connect
     from websockets.exceptions import ConnectionClosed
-    from genome_lab.registry import Registry, seed_founders
-    from genome_lab.server import create_app, serve_in_thread
-    from genome_lab.play_game import PlayConfig, PlayGame, Enemies
-    from genome_lab.play import PlayLimits, router
-    from genome_lab.arenas import SnakeArena
-    from genome_lab.tournament import SnakeGame
+    from genome_lab.registry.store import Registry, seed_founders
+    from genome_lab.web.server import create_app, serve_in_thread
+    from genome_lab.web.play_game import PlayConfig, PlayGame, Enemies
+    from genome_lab.web.play import PlayLimits, router
+    from genome_lab.arenas.arena import SnakeArena
+    from genome_lab.tournaments.tournament import SnakeGame
     print(f"load at start: {load()}")
     root = Path(tempfile.mkdtemp(prefix='bench_play_'))/'reg'
     with Registry(root) as reg: seed_founders(reg)

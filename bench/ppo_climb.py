@@ -1,7 +1,7 @@
 """The ppo producer's climb on this CPU (issue 44): does its fine-tune of PufferSnake pass every non-random founder?
 
 1. The producer at work: `genome-lab produce ppo --registry ROOT/registry --budget-s B --ppo-steps N` (PPOProducer,
-   75_training: PuffeRL fine-tuning the best active snake, PufferSnake in a registry of the founders, with
+   50_training: PuffeRL fine-tuning the best active snake, PufferSnake in a registry of the founders, with
    `finetune_recipe`, beside a learner from scratch), in a process of its own; a rerun with --budget-s goes on from its
    checkpoint, --budget-s 0 trains no more. Each session's result line is kept in ROOT/produce.jsonl.
 2. A qualifier picks its best offer: the last --candidates offers of the fine-tune and PufferSnake in a tournament at
@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Annotated
 import numpy as np
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine, load_state
-from genome_lab.dreaming import head_to_head
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.seasons import SeasonConfig, arena_plan, console_script
-from genome_lab.tournament import run_tournament
+from genome_lab.imagination.dreaming import head_to_head
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan, console_script
+from genome_lab.tournaments.tournament import run_tournament
 
 @dataclass
 class ClimbOptions:

@@ -2,7 +2,7 @@
 dataclass and `PPOConfig` (`kit.parse`), the output path under nbs/measured/, one torch thread, the machine line."""
 import datetime, json, os
 import torch
-from genome_lab.training import PPOConfig
+from genome_lab.rl.training import PPOConfig
 from genome_lab.core import machine
 from genome_lab.core import measured_dir
 from kit import parse

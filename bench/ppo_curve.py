@@ -10,7 +10,7 @@ learning curve on this machine next to the replicator's.
    nothing trained) and the arena alone with random moves; and the run's own mean rate over all its sessions.
 3. The replicator's curve from --replicator (nbs/measured), and the replicator's score as a fraction of PPO's at
    matched agent-steps and at 10x PPO's agent-steps (linear interpolation between the replicator's evaluations).
-Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
+Writes --out (JSON, committed under nbs/measured/ and read by 50_training).
 Usage: python bench/ppo_curve.py --run-dir runs/ppo-scratch --registry runs/ppo-registry [--resume] [--total-timesteps 100000000]
 (flags: BenchOptions' and PPOConfig's fields; a new run starts from BASE)
 """
@@ -19,12 +19,12 @@ from dataclasses import asdict, dataclass, replace
 from typing import Annotated
 import numpy as np
 import torch
-from genome_lab.arenas import SnakeArena
-from genome_lab.registry import Registry
-from genome_lab.policies import RandomPolicy, load_pufferlib_policy
-from genome_lab.training import PPOConfig, stored_config
-from genome_lab.ppo_run import PPORun
-from genome_lab.evaluation import evaluate
+from genome_lab.arenas.arena import SnakeArena
+from genome_lab.registry.store import Registry
+from genome_lab.arenas.policies import RandomPolicy, load_pufferlib_policy
+from genome_lab.rl.training import PPOConfig, stored_config
+from genome_lab.rl.ppo_run import PPORun
+from genome_lab.arenas.evaluation import evaluate
 from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, measured_dir, config_from_args
 from ppo_common import start
@@ -83,7 +83,7 @@ class BenchOptions:
     resume: Annotated[bool, 'continue the run in run_dir with its settings (only total_timesteps may change)'] = False
     speed_steps: Annotated[int, 'agent-steps of each speed measurement'] = 655_360
     replicator: Annotated[str, 'the replicator\'s runs file under nbs/measured'] = 'hypernetwork_runs_2026-11-23.json'
-    replicator_run: Annotated[str, 'the run of that file (50_hypernetwork\'s headline)'] = 'seed 0, drop at 1200'
+    replicator_run: Annotated[str, 'the run of that file (31_hypernetwork\'s headline)'] = 'seed 0, drop at 1200'
     out: Annotated[str, 'JSON to write (default nbs/measured/ppo_curve_DATE.json)'] = ''
 
 BASE = PPOConfig(total_timesteps=100_000_000, keep_every=5_000_000, checkpoint_every=1_000_000)

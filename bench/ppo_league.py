@@ -6,18 +6,18 @@
    as the replicator's curve) and registered (parent PufferSnake, relation finetune, then self-play).
 2. A tournament among the parent, the kept checkpoints and the hand-written HeuristicSnake on shared maps
    (`run_tournament`, OpenSkill ratings with sigma, fresh ratings), and the same entrants evaluated alone.
-3. Writes the figures to --out (JSON, committed under nbs/measured/ and read by 75_training).
+3. Writes the figures to --out (JSON, committed under nbs/measured/ and read by 50_training).
 Usage: python bench/ppo_league.py --run-dir runs/ppo-league --registry runs/ppo-registry [--resume] [--total-timesteps 20000000]
 (flags: BenchOptions' and PPOConfig's fields; a new run starts from BASE)
 """
 import datetime, time
 from dataclasses import asdict, dataclass
 from typing import Annotated
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.training import PPOConfig, PPOHyper, stored_config
-from genome_lab.ppo_run import PPORun
-from genome_lab.tournament import run_tournament, rank_stability
-from genome_lab.evaluation import evaluate
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.rl.training import PPOConfig, PPOHyper, stored_config
+from genome_lab.rl.ppo_run import PPORun
+from genome_lab.tournaments.tournament import run_tournament, rank_stability
+from genome_lab.arenas.evaluation import evaluate
 from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, config_from_args
 from ppo_common import start

@@ -9,7 +9,7 @@ fixed-seed evaluation ladder with its rank stability.
 3. `evaluation_ladder` of the last members with PufferSnake and RandomSnake as anchors, seeds 101-104 (64 snakes
    each): ranks, and Kendall's tau between the rankings on seeds {101, 102} and {103, 104}, members alone and with
    the anchors; `reward_hacking_guard`.
-Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
+Writes --out (JSON, committed under nbs/measured/ and read by 50_training).
 Usage: python bench/ppo_pbt.py --storage runs/ppo-pbt --registry runs/ppo-registry [--resume]
 (flags: BenchOptions' and PPOConfig's fields)
 """
@@ -17,9 +17,9 @@ import datetime
 from dataclasses import asdict, dataclass
 from typing import Annotated
 from scipy.stats import kendalltau
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.training import PPOConfig
-from genome_lab.pbt import run_pbt, record_pbt, evaluation_ladder, reward_hacking_guard, PBT_HYPER
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.rl.training import PPOConfig
+from genome_lab.rl.pbt import run_pbt, record_pbt, evaluation_ladder, reward_hacking_guard, PBT_HYPER
 from genome_lab.core import machine
 from genome_lab.core import atomic_write_json, config_from_args
 from ppo_common import start

@@ -9,7 +9,7 @@ rate over the policy-only rate of the same repeat; figures are medians over the 
 Settings: 'before' is `PPOConfig()` (float32, today's and still the default), 'after' is `PPOConfig()` with
 `precision='bfloat16'` (collect and train under torch.autocast): faster, but not the default, since in three 1.5M
 agent-step runs from scratch its greedy policies scored 7.03, 7.03, 6.77 against float32's 19.78, 11.34, 19.75
-(75_training, Speed). Profiled and left (CPU time, one run each, against today's ~44-49k/s): 4 maps of 256 snakes
+(50_training, Speed). Profiled and left (CPU time, one run each, against today's ~44-49k/s): 4 maps of 256 snakes
 ~50k, bptt 32 ~49k, minibatch 16384 ~41k, torch.compile of the policy ~44k.
 Writes --out (default nbs/measured/ppo_speed_DATE.json).
 Usage: OMP_NUM_THREADS=1 python bench/ppo_speed.py [--speed-steps 327680] [--repeats 2]
@@ -18,8 +18,8 @@ import datetime, json, os, statistics
 from dataclasses import asdict, dataclass
 from typing import Annotated
 import torch
-from genome_lab.policies import load_pufferlib_policy
-from genome_lab.training import PPOConfig, PPOHyper
+from genome_lab.arenas.policies import load_pufferlib_policy
+from genome_lab.rl.training import PPOConfig, PPOHyper
 from genome_lab.core import machine
 from kit import parse
 from genome_lab.core import atomic_write_json, measured_dir

@@ -1,7 +1,7 @@
 """A producer at work against the trainer alone (issue 44): the ppo producer's agent-steps/s over its budget beside
 the standalone trainer's with the same settings and threads, measured in the same run.
 
-- The producer: `genome-lab produce ppo --budget-s B` (PPOProducer, 75_training, with `PPOSettings`' defaults or the
+- The producer: `genome-lab produce ppo --budget-s B` (PPOProducer, 50_training, with `PPOSettings`' defaults or the
   flags below) in a process of its own, on a fresh registry of the founders, one torch thread: its agent-steps (both
   learners', from its last step's metrics) over the process's wall time, start-up (imports, the first checkpoint's
   reading, PuffeRL's construction), offers (evaluation, checkpoint, registration) and scalars included.
@@ -20,10 +20,10 @@ from typing import Annotated
 import torch
 from genome_lab.core import (ProducerContext, atomic_write_json, config_argv,
                              measured_dir, machine)
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.seasons import console_script
-from genome_lab.ppo_run import PPORun
-from genome_lab.ppo_producer import PPOProducer, PPOSettings
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.ecosystem.seasons import console_script
+from genome_lab.rl.ppo_run import PPORun
+from genome_lab.rl.ppo_producer import PPOProducer, PPOSettings
 from kit import parse
 
 @dataclass

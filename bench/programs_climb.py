@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Annotated   # a script's dataclass documents its fields here (docments reads no `__main__` comments)
 import numpy as np
 from genome_lab.core import atomic_write_json, config_from_args, load_state
-from genome_lab.program_producer import ProgramSettings
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.sandbox import SandboxedPlayer, SandboxLimits, play_games
-from genome_lab.program_policy import PROGRAM_LIMITS
-from genome_lab.seasons import SeasonConfig, arena_plan, spawn_worker
-from genome_lab.tetris_players import TetrisGame, tetris_baselines
-from genome_lab.tournament import run_tournament
-from genome_lab.ranking import schedule_games
+from genome_lab.programs.program_producer import ProgramSettings
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.programs.sandbox import SandboxedPlayer, SandboxLimits, play_games
+from genome_lab.programs.program_policy import PROGRAM_LIMITS
+from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan, spawn_worker
+from genome_lab.programs.tetris_players import TetrisGame, tetris_baselines
+from genome_lab.tournaments.tournament import run_tournament
+from genome_lab.tournaments.ranking import schedule_games
 from kit import Memo, parse
 
 # where the climb's producer differs from `ProgramSettings()`, and why

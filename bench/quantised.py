@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 from typing import Annotated
 import numpy as np
 import torch
-from genome_lab.arenas import SnakeArena, TetrisArena
-from genome_lab.policies import load_pufferlib_policy, quantise
-from genome_lab.evaluation import evaluate
+from genome_lab.arenas.arena import SnakeArena, TetrisArena
+from genome_lab.arenas.policies import load_pufferlib_policy, quantise
+from genome_lab.arenas.evaluation import evaluate
 from genome_lab.core import machine
 from kit import parse
 from genome_lab.core import atomic_write_json, measured_dir

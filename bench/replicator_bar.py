@@ -1,7 +1,7 @@
 """The replicator's bar measured as written: the design's loop against PPO over 3 seeds each, every policy read alike.
 
 The bar (DESIGN's replicator + hypernetwork; the plan's Phase 5: "> 0.5x PPO performance within 10x evaluations"),
-read by `replicator_bar` (50_hypernetwork): per replicator seed, its smoothed score at its last reading A against
+read by `replicator_bar` (31_hypernetwork): per replicator seed, its smoothed score at its last reading A against
 the mean of the PPO seeds' smoothed scores at A / 10; the mean ratio with a Student-t 95% interval; met, not met or
 undecided at 0.5.
 
@@ -32,11 +32,11 @@ import numpy as np
 import torch
 from genome_lab.core import atomic_write_json, measured_dir, machine, run_lock, save_state
 from kit import parse, read_figures
-from genome_lab.hypernetwork import pretrained_decoder
-from genome_lab.replicator_run import (ReplicatorConfig, train_replicator, checkpoint_meta, read_policy, replicator_bar,
+from genome_lab.evolution.hypernetwork import pretrained_decoder
+from genome_lab.evolution.replicator_run import (ReplicatorConfig, train_replicator, checkpoint_meta, read_policy, replicator_bar,
                                        BAR_SMOOTHING, LOOP_FILE)
-from genome_lab.training import PPOConfig
-from genome_lab.ppo_run import PPORun
+from genome_lab.rl.training import PPOConfig
+from genome_lab.rl.ppo_run import PPORun
 
 DIAGNOSTICS = ('surrogate/r2', 'surrogate/trust', 'replicator/step', 'replicator/kl', 'replicator/mean_shift',
                'policy/distance_ratio', 'charts/fitness_mean', 'charts/fitness_best', 'replicator/entropy')

@@ -7,7 +7,7 @@ budget from its checkpoint), one producer after another; season 2 trains
 nothing and plays the queue, each producer's newest 2 offers (`max_offers`; the older ones retired unplayed). The
 registry starts with the founders, the reference tetris players and the random reference creatures (added to a resumed
 registry that lacks them), so every arena has active genomes for the candidates to replace. Bot
-players (`74_player_loop`) upload sessions and report games before each season, as in `85_seasons`. Per season and
+players (`44_player_loop`) upload sessions and report games before each season, as in `80_seasons`. Per season and
 arena it writes: the candidates offered by producer, the tournament's games,
 split-half Kendall `tau` (and `top_tau`), the ratings' sigmas, the `replacements` with both genomes' ordinals, and
 whether an active genome was replaced by a better-rated candidate. Resumable: a killed run continues from its registry.
@@ -68,14 +68,14 @@ def main():
     os.environ.setdefault('OMP_NUM_THREADS', '1')
     import torch; torch.set_num_threads(1)
     from fastapi.testclient import TestClient
-    from genome_lab.client import GenomeClient
+    from genome_lab.web.client import GenomeClient
     from genome_lab.core import find_producer, atomic_write_json, measured_dir
-    from genome_lab.player_loop import bot_players
-    from genome_lab.registry import Registry, seed_founders
-    from genome_lab.server import create_app
-    from genome_lab.seasons import SeasonConfig, run_season, season_table, ratings_by_season, spawn_worker
-    from genome_lab.tetris_players import tetris_baselines
-    from genome_lab.creature_store import creature_baselines
+    from genome_lab.web.player_loop import bot_players
+    from genome_lab.registry.store import Registry, seed_founders
+    from genome_lab.web.server import create_app
+    from genome_lab.ecosystem.seasons import SeasonConfig, run_season, season_table, ratings_by_season, spawn_worker
+    from genome_lab.programs.tetris_players import tetris_baselines
+    from genome_lab.evolution.creature_store import creature_baselines
     started = datetime.now(timezone.utc)
     root = Path(a.registry); root.mkdir(parents=True, exist_ok=True)
     state = Memo(root/'bench_state.json', {k: v for k, v in asdict(a).items() if k not in ('registry', 'until', 'out')})

@@ -24,19 +24,19 @@ from typing import Annotated
 from kit import parse
 import numpy as np
 import httpx
-from genome_lab.server import free_port
+from genome_lab.web.server import free_port
 
 HOST = '127.0.0.1'
 TOKEN = 'bench-token-' + os.urandom(6).hex()
 
 SERVER = """
 import json, os, sys, uvicorn
-from genome_lab.server import create_app, ManifestOut
-from genome_lab.web_kit import retry_busy
+from genome_lab.web.server import create_app, ManifestOut
+from genome_lab.web.web_kit import retry_busy
 root, static, port, token, http, workers = sys.argv[1:7]
 if int(workers) > 1:   # read-only processes as `genome-lab serve --workers N --read-only` runs them
-    os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=root, max_upload_bytes=8 << 20, job='genome_lab.selection:tournament_job'))
-    uvicorn.run('genome_lab.server:app_from_environment', factory=True, workers=int(workers), host='127.0.0.1', port=int(port),
+    os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=root, max_upload_bytes=8 << 20, job='genome_lab.tournaments.selection:tournament_job'))
+    uvicorn.run('genome_lab.web.server:app_from_environment', factory=True, workers=int(workers), host='127.0.0.1', port=int(port),
                 log_level='warning', http=http, loop='uvloop' if http == 'httptools' else 'asyncio')
 else:
     app = create_app(root, token=token, static_dir=static)
@@ -114,8 +114,8 @@ class ServerLoadBench:
 
 def main(argv=None):
     a = parse(ServerLoadBench, doc=__doc__, argv=argv)
-    from genome_lab.registry import Registry, seed_founders
-    import genome_lab.server  # noqa: F401 (Registry.games, record_games)
+    from genome_lab.registry.store import Registry, seed_founders
+    import genome_lab.web.server  # noqa: F401 (Registry.games, record_games)
     work = Path(tempfile.mkdtemp(prefix='genome_lab_bench_server_'))
     root, static = work/'registry', work/'static'
     with Registry(root) as reg:

@@ -38,8 +38,8 @@ import live_view
 def load()->str: return open('/proc/loadavg').read().split()[:3]
 
 def moments(registry:Path, n:int)->list: # [(SnakeFrame, Scene)], one per step
-    from genome_lab.registry import Registry
-    from genome_lab.broadcast import LiveGame, StreamConfig, active_snakes
+    from genome_lab.registry.store import Registry
+    from genome_lab.broadcast.live import LiveGame, StreamConfig, active_snakes
     with Registry(registry) as reg: g = LiveGame(reg, active_snakes(reg, 8), 0, 1, StreamConfig())
     for _ in range(60): g.step()   # past the first steps, where snakes are one cell long
     out = []
@@ -51,7 +51,7 @@ def rgb_baseline(frame, scene):
     "The same picture drawn in RGB (numpy cells, Pillow text), then converted to YUV 4:2:0 by swscale."
     import av
     from PIL import Image, ImageDraw
-    from genome_lab.streaming import _cell_colours, _map_layout, leaderboard_rows, _font, SIDEBAR, HEADER, FEED, PANEL, BACK, INK, DIM
+    from genome_lab.broadcast.streaming import _cell_colours, _map_layout, leaderboard_rows, _font, SIDEBAR, HEADER, FEED, PANEL, BACK, INK, DIM
     W, H = 1280, 720
     img = np.empty((H, W, 3), np.uint8); img[:] = BACK
     img[:HEADER] = PANEL; img[:, W-SIDEBAR:] = PANEL; img[H-FEED:, :W-SIDEBAR] = PANEL
@@ -84,7 +84,7 @@ def cpu_per_call(fn, items)->tuple: # (thread CPU seconds per call, wall seconds
 
 def render_and_encode(registry:Path, seconds:float, fps:int=30)->dict:
     import av
-    from genome_lab.streaming import Canvas, render_snake, LiveEncoder, EncoderConfig
+    from genome_lab.broadcast.streaming import Canvas, render_snake, LiveEncoder, EncoderConfig
     n = int(seconds * fps)
     ms = moments(registry, n)
     cv = Canvas()
@@ -128,9 +128,9 @@ def render_and_encode(registry:Path, seconds:float, fps:int=30)->dict:
 
 def other_arenas(n:int, budget:float)->dict:
     "CPU per 1280x720 frame of 4 tetris boards (from `TetrisArena` stepped by random keys) and of 8 creatures (recorded frames)."
-    from genome_lab.arenas import TetrisArena
-    from genome_lab.physics import random_population, simulate, pellet_course
-    from genome_lab.streaming import Canvas, render_tetris, render_creatures, tetris_boards, genome_colours
+    from genome_lab.arenas.arena import TetrisArena
+    from genome_lab.arenas.physics import random_population, simulate, pellet_course
+    from genome_lab.broadcast.streaming import Canvas, render_tetris, render_creatures, tetris_boards, genome_colours
     cv, rng, names = Canvas(), np.random.default_rng(0), ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H']
     arena = TetrisArena(num_envs=4)
     boards = []
@@ -151,9 +151,9 @@ def per_viewer_app(registry:Path, fps:int=30):
     from fastapi import FastAPI
     from aiortc import RTCPeerConnection, RTCSessionDescription, RTCConfiguration, RTCRtpSender, VideoStreamTrack
     from aiortc.contrib.media import MediaRelay
-    from genome_lab.registry import Registry
-    from genome_lab.broadcast import LiveGame, StreamConfig, active_snakes
-    from genome_lab.streaming import Canvas, render_snake
+    from genome_lab.registry.store import Registry
+    from genome_lab.broadcast.live import LiveGame, StreamConfig, active_snakes
+    from genome_lab.broadcast.streaming import Canvas, render_snake
     with Registry(registry) as reg: game = LiveGame(reg, active_snakes(reg, 8), 0, 1, StreamConfig())
     class Frames(VideoStreamTrack):
         k = 0
@@ -178,8 +178,8 @@ def per_viewer_app(registry:Path, fps:int=30):
 def serve_main(a):
     "Subprocess: a server ('shared': the genome server with its broadcast; 'per-viewer': the baseline) until killed."
     import uvicorn
-    from genome_lab.server import create_app
-    from genome_lab.broadcast import StreamConfig
+    from genome_lab.web.server import create_app
+    from genome_lab.broadcast.live import StreamConfig
     if a.serve == 'shared':
         app = create_app(a.registry); app.state.stream_config = StreamConfig(idle_seconds=60)
     else: app = per_viewer_app(Path(a.registry))
@@ -216,7 +216,7 @@ def proc_cpu(pid:int)->float: # seconds of CPU (user + system) of process `pid`
 def viewers_main(a)->dict:
     "Inside the namespace: for each mode and viewer count, a fresh server, then N viewers for `seconds`; its CPU s/s."
     import asyncio
-    from genome_lab.server import free_port
+    from genome_lab.web.server import free_port
     out = {}
     for mode in ('shared', 'per-viewer'):
         rows = []
@@ -277,7 +277,7 @@ def main(argv=None):
     if a.serve: return serve_main(a)
     if a.viewers_only:   # inside the namespace
         print(json.dumps(viewers_main(a))); return 0
-    from genome_lab.registry import Registry, seed_founders
+    from genome_lab.registry.store import Registry, seed_founders
     work = Path(tempfile.mkdtemp(prefix='genome_lab_stream_bench_'))
     reg = work/'registry'
     with Registry(reg) as r: seed_founders(r)

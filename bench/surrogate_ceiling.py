@@ -4,12 +4,12 @@ The replicator's fitness estimator is judged by its R^2 on genomes it has not se
 A genome's fitness is one noisy evaluation, and no predictor can explain more of its variance than the share that
 repeats when the same policies are evaluated again: for fitness = true value + independent noise, the best R^2
 against one evaluation equals the test-retest reliability r (the correlation of two evaluations of the same policies
-on two map seeds). This bench runs the replicator's training loop (`ReplicatorTrainingLoop`, 50_hypernetwork's
+on two map seeds). This bench runs the replicator's training loop (`ReplicatorTrainingLoop`, 31_hypernetwork's
 settings) and, every --retest-every generations, takes a fresh generation of genomes, evaluates each genome twice
 (developed anew, on two seeds; also the same policies on two seeds) and prints: the reliability r, the estimator's R^2 on those genomes against one evaluation (it has not
 seen them), their ratio (the share of the explainable variance that is explained), and how many evaluations per
 genome averaging would need for a ceiling of 0.7 (Spearman-Brown). The replacement target is R^2 >= 0.7 r.
-Writes --out (JSON, committed under nbs/measured/ and read by 75_training).
+Writes --out (JSON, committed under nbs/measured/ and read by 50_training).
 Usage: python bench/surrogate_ceiling.py [--generations 40] [--retest-every 10]
 """
 import datetime, json, os, time
@@ -18,8 +18,8 @@ from typing import Annotated
 import numpy as np
 import torch
 from genome_lab.core import machine
-from genome_lab.hypernetwork import evaluate_population
-from genome_lab.replicator_run import ReplicatorConfig, ReplicatorTrainingLoop
+from genome_lab.evolution.hypernetwork import evaluate_population
+from genome_lab.evolution.replicator_run import ReplicatorConfig, ReplicatorTrainingLoop
 from genome_lab.core import atomic_write_json, measured_dir, config_parser, config_from_args
 
 def spearman_brown_k(r:float, target:float=0.7)->float: # evaluations to average for reliability `target`

@@ -15,11 +15,11 @@ import os, time
 from dataclasses import dataclass
 from typing import Annotated
 import numpy as np, torch
-from genome_lab.arenas import SnakeArena
-from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy, EpsilonGreedy
-from genome_lab.evaluation import evaluate
-from genome_lab.tournament import run_tournament, play_games, ladder_taus, games_to_reach
-from genome_lab.selection import mutate
+from genome_lab.arenas.arena import SnakeArena
+from genome_lab.arenas.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy, EpsilonGreedy
+from genome_lab.arenas.evaluation import evaluate
+from genome_lab.tournaments.tournament import run_tournament, play_games, ladder_taus, games_to_reach
+from genome_lab.tournaments.selection import mutate
 from kit import parse
 
 @dataclass

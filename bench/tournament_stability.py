@@ -1,7 +1,7 @@
 """How stable is a tournament's ranking in each arena, against game length, map size and number of games?
 
 For every arena (snake, tetris, creatures) a table of 5-7 real genomes of graded but partly close strength plays one
-tournament per setting and seed with every pair meeting up to `--max-meetings` times; `split_half` (70_tournament)
+tournament per setting and seed with every pair meeting up to `--max-meetings` times; `split_half` (40_tournament)
 of the first games that make 1, 2, 4, ... meetings gives the split-half Kendall tau of the whole ranking (`tau`), of
 its top 3 (`top_tau`), the mean OpenSkill sigma and the leader's lead in sigmas. Today's season settings are the
 first setting of each arena (the baseline), measured in the same run. A setting is called stable where the mean over
@@ -34,10 +34,10 @@ STABLE = dict(tau=0.85)
 def entrants(arena:str)->tuple: # (names, policies)
     "The arena's table: PufferLib's policy, epsilon-random and mutated copies of it, hand-written and random players."
     import torch
-    from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy, EpsilonGreedy
-    from genome_lab.selection import mutate
+    from genome_lab.arenas.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy, EpsilonGreedy
+    from genome_lab.tournaments.selection import mutate
     if arena == 'creatures':
-        from genome_lab.physics import random_population, creature_policy, simulate, pellet_course
+        from genome_lab.arenas.physics import random_population, creature_policy, simulate, pellet_course
         pop = random_population(40, seed=7)
         fit = simulate(pop, pellet_course(999), seconds=10.0).fitness
         best = np.argsort(-fit)[:5]   # the 5 best of 40 random creatures: close rivals, as a GA's survivors are
@@ -57,8 +57,8 @@ def entrants(arena:str)->tuple: # (names, policies)
 def job(args)->list: # rows, one per meetings count
     arena, label, kw, seed, max_meetings = args
     import torch; torch.set_num_threads(1)
-    from genome_lab.tournament import run_tournament
-    from genome_lab.ranking import split_half, schedule_games, fit_ratings
+    from genome_lab.tournaments.tournament import run_tournament
+    from genome_lab.tournaments.ranking import split_half, schedule_games, fit_ratings
     names, pols = entrants(arena)
     t0 = time.perf_counter()
     t = run_tournament(None, names, pols, arena=arena, genomes_per_game=3, meetings=max_meetings, seed=seed,

@@ -6,7 +6,7 @@ baseline is a clone of the true actions of the same snakes' games, trained with 
 both are scored on `--eval-seeds` maps they never saw (`compare_scores`, greedy: first episodes from reset and every
 death in the `--window` of continuous play, as bench/cloning.py).
 
-Tetris (95_video_models): `--tetris-seeds` games of one board per `--noise` level of the Dellacherie planner are filmed
+Tetris (71_video_models): `--tetris-seeds` games of one board per `--noise` level of the Dellacherie planner are filmed
 with the stream's renderer; an IDM trained on `--label-frac` of the clips is scored on the others; a T-REX reward model
 learns from the clips of all games but the last `--tetris-test-games` ranked by noise alone, is calibrated on the
 labelled clips' true rewards and scored (Spearman) on the held-out games; a latent action model (LAPO) learns from the
@@ -31,14 +31,14 @@ import torch
 from scipy.stats import spearmanr
 from genome_lab.core import atomic_write_json
 from kit import parse, read_figures
-from genome_lab.arenas import SNAKE_CELLS
-from genome_lab.cloning import CloneConfig, session_sequences, compare_scores
-from genome_lab.sessions import load_sessions
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.seasons import SeasonConfig, run_season, ratings_by_season
-from genome_lab.watching import (ClipConfig, film, decode_clip, clip_dataset, train_idm,
+from genome_lab.arenas.arena import SNAKE_CELLS
+from genome_lab.players.cloning import CloneConfig, session_sequences, compare_scores
+from genome_lab.players.sessions import load_sessions
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.ecosystem.seasons import SeasonConfig, run_season, ratings_by_season
+from genome_lab.players.watching import (ClipConfig, film, decode_clip, clip_dataset, train_idm,
                                  video_to_trajectory, failure_modes, clone_sequences, FAILURE_MODES)
-from genome_lab.video_models import (TetrisClipConfig, TETRIS_ACTIONS, TETRIS_MODES, SKILL_LEN, film_tetris,
+from genome_lab.imagination.video_models import (TetrisClipConfig, TETRIS_ACTIONS, TETRIS_MODES, SKILL_LEN, film_tetris,
                                      read_tetris_clips, clip_truth, board_windows, tetris_modes, BoardCNN,
                                      fit_classifier, predict, train_trex, predict_reward, segment_returns, train_lam,
                                      latent_codes, code_stats, fit_adapter, action_chunks, train_skills, skill_table)

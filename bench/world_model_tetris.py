@@ -1,5 +1,5 @@
-"""A tetris world model (96_dream_policy, issue 33): 23_dreaming's `WorldModel` with a tetris board's dims
-(`TETRIS_WORLD`) trained on tetris games the project records (95_video_models' `film_tetris`: the placement planner with
+"""A tetris world model (72_dream_policy, issue 33): 70_dreaming's `WorldModel` with a tetris board's dims
+(`TETRIS_WORLD`) trained on tetris games the project records (71_video_models' `film_tetris`: the placement planner with
 Dellacherie's weights and D-REX's noise, the boards' truth), scored by `open_loop_accuracy` at k = 1, 5, 15 on held-out
 games against copying the last board.
 
@@ -22,9 +22,9 @@ import torch
 from safetensors.torch import save_file, load_file
 from genome_lab.core import measured_dir, machine
 from kit import Memo, parse, write_figures
-from genome_lab.dreaming import Trajectories, WorldConfig, WorldModel, train_world_model, open_loop_accuracy
-from genome_lab.dream_policy import TETRIS_WORLD, tetris_trajectories
-from genome_lab.video_models import TetrisClipConfig
+from genome_lab.imagination.dreaming import Trajectories, WorldConfig, WorldModel, train_world_model, open_loop_accuracy
+from genome_lab.imagination.dream_policy import TETRIS_WORLD, tetris_trajectories
+from genome_lab.imagination.video_models import TetrisClipConfig
 
 @dataclass
 class TetrisWorldOptions:

@@ -51,34 +51,34 @@ def did_you_mean(name:str, known:list)->str: # ": did you mean 'x'?" or ''
 
 # %% ../nbs/99_pipeline.ipynb #c112236c
 PRESETS = {
-    'quick': {'50_hypernetwork': dict(run_dir='replicator'),  # keep training runs inside the run folder
-              '75_training': dict(run_dir='ppo'),
-              '83_llm_evolution': dict(run_dir='llm_evolution')},
+    'quick': {'31_hypernetwork': dict(run_dir='replicator'),  # keep training runs inside the run folder
+              '50_training': dict(run_dir='ppo'),
+              '63_llm_evolution': dict(run_dir='llm_evolution')},
     'full': {
         '10_registry': dict(maps=4, tetris_envs=1024, max_steps=50_000),
         '20_sessions': dict(per_style=16, steps=1000, chunk_rows=1024),
         '21_cloning': dict(preset='full', width=640, height=360, num_snakes=256, num_food=4096, record_steps=2000,
                            eval_max_steps=20_000, player_steps=1000),
-        '30_clustering': dict(per_style=16, steps=1000, genome_epochs=8),
-        '50_hypernetwork': dict(run_dir='replicator', generations=1800, lr_drop_at=1200, population=32, hidden=16, steps=2048,
-                                agents_each=4, eval_snakes=256),  # the headline run of 50_hypernetwork's measured section
-        '60_physics': dict(population=64),
-        '61_creature_store': dict(population=20, generations=10, run_population=64, run_generations=100, use_compile=True),
-        '70_tournament': dict(snakes_per_genome=16, game_steps=1000, meetings=3, width=160, height=90, num_food=800, ladder_games=60),
-        '71_selection': dict(snakes_per_genome=16, game_steps=1000),
-        '72_server': dict(job_agents=64, job_max_steps=2000),
-        '73_client': dict(draws=100_000),
-        '74_player_loop': dict(games=20, game_steps=500),
-        '75_training': dict(run_dir='ppo', steps=100_000_000, keep_every=5_000_000, league_steps=20_000_000),  # bench/ppo_curve.py's run
-        '81_tetris_players': dict(demo_ticks=10_000),
-        '83_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
+        '23_clustering': dict(per_style=16, steps=1000, genome_epochs=8),
+        '31_hypernetwork': dict(run_dir='replicator', generations=1800, lr_drop_at=1200, population=32, hidden=16, steps=2048,
+                                agents_each=4, eval_snakes=256),  # the headline run of 31_hypernetwork's measured section
+        '04_physics': dict(population=64),
+        '33_creature_store': dict(population=20, generations=10, run_population=64, run_generations=100, use_compile=True),
+        '40_tournament': dict(snakes_per_genome=16, game_steps=1000, meetings=3, width=160, height=90, num_food=800, ladder_games=60),
+        '41_selection': dict(snakes_per_genome=16, game_steps=1000),
+        '42_server': dict(job_agents=64, job_max_steps=2000),
+        '43_client': dict(draws=100_000),
+        '44_player_loop': dict(games=20, game_steps=500),
+        '50_training': dict(run_dir='ppo', steps=100_000_000, keep_every=5_000_000, league_steps=20_000_000),  # bench/ppo_curve.py's run
+        '61_tetris_players': dict(demo_ticks=10_000),
+        '63_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
                                  max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
-        '85_seasons': dict(seasons=3, bot_games=20, max_meetings=16, max_candidates=0, tetris_agents=8),  # more games, the same stable ones
-        '86_play': dict(enemies=50, steps=300),
-        '90_streaming': dict(game_steps=300, clip_seconds=10.0),
-        '91_broadcast': dict(fps=30, seconds=5.0),
-        '92_highlights': dict(clip_width=1280, clip_height=720, max_clips=50, max_games=0),
-        '93_stream_server': dict(seconds=3.0)},
+        '80_seasons': dict(seasons=3, bot_games=20, max_meetings=16, max_candidates=0, tetris_agents=8),  # more games, the same stable ones
+        '82_play': dict(enemies=50, steps=300),
+        '45_streaming': dict(game_steps=300, clip_seconds=10.0),
+        '90_broadcast': dict(fps=30, seconds=5.0),
+        '91_highlights': dict(clip_width=1280, clip_height=720, max_clips=50, max_games=0),
+        '92_stream_server': dict(seconds=3.0)},
 }
 RUN_INJECTED = ('registry_dir',)  # set by the pipeline itself: the run's shared registry
 
@@ -287,9 +287,9 @@ def _minutes(s:float)->str: return f"{int(s // 60)}m{round(s % 60):02d}s" if s >
 def run_summary(run_dir:str|Path)->str: # lines for the console
     """What run `run_dir` did: its notebooks and time, the seasons, per arena the genomes rated and replaced and the top
     active one (the leaderboard's note where a baseline leads), where the figures are and how to serve them."""
-    from genome_lab.site_pages import leaderboard
-    from genome_lab.registry import Registry
-    from genome_lab.sqlite_store import RegistryError
+    from genome_lab.web.site_pages import leaderboard
+    from genome_lab.registry.store import Registry
+    from genome_lab.registry.sqlite_store import RegistryError
     run_dir = Path(run_dir); rec = json.loads((run_dir/'run.json').read_text())
     res = rec['results']; ok = [n for n in rec['notebooks'] if res.get(n, {}).get('status') == 'ok']
     secs = sum(res[n].get('seconds') or 0 for n in ok)
@@ -312,7 +312,7 @@ def run_summary(run_dir:str|Path)->str: # lines for the console
             best = f"{top['name']} ({top['ordinal']:.2f}, {top['type']})" if top else 'none active is rated'
             out.append(f"  {a:<10} {n:>5} {m:>8}  {best}")
             if a in lb['notes']: out.append(f"  {'':<26}{lb['notes'][a]}")
-    out.append(f"  figures: the executed notebooks in {run_dir}/ (10_registry first, then 70_tournament and 85_seasons);"
+    out.append(f"  figures: the executed notebooks in {run_dir}/ (10_registry first, then 40_tournament and 80_seasons);"
                f" as a site: bash tools/docs.sh --from-run {run_dir}")
     out.append(f"  look at it: genome-lab serve --registry {run_dir/'registry'} --read-only, then open http://127.0.0.1:8000/")
     return '\n'.join(out)
@@ -423,7 +423,8 @@ HELP_CACHE = Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'gen
 def source_digest()->str: # 16 hex digits
     "The sha256 of this package's modules (names, bytes) and its commands: what each command's `--help` depends on."
     h = hashlib.sha256(json.dumps(commands(), sort_keys=True).encode())
-    for p in sorted(Path(genome_lab.__file__).parent.glob('*.py')): h.update(p.name.encode() + b'\0' + p.read_bytes())
+    root = Path(genome_lab.__file__).parent   # its sub-packages too
+    for p in sorted(root.rglob('*.py')): h.update(str(p.relative_to(root)).encode() + b'\0' + p.read_bytes())
     return h.hexdigest()[:16]
 
 # %% ../nbs/99_pipeline.ipynb #a14fccba

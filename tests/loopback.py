@@ -1,6 +1,6 @@
 """Loopback services for the tests: a static file server and headless Chromium (Debian's `chromium`, installed by
 tools/setup_debian.sh) driven by Playwright (no browser download): open a page, evaluate JavaScript in it, wait for
-a condition, take a screenshot. Ports and the app server come from `genome_lab.server` (`free_port`, `serve_in_thread`)."""
+a condition, take a screenshot. Ports and the app server come from `genome_lab.web.server` (`free_port`, `serve_in_thread`)."""
 import contextlib, functools, http.server, shutil, threading
 from pathlib import Path
 import pytest

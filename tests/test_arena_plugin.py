@@ -1,13 +1,13 @@
-"""A new arena is one class and one entry point of `genome_lab.arenas`: it declares how a season plays it
+"""A new arena is one class and one entry point of `genome_lab.arenas.arena`: it declares how a season plays it
 (`Arena.season`) and a genome type of its own (`Arena.genome_types`), and a season plays it next to the built-in arenas,
 rates its genomes and selects among them, with no edit to `seasons`."""
 import numpy as np
 import pytest
 from genome_lab import arenas
-from genome_lab.arenas import Arena, ArenaSeason, Episodes, arena_names
-from genome_lab.policies import RandomPolicy
-from genome_lab.registry import Registry, Genome, seed_founders, genome_types
-from genome_lab.seasons import run_season, season_parser, season_config_from_args
+from genome_lab.arenas.arena import Arena, ArenaSeason, Episodes, arena_names
+from genome_lab.arenas.policies import RandomPolicy
+from genome_lab.registry.store import Registry, Genome, seed_founders, genome_types
+from genome_lab.ecosystem.seasons import run_season, season_parser, season_config_from_args
 
 class CoinArena(Arena):
     "Each agent calls a coin `rounds` times a game and scores a point for every 'heads' (action 1)."

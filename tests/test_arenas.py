@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 from fastapi.testclient import TestClient
-from genome_lab.arenas import SnakeArena, Arena, Episodes, register_arena, find_arena, arena_names, make_arena, ARENAS
-from genome_lab.evaluation import evaluate
-from genome_lab.policies import RandomPolicy, Policy
-from genome_lab.registry import Registry, Genome
-from genome_lab.sessions import SessionWriter, uploaded_sessions, list_sessions
-from genome_lab.tournament import run_tournament
-from genome_lab.server import create_app
+from genome_lab.arenas.arena import SnakeArena, Arena, Episodes, register_arena, find_arena, arena_names, make_arena, ARENAS
+from genome_lab.arenas.evaluation import evaluate
+from genome_lab.arenas.policies import RandomPolicy, Policy
+from genome_lab.registry.store import Registry, Genome
+from genome_lab.players.sessions import SessionWriter, uploaded_sessions, list_sessions
+from genome_lab.tournaments.tournament import run_tournament
+from genome_lab.web.server import create_app
 
 class GuessArena(Arena):
     "Guess a hidden digit 0..9 drawn per agent from the seed: an episode ends at the first right guess; score = 10 - guesses."
@@ -55,7 +55,7 @@ class Bisect(Policy):
 @pytest.fixture
 def guess():
     register_arena(GuessArena)
-    from genome_lab.policies import ARCHITECTURES
+    from genome_lab.arenas.policies import ARCHITECTURES
     ARCHITECTURES['bisect_test'] = Bisect
     yield GuessArena
     ARENAS.pop('guess'); ARCHITECTURES.pop('bisect_test')
@@ -91,7 +91,7 @@ def test_evaluation_tournament_and_server_accept_a_new_arena(guess, tmp_path):
 
 def test_imports_from_threads_keep_the_working_directory(tmp_path, monkeypatch):
     "PufferLib imported from several threads at once (an evolution run's evaluation threads) leaves the working directory as it was."
-    from genome_lab.pufferlib_import import import_pufferlib_module
+    from genome_lab.arenas.pufferlib_import import import_pufferlib_module
     monkeypatch.chdir(tmp_path)
     names = ['pufferlib', 'pufferlib.ocean.snake.binding', 'pufferlib.ocean.tetris.binding']*3
     with ThreadPoolExecutor(len(names)) as ex: mods = list(ex.map(import_pufferlib_module, names))
@@ -103,7 +103,7 @@ def test_pufferlib_is_imported_without_changing_directory(tmp_path):
     code = ("import os\n"
             "def refuse(*a): raise AssertionError('os.chdir called')\n"
             "os.chdir = refuse\n"
-            "from genome_lab.arenas import SnakeArena, TetrisArena\n"
+            "from genome_lab.arenas.arena import SnakeArena, TetrisArena\n"
             "SnakeArena(num_snakes=2, width=20, height=20, num_food=2).close(); TetrisArena().close()\n"
             "import pufferlib; assert pufferlib.__version__ == 3.0\n"
             "print(sorted(os.listdir('.')))")
@@ -114,10 +114,11 @@ def test_no_chdir_in_the_package():
     "No module of genome_lab calls `chdir`: the working directory belongs to every thread of the process."
     import genome_lab
     calls = []
-    for f in sorted(Path(genome_lab.__file__).parent.glob('*.py')):
+    root = Path(genome_lab.__file__).parent
+    for f in sorted(root.rglob('*.py')):
         for n in ast.walk(ast.parse(f.read_text())):
             if isinstance(n, ast.Call) and getattr(n.func, 'attr', getattr(n.func, 'id', None)) == 'chdir':
-                calls.append(f"{f.name}:{n.lineno}")
+                calls.append(f"{f.relative_to(root)}:{n.lineno}")
     assert calls == []
 
 def test_relative_registry_writes_while_arenas_are_made(tmp_path, monkeypatch):

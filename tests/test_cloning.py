@@ -5,14 +5,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from genome_lab.cloning import (CLONE_PRESETS, sequence_logits, session_sequences, split_by_session, train_clone, clone,
+from genome_lab.players.cloning import (CLONE_PRESETS, sequence_logits, session_sequences, split_by_session, train_clone, clone,
                                 dagger_sessions, register_clone, training_record, finetune, merge_genomes, shared_base,
                                 ties_params, average_params, contributions)
-from genome_lab.policies import LinearLSTM, load_pufferlib_policy, pufferlib_config
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.sqlite_store import RegistryError
-from genome_lab.evaluation import evaluate
-from genome_lab.sessions import load_sessions, record_bot_sessions
+from genome_lab.arenas.policies import LinearLSTM, load_pufferlib_policy, pufferlib_config
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.sqlite_store import RegistryError
+from genome_lab.arenas.evaluation import evaluate
+from genome_lab.players.sessions import load_sessions, record_bot_sessions
 from hostile import upload
 from genome_lab.core import ProducerContext
 
@@ -157,7 +157,7 @@ def test_bench_refuses_to_evaluate_on_training_maps():
 def test_hybrids_producer_guards_each_player(reg, monkeypatch):
     """The newest player left after one step (no training sequence) and the next newest's fine-tune fails: both are
     skipped and reported, and the hybrid is made from the player before them."""
-    import genome_lab.cloning as cl
+    import genome_lab.players.cloning as cl
     ivy = upload(reg.root, 'ivy', 40, '2030-01-01T00:00:00')
     upload(reg.root, 'zed', 40, '2030-01-02T00:00:00')
     quit = upload(reg.root, 'quitter', 1, '2030-01-03T00:00:00')

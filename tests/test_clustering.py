@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from genome_lab.cloning import CLONE_PRESETS, contributions
-from genome_lab.clustering import (FEATURES, session_features, feature_table, cluster_sessions, name_clusters, silhouette_curve,
+from genome_lab.players.cloning import CLONE_PRESETS, contributions
+from genome_lab.players.clustering import (FEATURES, session_features, feature_table, cluster_sessions, name_clusters, silhouette_curve,
                                    style_ari, train_cluster_genome, train_cluster_genomes, latest_version)
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.sessions import SessionWriter, read_session, load_sessions, record_bot_sessions
-from genome_lab.clustering import produce_clones, produce_clusters, CloneSettings, ClusterSettings
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.players.sessions import SessionWriter, read_session, load_sessions, record_bot_sessions
+from genome_lab.players.clustering import produce_clones, produce_clusters, CloneSettings, ClusterSettings
 from genome_lab.core import ProducerContext
 from hostile import upload
 

@@ -5,9 +5,9 @@ readable ticks, live refresh); the policy-ops table lists each producer's versio
 registry; the home page links the dashboard."""
 import math
 from genome_lab.core import log_scalars, producer_names
-from genome_lab.registry import Registry, Genome
-from genome_lab.policies import RandomPolicy
-from genome_lab.server import create_app, serve_in_thread
+from genome_lab.registry.store import Registry, Genome
+from genome_lab.arenas.policies import RandomPolicy
+from genome_lab.web.server import create_app, serve_in_thread
 from loopback import Page
 
 CHARTS = """window.charts.map(u => ({producer: u.producer, tag: u.tag, width: u.width,
@@ -104,7 +104,7 @@ def test_a_step_logged_again_keeps_its_last_value_and_nothing_is_lost(tmp_path):
     """Before: a second `log_scalars` call within the same second wrote an event file of the same name over the first
     (its points lost), and a step logged again (a producer's round killed after it logged, then resumed) was drawn
     twice."""
-    from genome_lab.dashboard import read_scalars
+    from genome_lab.web.dashboard import read_scalars
     row = lambda e, v: {'epoch': e, 'losses/bc': v}
     log_scalars(tmp_path, 'ppo', 'season-1', [row(1, 1.0), row(2, 2.0)], 'epoch')
     log_scalars(tmp_path, 'ppo', 'season-1', [row(2, 2.5), row(3, 3.0)], 'epoch')   # the resumed round: step 2 again

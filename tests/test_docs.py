@@ -1,5 +1,5 @@
 """The docs site and JupyterLab, checked in headless Chromium. One small quick-preset run (`genome-lab run
-61_creature_store`: curves, a table and two replays) feeds both: the site is built from it with `tools/docs.py
+33_creature_store`: curves, a table and two replays) feeds both: the site is built from it with `tools/docs.py
 --from-run` (every other chapter is rendered from its source) and served on loopback; JupyterLab opens the run's
 executed notebook, which was never trusted. Screenshots are kept in the test's temporary folder."""
 import ast, contextlib, json, os, re, subprocess, sys, time
@@ -8,12 +8,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 import nbformat, pytest
 from loopback import Page, serve_folder
-from genome_lab.server import free_port
+from genome_lab.web.server import free_port
 from genome_lab.pipeline import list_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-NOTEBOOK = '61_creature_store'
+NOTEBOOK = '33_creature_store'
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1'}
 
 @pytest.fixture(scope='module')
@@ -96,19 +96,19 @@ def test_site_in_headless_chromium(site, tmp_path):
         assert 'This chapter was not executed for this build' in page.js("document.body.innerText")
 
         page.goto(f'{url}/api/evaluation.html')
-        sig = page.js("document.getElementById('genome_lab.evaluation.evaluate').textContent")
+        sig = page.js("document.getElementById('genome_lab.arenas.evaluation.evaluate').textContent")
         assert 'episodes_per_agent' in sig and 'max_steps' in sig, sig
-        body = page.js("document.getElementById('genome_lab.evaluation.evaluate').parentElement.innerText")
+        body = page.js("document.getElementById('genome_lab.arenas.evaluation.evaluate').parentElement.innerText")
         assert 'first episodes of each agent that count on each map (n = maps x agents x this)' in body, body   # its docment
         page.screenshot(tmp_path/'api.png')
         page.goto(f'{url}/api/tournament.html')
-        body = page.js("document.getElementById('genome_lab.tournament.run_tournament').parentElement.innerText")
+        body = page.js("document.getElementById('genome_lab.tournaments.tournament.run_tournament').parentElement.innerText")
         ret = body[body.index('Returns'):]   # each docment by its own parameter, the return's under Returns
         assert 'rating history' in ret and 'after each batch' not in ret and 'as if killed' not in ret, body
 
         page.goto(f'{url}/search.html?q=evaluate')
         links = page.wait("[...document.querySelectorAll('#search-results a')].map(a => a.getAttribute('href'))", 60)
-        assert any(l.startswith('api/evaluation.html#genome_lab.evaluation.evaluate') for l in links), links
+        assert any(l.startswith('api/evaluation.html#genome_lab.arenas.evaluation.evaluate') for l in links), links
         page.screenshot(tmp_path/'search.html.png')
 
 class Links(HTMLParser):

@@ -1,11 +1,11 @@
-"""23_dreaming: the dream envs against gymnasium's checker and its vector API, and a smoke run of bench/dreaming.py
+"""70_dreaming: the dream envs against gymnasium's checker and its vector API, and a smoke run of bench/dreaming.py
 that writes the figures file's keys (the notebook covers training, accuracy and the planner's search)."""
 import json, os, subprocess, sys
 from pathlib import Path
 import numpy as np
 import torch
 from gymnasium.utils.env_checker import check_env
-from genome_lab.dreaming import WorldModel, DreamEnv, DreamBridgeEnv
+from genome_lab.imagination.dreaming import WorldModel, DreamEnv, DreamBridgeEnv
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,7 @@
 finishes its hours with every season done once."""
 import json, os, signal, subprocess, sys, time
 from pathlib import Path
-from genome_lab.registry import Registry
+from genome_lab.registry.store import Registry
 from genome_lab.core import load_state
 
 TINY = ['--work-s', '4', '--workers', 'clones', '--batch', '2', '--max-meetings', '1', '--arena-settings', 'snake.steps=30',

@@ -1,8 +1,8 @@
 """The game viewer (`/viewer`) in headless Chromium (tests/loopback.py): a stored tournament game is picked from the
 index, scrubbed step by step, and a snake clicked on is followed (its length and move probabilities shown)."""
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.tournament import run_tournament
-from genome_lab.server import create_app, serve_in_thread
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.tournaments.tournament import run_tournament
+from genome_lab.web.server import create_app, serve_in_thread
 from loopback import Page
 
 def test_viewer_picks_scrubs_and_follows(tmp_path):

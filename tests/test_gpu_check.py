@@ -4,7 +4,7 @@ import json, subprocess, sys
 from pathlib import Path
 import numpy as np, pytest, torch
 from safetensors.torch import load_file, save_file
-from genome_lab.registry import founding_genomes
+from genome_lab.registry.store import founding_genomes
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT/'bench'))
@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT/'bench'))
 def test_tournament_maps_are_rebuilt_fresh(tmp_path, monkeypatch):
     "Every reset_every steps the maps are made anew, as a fresh env reset with the next seed of the stream."
     monkeypatch.chdir(tmp_path)   # importing pufferlib links its resources into the working directory
-    from genome_lab.training import TournamentMaps
+    from genome_lab.rl.training import TournamentMaps
     kw = dict(num_envs=2, width=48, height=36, num_snakes=18, num_food=60, max_snake_length=512)
     env, ref = TournamentMaps(5, seed=3, **kw), TournamentMaps(5, seed=3, **kw)
     env.reset(3)

@@ -2,9 +2,9 @@
 in headless Chromium (Debian's chromium under Playwright, tests/loopback.py); screenshots are kept in the test's folder."""
 import urllib.parse
 import httpx, pytest
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.server import create_app, serve_in_thread
-from genome_lab.site_pages import home_links, API_DOCS
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.web.server import create_app, serve_in_thread
+from genome_lab.web.site_pages import home_links, API_DOCS
 from loopback import Page
 
 @pytest.fixture

@@ -5,15 +5,15 @@ from pathlib import Path
 import numpy as np, pytest, torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
-from genome_lab.hypernetwork import (DiffusionHypernetwork, HypernetConfig, HypernetworkTrainer, TrainerConfig,
+from genome_lab.evolution.hypernetwork import (DiffusionHypernetwork, HypernetConfig, HypernetworkTrainer, TrainerConfig,
                                      PretrainConfig, evaluate_population)
-from genome_lab.replicator_run import ReplicatorConfig, checkpoint_meta, train_replicator
-from genome_lab.registry import Registry
+from genome_lab.evolution.replicator_run import ReplicatorConfig, checkpoint_meta, train_replicator
+from genome_lab.registry.store import Registry
 from genome_lab.core import run_lock
-from genome_lab.policies import load_pufferlib_policy
-from genome_lab.tournament import play_game
-from genome_lab.policies import StackedLinearLSTM
-from genome_lab.arenas import SnakeArena
+from genome_lab.arenas.policies import load_pufferlib_policy
+from genome_lab.tournaments.tournament import play_game
+from genome_lab.arenas.policies import StackedLinearLSTM
+from genome_lab.arenas.arena import SnakeArena
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,7 +206,7 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     assert r.returncode == 2 and 'LABEL=RUN_DIR' in r.stderr, r.stderr
 
 def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
-    from genome_lab.replicator_run import ReplicatorTrainingLoop
+    from genome_lab.evolution.replicator_run import ReplicatorTrainingLoop
     loop = ReplicatorTrainingLoop(ReplicatorConfig(trust_window=3, **SMALL))
     loop.history = [{'surrogate/r2': v} for v in (0.9, float('nan'), 0.5)]
     assert loop.trust(0.1) == pytest.approx(0.3)            # the last 3 generations, the missing one skipped
@@ -228,9 +228,9 @@ def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
 
 def test_the_surrogate_option_chooses_what_the_estimator_reads(tmp_path):
     from dataclasses import asdict
-    from genome_lab.hypernetwork import probe_actions, PROBE_VIEWS
-    from genome_lab.replicator_run import ReplicatorTrainingLoop, current_config
-    from genome_lab.replicator import GPSurrogate, FitnessEstimator
+    from genome_lab.evolution.hypernetwork import probe_actions, PROBE_VIEWS
+    from genome_lab.evolution.replicator_run import ReplicatorTrainingLoop, current_config
+    from genome_lab.evolution.replicator import GPSurrogate, FitnessEstimator
     probe = train_replicator(ReplicatorConfig(generations=4, surrogate='probe', **SMALL), tmp_path/'probe', progress=False)
     assert isinstance(probe.est, GPSurrogate) and probe.est.fitted and np.isfinite(probe.history[-1]['surrogate/r2'])
     X, y = probe.est.data()
@@ -281,7 +281,7 @@ def test_checkpoints_with_removed_settings_resume_at_todays_behaviour_else_refus
         assert (tmp_path/name/'checkpoint.safetensors').read_bytes() == before   # nothing stored is lost
 
 def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_resume(tmp_path):
-    from genome_lab.replicator_run import run_policy_es
+    from genome_lab.evolution.replicator_run import run_policy_es
     small = dict(SMALL, trainer=TrainerConfig(lr_drop_at=2, lr_drop=4.0, lr=3e-4, base_lr=0.1))
     lrs = lambda opt: [g['lr'] for g in opt.param_groups]
     loop = train_replicator(ReplicatorConfig(generations=2, **small), tmp_path, progress=False)
@@ -296,7 +296,7 @@ def test_lr_drop_divides_both_learning_rates_once_at_its_generation_across_a_res
     with pytest.raises(ValueError, match='lr_drop'): HypernetworkTrainer(loop.pm.hn, TrainerConfig(lr_drop=0))
 
 def test_control_killed_mid_run_resumes_from_its_checkpoint_to_the_uninterrupted_result(tmp_path, monkeypatch):
-    import genome_lab.replicator_run as H
+    import genome_lab.evolution.replicator_run as H
     small = dict(SMALL, seed=3, trainer=TrainerConfig(lr_drop_at=3, lr_drop=4.0, lr=3e-4, base_lr=0.1))
     cfg = ReplicatorConfig(generations=5, **small)
     full, es_full = H.run_policy_es(cfg, progress=False)                   # uninterrupted, nothing stored

@@ -1,15 +1,15 @@
-"""AlphaStar's league (76_league): PFSP weighting, each role's opponents, the snapshot schedule, resume and the
+"""AlphaStar's league (51_league): PFSP weighting, each role's opponents, the snapshot schedule, resume and the
 producer, at tiny budgets."""
 import re, json, sys
 from pathlib import Path
 import numpy as np
 import pytest, torch
 from genome_lab.core import advance, load_state
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.seasons import work
-from genome_lab.training import PPOConfig
-from genome_lab.ppo_run import League
-from genome_lab.league import AlphaStarLeague, LeagueConfig, LeagueSettings, ROLES, role_opponents
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.ecosystem.seasons import work
+from genome_lab.rl.training import PPOConfig
+from genome_lab.rl.ppo_run import League
+from genome_lab.rl.league import AlphaStarLeague, LeagueConfig, LeagueSettings, ROLES, role_opponents
 from loop_states import same, by_name
 
 def test_pfsp_hard_meets_the_opponents_that_win_and_variance_the_even_ones():

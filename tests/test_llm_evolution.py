@@ -5,13 +5,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
 import pytest
-from genome_lab.program_policy import program_env
+from genome_lab.programs.program_policy import program_env
 from genome_lab.core import advance, load_state
-from genome_lab.llm_evolution import EvolutionConfig, EvolutionRun, CHECKPOINT, ChildCallLimitExceeded
-from genome_lab.llm_backends import OfflineMutator, OFFLINE_ROOT_STRATEGY
-from genome_lab.programs import ProgramDatabase
-from genome_lab.program_producer import evolve_cli, register_program
-from genome_lab.registry import Registry, NAMING, NAME_MAX
+from genome_lab.programs.llm_evolution import EvolutionConfig, EvolutionRun, CHECKPOINT, ChildCallLimitExceeded
+from genome_lab.programs.llm_backends import OfflineMutator, OFFLINE_ROOT_STRATEGY
+from genome_lab.programs.database import ProgramDatabase
+from genome_lab.programs.program_producer import evolve_cli, register_program
+from genome_lab.registry.store import Registry, NAMING, NAME_MAX
 
 def cfg(**kw):
     d = dict(env='cartpole', max_generations=2, children_per_generation=2, games_per_eval=2, max_ticks=200, seed=1)
@@ -268,7 +268,7 @@ def test_program_search_bench_runs_with_tiny_settings(tmp_path):
     assert row['history'][-1]['cache_misses'] == 5 and row['cache']['misses'] == 5 + 2   # then 2 CMA-ES evaluations
     assert row['lineage'][0]['id'] == row['evolved_id'] and 'seed' in row['steps'] and row['descends_from']
     reg = Registry(tmp_path/'reg')   # the tuned program as a genome: a child of the reference player it descends from
-    from genome_lab.tetris_players import tetris_baselines
+    from genome_lab.programs.tetris_players import tetris_baselines
     refs = tetris_baselines(reg)
     db = ProgramDatabase.from_list(row['lineage'])
     gid = register_program(reg, db, row['evolved_id'], 'tetris', row['run_name'])
@@ -357,7 +357,7 @@ def test_cli_refuses_a_file_and_a_second_process(tmp_path, capsys):
     with run_lock(tmp_path/'r'/'.lock'):
         assert evolve_cli([str(tmp_path/'r'), '--env', 'cartpole']) == 2 and 'in use' in capsys.readouterr().err
 
-# --- the programs producer: chapter 83's search as a loop producer
+# --- the programs producer: chapter 63's search as a loop producer
 
 def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     """Seeded with the reference players, it offers the best program it made after each CMA-ES generation, named as a
@@ -365,9 +365,9 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     once; other settings on the same folder are refused."""
     from dataclasses import replace
     from genome_lab.core import find_producer, ProducerContext
-    from genome_lab.program_producer import ProgramSettings, ProgramSearch
-    from genome_lab.seasons import work
-    from genome_lab.tetris_players import tetris_baselines
+    from genome_lab.programs.program_producer import ProgramSettings, ProgramSearch
+    from genome_lab.ecosystem.seasons import work
+    from genome_lab.programs.tetris_players import tetris_baselines
     assert find_producer('programs').loop is ProgramSearch
     reg = Registry(tmp_path/'reg'); refs = tetris_baselines(reg)
     s = ProgramSettings(program_ticks=120, program_children=2, program_games=1, program_cma_generations=1, program_cma_popsize=2)
@@ -392,8 +392,8 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
 
 def test_the_earlier_round_producers_checkpoint_is_a_clear_error(tmp_path):
     from genome_lab.core import save_state
-    from genome_lab.program_producer import ProgramSettings
-    from genome_lab.seasons import work
+    from genome_lab.programs.program_producer import ProgramSettings
+    from genome_lab.ecosystem.seasons import work
     reg = Registry(tmp_path/'reg')
     save_state(reg.root/'season_work'/'programs.safetensors', 'producer', dict(round=3, pending=None))   # main's Rounds state
     with pytest.raises(ValueError, match="earlier programs producer's checkpoint"): work(reg, 'programs', ProgramSettings(), offers=1)

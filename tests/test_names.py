@@ -4,12 +4,12 @@ every built-in producer's module names its genomes through it. The names produce
 import ast, re, tomllib
 from pathlib import Path
 import pytest
-from genome_lab.registry import Registry, Genome, NAMING, NAME_MAX, METHODS, seed_founders
-from genome_lab.policies import RandomPolicy
+from genome_lab.registry.store import Registry, Genome, NAMING, NAME_MAX, METHODS, seed_founders
+from genome_lab.arenas.policies import RandomPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCERS = tomllib.loads((ROOT/'pyproject.toml').read_text())['project']['entry-points']['genome_lab.producers']
-MAKERS = {'training', 'league', 'dungeon_master', 'sandbox', 'tetris_players', 'dreaming'} # modules that build genomes beside the producers'
+MAKERS = {'rl.training', 'rl.league', 'imagination.dungeon_master', 'programs.sandbox', 'programs.tetris_players', 'imagination.dreaming'} # modules that build genomes beside the producers'
 
 def test_every_method_gives_scheme_names_that_stay_unique(tmp_path):
     with Registry(tmp_path/'reg') as reg:
@@ -39,9 +39,9 @@ def genome_calls(path:Path)->list: # [(line, name argument's source)] of every G
             if arg is not None: out.append((n.lineno, ast.unparse(arg)))
     return out
 
-@pytest.mark.parametrize('module', sorted({v.split(':')[0].rsplit('.', 1)[1] for v in PRODUCERS.values()} | MAKERS))
+@pytest.mark.parametrize('module', sorted({v.split(':')[0].partition('.')[2] for v in PRODUCERS.values()} | MAKERS))
 def test_every_producer_names_its_genomes_by_the_scheme(module):
     "No genome name made by hand (an f-string, a literal, a sum) in a producer's module: `genome_name`, or a name handed in."
-    bad = [(l, a) for l, a in genome_calls(ROOT/'genome_lab'/f'{module}.py')
+    bad = [(l, a) for l, a in genome_calls(ROOT/'genome_lab'/(module.replace('.', '/') + '.py'))
            if isinstance(ast.parse(a, mode='eval').body, (ast.JoinedStr, ast.Constant, ast.BinOp)) and 'genome_name' not in a]
     assert bad == [], bad

@@ -10,14 +10,14 @@ import os, shutil, urllib.parse
 from pathlib import Path
 import httpx, pytest
 from genome_lab.core import log_scalars
-from genome_lab.registry import Registry, Genome, seed_founders
-from genome_lab.policies import RandomPolicy
-from genome_lab.tetris_players import tetris_baselines
-from genome_lab.creature_store import creature_baselines
-from genome_lab.program_policy import program_genome
-from genome_lab.tournament import run_tournament
-from genome_lab.highlights import HighlightStore, HighlightConfig, record_highlights, HIGHLIGHTS_DIR
-from genome_lab.server import create_app, serve_in_thread
+from genome_lab.registry.store import Registry, Genome, seed_founders
+from genome_lab.arenas.policies import RandomPolicy
+from genome_lab.programs.tetris_players import tetris_baselines
+from genome_lab.evolution.creature_store import creature_baselines
+from genome_lab.programs.program_policy import program_genome
+from genome_lab.tournaments.tournament import run_tournament
+from genome_lab.broadcast.highlights import HighlightStore, HighlightConfig, record_highlights, HIGHLIGHTS_DIR
+from genome_lab.web.server import create_app, serve_in_thread
 from loopback import Page
 
 OUTSIDE = 'https://cdn.redoc.ly/redoc/logo-mini.svg' # ReDoc's own "API docs by Redocly" logo: the one request that leaves the server (tests/test_home.py)

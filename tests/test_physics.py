@@ -3,11 +3,11 @@
 import json, os, signal, sqlite3, subprocess, sys, tempfile, time
 from pathlib import Path
 import numpy as np, pytest, torch
-from genome_lab.physics import (random_population, simulate, pellet_course, physics_steps, prepare, next_generation,
+from genome_lab.arenas.physics import (random_population, simulate, pellet_course, physics_steps, prepare, next_generation,
                                 creature_policy, stack_policies, CreaturePolicy, DQ_REASONS)
-from genome_lab.policies import ARCHITECTURES
-from genome_lab.registry import Registry, Genome
-from genome_lab.creature_store import (CreatureStore, CreatureGA, CreatureSettings, evolve_run, export_run, import_run,
+from genome_lab.arenas.policies import ARCHITECTURES
+from genome_lab.registry.store import Registry, Genome
+from genome_lab.evolution.creature_store import (CreatureStore, CreatureGA, CreatureSettings, evolve_run, export_run, import_run,
                                        evolve_creatures_cli, creature_baselines)
 
 torch.set_num_threads(1)
@@ -184,9 +184,9 @@ def test_the_qualifier_rates_as_the_creature_tournament_does():
     """What a season measures: a tournament's races (every creature in each) rated by `race_ordinals` give its
     leaderboard's ordinals; the GA's cheaper `beaten_share` of the same races orders the creatures alike."""
     from scipy.stats import kendalltau
-    from genome_lab.physics import beaten_share
-    from genome_lab.creature_store import race_ordinals
-    from genome_lab.tournament import run_tournament
+    from genome_lab.arenas.physics import beaten_share
+    from genome_lab.evolution.creature_store import race_ordinals
+    from genome_lab.tournaments.tournament import run_tournament
     pop = random_population(6, 21)
     names = [f'c{i}' for i in range(6)]
     t = run_tournament(ids=names, policies=[creature_policy(pop, i) for i in range(6)], arena='creatures',
@@ -203,8 +203,8 @@ def test_the_producer_races_at_the_seasons_settings_and_continues_across_rounds(
     seasons' rounds (`work(offers=1)`) continue one run, each offering the qualifier's winner; the checkpoint of the
     rounds it made before it was a loop starts a new run."""
     from genome_lab.core import ProducerContext, find_producer, save_state
-    from genome_lab.seasons import work
-    from genome_lab.physics import CreatureArena
+    from genome_lab.ecosystem.seasons import work
+    from genome_lab.arenas.physics import CreatureArena
     reg = Registry(tmp_path/'reg'); creature_baselines(reg)
     run = find_producer('creatures').start(ProducerContext(reg, 1, CreatureSettings(creature_device='cpu'), tmp_path))
     own = CreatureArena.season

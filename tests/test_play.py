@@ -1,4 +1,4 @@
-"""The browser game (`/play`, genome_lab.play) played by a script with the keyboard in headless Chromium (Debian's
+"""The browser game (`/play`, genome_lab.web.play) played by a script with the keyboard in headless Chromium (Debian's
 chromium under Playwright, tests/loopback.py): enemies carry genome names, a death shows the killer's name and
 registry record and a link to its page, the session goes up chunk by chunk under the name the page claimed for this
 browser, and after a season (its clones producer, its tournaments, its selection) the clone of that player's sessions
@@ -7,14 +7,14 @@ apart, enemy names are drawn only near it and never overlap, the overlay shows s
 Screenshots of the game, the death screen and the panel are kept in the test's folder."""
 import time
 import pytest
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.server import create_app, serve_in_thread
-from genome_lab.tournament import run_tournament
-from genome_lab.play_game import PlayConfig
-from genome_lab.play import PLAYER_COOKIE
-from genome_lab.seasons import run_season, SeasonConfig
-from genome_lab.sessions import uploaded_sessions, read_session
-from genome_lab.selection import is_protected
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.web.server import create_app, serve_in_thread
+from genome_lab.tournaments.tournament import run_tournament
+from genome_lab.web.play_game import PlayConfig
+from genome_lab.web.play import PLAYER_COOKIE
+from genome_lab.ecosystem.seasons import run_season, SeasonConfig
+from genome_lab.players.sessions import uploaded_sessions, read_session
+from genome_lab.tournaments.selection import is_protected
 from loopback import Page
 
 # the scripted player, one arrow key per frame: for 12 steps it heads for food through free cells, then for the nearest

@@ -1,4 +1,4 @@
-"""The game socket (`/play/socket`, genome_lab.play) as a public endpoint, attacked as issue 45 attacked it: a storm of
+"""The game socket (`/play/socket`, genome_lab.web.play) as a public endpoint, attacked as issue 45 attacked it: a storm of
 hostile handshakes leaves `/health` fast and makes no request to the host they name; a game whose `Host` names another
 listener plays the registry's own genomes without a request to it; caps, the idle timeout and bad messages close a
 game with a code and a reason; hostile recorded games (0 and 1 steps, a page leaving right after its death, bad
@@ -12,12 +12,12 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 from websockets.exceptions import ConnectionClosed
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.server import create_app, serve_in_thread
-from genome_lab.play_game import PlayConfig
-from genome_lab.play import PlayLimits, PLAYER_COOKIE, router
-from genome_lab.sessions import uploaded_sessions, list_sessions
-from genome_lab.clustering import produce_clones, CloneSettings
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.web.server import create_app, serve_in_thread
+from genome_lab.web.play_game import PlayConfig
+from genome_lab.web.play import PlayLimits, PLAYER_COOKIE, router
+from genome_lab.players.sessions import uploaded_sessions, list_sessions
+from genome_lab.players.clustering import produce_clones, CloneSettings
 from genome_lab.core import ProducerContext
 from hostile import upload, raw_handshake, frames
 
@@ -39,7 +39,7 @@ def founders(tmp_path):
 def server_log(): # the records the server's loggers emit meanwhile (attach after the server starts: uvicorn configures them)
     class Keep(logging.Handler):
         def emit(self, record): records.append(record)
-    records, h, names = [], Keep(logging.DEBUG), ('uvicorn', 'uvicorn.error', 'genome_lab.play', '')
+    records, h, names = [], Keep(logging.DEBUG), ('uvicorn', 'uvicorn.error', 'genome_lab.web.play', '')
     for n in names: logging.getLogger(n).addHandler(h)
     try: yield records
     finally:

@@ -1,15 +1,15 @@
-"""The player loop (genome_lab.player_loop): chunked session uploads are never double-counted, writes need the token,
+"""The player loop (genome_lab.web.player_loop): chunked session uploads are never double-counted, writes need the token,
 game reports give engagement."""
 import hashlib, json
 from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.server import create_app
-from genome_lab.client import GenomeClient
-from genome_lab.sessions import record_bot_sessions, load_sessions
-from genome_lab.player_loop import upload_session, report_game
-from genome_lab.sessions import uploaded_sessions
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.web.server import create_app
+from genome_lab.web.client import GenomeClient
+from genome_lab.players.sessions import record_bot_sessions, load_sessions
+from genome_lab.web.player_loop import upload_session, report_game
+from genome_lab.players.sessions import uploaded_sessions
 
 TOKEN = 'loop-token-123'
 AUTH = {'Authorization': f'Bearer {TOKEN}'}

@@ -2,8 +2,8 @@
 import json, os, subprocess, sys
 from pathlib import Path
 import pytest, torch
-from genome_lab.training import PPOConfig, PPOHyper
-from genome_lab.ppo_run import PPORun
+from genome_lab.rl.training import PPOConfig, PPOHyper
+from genome_lab.rl.ppo_run import PPORun
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(num_snakes=32, width=48, height=32, num_food=60)

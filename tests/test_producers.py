@@ -4,10 +4,10 @@ hooks cut its highlights."""
 import dataclasses
 import pytest
 from genome_lab.core import Producer, PRODUCERS, producer_names
-from genome_lab.registry import Registry, Genome, seed_founders
-from genome_lab.selection import mutate
-from genome_lab.seasons import run_season, season_parser, season_config_from_args
-from genome_lab.highlights import HighlightStore, HIGHLIGHTS_DIR
+from genome_lab.registry.store import Registry, Genome, seed_founders
+from genome_lab.tournaments.selection import mutate
+from genome_lab.ecosystem.seasons import run_season, season_parser, season_config_from_args
+from genome_lab.broadcast.highlights import HighlightStore, HIGHLIGHTS_DIR
 
 @dataclasses.dataclass
 class MutantSettings:
@@ -55,7 +55,7 @@ def test_a_worker_offers_between_seasons_and_the_season_takes_the_queue(tmp_path
     """`genome-lab produce NAME` runs between seasons (one worker per producer at a time, none while it is muted); a
     season training nothing plays its offer."""
     from genome_lab.core import run_lock
-    from genome_lab.seasons import produce_cli, SeasonConfig
+    from genome_lab.ecosystem.seasons import produce_cli, SeasonConfig
     root = tmp_path/'reg'
     with Registry(root) as reg: seed_founders(reg)
     with run_lock(root/'season_work'/'mutants.lock'):   # a worker of this producer is running

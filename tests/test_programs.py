@@ -1,14 +1,14 @@
-"""Program genomes (genome_lab.program_policy.ProgramPolicy): a program round-trips through the registry and plays, in
+"""Program genomes (genome_lab.programs.program_policy.ProgramPolicy): a program round-trips through the registry and plays, in
 evaluations and tournaments, only inside the sandbox: the harness never runs its source (it compiles it to refuse a
 syntax error before a child starts, which runs nothing)."""
 import builtins, hashlib, os, sys
 import numpy as np, pytest
-from genome_lab.registry import Registry, Genome, genome_from_bytes
-from genome_lab.policies import RandomPolicy
-from genome_lab.sandbox import SandboxFailure
-from genome_lab.program_policy import PROGRAM_LIMITS, ProgramPolicy, program_genome
-from genome_lab.evaluation import evaluate
-from genome_lab.tournament import run_tournament
+from genome_lab.registry.store import Registry, Genome, genome_from_bytes
+from genome_lab.arenas.policies import RandomPolicy
+from genome_lab.programs.sandbox import SandboxFailure
+from genome_lab.programs.program_policy import PROGRAM_LIMITS, ProgramPolicy, program_genome
+from genome_lab.arenas.evaluation import evaluate
+from genome_lab.tournaments.tournament import run_tournament
 
 MARKER = 'genome_lab_program_marker_9f3'
 LEAN = f"# {MARKER}\ndef choose_action(obs, view, memory):\n    memory['t'] = memory.get('t', 0) + 1\n    return 1 if obs[2] + 0.5*obs[3] > 0 else 0\n"
@@ -59,8 +59,8 @@ def test_a_program_that_stops_reading_forfeits_in_evaluations_and_server_jobs(tm
     import threading, time
     from fastapi.testclient import TestClient
     from genome_lab import programs, sandbox
-    from genome_lab.server import create_app
-    from genome_lab.selection import tournament_job
+    from genome_lab.web.server import create_app
+    from genome_lab.tournaments.selection import tournament_job
     monkeypatch.setattr(programs, 'PROGRAM_LIMITS', sandbox.SandboxLimits(cpu_s=60, wall_s=600, step_timeout_s=2))
     reg = Registry(tmp_path/'reg')
     g = reg.add(program_genome('Flood', 'snake', FLOOD), {}, status='active')
@@ -96,8 +96,8 @@ def test_a_too_slow_program_is_failed_and_the_season_keeps_its_pace(tmp_path):
     qualifying game, is retired with its reason and stays out of the tournament: the season takes at most its credit
     and the sandbox's start longer than the founders-only season (measured before and after it; on main it took 26x)."""
     import time
-    from genome_lab.registry import seed_founders
-    from genome_lab.seasons import SeasonConfig, run_season
+    from genome_lab.registry.store import seed_founders
+    from genome_lab.ecosystem.seasons import SeasonConfig, run_season
     cfg = SeasonConfig(producers='', arena_settings=dict(snake=dict(steps=100)))   # the issue's 100-step snake games; the rest the season's own
     def season(root, sleeper:bool):
         with Registry(root) as reg:
@@ -119,7 +119,7 @@ def test_a_too_slow_program_is_failed_and_the_season_keeps_its_pace(tmp_path):
 
 def test_a_program_that_slows_down_in_a_game_forfeits_the_rest_and_is_retired(tmp_path):
     "Fast in its qualifying game, too slow later: it forfeits its later games at no cost, and selection never sees it."
-    from genome_lab.tournament import QUALIFY_STEPS
+    from genome_lab.tournaments.tournament import QUALIFY_STEPS
     late = ("import time\ndef choose_action(obs, view, memory):\n    memory['t'] = memory.get('t', 0) + 1\n"
             f"    if memory['t'] > {QUALIFY_STEPS + 20}: time.sleep(0.2)\n    return 1 if obs[2] + 0.5*obs[3] > 0 else 0\n")
     reg = Registry(tmp_path/'reg')

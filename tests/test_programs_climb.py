@@ -1,10 +1,10 @@
 """bench/programs_climb.py at tiny settings: the producer works as one process for its budget, its best offer plays the
-check tournament against the non-random tetris founders, and the figures file holds what 83_llm_evolution quotes."""
+check tournament against the non-random tetris founders, and the figures file holds what 63_llm_evolution quotes."""
 import importlib.util, json, sys
 from pathlib import Path
 import numpy as np
-from genome_lab.program_producer import ProgramSettings
-from genome_lab.seasons import SeasonConfig
+from genome_lab.programs.program_producer import ProgramSettings
+from genome_lab.ecosystem.seasons import SeasonConfig
 
 def test_programs_climb_bench_runs_with_tiny_settings(tmp_path, monkeypatch):
     spec = importlib.util.spec_from_file_location('bench_climb', Path(__file__).parents[1]/'bench'/'programs_climb.py')

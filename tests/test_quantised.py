@@ -2,8 +2,8 @@
 import json, os, subprocess, sys
 from pathlib import Path
 import numpy as np
-from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
-from genome_lab.tournament import run_tournament
+from genome_lab.arenas.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
+from genome_lab.tournaments.tournament import run_tournament
 
 ROOT = Path(__file__).resolve().parent.parent
 KW = dict(ids=['puffer', 'heuristic', 'random'], genomes_per_game=3, agents_per_genome=4, steps=100, meetings=2, seed=3,

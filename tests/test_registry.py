@@ -1,6 +1,6 @@
 "Registries opened together: threads creating one new registry folder at the same moment all get it."
 import threading
-from genome_lab.registry import Registry
+from genome_lab.registry.store import Registry
 
 def test_threads_creating_one_registry_together_all_open_it(tmp_path):
     """The first switch of a new file to WAL needs an exclusive lock, which SQLite refuses at once ('database is locked')

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import save as st_save, load as st_load
-from genome_lab.replicator import (LatentDistribution, GaussianMixture, ParticleDistribution, FitnessEstimator, make_distribution,
+from genome_lab.evolution.replicator import (LatentDistribution, GaussianMixture, ParticleDistribution, FitnessEstimator, make_distribution,
                                    distribution_from_state_dict, evolve, replicate, standardise_fitness, systematic_resample)
 
 torch.set_num_threads(1)

@@ -4,9 +4,9 @@ import importlib.util, json, sys
 from dataclasses import replace
 from pathlib import Path
 import pytest, torch
-from genome_lab.hypernetwork import HypernetConfig, PretrainConfig
-from genome_lab.replicator_run import ReplicatorConfig, replicator_bar, BAR_SMOOTHING
-from genome_lab.training import PPOHyper
+from genome_lab.evolution.hypernetwork import HypernetConfig, PretrainConfig
+from genome_lab.evolution.replicator_run import ReplicatorConfig, replicator_bar, BAR_SMOOTHING
+from genome_lab.rl.training import PPOHyper
 
 ROOT = Path(__file__).resolve().parent.parent
 torch.set_num_threads(1)

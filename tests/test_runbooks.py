@@ -4,8 +4,8 @@ files), and checks the outcome."""
 import json, os, re, signal, shlex, subprocess, sys, time
 from pathlib import Path
 import httpx, pytest
-from genome_lab.registry import Registry, Genome, genome_to_bytes, seed_founders
-from genome_lab.server import free_port
+from genome_lab.registry.store import Registry, Genome, genome_to_bytes, seed_founders
+from genome_lab.web.server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -62,12 +62,12 @@ def test_runbook_index_lists_every_page():
 
 def test_launch(tmp_path):
     port = free_port()
-    rb = Runbook('launch', tmp_path, RUNS=tmp_path/'runs', RUN_ID='r1', NOTEBOOKS='03_core', PORT=port,
+    rb = Runbook('launch', tmp_path, RUNS=tmp_path/'runs', RUN_ID='r1', NOTEBOOKS='00_core', PORT=port,
                  GENOME_LAB_TOKEN='runbook-token', AGENTS=3, MAX_STEPS=40)
     try: out = rb.run_all()
     finally: stop(tmp_path/'runs'/'serve.pid')
     assert json.loads((tmp_path/'runs'/'r1'/'run.json').read_text())['status'] == 'ok'
-    assert out['Check that the run finished'].stdout.startswith("ok {'03_core': 'ok'}")
+    assert out['Check that the run finished'].stdout.startswith("ok {'00_core': 'ok'}")
     assert '"ok":true' in out['Check that it answers'].stdout.replace(' ', '')
     assert out['Wait for its result'].stdout.strip().splitlines()[-1].startswith('done')
     with Registry(tmp_path/'runs'/'r1'/'registry') as reg:   # the founders were seeded and the tournament recorded
@@ -76,22 +76,22 @@ def test_launch(tmp_path):
 
 def test_recover_run(tmp_path):
     runs = tmp_path/'runs'
-    proc = subprocess.Popen([BIN/'genome-lab', 'run', '03_core', '00_arenas', '--runs-dir', runs, '--run-id', 'r1'], cwd=tmp_path,
+    proc = subprocess.Popen([BIN/'genome-lab', 'run', '00_core', '01_arenas', '--runs-dir', runs, '--run-id', 'r1'], cwd=tmp_path,
                             env={**os.environ, 'OMP_NUM_THREADS': '1'}, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     record, t0 = runs/'r1'/'run.json', time.time()
-    while status(record) != {'03_core': 'ok', '00_arenas': 'running'}:
-        assert proc.poll() is None and time.time() - t0 < 300, "the run did not get to 00_arenas"
+    while status(record) != {'00_core': 'ok', '01_arenas': 'running'}:
+        assert proc.poll() is None and time.time() - t0 < 300, "the run did not get to 01_arenas"
         time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL); proc.wait()   # killed while 00_arenas runs
-    finished = (runs/'r1'/'03_core.ipynb').stat().st_mtime_ns
+    os.killpg(proc.pid, signal.SIGKILL); proc.wait()   # killed while 01_arenas runs
+    finished = (runs/'r1'/'00_core.ipynb').stat().st_mtime_ns
     rb = Runbook('recover-run', tmp_path, RUNS=runs, RUN_ID='r1')
     seen = rb.run('See where it stopped').stdout
-    assert seen.startswith("running {'03_core': 'ok', '00_arenas': 'running'}"), seen
+    assert seen.startswith("running {'00_core': 'ok', '01_arenas': 'running'}"), seen
     rb.run('Resume it')
     rec = json.loads(record.read_text())
-    assert rec['status'] == 'ok' and [rec['results'][n]['status'] for n in ('03_core', '00_arenas')] == ['ok', 'ok']
-    assert (runs/'r1'/'03_core.ipynb').stat().st_mtime_ns == finished   # the finished notebook was not run again
+    assert rec['status'] == 'ok' and [rec['results'][n]['status'] for n in ('00_core', '01_arenas')] == ['ok', 'ok']
+    assert (runs/'r1'/'00_core.ipynb').stat().st_mtime_ns == finished   # the finished notebook was not run again
     rb.check_all_ran()
 
 @pytest.fixture

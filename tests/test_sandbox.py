@@ -7,7 +7,7 @@ unprivileged uid, rlimits) stand between them and the harness. Run with `-s` to 
 import os, shutil, socket, stat, subprocess, sys
 from pathlib import Path
 import pytest
-from genome_lab.sandbox import (play_games, SandboxLimits, CountdownGame, SandboxedPlayer, SandboxUnavailable,
+from genome_lab.programs.sandbox import (play_games, SandboxLimits, CountdownGame, SandboxedPlayer, SandboxUnavailable,
                                 sandbox_binds, FAILURE_KINDS, REPORTED_KINDS, SANDBOX_UID)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -254,10 +254,10 @@ def test_the_base_pythons_site_packages_are_hidden():
     with SandboxedPlayer(src, LIM, 7) as p: test = p.act(*CountdownGame(1).reset(0))
     assert test == 0, f"the child sees {'no folder' if test == 6 else f'{test} or more entries'} in the base Python's site-packages"
 
-# --- the sandboxed REPL (model-written code of a root LLM, 83_llm_evolution): the same layers, its calls answered here
+# --- the sandboxed REPL (model-written code of a root LLM, 63_llm_evolution): the same layers, its calls answered here
 
 def test_the_repl_keeps_its_namespace_and_answers_only_its_functions():
-    from genome_lab.sandbox import SandboxedREPL
+    from genome_lab.programs.sandbox import SandboxedREPL
     calls = []
     with SandboxedREPL(dict(add=lambda a, b: calls.append((a, b)) or a + b), lambda: dict(programs=[dict(id='p1', code='x')]),
                        LIM) as r:
@@ -275,7 +275,7 @@ def test_the_repl_keeps_its_namespace_and_answers_only_its_functions():
     ('a host process, guards off', DISARM + f"os.kill({os.getpid()}, 9)")])
 def test_the_repl_refuses_what_a_player_may_not_do(what, code):
     "Each refusal is the sandbox's verdict (the REPL then is dead); the host is untouched and goes on."
-    from genome_lab.sandbox import SandboxedREPL, SandboxFailure
+    from genome_lab.programs.sandbox import SandboxedREPL, SandboxFailure
     r = SandboxedREPL({}, limits=LIM)
     try: out = r.run(code)
     except SandboxFailure as e: out = dict(failure=e.kind, message=e.message)

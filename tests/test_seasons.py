@@ -1,4 +1,4 @@
-"""Seasons (genome_lab.seasons): a season killed with SIGKILL resumes to the result of an uninterrupted one, with no
+"""Seasons (genome_lab.ecosystem.seasons): a season killed with SIGKILL resumes to the result of an uninterrupted one, with no
 game counted twice; in full arenas a better candidate replaces the worst active genome; a restarted server keeps its
 season schedule and runs a missed season once, never twice."""
 import json, os, shutil, signal, sqlite3, subprocess, sys, time
@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 import pytest, torch
 from fastapi.testclient import TestClient
-from genome_lab.registry import Registry, Genome, seed_founders
-from genome_lab.selection import mutate
-from genome_lab.server import create_app
+from genome_lab.registry.store import Registry, Genome, seed_founders
+from genome_lab.tournaments.selection import mutate
+from genome_lab.web.server import create_app
 
 BIN = Path(sys.executable).parent
 FLAGS = ['--producers', '', '--batch', '1', '--meetings', '2', '--max-meetings', '3', '--arena-settings', 'snake.steps=120',
@@ -19,8 +19,8 @@ def registry_with_candidates(root:Path):
     """The founders (three active snake genomes: the arena is full at `snake.max_active=3`) and three snake candidates
     (Gaussian mutants of PufferLib's snake); the three random reference creatures (the arena's cap) and a creature
     candidate, the best of 32 random creatures on four courses of its own."""
-    from genome_lab.creature_store import creature_baselines
-    from genome_lab.physics import random_population, selection_fitness, pellet_course, creature_policy
+    from genome_lab.evolution.creature_store import creature_baselines
+    from genome_lab.arenas.physics import random_population, selection_fitness, pellet_course, creature_policy
     with Registry(root) as reg:
         ids = seed_founders(reg)
         g, p = reg.load(ids['PufferSnake'])
@@ -136,8 +136,8 @@ def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp
     """The ppo loop producer in seasons: each season's round goes on from its checkpoint to its next offer (the fine-tune
     of PufferSnake: `PufferSnake-ppo1`, then `-ppo2`, a self-play chain), its scalars on the dashboard as it steps, and
     its genomes a function of seed and settings: the same weights in another registry."""
-    from genome_lab.seasons import SeasonConfig, run_season
-    from genome_lab.dashboard import read_scalars
+    from genome_lab.ecosystem.seasons import SeasonConfig, run_season
+    from genome_lab.web.dashboard import read_scalars
     ppo = dict(ppo_maps=2, ppo_steps=4608, ppo_scratch_every=0, ppo_device='cpu')
     cfg = SeasonConfig(producers='ppo', batch=16, producer_settings=dict(ppo=ppo), arena_settings=dict(
         snake=dict(steps=60, agents=2, width=32, height=24, num_food=20), tetris=dict(steps=30)))
@@ -191,7 +191,7 @@ def test_put_schedule_refuses_bad_settings_before_storing_them(schedule_server, 
 def test_a_stored_bad_running_season_does_not_wedge_later_seasons(tmp_path, capsys):
     """Issue 30: a season row left 'running' with settings that do not read is closed, saying why, and the next
     season plays; so is one an older genome_lab stored with its per-arena fields (issue 48: now `arena_settings`)."""
-    from genome_lab.seasons import season_cli
+    from genome_lab.ecosystem.seasons import season_cli
     with Registry(tmp_path/'reg') as reg:
         seed_founders(reg)
         reg.open_season(dict(arena_settings=dict(snake=dict(steps='abc'))))   # as a PUT /schedule of old code stored it
@@ -208,14 +208,14 @@ def test_a_stored_bad_running_season_does_not_wedge_later_seasons(tmp_path, caps
 
 def test_season_refuses_a_registry_that_does_not_exist(tmp_path, capsys):
     "Issue 30: `season --registry <typo>` creates nothing and says how to make a new registry."
-    from genome_lab.seasons import season_cli
+    from genome_lab.ecosystem.seasons import season_cli
     assert season_cli(['--registry', str(tmp_path/'regsitry'), *FLAGS]) == 2
     assert not (tmp_path/'regsitry').exists() and '--create' in capsys.readouterr().err
 
 def test_two_seasons_at_once_fail_clearly(tmp_path, capsys):
     "Issue 30: a season while another holds the registry exits 2 naming the holder, and changes nothing."
     from genome_lab.core import run_lock
-    from genome_lab.seasons import season_cli, SEASON_LOCK
+    from genome_lab.ecosystem.seasons import season_cli, SEASON_LOCK
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)
     with run_lock(tmp_path/'reg'/SEASON_LOCK):   # the other season
         assert season_cli(['--registry', str(tmp_path/'reg'), *FLAGS]) == 2
@@ -228,8 +228,8 @@ def test_a_producer_between_seasons_stops_at_its_budget_or_when_it_has_nothing_n
     lock freed, nothing counted); a producer with nothing new to offer (clones, no sessions uploaded) stops after
     `idle` commits that offered nothing."""
     from genome_lab.core import run_lock
-    from genome_lab.seasons import spawn_worker
-    from genome_lab.ppo_producer import PPOSettings
+    from genome_lab.ecosystem.seasons import spawn_worker
+    from genome_lab.rl.ppo_producer import PPOSettings
     root = tmp_path/'reg'
     with Registry(root) as reg: seed_founders(reg)
     t0 = time.monotonic()
@@ -248,8 +248,8 @@ def test_serve_runs_its_producers_and_stops_them_with_the_app(tmp_path, capsys):
     the background: the creature producer's offer reaches the served registry's queue; the app's shutdown stops it
     (the round running is killed, its lock freed)."""
     from genome_lab.core import run_lock
-    from genome_lab.schedule import ProducerWorkers
-    from genome_lab.server import serve_cli, serve_options
+    from genome_lab.ecosystem.schedule import ProducerWorkers
+    from genome_lab.web.server import serve_cli, serve_options
     assert ProducerWorkers in serve_options()
     assert serve_cli(['--registry', str(tmp_path/'none'), '--read-only', '--producers', 'nope']) == 2
     assert 'unknown producer' in capsys.readouterr().err and not (tmp_path/'none').exists()   # refused before serving
@@ -280,7 +280,7 @@ def two_small_seasons(tmp_path_factory):
     import warnings
     from unittest import mock
     from genome_lab.core import run_lock
-    from genome_lab.seasons import SeasonConfig, run_season
+    from genome_lab.ecosystem.seasons import SeasonConfig, run_season
     root, noted = tmp_path_factory.mktemp('small')/'reg', []
     def broken(reg, season): raise ValueError('no clips today')
     def note(reg, season): noted.append((season, reg.seasons()[season - 1]['status']))
@@ -291,7 +291,7 @@ def two_small_seasons(tmp_path_factory):
                           mutate(p, 0.01, k)).id
             reg.offer(gid, 'mutants')
         with run_lock(root/'season_work'/'clones.lock'), warnings.catch_warnings(record=True) as said, \
-             mock.patch('genome_lab.seasons.after_season_hooks', return_value=[broken, note]):
+             mock.patch('genome_lab.ecosystem.seasons.after_season_hooks', return_value=[broken, note]):
             warnings.simplefilter('always')
             rows = [run_season(reg, SeasonConfig(**SMALL)) for _ in range(2)]
     return root, rows, noted, [str(w.message) for w in said]
@@ -323,7 +323,7 @@ def test_a_candidate_left_waiting_is_counted_by_the_season_that_plays_it(two_sma
 
 def test_a_read_only_server_refuses_producers(tmp_path):
     "Before: `genome-lab serve --producers ...` without a token ran no producer and said nothing."
-    from genome_lab.schedule import ProducerWorkers
+    from genome_lab.ecosystem.schedule import ProducerWorkers
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)
     app = create_app(tmp_path/'reg')
     app.state.options[ProducerWorkers] = ProducerWorkers(producers='clones')
@@ -333,8 +333,8 @@ def test_a_read_only_server_refuses_producers(tmp_path):
 def test_a_producer_whose_rounds_cannot_start_ends_with_its_error(tmp_path):
     "Before: an error other than a failed round (here: no `genome-lab` command) ended the worker thread unrecorded."
     from unittest import mock
-    from genome_lab.schedule import ProducerWorkers, producer_workers
-    with mock.patch('genome_lab.seasons.console_script', return_value=tmp_path/'no-genome-lab'):
+    from genome_lab.ecosystem.schedule import ProducerWorkers, producer_workers
+    with mock.patch('genome_lab.ecosystem.seasons.console_script', return_value=tmp_path/'no-genome-lab'):
         with producer_workers(tmp_path, ProducerWorkers(producers='clones')) as ended:
             for _ in range(100):
                 if 'clones' in ended: break

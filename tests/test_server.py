@@ -1,16 +1,16 @@
-"""The genome server (genome_lab.server) and client (genome_lab.client): API, security, atomic writes, concurrency,
+"""The genome server (genome_lab.web.server) and client (genome_lab.web.client): API, security, atomic writes, concurrency,
 tournament jobs, the CLI, the leaderboard page in headless Chromium, and smoke runs of the load and fuzz scripts."""
 import hashlib, itertools, json, os, pickle, re, socket, subprocess, sys, tempfile, threading, time
 from html.parser import HTMLParser
 from pathlib import Path
 import numpy as np, pytest, torch, httpx
 from fastapi.testclient import TestClient
-from genome_lab.registry import Registry, Genome, genome_to_bytes, seed_founders
-from genome_lab.arenas import arena_version
-from genome_lab.policies import build_policy, RandomPolicy
-from genome_lab.server import create_app, free_port, serve_in_thread
-from genome_lab.server_jobs import evaluation_job, TournamentRequest
-from genome_lab.client import GenomeClient
+from genome_lab.registry.store import Registry, Genome, genome_to_bytes, seed_founders
+from genome_lab.arenas.arena import arena_version
+from genome_lab.arenas.policies import build_policy, RandomPolicy
+from genome_lab.web.server import create_app, free_port, serve_in_thread
+from genome_lab.web.server_jobs import evaluation_job, TournamentRequest
+from genome_lab.web.client import GenomeClient
 from loopback import CHROMIUM_FLAGS, chromium
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,7 +160,7 @@ def test_submit_stores_a_candidate_with_lineage(http, root):
 
 def test_a_failing_write_leaves_nothing_half_written(http, root, monkeypatch):
     "A crash between the file write and the commit (naming the written file fails) leaves no file and no row."
-    import genome_lab.registry as R
+    import genome_lab.registry.store as R
     data, _ = genome_file(root)
     before = state(root)
     def boom(*a, **k): raise OSError("disk failed")
@@ -304,7 +304,7 @@ def test_serve_cli_serves_and_guards_writes(tmp_path):
 
 def test_serve_drops_a_client_that_sends_its_headers_slowly(tmp_path):
     "slowloris: a request's headers sent a byte every half second are cut off at the header timeout (10 s), not served for ever."
-    from genome_lab.server import HeaderTimeoutProtocol
+    from genome_lab.web.server import HeaderTimeoutProtocol
     Registry(tmp_path/'r').close()
     port = free_port()
     p = subprocess.Popen([BIN/'genome-lab', 'serve', '--registry', tmp_path/'r', '--port', str(port), '--read-only'], stderr=subprocess.PIPE, text=True)
@@ -420,8 +420,8 @@ class _Dom(HTMLParser):
 
 def test_leaderboard_page_in_headless_chromium(root, tmp_path):
     "Per arena the ratings in order with mu ± sigma and '73% win rate, 47 games', the season's replacements, players, and a family tree whose labels fit their boxes with no edge crossing another."
-    from genome_lab.tournament import run_tournament
-    from genome_lab.selection import select, SelectionRules
+    from genome_lab.tournaments.tournament import run_tournament
+    from genome_lab.tournaments.selection import select, SelectionRules
     browser = chromium()
     ids = add_random_genomes(root, 6, status='candidate')
     with Registry(root) as reg:
@@ -619,5 +619,5 @@ def test_the_manifest_cache_is_never_stale(root):
             assert a.post('/update_genome_stats', json=dict(genome_id=gid, results=[dict(score=1.0, survival=1.0)]), headers=AUTH).status_code == 200
             assert games(b)['games'] == k and games(a)['games'] == k
         assert b.get('/get_genome_manifest', headers={'If-None-Match': etag}).status_code == 200
-        subprocess.run([sys.executable, '-c', f"from genome_lab.registry import Registry; Registry({str(root)!r}).set_status({gid!r}, 'retired')"], check=True)
+        subprocess.run([sys.executable, '-c', f"from genome_lab.registry.store import Registry; Registry({str(root)!r}).set_status({gid!r}, 'retired')"], check=True)
         assert gid not in [g['id'] for g in b.get('/get_genome_manifest').json()['genomes']]

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from genome_lab.arenas import SnakeArena, own_body, SNAKE_DR, SNAKE_DC
-from genome_lab.sessions import (SESSION_FORMAT, HeadingTracker, SessionWriter, SessionFormatError, read_session, list_sessions,
+from genome_lab.arenas.arena import SnakeArena, own_body, SNAKE_DR, SNAKE_DC
+from genome_lab.players.sessions import (SESSION_FORMAT, HeadingTracker, SessionWriter, SessionFormatError, read_session, list_sessions,
                                  load_sessions, record_bot_sessions, HumanGame, play_widget, make_bot)
 
 torch.set_num_threads(1)
@@ -45,7 +45,7 @@ def test_a_kill_while_a_chunk_is_written_leaves_no_file(tmp_path):
     code = textwrap.dedent(f"""
         import os, signal, json
         from pathlib import Path
-        from genome_lab.sessions import add_chunk
+        from genome_lab.players.sessions import add_chunk
         folder = Path({str(tmp_path/'s')!r}); meta = json.loads((folder/'session.json').read_text())
         os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)   # killed once the chunk's bytes are written
         add_chunk(folder, meta, b'PAR1' + os.urandom(200_000), 4)

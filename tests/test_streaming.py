@@ -6,11 +6,11 @@ from pathlib import Path
 import numpy as np, pytest
 from PIL import Image
 from fastapi.testclient import TestClient
-from genome_lab.registry import Registry, seed_founders
-from genome_lab.server import create_app
-from genome_lab.broadcast import active_snakes, StreamConfig
-from genome_lab.streaming import genome_colours, MAP_COLOURS
-from genome_lab.arenas import SNAKE_EMPTY
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.web.server import create_app
+from genome_lab.broadcast.live import active_snakes, StreamConfig
+from genome_lab.broadcast.streaming import genome_colours, MAP_COLOURS
+from genome_lab.arenas.arena import SNAKE_EMPTY
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1'}
@@ -60,8 +60,8 @@ def test_codec_error_heals_within_5_s(registry, tmp_path):
     shows_the_arena(r['screenshots'][-1], registry)
 
 def test_playlist_loops_the_clips(registry, tmp_path):
-    from genome_lab.tournament import run_tournament
-    from genome_lab.highlights import HighlightStore, HighlightConfig, record_highlights
+    from genome_lab.tournaments.tournament import run_tournament
+    from genome_lab.broadcast.highlights import HighlightStore, HighlightConfig, record_highlights
     with Registry(registry) as reg, HighlightStore(registry/'highlights') as store:
         run_tournament(reg, arena='snake', agents_per_genome=4, steps=100, progress=False)
         out = record_highlights(reg, store, cfg=HighlightConfig(width=640, height=360, before=10, after=5))
@@ -98,7 +98,7 @@ def test_router_refuses_bad_requests(tmp_path):
 def test_connections_that_never_read_do_not_lock_viewers_out(tmp_path):
     "Raw sockets ask for /stream/mjpeg and never read: the send timeout frees their slots, and a real viewer gets pictures."
     import socket, time, httpx
-    from genome_lab.server import serve_in_thread
+    from genome_lab.web.server import serve_in_thread
     registry = tmp_path/'registry'
     with Registry(registry) as reg: seed_founders(reg)
     app = create_app(registry)
@@ -138,7 +138,7 @@ def test_reopened_idle_connections_do_not_deny_real_viewers(tmp_path):
     has taken nothing for `stalled_seconds` (2 s) now gives its slot to the next viewer when the stream is full: three
     real viewers, each asking once as the live page does, all get in and keep watching while the idle sockets come back."""
     import socket, threading, time, httpx
-    from genome_lab.server import serve_in_thread
+    from genome_lab.web.server import serve_in_thread
     registry = tmp_path/'registry'
     with Registry(registry) as reg: seed_founders(reg)
     app = create_app(registry)

@@ -2,9 +2,9 @@
 import concurrent.futures, multiprocessing, os, subprocess, sys, threading
 from pathlib import Path
 import numpy as np, pytest
-from genome_lab.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
-from genome_lab.tournament import play_games
-from genome_lab.evaluation import evaluate
+from genome_lab.arenas.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
+from genome_lab.tournaments.tournament import play_games
+from genome_lab.arenas.evaluation import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,9 +69,9 @@ def test_server_runs_a_real_tournament_and_selection(tmp_path):
     "`run_tournament` on the server with the tournament job: ratings persist and the selection is logged."
     import time
     from fastapi.testclient import TestClient
-    from genome_lab.registry import Registry, seed_founders
-    from genome_lab.server import create_app
-    from genome_lab.selection import tournament_job
+    from genome_lab.registry.store import Registry, seed_founders
+    from genome_lab.web.server import create_app
+    from genome_lab.tournaments.selection import tournament_job
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)
     auth = {'Authorization': 'Bearer t0k3n-secret'}
     with TestClient(create_app(tmp_path/'reg', token='t0k3n-secret', job=tournament_job)) as http:
@@ -91,7 +91,7 @@ def test_server_runs_a_real_tournament_and_selection(tmp_path):
 
 def test_sampled_games_of_networks_and_the_heuristic_are_valid_and_seeded():
     "greedy=False: PufferLib's snake and the heuristic sample too (they were left with uninitialised actions), and a seed fixes the game."
-    from genome_lab.tournament import play_game
+    from genome_lab.tournaments.tournament import play_game
     pols = [load_pufferlib_policy('snake'), SnakeHeuristic(), RandomPolicy(4)]
     play = lambda: play_game(pols, seed=3, snakes_per_genome=2, steps=60, greedy=False, width=32, height=24, num_food=16)
     a, b = play(), play()

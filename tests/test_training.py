@@ -3,11 +3,11 @@ import json, math, os, subprocess, sys
 from pathlib import Path
 import pytest, torch
 from dataclasses import replace
-from genome_lab.registry import Registry
+from genome_lab.registry.store import Registry
 from loop_states import same, by_name
-from genome_lab.training import checkpoint_meta, CHECKPOINT_FILE, PPOConfig, PPOHyper
-from genome_lab.ppo_run import train_ppo_cli
-from genome_lab.pbt import run_pbt, record_pbt, pbt_table, evaluation_ladder, reward_hacking_guard
+from genome_lab.rl.training import checkpoint_meta, CHECKPOINT_FILE, PPOConfig, PPOHyper
+from genome_lab.rl.ppo_run import train_ppo_cli
+from genome_lab.rl.pbt import run_pbt, record_pbt, pbt_table, evaluation_ladder, reward_hacking_guard
 
 TINY = ['--display', 'none', '--num-snakes', '32', '--width', '48', '--height', '32', '--num-food', '60',
         '--minibatch-size', '256', '--bptt-horizon', '16', '--eval-snakes', '8', '--eval-max-steps', '300']
@@ -87,7 +87,7 @@ def test_a_kill_while_keeping_leaves_the_registry_and_the_checkpoint_in_agreemen
     """Issue 30: a kept genome is registered only after the checkpoint holding it is saved (`pending`, then `commit`);
     a resume registers the checkpoint's own weights."""
     import torch
-    import genome_lab.core as core, genome_lab.ppo_run as T   # PPORun calls register_kept from there
+    import genome_lab.core as core, genome_lab.rl.ppo_run as T   # PPORun calls register_kept from there
     from genome_lab.core import load_state
     run, reg = tmp_path/'tiny', tmp_path/'registry'
     args = ['--run-dir', str(run), '--registry', str(reg), *TINY, '--keep-every', '512']
@@ -138,8 +138,8 @@ def test_a_run_resumed_from_its_checkpoint_goes_on_exactly_as_an_uninterrupted_o
     its checkpoint, before its genome was registered), end in the same state to the bit (weights, Adam, the schedule,
     counters, torch's random state, the maps' game, the league's records, the kept genomes)."""
     from genome_lab.core import advance, load_state, save_state
-    from genome_lab.training import finetune_recipe
-    from genome_lab.ppo_run import PPORun
+    from genome_lab.rl.training import finetune_recipe
+    from genome_lab.rl.ppo_run import PPORun
     maps = dict(maps=2, eval_snakes=4, eval_max_steps=100, reset_every=100, device='cpu')
     league = replace(finetune_recipe('PufferSnake', **maps, keep_every=1152), mode='league', learner_share=0.5,
                      opponents='PufferSnake,HeuristicSnake', swap_every=32, hyper=PPOHyper(learning_rate=1e-4,
@@ -162,9 +162,9 @@ def test_a_run_resumed_from_its_checkpoint_goes_on_exactly_as_an_uninterrupted_o
 
 def test_the_season_game_and_map_the_recipe_reads_are_the_seasons():
     "The recipe trains on a season's snake game: its snakes, steps and map are the snake arena's and SeasonConfig's."
-    from genome_lab.arenas import SnakeArena
-    from genome_lab.seasons import SeasonConfig
-    from genome_lab.training import finetune_recipe
+    from genome_lab.arenas.arena import SnakeArena
+    from genome_lab.ecosystem.seasons import SeasonConfig
+    from genome_lab.rl.training import finetune_recipe
     s, cfg = SeasonConfig(), finetune_recipe(device='cpu')
     own, game = SnakeArena.season, SnakeArena.game_settings   # the season plays the arena's own map
     assert (cfg.num_snakes, cfg.reset_every) == (s.genomes_per_game * own.agents, own.steps) == (18, 1000) and not own.settings
@@ -174,8 +174,8 @@ def test_the_season_game_and_map_the_recipe_reads_are_the_seasons():
 def test_the_multiprocessing_backend_trains_and_resumes_on_fresh_maps(tmp_path):
     "PufferLib's Multiprocessing backend (the recipe's on CUDA), on the CPU with 2 worker processes of `TournamentMaps`."
     from genome_lab.core import save_state, load_state
-    from genome_lab.training import finetune_recipe
-    from genome_lab.ppo_run import PPORun
+    from genome_lab.rl.training import finetune_recipe
+    from genome_lab.rl.ppo_run import PPORun
     cfg = finetune_recipe('', device='cpu', maps=2, backend='multiprocessing', workers=2, reset_every=100, keep_every=10**9)
     run = PPORun(cfg, display=None)
     try:
@@ -192,10 +192,10 @@ def test_the_multiprocessing_backend_trains_and_resumes_on_fresh_maps(tmp_path):
     finally: again.close()
 
 def test_best_snake_is_the_best_rated_active_snake_puffer_rl_can_train(tmp_path):
-    from genome_lab.arenas import arena_version
-    from genome_lab.registry import seed_founders
-    from genome_lab.sqlite_store import utcnow
-    from genome_lab.ppo_producer import best_snake
+    from genome_lab.arenas.arena import arena_version
+    from genome_lab.registry.store import seed_founders
+    from genome_lab.registry.sqlite_store import utcnow
+    from genome_lab.rl.ppo_producer import best_snake
     reg = Registry(tmp_path/'registry')
     f = seed_founders(reg)
     assert best_snake(reg) == f['PufferSnake']   # no ratings yet
@@ -208,9 +208,9 @@ def test_best_snake_is_the_best_rated_active_snake_puffer_rl_can_train(tmp_path)
 def test_the_ppo_producer_fine_tunes_the_best_snake_and_offers_on_schedule(tmp_path):
     """The `ppo` loop producer: the fine-tune of PufferSnake offers every `ppo_steps` of its agent-steps (names
     `PufferSnake-ppoK`, a self-play chain), the learner from scratch takes every k-th step and offers too."""
-    from genome_lab.registry import seed_founders
-    from genome_lab.seasons import work
-    from genome_lab.ppo_producer import PPOSettings
+    from genome_lab.registry.store import seed_founders
+    from genome_lab.ecosystem.seasons import work
+    from genome_lab.rl.ppo_producer import PPOSettings
     reg = Registry(tmp_path/'registry')
     puffer = seed_founders(reg)['PufferSnake']
     s = PPOSettings(ppo_maps=2, ppo_steps=4608, ppo_scratch_every=3, ppo_device='cpu')

@@ -24,10 +24,10 @@ def test_bench_writes_the_issue_keys(tmp_path):
 def test_video_producer_skips_a_clip_it_cannot_read(tmp_path, monkeypatch):
     "A clip that fails to decode (one labelled, one not) costs only itself: the clone learns from the others, the report names both."
     import pytest
-    import genome_lab.watching as w
+    import genome_lab.players.watching as w
     from genome_lab.core import ProducerContext
-    from genome_lab.registry import Registry
-    from genome_lab.cloning import training_record
+    from genome_lab.registry.store import Registry
+    from genome_lab.players.cloning import training_record
     real_film, damaged = w.film, []
     def film_and_damage(root, *a, **kw):
         index = real_film(root, *a, **kw)

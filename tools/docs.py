@@ -14,9 +14,10 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = {0: 'Foundations', 1: 'Registry', 2: 'Behaviour cloning', 3: 'Clustering', 4: 'Replicator dynamics',
-            5: 'Diffusion hypernetwork', 6: 'Physics', 7: 'Tournament, server and client', 8: 'LLM evolution',
-            9: 'Streaming and the pipeline'}   # the card's chapters by the tens digit of a notebook's number
+CHAPTERS = {0: 'Foundations: arenas, policies, evaluation', 1: 'The registry', 2: 'Players: sessions, cloning, clustering',
+            3: 'Evolution: replicator, hypernetwork, creatures', 4: 'Tournaments, the server and game rendering',
+            5: 'Self-play RL', 6: 'Programs and LLM search', 7: 'Imagination: world models',
+            8: 'Seasons, the ecosystem and its pages', 9: 'Broadcast and the pipeline'}   # by the tens digit of a notebook's number
 DIRECTIVE = re.compile(r'^#\|\s*(\w+)(.*)$')
 
 def directives(source:str)->dict: # {name: rest of the line} of a cell's leading `#|` lines
@@ -31,8 +32,16 @@ def strip_directives(source:str)->str:
     while lines and DIRECTIVE.match(lines[0]): lines.pop(0)
     return '\n'.join(lines)
 
-def module_of(nb)->str|None:
-    return next((d['default_exp'] for c in nb.cells if c.cell_type == 'code' and 'default_exp' in (d := directives(c.source))), None)
+def cell_module(source:str, default:str|None)->str|None: # the module an exported cell goes to: `#| export <module>`'s, or the default
+    return (directives(source).get('export') or '').split(' ')[0] or default
+
+def modules_of(nb)->list: # the notebook's modules: its `default_exp`, then every other `#| export <module>` target in order
+    code = [c.source for c in nb.cells if c.cell_type == 'code']
+    default = next((d['default_exp'] for s in code if 'default_exp' in (d := directives(s))), None)
+    out = [default] if default else []
+    for s in code:
+        if 'export' in directives(s) and (m := cell_module(s, default)) and m not in out: out.append(m)
+    return out
 
 def public_defs(source:str, exported:set)->list: # [(kind, name)] of the cell's top-level functions and classes in `__all__`
     try: tree = ast.parse(source)
@@ -59,18 +68,20 @@ def page_cells(c, exported:set)->tuple: # (the cells that show notebook cell `c`
     c.metadata['tags'] = [*c.metadata.get('tags', []), 'hide-input']
     return [c], public_defs(c.source, exported)
 
-def chapter(nb, module:str|None, executed:bool)->nbformat.NotebookNode:
-    """The notebook as a page (see `page_cells`): a run of exported cells is folded, followed by one block of API entries
-    for all of them (one per run, not per cell: Sphinx's time grows with the number of blocks), with a link to its API
-    page and a note when the run did not execute it."""
-    exported = set(getattr(importlib.import_module(f'genome_lab.{module}'), '__all__', ())) if module else set()
-    cells, defs = [], []
+def chapter(nb, modules:list, executed:bool)->nbformat.NotebookNode:
+    """The notebook as a page (see `page_cells`): a run of exported cells of one module is folded, followed by one block
+    of API entries for all of them (one per run, not per cell: Sphinx's time grows with the number of blocks), with links
+    to its modules' API pages and a note when the run did not execute it."""
+    exported = {m: set(getattr(importlib.import_module(f'genome_lab.{m}'), '__all__', ())) for m in modules}
+    cells, defs, run_module = [], [], None
     for c in nb.cells:
-        shown, ds = page_cells(c, exported)
-        if ds is None and shown and defs: cells.append(api_cell(module, defs)); defs = []
+        m = cell_module(c.source, modules[0] if modules else None) if c.cell_type == 'code' else None
+        shown, ds = page_cells(c, exported.get(m, set()))
+        if defs and ((ds is None and shown) or (ds is not None and m != run_module)): cells.append(api_cell(run_module, defs)); defs = []
+        if ds: run_module = m
         cells += shown; defs += ds or []
-    if defs: cells.append(api_cell(module, defs))
-    links = [f"API: [`genome_lab.{module}`](api/{module}.md)"] if module else []
+    if defs: cells.append(api_cell(run_module, defs))
+    links = [f"API: " + ', '.join(f"[`genome_lab.{m}`](api/{m}.md)" for m in modules)] if modules else []
     if not executed: links.append("*This chapter was not executed for this build: it shows the notebook's source.*")
     if links: cells.insert(1, nbformat.v4.new_markdown_cell('\n\n'.join(links)))
     nb.cells = cells
@@ -80,9 +91,9 @@ def toctree(entries:list, caption:str|None=None, hidden:bool=False)->str:
     opts = [':maxdepth: 1'] + ([f':caption: {caption}'] if caption else []) + ([':hidden:'] if hidden else [])
     return '```{toctree}\n' + '\n'.join(opts) + '\n\n' + '\n'.join(entries) + '\n```\n'
 
-def page_name(notebook:str)->str: return re.sub(r'^\d+_', '', notebook)   # nbdev's page name: 02_evaluation -> evaluation
+def page_name(notebook:str)->str: return re.sub(r'^\d+_', '', notebook)   # nbdev's page name: 03_evaluation -> evaluation
 
-def write_chapters(src:Path, names:list, run:Path)->list: # [(notebook, module, executed)]
+def write_chapters(src:Path, names:list, run:Path)->list: # [(notebook, [its modules], executed)]
     record = json.loads((run/'run.json').read_text())
     ok = {n for n, r in record['results'].items() if r.get('status') == 'ok'}
     pages = [page_name(n) for n in names]
@@ -92,9 +103,9 @@ def write_chapters(src:Path, names:list, run:Path)->list: # [(notebook, module, 
     for n in names:
         executed = n in ok
         nb = nbformat.read((run if executed else ROOT/'nbs')/f'{n}.ipynb', as_version=4)
-        module = module_of(nb)
-        nbformat.write(chapter(nb, module, executed), src/f'{page_name(n)}.ipynb')
-        out.append((n, module, executed))
+        modules = modules_of(nb)
+        nbformat.write(chapter(nb, modules, executed), src/f'{page_name(n)}.ipynb')
+        out.append((n, modules, executed))
     groups = {}
     for n, _, _ in out: groups.setdefault(int(n[0]), []).append(page_name(n))
     n_run = sum(e for *_, e in out)
@@ -109,7 +120,7 @@ def write_chapters(src:Path, names:list, run:Path)->list: # [(notebook, module, 
 
 def write_api(src:Path, chapters:list):
     (src/'api').mkdir()
-    mods = [(m, page_name(n)) for n, m, _ in chapters if m]
+    mods = [(m, page_name(n)) for n, ms, _ in chapters for m in ms]
     for m, page in mods:
         (src/'api'/f'{m}.md').write_text(f"# genome_lab.{m}\n\nChapter: [](../{page}.ipynb)\n\n"
                                          f"```{{eval-rst}}\n.. automodule:: genome_lab.{m}\n   :members:\n```\n")

@@ -31,7 +31,7 @@ if [ "$installed" != "$puffer" ] || ! "$VENV/bin/python" -c 'import torch, puffe
 fi
 pip install --find-links .cache/wheels -e '.[dev]'
 root=$(pwd)
-(cd /tmp && "$root/$VENV/bin/python" -c 'import genome_lab.registry, pufferlib.ocean.snake.binding, pufferlib._C') \
+(cd /tmp && "$root/$VENV/bin/python" -c 'import genome_lab.registry.store, pufferlib.ocean.snake.binding, pufferlib._C') \
   || fail "genome_lab or pufferlib does not import after the install"
 # each command's --help text, cached for this code (genome_lab.pipeline.command_help): later calls answer in under 1 s
 (cd /tmp && OMP_NUM_THREADS=1 "$root/$VENV/bin/python" -c 'from genome_lab.pipeline import commands, command_help; [command_help(c) for c in commands()]') \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian packages genome_lab needs outside Python, each given as COMMAND:PACKAGE (installed when COMMAND is not on
-# PATH): bwrap:bubblewrap for the program sandbox (genome_lab.sandbox), chromium:chromium for the page tests.
+# PATH): bwrap:bubblewrap for the program sandbox (genome_lab.programs.sandbox), chromium:chromium for the page tests.
 # apt-get needs root (as on the CI machine) or sudo. Idempotent: exits at once when every command is there.
 set -euo pipefail
 missing=()
