@@ -3,7 +3,7 @@
 rates its genomes and selects among them, with no edit to `seasons`."""
 import numpy as np
 import pytest
-from genome_lab import arenas
+from genome_lab.arenas import arena
 from genome_lab.arenas.arena import Arena, ArenaSeason, Episodes, arena_names
 from genome_lab.arenas.policies import RandomPolicy
 from genome_lab.registry.store import Registry, Genome, seed_founders, genome_types
@@ -31,7 +31,7 @@ class CoinArena(Arena):
 @pytest.fixture
 def coin_installed(install_entry_point, monkeypatch):
     "The arena as an installed package declares it: one entry point, `coin = test_arena_plugin:CoinArena`."
-    monkeypatch.setattr(arenas, 'ARENAS', dict(arenas.ARENAS))   # loaded into a copy: forgotten after the test
+    monkeypatch.setattr(arena, 'ARENAS', dict(arena.ARENAS))   # loaded into a copy: forgotten after the test
     install_entry_point('genome_lab.arenas', 'coin', f'{__name__}:CoinArena')
 
 def coin_genome(reg:Registry, name:str, heads:float, status:str)->str: # its id
@@ -44,7 +44,7 @@ def coin_genome(reg:Registry, name:str, heads:float, status:str)->str: # its id
 def torch_log(p): import torch; return torch.log(torch.tensor(p))
 
 def test_a_fourth_arena_joins_a_season_by_its_entry_point_alone(tmp_path, coin_installed):
-    assert 'coin' in arena_names() and 'coin' not in arenas.ARENAS   # known, not loaded yet
+    assert 'coin' in arena_names() and 'coin' not in arena.ARENAS   # known, not loaded yet
     assert 'coin' in genome_types('coin') and 'coin' not in genome_types('snake')   # its own genome type
     flags = ['--producers', '', '--batch', '4', '--max-meetings', '2', '--arena-settings', 'snake.steps=30',
              'snake.agents=2', 'snake.width=24', 'snake.height=24', 'snake.num_food=10', 'tetris.steps=30',

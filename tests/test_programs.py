@@ -58,10 +58,10 @@ def test_a_program_that_stops_reading_forfeits_in_evaluations_and_server_jobs(tm
     "It plays zeros once the step timeout kills it: the evaluation returns, and the server's job ends and frees its slot."
     import threading, time
     from fastapi.testclient import TestClient
-    from genome_lab import programs, sandbox
+    from genome_lab.programs import program_policy, sandbox
     from genome_lab.web.server import create_app
     from genome_lab.tournaments.selection import tournament_job
-    monkeypatch.setattr(programs, 'PROGRAM_LIMITS', sandbox.SandboxLimits(cpu_s=60, wall_s=600, step_timeout_s=2))
+    monkeypatch.setattr(program_policy, 'PROGRAM_LIMITS', sandbox.SandboxLimits(cpu_s=60, wall_s=600, step_timeout_s=2))
     reg = Registry(tmp_path/'reg')
     g = reg.add(program_genome('Flood', 'snake', FLOOD), {}, status='active')
     for k in range(2): reg.add(Genome(name=f'Random{k}', type='baseline', arena='snake', arch='random', config=dict(num_actions=4),

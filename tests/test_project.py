@@ -253,3 +253,21 @@ def test_every_command_help_answers_in_under_a_second():
         assert r.returncode == 0 and r.stdout == command_help(n), (n, r.stderr[-2000:])
         assert r.stdout.startswith(f'usage: genome-lab {n} ') and '--help' in r.stdout, r.stdout
     assert max(took.values()) < 1.0, took
+
+def test_the_package_is_what_the_notebooks_export(tmp_path):
+    """`nbdev-export`, run twice on a copy of the notebooks, writes the committed `genome_lab/` byte for byte: no module
+    is edited by hand, and a notebook's second module (`#| export <module>`) is written afresh, not appended to
+    (`genome_lab/_nbdev.py`)."""
+    import filecmp, shutil
+    shutil.copy(ROOT/'pyproject.toml', tmp_path)
+    shutil.copytree(ROOT/'nbs', tmp_path/'nbs', ignore=shutil.ignore_patterns('measured', '.ipynb_checkpoints'))
+    (tmp_path/'genome_lab').mkdir()
+    for f in ('__init__.py', '_nbdev.py'): shutil.copy(ROOT/'genome_lab'/f, tmp_path/'genome_lab')   # written by hand
+    for _ in range(2):
+        r = subprocess.run([BIN/'nbdev-export'], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+    ours = sorted(str(p.relative_to(ROOT)) for p in (ROOT/'genome_lab').rglob('*.py'))
+    theirs = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path/'genome_lab').rglob('*.py'))
+    assert ours == theirs
+    _, differ, _ = filecmp.cmpfiles(ROOT, tmp_path, ours, shallow=False)
+    assert differ == [], f"exported from the notebooks, these differ from the committed files: {differ}"

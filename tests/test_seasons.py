@@ -351,3 +351,21 @@ def test_a_workers_command_line_passes_the_usage_checked_before_import(tmp_path,
     spec = cached_usage('produce', tmp_path)
     for n in producer_names():
         assert check_usage(spec, [n, '--registry=r', *config_argv(find_producer(n).settings())]) is None, n
+
+def test_a_schedule_stored_before_the_layout_by_topic_still_loads(tmp_path):
+    """A job store written when the job functions lived in `genome_lab.seasons` keeps its jobs: APScheduler would drop a
+    job whose textual reference no longer imports; `scheduler` points it at the function's present home first."""
+    import pickle
+    from genome_lab.ecosystem.schedule import scheduler, cron_trigger, run_command, migrate_job_refs
+    store = tmp_path/'schedule.sqlite'
+    sch = scheduler(store); sch.add_job(run_command, cron_trigger('0 4 * * 1'), id='nightly', args=[['season', '--help']]); sch.start(paused=True); sch.shutdown()
+    with sqlite3.connect(store) as db:   # as the version before wrote it
+        state = pickle.loads(db.execute("SELECT job_state FROM apscheduler_jobs WHERE id='nightly'").fetchone()[0])
+        assert state['func'] == 'genome_lab.ecosystem.schedule:run_command'
+        state['func'] = 'genome_lab.seasons:run_command'
+        db.execute("UPDATE apscheduler_jobs SET job_state=? WHERE id='nightly'", (pickle.dumps(state),))
+    sch = scheduler(store); sch.start(paused=True)
+    try: job = sch.get_job('nightly')
+    finally: sch.shutdown()
+    assert job is not None and job.func is run_command and job.args == (['season', '--help'],)
+    assert migrate_job_refs(store) == 0   # nothing left to point elsewhere

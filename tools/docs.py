@@ -68,7 +68,7 @@ def page_cells(c, exported:set)->tuple: # (the cells that show notebook cell `c`
     c.metadata['tags'] = [*c.metadata.get('tags', []), 'hide-input']
     return [c], public_defs(c.source, exported)
 
-def chapter(nb, modules:list, executed:bool)->nbformat.NotebookNode:
+def chapter(nb, modules:list, executed:bool, page:str)->nbformat.NotebookNode:
     """The notebook as a page (see `page_cells`): a run of exported cells of one module is folded, followed by one block
     of API entries for all of them (one per run, not per cell: Sphinx's time grows with the number of blocks), with links
     to its modules' API pages and a note when the run did not execute it."""
@@ -81,7 +81,7 @@ def chapter(nb, modules:list, executed:bool)->nbformat.NotebookNode:
         if ds: run_module = m
         cells += shown; defs += ds or []
     if defs: cells.append(api_cell(run_module, defs))
-    links = [f"API: " + ', '.join(f"[`genome_lab.{m}`](api/{m}.md)" for m in modules)] if modules else []
+    links = [f"API: [{', '.join(f'`genome_lab.{m}`' for m in modules)}](api/{page}.md)"] if modules else []
     if not executed: links.append("*This chapter was not executed for this build: it shows the notebook's source.*")
     if links: cells.insert(1, nbformat.v4.new_markdown_cell('\n\n'.join(links)))
     nb.cells = cells
@@ -104,7 +104,7 @@ def write_chapters(src:Path, names:list, run:Path)->list: # [(notebook, [its mod
         executed = n in ok
         nb = nbformat.read((run if executed else ROOT/'nbs')/f'{n}.ipynb', as_version=4)
         modules = modules_of(nb)
-        nbformat.write(chapter(nb, modules, executed), src/f'{page_name(n)}.ipynb')
+        nbformat.write(chapter(nb, modules, executed, page_name(n)), src/f'{page_name(n)}.ipynb')
         out.append((n, modules, executed))
     groups = {}
     for n, _, _ in out: groups.setdefault(int(n[0]), []).append(page_name(n))
@@ -119,14 +119,15 @@ def write_chapters(src:Path, names:list, run:Path)->list: # [(notebook, [its mod
     return out
 
 def write_api(src:Path, chapters:list):
+    "One API page per chapter, named as the chapter's page, with its modules (a notebook's second modules too)."
     (src/'api').mkdir()
-    mods = [(m, page_name(n)) for n, ms, _ in chapters for m in ms]
-    for m, page in mods:
-        (src/'api'/f'{m}.md').write_text(f"# genome_lab.{m}\n\nChapter: [](../{page}.ipynb)\n\n"
-                                         f"```{{eval-rst}}\n.. automodule:: genome_lab.{m}\n   :members:\n```\n")
-    (src/'api'/'index.md').write_text("# API reference\n\nOne page per module, in the notebooks' order; each signature "
-                                       "comes with its parameters' docments (shapes, units, what they mean).\n\n"
-                                       + toctree([m for m, _ in mods]))
+    pages = [(page_name(n), ms) for n, ms, _ in chapters if ms]
+    for page, ms in pages:
+        body = '\n'.join(f"## genome_lab.{m}\n\n```{{eval-rst}}\n.. automodule:: genome_lab.{m}\n   :members:\n```\n" for m in ms)
+        (src/'api'/f'{page}.md').write_text(f"# {', '.join(f'genome_lab.{m}' for m in ms)}\n\nChapter: [](../{page}.ipynb)\n\n{body}")
+    (src/'api'/'index.md').write_text("# API reference\n\nOne page per chapter with its modules, in the notebooks' order; each "
+                                       "signature comes with its parameters' docments (shapes, units, what they mean).\n\n"
+                                       + toctree([p for p, _ in pages]))
 
 def write_home(src:Path):
     readme = (ROOT/'README.md').read_text()

@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'router', 'cron_trigger', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'run_command', 'schedule_cli']
+__all__ = ['SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'JOB_HOMES', 'router', 'cron_trigger', 'migrate_job_refs', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'run_command', 'schedule_cli']
 
 # %% ../../nbs/80_seasons.ipynb #3b564879
 import argparse, contextlib, importlib, re, subprocess, sys, threading
@@ -49,14 +49,35 @@ def cron_trigger(expr:str):
         raise ValueError(f"cron expression {expr!r} never fires")
     return trigger
 
+# %% ../../nbs/80_seasons.ipynb #2b095e09
+JOB_HOMES = {'genome_lab.seasons': 'genome_lab.ecosystem.schedule'} # where the job functions lived before the layout by topic (issue 48)
+
+def migrate_job_refs(store:str|Path)->int: # the stored jobs rewritten
+    """Point an older version's stored jobs at their functions' present home. APScheduler keeps a job's function as a
+    textual reference ('genome_lab.seasons:_season_job' before the layout by topic) and drops a job whose reference no
+    longer imports, so an upgrade would lose the schedule without this."""
+    import pickle, sqlite3
+    if not Path(store).exists(): return 0
+    n = 0
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='apscheduler_jobs'").fetchone(): return 0
+        for jid, blob in db.execute('SELECT id, job_state FROM apscheduler_jobs').fetchall():
+            state = pickle.loads(blob)
+            mod, _, fn = state['func'].partition(':')
+            if mod in JOB_HOMES:
+                state['func'] = f'{JOB_HOMES[mod]}:{fn}'
+                db.execute('UPDATE apscheduler_jobs SET job_state=? WHERE id=?', (pickle.dumps(state, pickle.HIGHEST_PROTOCOL), jid)); n += 1
+    return n
+
 # %% ../../nbs/80_seasons.ipynb #c68231f8
 def scheduler(store:str|Path, # the SQLite job store
               blocking:bool=False): # BlockingScheduler (the `schedule` command) or BackgroundScheduler (the server)?
     """An APScheduler over a persisted SQLite job store: one run of a job at a time, missed runs coalesced into one, no
-    limit on lateness."""
+    limit on lateness; the jobs an older version stored are pointed at their functions' present home first."""
     from apscheduler.schedulers.background import BackgroundScheduler
     from apscheduler.schedulers.blocking import BlockingScheduler
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+    migrate_job_refs(store)
     return (BlockingScheduler if blocking else BackgroundScheduler)(
         jobstores=dict(default=SQLAlchemyJobStore(url=f'sqlite:///{Path(store).resolve()}')), timezone='UTC',
         job_defaults=dict(coalesce=True, max_instances=1, misfire_grace_time=None))
