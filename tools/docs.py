@@ -123,7 +123,8 @@ def write_api(src:Path, chapters:list):
     (src/'api').mkdir()
     pages = [(page_name(n), ms) for n, ms, _ in chapters if ms]
     for page, ms in pages:
-        body = '\n'.join(f"## genome_lab.{m}\n\n```{{eval-rst}}\n.. automodule:: genome_lab.{m}\n   :members:\n```\n" for m in ms)
+        body = '\n'.join((f"## genome_lab.{m}\n\n" if len(ms) > 1 else '')   # a lone module: the page's title names it
+                         + f"```{{eval-rst}}\n.. automodule:: genome_lab.{m}\n   :members:\n```\n" for m in ms)
         (src/'api'/f'{page}.md').write_text(f"# {', '.join(f'genome_lab.{m}' for m in ms)}\n\nChapter: [](../{page}.ipynb)\n\n{body}")
     (src/'api'/'index.md').write_text("# API reference\n\nOne page per chapter with its modules, in the notebooks' order; each "
                                        "signature comes with its parameters' docments (shapes, units, what they mean).\n\n"
