@@ -125,7 +125,8 @@ def write_api(src:Path, chapters:list):
     for page, ms in pages:
         body = '\n'.join((f"## genome_lab.{m}\n\n" if len(ms) > 1 else '')   # a lone module: the page's title names it
                          + f"```{{eval-rst}}\n.. automodule:: genome_lab.{m}\n   :members:\n```\n" for m in ms)
-        (src/'api'/f'{page}.md').write_text(f"# {', '.join(f'genome_lab.{m}' for m in ms)}\n\nChapter: [](../{page}.ipynb)\n\n{body}")
+        more = f"; its other modules: {', '.join(f'`genome_lab.{m}`' for m in ms[1:])}" if len(ms) > 1 else ''
+        (src/'api'/f'{page}.md').write_text(f"# genome_lab.{ms[0]}\n\nChapter: [](../{page}.ipynb){more}\n\n{body}")
     (src/'api'/'index.md').write_text("# API reference\n\nOne page per chapter with its modules, in the notebooks' order; each "
                                        "signature comes with its parameters' docments (shapes, units, what they mean).\n\n"
                                        + toctree([p for p, _ in pages]))
