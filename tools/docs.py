@@ -70,8 +70,8 @@ def page_cells(c, exported:set)->tuple: # (the cells that show notebook cell `c`
 
 def chapter(nb, modules:list, executed:bool, page:str)->nbformat.NotebookNode:
     """The notebook as a page (see `page_cells`): a run of exported cells of one module is folded, followed by one block
-    of API entries for all of them (one per run, not per cell: Sphinx's time grows with the number of blocks), with links
-    to its modules' API pages and a note when the run did not execute it."""
+    of API entries for all of them (one per run, not per cell: Sphinx's time grows with the number of blocks), with a link
+    to its API page (all its modules) and a note when the run did not execute it."""
     exported = {m: set(getattr(importlib.import_module(f'genome_lab.{m}'), '__all__', ())) for m in modules}
     cells, defs, run_module = [], [], None
     for c in nb.cells:
