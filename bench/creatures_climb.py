@@ -137,7 +137,7 @@ def progression(offers:dict, refs:dict, races:int, seconds:float, seed:int)->dic
 
 def main():
     from genome_lab.core import atomic_write_json, measured_dir, machine
-    from kit import Memo, parse
+    from kit import Memo, parse, lead_record
     from genome_lab.evolution.creature_store import CreatureSettings, creature_baselines, season_creature_settings
     from genome_lab.registry.store import Registry
     from genome_lab.ecosystem.seasons import spawn_worker
@@ -191,9 +191,9 @@ def main():
                                 creature_steps_per_s_median=round(float(np.median(steps_per_s)), 1) if steps_per_s else None),
                   references=ref, check=climb, baseline=base, agreement=agree, progression=climbing,
                   curve={k: v for k, v in scalars.items() if k.startswith(('charts/score', 'offers/'))},
-                  reached=climb['sigma_gap'] >= 1.0)
+                  **lead_record(root/'registry', newest['id']))
     path = s.out or str(measured_dir()/'creatures_climb.json')
     atomic_write_json(path, record)
-    print(f"reached (at least 1 combined sigma ahead): {record['reached']}; wrote {path}")
+    print(f"reached (the lead rule, `lead_check`): {record['reached']}; wrote {path}")
 
 if __name__ == '__main__': main()

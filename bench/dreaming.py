@@ -39,7 +39,8 @@ from genome_lab.core import measured_dir, machine
 from kit import Memo, parse, write_figures
 from genome_lab.imagination.dreaming import (Trajectories, WorldConfig, WorldModel, DreamPlanner, DistillConfig, record_trajectories,
                                  train_world_model, open_loop_accuracy, planner_roi, register_planner, distill,
-                                 register_distilled, head_to_head, sign_test)
+                                 register_distilled)
+from genome_lab.tournaments.ranking import head_to_head, sign_test
 from genome_lab.arenas.arena import SnakeArena
 from genome_lab.arenas.policies import LinearLSTM, load_pufferlib_policy
 from genome_lab.registry.store import Registry

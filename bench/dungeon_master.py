@@ -33,7 +33,8 @@ import torch
 from scipy.stats import ttest_rel
 from genome_lab.core import atomic_write_json, measured_dir, machine
 from kit import Memo, parse, read_figures
-from genome_lab.imagination.dreaming import Trajectories, WorldConfig, train_world_model, sign_test
+from genome_lab.imagination.dreaming import Trajectories, WorldConfig, train_world_model
+from genome_lab.tournaments.ranking import sign_test
 from genome_lab.registry.store import Registry, seed_founders
 from genome_lab.imagination.dungeon_master import (CurriculumConfig, FederatedConfig, SEASON_MAP, ROLES, make_backend,
                                        train_curriculum, heldout_settings, heldout_scores, role_trajectories,

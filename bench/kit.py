@@ -63,3 +63,11 @@ def write_figures(path:str|Path, # the figures file (JSON), e.g. nbs/measured/dr
                   record:dict)->Path: # its keys replace the file's same keys
     "Write `record`'s keys into the figures file at `path`, keeping the file's other keys (other benches' figures)."
     return atomic_write_json(path, read_figures(path) | record)
+
+def lead_record(registry:str|Path, # the bench's registry folder
+                genome:str)->dict: # {'checks', 'leads', 'reached'}
+    "The project's lead rule (`climb_check`: 40+ games at 3 held-out seeds against every non-random founder, a sign test) for `genome`."
+    from genome_lab.registry.store import Registry
+    from genome_lab.ecosystem.loop import climb_check
+    with Registry(registry) as reg: rule = climb_check(reg, genome)
+    return {k: rule[k] for k in ('checks', 'leads', 'reached')}

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Annotated
 import numpy as np
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine, load_state
-from genome_lab.imagination.dreaming import head_to_head
+from genome_lab.tournaments.ranking import head_to_head
 from genome_lab.registry.store import Registry, seed_founders
 from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan, console_script
 from genome_lab.tournaments.tournament import run_tournament
+from kit import lead_record
 
 @dataclass
 class ClimbOptions:
@@ -89,7 +90,7 @@ def main():
                   producer=dict(runs=runs, sessions=sessions, agent_steps=total,
                                 seconds=sum(s['wall'] for s in sessions)),
                   qualifier=dict(games=len(qual.games), seed=o.qualifier_seed, board=board),
-                  check=checks[0], checks=checks)
+                  check=checks[0], checks=checks, lead_rule=lead_record(regdir, best))
     atomic_write_json(o.out, record)
     print(f"wrote {o.out}")
 

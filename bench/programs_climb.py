@@ -27,7 +27,7 @@ from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan, spawn_worker
 from genome_lab.programs.tetris_players import TetrisGame, tetris_baselines
 from genome_lab.tournaments.tournament import run_tournament
 from genome_lab.tournaments.ranking import schedule_games
-from kit import Memo, parse
+from kit import Memo, parse, lead_record
 
 # where the climb's producer differs from `ProgramSettings()`, and why
 PRESET = dict(program_ticks=1000, program_games=8, program_children=6, program_generations=3,
@@ -160,7 +160,7 @@ def main(argv=None):
                solo=state['solo'],
                history=[dict(generation=h['generation'], best_so_far=h['best_so_far'], n=h['n'],
                              archive_coverage=h['archive_coverage']) for h in run['history']],
-               reached=bool(check['sigma_gap'] >= 1.0))
+               **lead_record(root/'registry', best['genome']))
     if o.out: atomic_write_json(o.out, res); print(f"figures written to {o.out}")
     return res
 

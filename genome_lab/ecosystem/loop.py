@@ -11,18 +11,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from typing import ClassVar
-import numpy as np
 from ..core import (advance, check_config, config_parser, config_from_args, find_producer, producer_list,
                              run_lock, RunLocked, load_state)
 from ..registry.store import Registry
 from ..registry.sqlite_store import RegistryError
 from .seasons import (SeasonConfig, run_season, spawn_worker, ray_workers, season_parser,
-                                season_config_from_args, arena_plan)
-from ..tournaments.tournament import run_tournament
+                                season_config_from_args)
+from ..tournaments.tournament import lead_check
+from ..tournaments.ranking import CHECK_SEEDS, LEAD_GAMES
 
 # %% auto #0
-__all__ = ['ECOSYSTEM_FILE', 'ECOSYSTEM_LOCK', 'LEAD_SIGMA', 'LEAD_GAMES', 'EcosystemConfig', 'founders', 'Ecosystem',
-           'run_ecosystem', 'ecosystem_cli', 'check_lead']
+__all__ = ['ECOSYSTEM_FILE', 'ECOSYSTEM_LOCK', 'RANDOM', 'EcosystemConfig', 'founders', 'Ecosystem', 'run_ecosystem',
+           'ecosystem_cli', 'bars', 'climb_check']
 
 # %% ../../nbs/81_ecosystem.ipynb #6c0c6ed1
 @dataclass
@@ -150,24 +150,18 @@ def ecosystem_cli(argv:list|None=None)->int: # exit status
     return 0
 
 # %% ../../nbs/81_ecosystem.ipynb #cd1a3306
-LEAD_SIGMA, LEAD_GAMES = 1.0, 40 # a lead: at least this many combined sigmas over at least this many games
+RANDOM = 'Random' # founders named so are random references: no bar to pass while the arena has another founder
 
-def check_lead(registry:Registry, a:str, b:str, # two genome ids of one arena: the challenger and the founder
-               cfg:SeasonConfig|None=None, # the season settings whose games they play (`arena_plan`); default's
-               games:int=48, seed:int=10**6)->dict: # games; the tournament's seed (apart from the seasons')
-    """A check tournament of `games` games between genomes `a` and `b` alone at their arena's season settings, rated
-    from fresh priors: {'games', 'a', 'b' (each {'name', 'mu', 'sigma', 'ordinal', 'games'}), 'sigma_gap', 'wins',
-    'losses', 'draws' (games where `a` placed above, below, level with `b`), 'lead' (`LEAD_SIGMA` over `LEAD_GAMES`)}."""
-    arena = registry.genome(a)['arena']
-    if registry.genome(b)['arena'] != arena: raise ValueError(f"{a} and {b} play different arenas")
-    kw, _ = arena_plan(cfg or SeasonConfig(), arena, 2)
-    t = run_tournament(None, ids=[a, b], policies=[registry.policy(a), registry.policy(b)], arena=arena, progress=False,
-                       seed=seed, **kw | dict(genomes_per_game=2, meetings=games, until_stable=None))
-    row = t.leaderboard.set_index('id')
-    rating = lambda i: dict(name=registry.genome(i)['name'], **{k: float(row[k][i]) for k in ('mu', 'sigma', 'ordinal')},
-                            games=int(row.games[i]))
-    place = [dict(zip(g, r.ranks)) for g, r in zip(t.games, t.results)]   # {entrant index: rank} of each game
-    wins, losses = sum(p[0] < p[1] for p in place), sum(p[0] > p[1] for p in place)
-    gap = (row.mu[a] - row.mu[b]) / float(np.hypot(row.sigma[a], row.sigma[b]))
-    return dict(games=len(place), a=rating(a), b=rating(b), sigma_gap=float(gap), wins=int(wins), losses=int(losses),
-                draws=len(place) - int(wins) - int(losses), lead=bool(gap >= LEAD_SIGMA and len(place) >= LEAD_GAMES))
+def bars(registry:Registry, arena:str)->dict: # {name: genome id}
+    "The founders (`founders`) of `arena` a climber must lead: those that are not random references, all where every one is."
+    mine = {n: i for n, i in founders(registry).items() if registry.genome(i)['arena'] == arena}
+    return {n: i for n, i in mine.items() if RANDOM not in n} or mine
+
+def climb_check(registry:Registry, genome:str, # a genome id: the challenger
+                seeds:tuple=CHECK_SEEDS, games:int=LEAD_GAMES, # the rule's seeds and games per seed
+                given:dict|None=None)->dict: # season settings over its arena's own (`arena_season`)
+    """`lead_check` of `genome` against every founder of its arena it must lead (`bars`): {'genome' (its name),
+    'arena', 'checks', 'leads', 'reached'}."""
+    g = registry.genome(genome)
+    against = {n: registry.policy(i) for n, i in bars(registry, g['arena']).items()}
+    return dict(genome=g['name'], arena=g['arena'], **lead_check(registry.policy(genome), against, g['arena'], seeds, games, given))

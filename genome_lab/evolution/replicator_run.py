@@ -351,11 +351,13 @@ def register_best(loop:ReplicatorTrainingLoop, registry:Registry, genomes:torch.
 # %% ../../nbs/31_hypernetwork.ipynb #3bc65894
 @dataclass
 class ReplicatorSettings:
-    "Settings of the replicator producer: a small share of the design's run per offer, on the pretrained full-size decoder."
+    """Settings of the replicator producer: a small share of the design's run per offer, on the pretrained decoder (the
+    design's size by default; a quick run's season passes a small one, as this chapter's demonstration uses)."""
     replicator_generations: int = 2 # generations between offers (each offer: the distribution's mean genome)
     replicator_population: int = 4 # genomes per generation
     replicator_steps: int = 64 # steps per fitness game
     replicator_pretrain_steps: int = 1500 # the decoder's pretraining steps (`PretrainConfig`; 0: a decoder from fitness alone)
+    replicator_decoder_width: int = 128 # width of the decoder (`HypernetConfig.width`; the design's: 128)
     replicator_device: str = 'auto' # torch device of the decoder ('auto': CUDA when present)
 
 # %% ../../nbs/31_hypernetwork.ipynb #99839828
@@ -371,7 +373,7 @@ class ReplicatorProducer:
         if self.every < 1: raise ValueError(f"replicator_generations must be >= 1, got {self.every}")
         cfg = ReplicatorConfig(generations=2**31 - 1, population=s.replicator_population, agents_each=1, steps=s.replicator_steps,
                                eval_interval=0, seed=ctx.seed, map_width=48, map_height=36, num_food=60, device=s.replicator_device,
-                               pretrain=PretrainConfig(pretrain_steps=s.replicator_pretrain_steps))
+                               hypernet=HypernetConfig(width=s.replicator_decoder_width), pretrain=PretrainConfig(pretrain_steps=s.replicator_pretrain_steps))
         self.loop = ReplicatorTrainingLoop(cfg)
     def state_dict(self)->dict: return dict(loop=self.loop.state_dict(), pending=self.pending)
     def load_state_dict(self, state:dict): self.loop.load_state_dict(state['loop']); self.pending = state['pending']

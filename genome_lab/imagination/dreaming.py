@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/dreaming.html.md"""
 
 # %% ../../nbs/70_dreaming.ipynb #9e97ee8c
 from __future__ import annotations
-import json, math, time
+import json, time
 from dataclasses import dataclass, fields
 from pathlib import Path
 import numpy as np
@@ -20,6 +20,7 @@ from ..arenas.policies import Policy, LinearLSTM, load_pufferlib_policy
 from ..players.sessions import record_bot_sessions, load_sessions
 from ..registry.store import Registry, Genome, seed_founders
 from ..core import fit
+from ..tournaments.ranking import sign_test, head_to_head
 gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints
 
 
@@ -28,7 +29,7 @@ __all__ = ['gym', 'CODES', 'Trajectories', 'session_trajectories', 'record_traje
            'WorldConfig', 'windows', 'world_loss', 'train_world_model', 'open_loop_accuracy', 'start_frames',
            'DreamEnv', 'DreamBridgeEnv', 'DreamPlanner', 'planner_roi', 'register_planner', 'planner_labels',
            'greedy_moves', 'label_trajectories', 'dagger_game', 'DistillConfig', 'imitate', 'distill',
-           'register_distilled', 'sign_test', 'head_to_head']
+           'register_distilled']
 
 # %% ../../nbs/70_dreaming.ipynb #e47b4de7
 CODES = 8 # cell codes of a snake view: 0 empty, 1 food, 2 corpse, 3 wall, 4-7 snakes
@@ -472,22 +473,3 @@ def register_distilled(reg:Registry, student:LinearLSTM, planner:str, # the plan
                source='distilled', parents=[dict(id=planner, relation='distilled'), dict(id=puffer, relation='finetune')],
                description=json.dumps(extra))
     return reg.add(g, student.state_dict(), status=status)
-
-# %% ../../nbs/70_dreaming.ipynb #0fe82735
-def sign_test(wins:int, losses:int)->float: # two-sided p-value
-    """The exact sign test of `wins` against `losses` (ties left out): twice the binomial tail at p = 1/2 (as scipy's
-    `binomtest`, without importing scipy.stats, a second and a half); 1.0 when none was decided."""
-    n, k = int(wins + losses), int(min(wins, losses))
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
-
-# %% ../../nbs/70_dreaming.ipynb #afd8fc3a
-def head_to_head(games:list, results:list, a:int, b:int)->dict: # {'wins', 'losses', 'ties', 'p_value'}
-    """Games (a tournament's `games` and `results`) where entrants `a` and `b` (indices into its ids) both played: how
-    often `a` finished above `b` (ranks, 0 = best), below, level; the sign test's two-sided p-value of wins against
-    losses (`sign_test`)."""
-    won = lost = tied = 0
-    for g, r in zip(games, results):
-        if a in g and b in g:
-            ra, rb = r.ranks[list(g).index(a)], r.ranks[list(g).index(b)]
-            won, lost, tied = won + (ra < rb), lost + (ra > rb), tied + (ra == rb)
-    return dict(wins=int(won), losses=int(lost), ties=int(tied), p_value=sign_test(won, lost))

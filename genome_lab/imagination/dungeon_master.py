@@ -17,7 +17,8 @@ from ..arenas.policies import LinearLSTM, Policy
 from ..registry.store import Registry, Genome, seed_founders
 from ..players.sessions import record_bot_sessions, load_sessions, make_bot
 from .dreaming import (Trajectories, DreamBridgeEnv, DistillConfig, session_trajectories, imitate,
-                                 greedy_moves, sign_test)
+                                 greedy_moves)
+from ..tournaments.ranking import sign_test
 from ..players.cloning import merge_genomes
 from ..tournaments.tournament import KillTracker, KILL_WALL, KILL_UNKNOWN
 from ..rl.training import PPOConfig, PPOHyper, SnakeVecEnv

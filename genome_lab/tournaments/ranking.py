@@ -7,10 +7,10 @@ Docs: https://genome-lab.github.io/genome_lab/tournament.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['MODEL', 'FITNESS_WEIGHTS', 'schedule_games', 'rate_game', 'elo_update', 'fit_ratings', 'split_half', 'StopRule', 'fitness_table']
+__all__ = ['MODEL', 'FITNESS_WEIGHTS', 'CHECK_SEEDS', 'LEAD_GAMES', 'LEAD_P', 'schedule_games', 'rate_game', 'elo_update', 'fit_ratings', 'split_half', 'StopRule', 'fitness_table', 'sign_test', 'head_to_head', 'bootstrap_ci', 'lead_verdict']
 
 # %% ../../nbs/40_tournament.ipynb #8cb27465
-import itertools
+import itertools, math
 from dataclasses import dataclass
 import numpy as np
 from openskill.models import PlackettLuce
@@ -117,3 +117,55 @@ def fitness_table(ids:list, games:list, results:list, steps:int, engagement:dict
     t['engagement'] = [(engagement or {}).get(i, 0.5) for i in ids]
     t['fitness'] = sum(w * t[k] for k, w in FITNESS_WEIGHTS.items())
     return t
+
+# %% ../../nbs/40_tournament.ipynb #8e445f98
+def sign_test(wins:int, losses:int, # games the first placed above, below the second (ties left out)
+              one_sided:bool=False)->float: # p-value: P(at least `wins` heads of `wins + losses`) one-sided, else twice the smaller tail
+    """The exact sign test of `wins` against `losses` (Dixon and Mood 1946): a binomial at p = 1/2 (scipy's `binomtest`,
+    without importing scipy.stats, a second and a half); 1.0 when no game was decided."""
+    n = int(wins + losses)
+    if not n: return 1.0
+    tail = lambda k0: sum(math.comb(n, i) for i in range(k0, n + 1)) / 2**n   # P(X >= k0)
+    return tail(int(wins)) if one_sided else min(1.0, 2 * tail(n - int(min(wins, losses))))
+
+# %% ../../nbs/40_tournament.ipynb #5451807d
+def head_to_head(games:list, results:list, a:int, b:int)->dict: # {'wins', 'losses', 'ties', 'p_value'}
+    """Games (a tournament's `games` and `results`) where entrants `a` and `b` (indices into its ids) both played: how
+    often `a` finished above `b` (ranks, 0 = best), below, level; the sign test's two-sided p-value of wins against
+    losses (`sign_test`)."""
+    won = lost = tied = 0
+    for g, r in zip(games, results):
+        if a in g and b in g:
+            ra, rb = r.ranks[list(g).index(a)], r.ranks[list(g).index(b)]
+            won, lost, tied = won + (ra < rb), lost + (ra > rb), tied + (ra == rb)
+    return dict(wins=int(won), losses=int(lost), ties=int(tied), p_value=sign_test(won, lost))
+
+# %% ../../nbs/40_tournament.ipynb #a3c1c2f6
+CHECK_SEEDS = (424242, 777, 31337) # the lead check's held-out seeds: no season, producer or search plays them
+LEAD_GAMES, LEAD_P = 40, 0.01 # a lead: at least this many games at each check seed, pooled one-sided sign test below this
+
+def bootstrap_ci(x, # per-game values (a score difference)
+                 level:float=0.95, draws:int=2000, seed:int=0)->tuple: # (low, high) of the mean
+    "The percentile bootstrap interval of the mean of `x` (Efron 1979), from `draws` seeded resamples; (nan, nan) for no values."
+    x = np.asarray(x, float)
+    if not len(x): return (float('nan'), float('nan'))
+    means = x[np.random.default_rng(seed).integers(len(x), size=(draws, len(x)))].mean(1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return (float(lo), float(hi))
+
+# %% ../../nbs/40_tournament.ipynb #d76fc167
+def lead_verdict(checks:list, # one per seed: {'seed', 'games', 'wins', 'losses', ...} of the challenger against one founder
+                 games:int=LEAD_GAMES, seeds:int=len(CHECK_SEEDS), p:float=LEAD_P)->dict:
+    """The project's rule for a lead: at least `seeds` check seeds of at least `games` games each, the challenger
+    ahead (more wins than losses) at every one, and the pooled one-sided sign test below `p`. Returns {'wins',
+    'losses', 'draws', 'games', 'p', 'seeds', 'ahead_at' (seeds where it won more than it lost), 'lead', 'why'
+    (what is missing when there is no lead)}."""
+    w, l = sum(c['wins'] for c in checks), sum(c['losses'] for c in checks)
+    ahead = [c['seed'] for c in checks if c['wins'] > c['losses']]
+    pv = sign_test(w, l, one_sided=True)
+    why = [m for ok, m in ((len(checks) >= seeds, f"{len(checks)} of {seeds} check seeds played"),
+                           (all(c['games'] >= games for c in checks), f"fewer than {games} games at a seed"),
+                           (len(ahead) == len(checks), f"behind or level at seeds {[c['seed'] for c in checks if c['seed'] not in ahead]}"),
+                           (pv < p, f"pooled sign test p {pv:.3g}, not below {p}")) if not ok]
+    return dict(wins=int(w), losses=int(l), draws=int(sum(c['draws'] for c in checks)), games=int(sum(c['games'] for c in checks)),
+                p=pv, seeds=[c['seed'] for c in checks], ahead_at=ahead, lead=not why, why='; '.join(why))

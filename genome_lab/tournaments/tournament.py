@@ -12,18 +12,19 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from ..arenas.arena import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, tqdm
+from ..arenas.arena import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, arena_season, tqdm
 from ..arenas.policies import GenomeGroup, quantise
 from ..registry.store import Registry
 from ..registry.sqlite_store import utcnow
 from ..arenas.evaluation import torch_threads
-from .ranking import MODEL, rate_game, elo_update, split_half, StopRule, fitness_table, schedule_games
+from .ranking import (MODEL, rate_game, elo_update, split_half, StopRule, fitness_table, schedule_games,
+                                            CHECK_SEEDS, LEAD_GAMES, bootstrap_ci, lead_verdict, head_to_head)
 
 # %% auto #0
 __all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'GENOMES_PER_GAME', 'QUALIFY_STEPS', 'body_cells', 'KillTracker',
            'GameResult', 'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
            'play_solo_game', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
-           'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability']
+           'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability', 'check_pair', 'lead_check']
 
 # %% ../../nbs/40_tournament.ipynb #a4e6971c
 KILL_NONE, KILL_WALL, KILL_UNKNOWN = -1, -2, -3
@@ -547,3 +548,33 @@ def rank_stability(a:TournamentResult, b:TournamentResult)->float: # Kendall's t
     x, y = a.leaderboard.set_index('id').ordinal, b.leaderboard.set_index('id').ordinal
     if set(x.index) != set(y.index): raise ValueError("the tournaments must have the same entrants")
     return float(kendalltau(x.loc[sorted(x.index)], y.loc[sorted(x.index)]).statistic)
+
+# %% ../../nbs/40_tournament.ipynb #14f86494
+def check_pair(policies:list, # [challenger, founder]
+               arena:str, seed:int, # the arena; a check seed (`CHECK_SEEDS`)
+               games:int=LEAD_GAMES, # head-to-head games
+               given:dict|None=None)->dict: # season settings over the arena's own (`arena_season`), e.g. {'steps': 500}
+    """`games` games of the two alone at `arena`'s season settings, game k seeded `game_seed(seed, k)`: {'seed',
+    'games', 'wins', 'losses', 'draws' (the challenger placed above, below, level), 'score_diff' (the mean per-game
+    difference of the arena's first `rank_by` statistic, challenger minus founder), 'score_diff_ci95'}."""
+    s, cls = arena_season(arena, given), find_arena(arena)
+    t = run_tournament(None, ids=['challenger', 'founder'], policies=list(policies), arena=arena, genomes_per_game=2,
+                       agents_per_genome=s.agents, steps=s.steps, meetings=games, seed=seed, progress=False,
+                       **({'settings': dict(s.settings)} if s.settings else {}))
+    h = head_to_head(t.games, t.results, 0, 1)
+    stat = lambda r, g, j: float(getattr(r, cls.rank_by[0])[list(g).index(j)])   # entrant j's statistic in game g
+    diff = [stat(r, g, 0) - stat(r, g, 1) for g, r in zip(t.games, t.results)]
+    return dict(seed=int(seed), games=len(t.games), wins=h['wins'], losses=h['losses'], draws=h['ties'],
+                score_diff=float(np.mean(diff)), score_diff_ci95=bootstrap_ci(diff, seed=seed))
+
+# %% ../../nbs/40_tournament.ipynb #07c1eb8d
+def lead_check(challenger, # the challenger's policy
+               founders:dict, # {name: policy} of the founders it must lead
+               arena:str, seeds:tuple=CHECK_SEEDS, games:int=LEAD_GAMES,
+               given:dict|None=None)->dict: # season settings over the arena's own
+    """The lead rule (`lead_verdict`) of `challenger` against every founder: {'checks': [{'founder', **`check_pair`}],
+    'leads': {founder: `lead_verdict`}, 'reached': it leads every one}. `ValueError` for no founder."""
+    if not founders: raise ValueError("lead_check needs at least one founder to lead")
+    checks = [dict(founder=n, **check_pair([challenger, pol], arena, s, games, given)) for n, pol in founders.items() for s in seeds]
+    leads = {n: lead_verdict([c for c in checks if c['founder'] == n], games, len(seeds)) for n in founders}
+    return dict(checks=checks, leads=leads, reached=all(v['lead'] for v in leads.values()))
