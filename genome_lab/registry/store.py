@@ -198,7 +198,9 @@ METHODS = {'ppo': 'PPO fine-tune or self-play (50, producer `ppo`)', 'pbt': 'pop
            'cluster': 'a behaviour cluster\'s clone (23, `clusters`)', 'video': 'cloned from video by an IDM (22, `videos`)',
            'rep': 'developed by the replicator\'s hypernetwork (30, 31, `replicator`)', 'ga': 'the creature GA (33, `creatures`)',
            'prog': 'program search (63, `programs`)', 'dm': 'the Dungeon Master\'s curriculum and students (73)',
-           'plan': 'a world-model planner (70)', 'distil': 'a planner distilled into a policy (70)', 'mut': 'a mutation (41)'
+           'plan': 'a planner over a world model (70) or the arena\'s own simulator (74)',
+           'distil': 'a planner distilled into a policy (70, 74)', 'shield': 'a policy with a one-step safety shield (74)',
+           'mut': 'a mutation (41)'
           } # method tag -> what makes the genomes that carry it
 NAMING = re.compile(rf"(?P<family>[A-Z][A-Za-z0-9]*)-(?P<method>{'|'.join(METHODS)})(?P<n>[1-9][0-9]*)") # a producer's genome name
 NAME_MAX = 24 # characters of a name: the longest built-in family (HeuristicSnake) with the longest method and n < 100

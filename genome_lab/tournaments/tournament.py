@@ -22,8 +22,8 @@ from .ranking import (MODEL, rate_game, elo_update, split_half, StopRule, fitnes
 
 # %% auto #0
 __all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'GENOMES_PER_GAME', 'QUALIFY_STEPS', 'body_cells', 'KillTracker',
-           'GameResult', 'game_generators', 'play_maps', 'play_game', 'SnakeGame', 'play_side_by_side', 'play_batch',
-           'play_solo_game', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
+           'GameResult', 'game_generators', 'play_maps', 'plan_moves', 'play_game', 'SnakeGame', 'play_side_by_side',
+           'play_batch', 'play_solo_game', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
            'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability', 'check_pair', 'lead_check']
 
 # %% ../../nbs/40_tournament.ipynb #a4e6971c
@@ -132,6 +132,16 @@ def _seating(G:int, n:int, seed:int)->tuple: # (slot, owner): agent index of gen
     owner = np.empty(G*n, np.int64); owner[slot] = np.repeat(np.arange(G), n)
     return slot, owner
 
+# %% ../../nbs/40_tournament.ipynb #58330130
+def plan_moves(policies:list, # the genomes of one game
+               arena:SnakeArena, # its map (one), before the step
+               owner:np.ndarray, # (num_snakes,) the genome of each snake
+               acts:np.ndarray): # (num_snakes,) the moves chosen from the policies' logits, refined in place
+    """Genomes whose policy searches the arena's own simulator (a `plan(arena, snakes, acts)` method: the planners of
+    `74_planner`) replace their own snakes' moves by the search's; the others' moves are never read by a plan."""
+    for j, p in enumerate(policies):
+        if hasattr(p, 'plan'): p.plan(arena, np.flatnonzero(owner == j), acts)
+
 # %% ../../nbs/40_tournament.ipynb #9b4ea211
 def _play_maps(games, seeds, maps, n, steps, greedy)->list:
     if len({len(g) for g in games}) > 1: raise ValueError("the games of one batch need the same number of genomes")
@@ -149,6 +159,7 @@ def _play_maps(games, seeds, maps, n, steps, greedy)->list:
             for b, (m, (slot, _)) in enumerate(zip(maps, seats)):
                 s = slice(bounds[b], bounds[b+1])
                 acts[s][slot] = a[s]
+                plan_moves(games[b], m, seats[b][1], acts[s])
                 obs[b], rews[s], dead[s] = m.step(acts[s])
             if dead.any():
                 killer = kt.after(acts, rews)[0]
@@ -218,6 +229,7 @@ class SnakeGame:
         self.kt.before()
         a, self.state = self.group.act(self.obs[self.slot], self.state, self.greedy, self.gens)
         acts = np.empty_like(a); acts[self.slot] = a
+        plan_moves(self.policies, self.arena, self.owner, acts)
         self.obs, rew, died = self.arena.step(acts)
         self.killer = self.kt.after(acts, rew)[0] if died.any() else np.full(len(acts), KILL_NONE)
         _count_deaths(self.killer, died, self.owner, self.counts)
