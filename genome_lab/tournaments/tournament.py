@@ -137,10 +137,10 @@ def plan_moves(policies:list, # the genomes of one game
                arena:SnakeArena, # its map (one), before the step
                owner:np.ndarray, # (num_snakes,) the genome of each snake
                acts:np.ndarray): # (num_snakes,) the moves chosen from the policies' logits, refined in place
-    """Genomes whose policy searches the arena's own simulator (a `plan(arena, snakes, acts)` method: the planners of
-    `74_planner`) replace their own snakes' moves by the search's; the others' moves are never read by a plan."""
+    """Genomes whose policy searches the arena's own simulator (a `search(arena, snakes, acts)` method: the planners
+    of `74_planner`) replace their own snakes' moves by the search's; the others' moves are never read by a search."""
     for j, p in enumerate(policies):
-        if hasattr(p, 'plan'): p.plan(arena, np.flatnonzero(owner == j), acts)
+        if hasattr(p, 'search'): p.search(arena, np.flatnonzero(owner == j), acts)
 
 # %% ../../nbs/40_tournament.ipynb #9b4ea211
 def _play_maps(games, seeds, maps, n, steps, greedy)->list:
@@ -568,7 +568,8 @@ def check_pair(policies:list, # [challenger, founder]
                given:dict|None=None)->dict: # season settings over the arena's own (`arena_season`), e.g. {'steps': 500}
     """`games` games of the two alone at `arena`'s season settings, game k seeded `game_seed(seed, k)`: {'seed',
     'games', 'wins', 'losses', 'draws' (the challenger placed above, below, level), 'score_diff' (the mean per-game
-    difference of the arena's first `rank_by` statistic, challenger minus founder), 'score_diff_ci95'}."""
+    difference of the arena's first `rank_by` statistic, challenger minus founder), 'score_diff_ci95', 'seconds' (the
+    games' wall time)}."""
     s, cls = arena_season(arena, given), find_arena(arena)
     t = run_tournament(None, ids=['challenger', 'founder'], policies=list(policies), arena=arena, genomes_per_game=2,
                        agents_per_genome=s.agents, steps=s.steps, meetings=games, seed=seed, progress=False,
@@ -577,7 +578,7 @@ def check_pair(policies:list, # [challenger, founder]
     stat = lambda r, g, j: float(getattr(r, cls.rank_by[0])[list(g).index(j)])   # entrant j's statistic in game g
     diff = [stat(r, g, 0) - stat(r, g, 1) for g, r in zip(t.games, t.results)]
     return dict(seed=int(seed), games=len(t.games), wins=h['wins'], losses=h['losses'], draws=h['ties'],
-                score_diff=float(np.mean(diff)), score_diff_ci95=bootstrap_ci(diff, seed=seed))
+                score_diff=float(np.mean(diff)), score_diff_ci95=bootstrap_ci(diff, seed=seed), seconds=round(t.seconds, 2))
 
 # %% ../../nbs/40_tournament.ipynb #07c1eb8d
 def lead_check(challenger, # the challenger's policy
