@@ -1,32 +1,36 @@
-"""Does the loop make the climbers? The continuous ecosystem from the founders, for a wall budget, measured per arena.
+"""Does the loop make the climbers? The continuous ecosystem from the founders, for a wall budget, then each arena's best
+producer-made genome checked against every founder it must lead, by the project's one rule (issue 54).
 
 A registry with every arena's founders (`genome_lab.ecosystem.loop.founders`: PufferLib's snake and tetris policies, the
-heuristic and random baselines, the reference tetris players, the random reference creatures) runs `run_ecosystem`:
-the producers of --workers at work at once (each a process of its own, one torch thread, on --device), then a season
-at the stable settings that trains nothing and plays their offers, cycle after cycle, until --hours are spent
-(resumable: rerun the same command after a kill). Then, per arena, from the seasons' ratings (`ratings_by_season`):
-the first season (and the ecosystem's wall-seconds at its end) in which a producer-made genome was rated above every
-founder that is not random (creatures, whose founders are all random reference creatures: above the best of them);
-the best producer-made genome of the last season against the best such founder of that season, both ratings; and a
-check tournament of --check-games games between the two alone (`check_lead`: the gap in combined sigma, wins and
-losses). Per producer: its work rate (its loop's counter per second of its worker's wall time; agent-steps for PPO)
-next to the standalone trainer's rate (PPO: PuffeRL alone with the producer's settings, as bench/producer_speed.py
-measures it, in this run before the ecosystem starts).
-Writes --out (default nbs/measured/climb.json): `arenas` {snake|tetris|creatures: {reached, season, seconds, genome,
-made_by, founder, genome_rating, founder_rating, check}}, `producers` {name: {agent_steps_per_s, standalone_per_s,
-unit}}, `hours`, `device`, `seasons` (each season's top ordinals per arena, for 81_ecosystem's plot).
-Usage: OMP_NUM_THREADS=1 python bench/climb.py [--hours 2] [--work-s 600] [--workers ppo,programs,creatures]
+heuristic and random baselines, the reference tetris players, the reference creatures) runs `run_ecosystem`: the
+producers of --workers at work at once (each a process of its own, one torch thread, on --device), then a season at
+the stable settings that trains nothing and plays their offers, cycle after cycle, until --hours are spent (resumable:
+rerun the same command after a kill). Then, per arena, the producer-made genome with the best ordinal in the last
+season where producer-made genomes played is the climber's candidate (chosen by the seasons, before any check), and
+`climb_check` asks the rule: --check-games head-to-head games at each of the 3 held-out `CHECK_SEEDS` against every
+founder that is not a random reference (`bars`), ahead at every seed, pooled one-sided sign test p < 0.01; `reached`
+is that rule and nothing else. Beside it, the first season in which a producer-made genome was rated above every such
+founder (`rated_above`: the seasons' ladder, not a lead). Per producer: its work rate (its loop's counter per second of
+its worker's wall time; agent-steps for PPO) next to the standalone trainer's rate (PPO: PuffeRL alone with the
+producer's settings, as bench/producer_speed.py measures it, in this run before the ecosystem starts).
+Writes these keys of --out (default nbs/measured/climb.json; its other keys, bench/planner.py's `planner`, are kept):
+`arenas` {snake|tetris|creatures: {reached, genome, made_by, season_ordinal, checks: [{founder, seed, games, wins,
+losses, draws, score_diff, score_diff_ci95, seconds}], leads: {founder: {wins, losses, p, lead, ...}}, rated_above}},
+`producers` {name: {agent_steps_per_s, standalone_per_s, unit, seconds, errors}}, `hours`, `device`, `seasons` (each
+season's top ordinals per arena, for 81_ecosystem's plot).
+Usage: OMP_NUM_THREADS=1 python bench/climb.py [--hours 2] [--work-s 600] [--workers ppo,programs,creatures,planner]
        [--device cpu|cuda|auto] [--registry runs/climb]
 """
 import json, os, time
 from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 from typing import Annotated
-from genome_lab.core import atomic_write_json, measured_dir, find_producer
+from genome_lab.core import measured_dir, find_producer
 from genome_lab.registry.store import Registry
 from genome_lab.ecosystem.seasons import SeasonConfig, ratings_by_season
-from genome_lab.ecosystem.loop import EcosystemConfig, run_ecosystem, founders, check_lead
-from kit import Memo, parse
+from genome_lab.ecosystem.loop import EcosystemConfig, run_ecosystem, founders, climb_check, bars
+from genome_lab.tournaments.ranking import LEAD_GAMES
+from kit import Memo, parse, write_figures
 from producer_speed import standalone   # bench/: the trainer alone, as the producer speed bench measures it
 
 @dataclass
@@ -35,16 +39,14 @@ class Climb:
     registry: Annotated[str, 'the registry folder (kept: rerun to resume)'] = 'runs/climb'
     hours: Annotated[float, 'wall-hours of the ecosystem'] = 2.0
     work_s: Annotated[float, "seconds the producers work before each season"] = 600.0
-    workers: Annotated[str, 'producers at work between seasons'] = 'ppo,programs,creatures'
+    workers: Annotated[str, 'producers at work between seasons'] = 'ppo,programs,creatures,planner'
     device: Annotated[str, "the producers' device where they have one: 'auto', 'cpu' or 'cuda'"] = 'auto'
-    check_games: Annotated[int, 'games of each check tournament'] = 48
+    check_games: Annotated[int, 'head-to-head games at each check seed'] = LEAD_GAMES
     standalone_s: Annotated[float, "seconds of each standalone trainer's measurement"] = 60.0
     seed: Annotated[int, "the seasons' and producers' base seed"] = 0
     max_candidates: Annotated[int, "candidates a season's tournament takes per arena besides each producer's newest offer"] = 4
     ppo_steps: Annotated[int, "the ppo producer's agent-steps between offers"] = 1_179_648
     out: Annotated[str, 'the figures file (default nbs/measured/climb.json)'] = ''
-
-RANDOM = 'Random' # founders named so are random baselines: no bar to pass, except where every founder is one
 
 def worker_settings(c:Climb)->dict: # {producer: its settings dataclass}, the device set where it has one
     out = {}
@@ -74,11 +76,6 @@ def season_tops(reg:Registry, eco_history:list, made:dict)->list: # per season: 
         out.append(dict(season=h['season'], seconds=h['seconds'], arenas=arenas))
     return out
 
-def bar(founders_ordinals:dict)->tuple: # (name, ordinal) of the founder to pass
-    real = {n: o for n, o in founders_ordinals.items() if RANDOM not in n} or founders_ordinals
-    name = max(real, key=real.get)
-    return name, real[name]
-
 def main():
     c = parse(Climb, doc=__doc__)
     root = Path(c.registry); root.mkdir(parents=True, exist_ok=True)
@@ -98,22 +95,18 @@ def main():
         arenas = {}
         for arena in sorted({a for s in tops for a in s['arenas']}):
             seen = [s for s in tops if arena in s['arenas']]
-            above = lambda a: a['top'] and (not a['founders'] or a['top']['ordinal'] > bar(a['founders'])[1])
-            reached = next((s for s in seen if above(s['arenas'][arena])), None)   # no founder left: all displaced
-            played = [s['arenas'][arena] for s in seen if s['arenas'][arena]['top']]   # seasons a producer's genome played
-            last = played[-1] if played else seen[-1]['arenas'][arena]
-            rated = {n: o for s in seen for n, o in s['arenas'][arena]['founders'].items()}   # each at its last season
-            fname, best = bar(rated)[0], last['top']
-            rec = dict(reached=reached is not None, season=reached and reached['season'],
-                       seconds=reached and reached['seconds'], founder=fname)
-            if best:
-                check = check_lead(reg, best['genome'], first[fname], games=c.check_games, seed=10**6 + c.seed)
-                rec |= dict(genome=best['name'], made_by=by.get(best['genome'], 'submitted'),
-                            genome_rating=check['a'] | dict(season_ordinal=best.get('ordinal')),
-                            founder_rating=check['b'] | dict(season_ordinal=rated[fname]),
-                            check={k: check[k] for k in ('games', 'sigma_gap', 'wins', 'losses', 'draws', 'lead')})
-            arenas[arena] = rec
-            print(f"{arena}: {json.dumps(rec)}", flush=True)
+            must = bars(reg, arena)   # the founders a climber must lead
+            above = lambda a: a['top'] and all(a['top']['ordinal'] > o for n, o in a['founders'].items() if n in must)
+            first_above = next((s for s in seen if above(s['arenas'][arena])), None)
+            played = [s['arenas'][arena]['top'] for s in seen if s['arenas'][arena]['top']]
+            if not played: arenas[arena] = dict(reached=False, why='no producer-made genome played a season'); continue
+            best = played[-1]   # the candidate: the seasons' pick, before any check
+            check = state.step(f'check:{arena}', lambda: climb_check(reg, best['genome'], games=c.check_games))
+            arenas[arena] = dict(reached=check['reached'], genome=best['name'], made_by=by.get(best['genome'], 'submitted'),
+                                 season_ordinal=best['ordinal'], checks=check['checks'], leads=check['leads'],
+                                 rated_above=first_above and dict(season=first_above['season'], seconds=first_above['seconds']))
+            print(f"{arena}: {best['name']} reached {check['reached']}: " + '; '.join(
+                f"{f} {v['wins']}-{v['losses']} p {v['p']:.3g}" for f, v in check['leads'].items()), flush=True)
         producers = {}
         for n in EcosystemConfig(workers=c.workers).names():
             runs = [h['workers'][n] for h in eco.history if n in h['workers'] and 'error' not in h['workers'][n]]
@@ -126,8 +119,7 @@ def main():
         out = dict(hours=c.hours, device=c.device, settings=asdict(c), cycles=eco.cycle, seconds=round(eco.seconds, 1),
                    cpus=os.cpu_count(), arenas=arenas, producers=producers, seasons=tops)
     path = Path(c.out or measured_dir()/'climb.json')
-    atomic_write_json(path, out)
-    print(json.dumps(dict(file=str(path), reached={a: v['reached'] for a, v in arenas.items()},
-                          gaps={a: v.get('check', {}).get('sigma_gap') for a, v in arenas.items()})))
+    write_figures(path, out)
+    print(json.dumps(dict(file=str(path), reached={a: v['reached'] for a, v in arenas.items()})))
 
 if __name__ == '__main__': main()

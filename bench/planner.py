@@ -43,8 +43,8 @@ class PlannerBench:
     dagger_steps: Annotated[int, 'steps of each DAgger game'] = 500
     dagger_snakes: Annotated[int, 'snakes on each DAgger map'] = 18
     dagger_epochs: Annotated[int, 'passes over all labelled games after each round'] = 2
-    dagger_lr: Annotated[float, "Adam's learning rate of the student"] = 1e-4
-    correction_weight: Annotated[float, "weight of a label the student did not play"] = 10.0
+    dagger_lr: Annotated[float, "the student's learning rate"] = 3e-5
+    dagger_optimizer: Annotated[str, "the student's optimiser: 'adam' or 'sgd'"] = 'adam'
     world_updates: Annotated[int, "the world model's gradient steps (bench/dreaming.py's WorldConfig: 800)"] = 800
     work: Annotated[str, 'folder of the kept checks, world model and student (a rerun resumes)'] = 'runs/planner'
     out: Annotated[str, 'the figures file (default nbs/measured/climb.json)'] = ''
@@ -57,13 +57,15 @@ def main():
     o = parse(PlannerBench, doc=__doc__)
     torch.set_num_threads(1)
     work = Path(o.work); work.mkdir(parents=True, exist_ok=True)
-    memo = Memo(work/'planner_state.json', {k: v for k, v in asdict(o).items() if k not in ('work', 'out')})
+    memo = Memo(work/'planner_state.json', dict(games=o.games, horizon=o.horizon, world_updates=o.world_updates))
+    dagger = {k: v for k, v in asdict(o).items() if k.startswith('dagger')}
+    taught = Memo(work/'student_state.json', dict(games=o.games, horizon=o.horizon, **dagger), redo=True)
     puffer = load_pufferlib_policy('snake')
     shield = ShieldedLSTM.of(puffer)
     planner = SimPlanner.from_prior(puffer, horizon=o.horizon)
-    def check(name, challenger, founders): # the rule's checks, kept in the memo
+    def check(name, challenger, founders, kept=memo): # the rule's checks, kept in a memo
         t0 = time.perf_counter()
-        out = memo.step(name, lambda: lead_check(challenger, founders, 'snake', games=o.games))
+        out = kept.step(name, lambda: lead_check(challenger, founders, 'snake', games=o.games))
         said = '; '.join(f"{f} {v['wins']}-{v['losses']} p {v['p']:.3g} lead {v['lead']}" for f, v in out['leads'].items())
         print(f"{name}: {said} ({time.perf_counter() - t0:.0f} s)", flush=True)
         return out
@@ -88,19 +90,19 @@ def main():
                               beam=dopt.plan_beam, horizon=dopt.plan_horizon, gate=0.1)
     # the student: DAgger from the simulator's planner, kept in the work folder
     path, student = work/'student.safetensors', LinearLSTM(**puffer.config)
-    if path.exists() and 'dagger' in memo: student.load_state_dict(load_file(path))
+    if path.exists() and 'dagger' in taught: student.load_state_dict(load_file(path))
     else:
         t0 = time.perf_counter()
         cfg = DistillConfig(rounds=o.dagger_rounds, snakes=o.dagger_snakes, game_steps=o.dagger_steps, epochs=o.dagger_epochs,
-                            imitation_lr=o.dagger_lr, correction_weight=o.correction_weight, dagger_seed=1000)
+                            imitation_lr=o.dagger_lr, imitation_optimizer=o.dagger_optimizer, dagger_seed=1000)
         student, hist = distill_planner(SimPlanner.from_prior(puffer, horizon=o.horizon, seed=1000), cfg,
                                         width=ARENA['width'], height=ARENA['height'], num_food=ARENA['num_food'],
                                         max_snake_length=SnakeArena.game_settings['max_snake_length'])
         save_file(student.state_dict(), path)
-        memo['dagger'] = dict(settings=asdict(cfg), seconds=time.perf_counter() - t0, history=hist.to_dict('records'))
+        taught['dagger'] = dict(settings=asdict(cfg), seconds=time.perf_counter() - t0, history=hist.to_dict('records'))
     student.eval()
-    s = check('student', student, {'PufferSnake': puffer})
-    rec['student'] = dict(s, moves_per_s=moves_per_s(s['checks']), distillation=memo['dagger'])
+    s = check('student', student, {'PufferSnake': puffer}, taught)
+    rec['student'] = dict(s, moves_per_s=moves_per_s(s['checks']), distillation=taught['dagger'])
     path = Path(o.out or measured_dir()/'climb.json')
     write_figures(path, dict(planner=rec | dict(machine=machine(), settings=asdict(o))))
     print(f"wrote planner into {path}")

@@ -34,7 +34,7 @@ class SeasonConfig:
     """Settings of a season: its producers and their settings, tournament games and selection common to every arena,
     and the season's overrides of each arena's own settings (`Arena.season`: the stable ones by default); small defaults
     in a quick run (presets scale them)."""
-    producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo' # comma-separated, '' for none
+    producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo,planner' # comma-separated, '' for none
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
     batch: int = 16 # tournament games played and stored as one batch (and between checks of the top's stability)
     genomes_per_game: int = GENOMES_PER_GAME # genomes meeting in a game

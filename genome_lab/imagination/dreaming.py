@@ -474,13 +474,15 @@ def distill(planner:DreamPlanner, data:Trajectories|None, cfg:DistillConfig=Dist
 
 # %% ../../nbs/70_dreaming.ipynb #f7d48a11
 def register_distilled(reg:Registry, student:LinearLSTM, planner:str, # the planner genome's id (teacher)
-                       status:str='candidate', **extra)->Genome:
+                       status:str='candidate',
+                       start:str|None=None, # the genome id whose weights it started from; None: the registry's PufferSnake
+                       gid:str|None=None, # its id; None: a new one
+                       **extra)->Genome:
     """Register a distilled `student` as a snake genome (type 'rl', source 'distilled', named by the scheme after the
-    planner's lineage: `PufferSnake-distil<n>`): parents the planner genome (relation 'distilled') and the registry's
-    PufferSnake, whose weights it started from (relation 'finetune'); `extra` goes into its description (the DAgger
-    settings, say)."""
-    puffer = seed_founders(reg)['PufferSnake']
+    planner's lineage: `PufferSnake-distil<n>`): parents the planner genome (relation 'distilled') and the genome whose
+    weights it started from (relation 'finetune'); `extra` goes into its description (the DAgger settings, say)."""
+    start = start or seed_founders(reg)['PufferSnake']
     g = Genome(name=reg.genome_name('distil', planner), type='rl', arena='snake', arch=student.arch, config=student.config,
-               source='distilled', parents=[dict(id=planner, relation='distilled'), dict(id=puffer, relation='finetune')],
-               description=json.dumps(extra))
+               source='distilled', parents=[dict(id=planner, relation='distilled'), dict(id=start, relation='finetune')],
+               description=json.dumps(extra), **({'id': gid} if gid else {}))
     return reg.add(g, student.state_dict(), status=status)

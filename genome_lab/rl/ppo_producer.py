@@ -10,24 +10,33 @@ from __future__ import annotations
 __all__ = ['ppo_producer', 'PPOSettings', 'best_snake', 'PPOProducer']
 
 # %% ../../nbs/50_training.ipynb #a8dc3c79
+import zlib
 from dataclasses import dataclass, replace
 from ..arenas.policies import LinearLSTM, pufferlib_config
 from ..registry.store import Registry
 from ..core import Producer, ProducerContext
 from .training import PPOHyper, config_from_dict, finetune_recipe, resolve_genome
 from .ppo_run import PPORun
+from .training import MODES
+from ..tournaments.tournament import check_pair
+from ..tournaments.ranking import sign_test
 
 # %% ../../nbs/50_training.ipynb #fbebea8b
 @dataclass
 class PPOSettings:
     """Settings of the PPO producer (`PPOProducer`): PuffeRL fine-tuning the registry's best snake with the recipe
-    (`finetune_recipe`), beside a learner from scratch."""
+    (`finetune_recipe`) against the arena's genomes (league play, PFSP), beside a learner from scratch; a genome is
+    offered only when it passes a qualifier against the genome its learner started from."""
     ppo_steps: int = 147_456 # agent-steps between a learner's offers (4 batches of the CPU recipe's 576 snakes)
     ppo_start: str = 'best' # the fine-tune's start: 'best' (`best_snake`), a registry id or name, or '' (none)
     ppo_scratch_every: int = 8 # every k-th step trains the learner from scratch instead (0: none)
     ppo_maps: int = 0 # maps of each learner; 0: the recipe's for the device
     ppo_device: str = 'auto' # 'auto' (CUDA when torch sees a GPU), 'cpu', 'cuda' or 'cuda:N'
+    ppo_mode: str = 'league' # the fine-tune's opponents: 'league' (PFSP over the arena's active and candidate genomes) or 'self-play'
+    ppo_qualifier_games: int = 24 # head-to-head games of a kept genome against its learner's start before it is offered; 0: none
     def __post_init__(self):
+        if self.ppo_mode not in MODES: raise ValueError(f"ppo_mode must be one of {MODES}, not {self.ppo_mode!r}")
+        if self.ppo_qualifier_games < 0: raise ValueError(f"ppo_qualifier_games must be at least 0, got {self.ppo_qualifier_games}")
         if self.ppo_steps < 1 or self.ppo_scratch_every < 0 or self.ppo_maps < 0:
             raise ValueError(f"ppo_steps must be positive, ppo_scratch_every and ppo_maps at least 0: {self}")
         if not (self.ppo_start or self.ppo_scratch_every):
@@ -59,7 +68,7 @@ class PPOProducer:
         s, seed = self.ctx.settings, self.ctx.seed
         kw = dict(device=s.ppo_device, maps=s.ppo_maps, keep_every=s.ppo_steps, checkpoint_every=2**62, eval_snakes=16,
                   eval_max_steps=1000)
-        out = {'finetune': finetune_recipe(start, seed=seed, **kw)} if start else {}
+        out = {'finetune': finetune_recipe(start, seed=seed, mode=s.ppo_mode, **kw)} if start else {}
         if s.ppo_scratch_every or not start:
             c = finetune_recipe('', seed=seed + 1, **kw)
             out['scratch'] = replace(c, hyper=replace(PPOHyper(), minibatch_size=c.hyper.minibatch_size))
@@ -95,9 +104,24 @@ class PPOProducer:
         return {'agent_steps': sum(r.agent_steps for r in self.runs.values()),
                 **{(k if name == 'finetune' else f'scratch/{k}'): v for k, v in m.items() if k != 'agent_steps'}}
 
-    def commit(self)->list|None: # the genome ids to offer
-        got = [i for r in self.runs.values() if r.pending for i in (r.commit() or [])]
+    def commit(self)->list|None: # the genome ids to offer; None when none passed its qualifier (training goes on)
+        got = [i for k, r in self.runs.items() if r.pending for i in (r.commit() or []) if self.qualifies(i, r.start_id)]
         return got or None
+
+    QUALIFIER_SEED, QUALIFIER_P = 5_000_000, 0.1 # qualifier games' seeds (apart from seasons' and lead checks'); its bar
+
+    def qualifies(self, gid:str, start:str|None)->bool:
+        """Does genome `gid` pass its qualifier: `ppo_qualifier_games` head-to-head games against `start` (its
+        learner's start; PufferLib's initialisation has none to beat) at the season's settings, a one-sided sign test of
+        its wins against its losses below `QUALIFIER_P`? A genome that fails is retired, never offered (seasons
+        would rate noise). Deterministic: the games' seed follows from the genome."""
+        n, reg = self.ctx.settings.ppo_qualifier_games, self.ctx.registry
+        if not n or start is None: return True
+        c = check_pair([reg.policy(gid), reg.policy(start)], 'snake', self.QUALIFIER_SEED + zlib.crc32(gid.encode()) % 10**6,
+                      games=n)
+        if sign_test(c['wins'], c['losses'], one_sided=True) < self.QUALIFIER_P: return True
+        if reg.genome(gid)['status'] == 'candidate': reg.set_status(gid, 'retired')
+        return False
 
     def close(self):
         for r in self.runs.values(): r.close()
