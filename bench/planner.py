@@ -42,9 +42,8 @@ class PlannerBench:
     dagger_rounds: Annotated[int, "the student's DAgger rounds"] = 8
     dagger_steps: Annotated[int, 'steps of each DAgger game'] = 500
     dagger_snakes: Annotated[int, 'snakes on each DAgger map'] = 18
-    dagger_epochs: Annotated[int, 'passes over all labelled games after each round'] = 2
-    dagger_lr: Annotated[float, "the student's learning rate"] = 3e-5
-    dagger_optimizer: Annotated[str, "the student's optimiser: 'adam' or 'sgd'"] = 'adam'
+    dagger_epochs: Annotated[int, 'passes over all labelled games after each round'] = 4
+    dagger_lr: Annotated[float, "the student's learning rate (Adam)"] = 3e-5
     world_updates: Annotated[int, "the world model's gradient steps (bench/dreaming.py's WorldConfig: 800)"] = 800
     work: Annotated[str, 'folder of the kept checks, world model and student (a rerun resumes)'] = 'runs/planner'
     out: Annotated[str, 'the figures file (default nbs/measured/climb.json)'] = ''
@@ -94,7 +93,7 @@ def main():
     else:
         t0 = time.perf_counter()
         cfg = DistillConfig(rounds=o.dagger_rounds, snakes=o.dagger_snakes, game_steps=o.dagger_steps, epochs=o.dagger_epochs,
-                            imitation_lr=o.dagger_lr, imitation_optimizer=o.dagger_optimizer, dagger_seed=1000)
+                            imitation_lr=o.dagger_lr, dagger_seed=1000)
         student, hist = distill_planner(SimPlanner.from_prior(puffer, horizon=o.horizon, seed=1000), cfg,
                                         width=ARENA['width'], height=ARENA['height'], num_food=ARENA['num_food'],
                                         max_snake_length=SnakeArena.game_settings['max_snake_length'])

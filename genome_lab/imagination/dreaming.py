@@ -416,40 +416,30 @@ class DistillConfig:
     game_steps: int = 300 # steps of a round's game
     epochs: int = 3 # passes over every labelled game after each round
     bptt: int = 50 # steps per gradient step (truncated backpropagation through time)
-    imitation_lr: float = 3e-5 # the optimiser's learning rate (Adam's: 3e-4 moved the student away from its labels at first)
-    imitation_optimizer: str = 'adam' # 'adam', or 'sgd' (plain steps: a gradient that is zero moves nothing, where Adam's normalised steps move every weight)
+    imitation_lr: float = 3e-5 # Adam's learning rate (3e-4 moved the student away from its labels at first)
     dagger_seed: int = 0 # round r plays the map of dagger_seed + r
-    correction_weight: float = 1.0 # weight of a label the student did not play (a DAgger correction) against 1 for the others
 
 # %% ../../nbs/70_dreaming.ipynb #986ab13f
 def imitate(student:LinearLSTM, games:list, cfg:DistillConfig)->list: # mean loss of each epoch
     """Train `student` to play the labels of `games` [(obs (n, T, 11, 11), labels (n, T) moves or (n, T, A) move
     distributions, ...)] (`core.fit`): each
     game's sequences unrolled from the student's initial state, cross-entropy of its logits against the labels, Adam
-    every `bptt` steps (truncated backpropagation through time). Where a game holds the student's own moves (its third
-    array), a label that differs from the move played weighs `cfg.correction_weight` (the rare corrections of a
-    planner that mostly agrees with its prior would otherwise be lost among the agreeing labels)."""
+    every `bptt` steps (truncated backpropagation through time)."""
     held = {}   # the LSTM state carried from one chunk of a game to the next
     def chunks(epoch):
-        for obs, labels, *played in games:
+        for obs, labels, *_ in games:
             obs, labels = torch.as_tensor(obs), torch.as_tensor(labels)
-            hard = not labels.is_floating_point()   # labels (n, T) moves, or targets (n, T, A) move distributions
-            w = (1 + (cfg.correction_weight - 1) * (labels != torch.as_tensor(played[0])).float() if played and hard
-                 else torch.ones(labels.shape[:2]))
             held['state'] = student.initial_state(len(obs))
-            for t0 in range(0, obs.shape[1], cfg.bptt): yield obs, labels, w, range(t0, min(t0 + cfg.bptt, obs.shape[1]))
+            for t0 in range(0, obs.shape[1], cfg.bptt): yield obs, labels, range(t0, min(t0 + cfg.bptt, obs.shape[1]))
     def loss(chunk):
-        (obs, labels, w, steps), state, total = chunk, held['state'], 0.0
+        (obs, labels, steps), state, total = chunk, held['state'], 0.0
         for t in steps:
             logits, state = student(obs[:, t], state)
-            total = total + (w[:, t] * F.cross_entropy(logits, labels[:, t], reduction='none')).sum() / w[:, t].sum()
+            total = total + F.cross_entropy(logits, labels[:, t])
         held['state'] = tuple(s.detach() for s in state)
         return {'losses/imitation': total / len(steps), 'n': len(steps)}
     student.train()
-    if cfg.imitation_optimizer not in ('adam', 'sgd'): raise ValueError(f"imitation_optimizer is 'adam' or 'sgd', not {cfg.imitation_optimizer!r}")
-    opt = torch.optim.SGD if cfg.imitation_optimizer == 'sgd' else None
-    return [r['losses/imitation'] for r in fit(student.parameters(), chunks, loss, epochs=cfg.epochs, lr=cfg.imitation_lr,
-                                               optimizer=opt)]
+    return [r['losses/imitation'] for r in fit(student.parameters(), chunks, loss, epochs=cfg.epochs, lr=cfg.imitation_lr)]
 
 # %% ../../nbs/70_dreaming.ipynb #dc441e6d
 def distill(planner:DreamPlanner, data:Trajectories|None, cfg:DistillConfig=DistillConfig(),
