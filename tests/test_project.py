@@ -44,6 +44,8 @@ def test_cli_run_writes_run_folder(cli_run):
     assert lines[2].startswith('[genome-lab] run r1 (quick preset): 1 of 1 notebooks ran in '), lines
     assert lines[-1] == f"  look at it: genome-lab serve --registry {tmp_path/'r1'/'registry'} --read-only, then open http://127.0.0.1:8000/", lines
     assert 'without encryption' not in err and err.strip() == '', err
+    assert not re.search(r'ERROR|Traceback|Warning', out + err), out + err   # a clean run's log: nothing went wrong
+    assert rec['results']['01_arenas']['noise'] == [] and not (tmp_path/'r1'/'01_arenas.kernel.log').exists()   # nor in its kernel
 
 def test_cli_rejects_unknown_parameter(tmp_path):
     r = subprocess.run([BIN/'genome-lab', 'run', '01_arenas', '-p', 'sead=3', '--runs-dir', tmp_path],
