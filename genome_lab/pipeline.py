@@ -16,12 +16,12 @@ import genome_lab
 from .core import notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence
 
 # %% auto #0
-__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'HELP_CACHE', 'list_notebooks',
-           'notebook_parameters', 'did_you_mean', 'parse_override', 'resolve_parameters', 'cell_flags', 'skip_flagged',
-           'NotebookFailed', 'new_run_id', 'run_kernel_manager', 'kernel_config', 'run_pipeline', 'work_folders',
-           'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_summary', 'run_cli', 'commands',
-           'command_summary', 'usage', 'usage_spec', 'check_usage', 'source_digest', 'command_help', 'cached_usage',
-           'main']
+__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'RERUN_REFUSED', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'HELP_CACHE',
+           'list_notebooks', 'notebook_parameters', 'did_you_mean', 'parse_override', 'resolve_parameters',
+           'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'run_kernel_manager', 'kernel_config',
+           'run_pipeline', 'work_folders', 'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_summary',
+           'run_cli', 'commands', 'command_summary', 'usage', 'usage_spec', 'check_usage', 'source_digest',
+           'command_help', 'cached_usage', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -188,8 +188,16 @@ def kernel_config(output:Path): # a traitlets `Config` for papermill's notebook 
     return Config(KernelManager=dict(transport_encryption='auto'), NotebookClient=dict(kernel_manager_class=run_kernel_manager()),
                   RunKernelManager=dict(output_path=str(output)))
 
+# %% ../nbs/99_pipeline.ipynb #f2d8a6b4
+RERUN_REFUSED = { # chapters `run_pipeline` does not run again on a finished run, and why
+    '10_registry': "it founds the registry, on an empty one",
+    '40_tournament': "its tournaments would rate the finished run's genomes again, and its checks count the ratings 10-33 leave",
+    '41_selection': "its selection would replace active genomes the seasons chose, and its checks read the active set 40 leaves",
+    '42_server': "its small tournament would rate the finished run's snakes again, and its checks read the leaderboard 41 leaves",
+    '44_player_loop': "its bots would report games on the finished run's genomes, and its checks count the reports from none"}
+
 # %% ../nbs/99_pipeline.ipynb #c6afe531
-def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: all numbered notebooks (with `resume`: those not done)
+def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: all numbered notebooks (`resume`: those not done)
                  preset:str='quick', overrides:list=(), # `name=value` strings
                  runs_dir:str|Path='runs', run_id:str|None=None, # output: `runs_dir/run_id/`
                  resume:bool=False, # continue run `run_id`, skipping notebooks that finished (or run `notebooks` again on it)?
@@ -197,8 +205,9 @@ def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: 
                  progress:bool=True)->Path: # the run folder
     """Execute `notebooks` with papermill into a run folder; raises `NotebookFailed` naming the notebook and cell, `RunLocked`
     while another process works on the run, `ValueError` for notebooks named to run again on a run that has not finished
-    or for a `run_dir` outside the run folder. A resumed run keeps its preset and overrides. A notebook run again that
-    fails is undone: the run is left as it was (the registry, the notebook's folders, its record and executed notebook)."""
+    or that refuse it (`RERUN_REFUSED`), or for a `run_dir` outside the run folder. A resumed run keeps its preset and
+    overrides. A notebook run again that fails is undone: the run is left as it was (the registry, the notebook's
+    folders, its record and executed notebook)."""
     import torch
     nbs = notebooks_dir()
     flags = set(flags) | ({'cuda'} if torch.cuda.is_available() else set())
@@ -209,8 +218,11 @@ def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: 
         record = json.loads(record_path.read_text())
         preset, overrides = record['preset'], record['overrides']
         if rerun and record['status'] != 'ok':
+            with run_lock(run_dir/'.lock'): pass   # `RunLocked` while another process works on it
             raise ValueError(f"cannot run {rerun} again: run {run_dir.name} has not finished ({record['status']}); resume it "
                              f"first, naming no notebooks (genome-lab run --resume --run-id {run_dir.name})")
+        if refused := [f"{n} ({RERUN_REFUSED[n]})" for n in rerun if n in RERUN_REFUSED]:
+            raise ValueError(f"cannot run {', '.join(refused)} again on finished run {run_dir.name}: run it in a new run")
         record['notebooks'] += [n for n in rerun if n not in record['notebooks']]
     else:
         if run_dir.exists(): raise FileExistsError(f"{run_dir} exists: choose another run id, or resume it (--resume; "
@@ -290,11 +302,12 @@ def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set,
         if last.get('status') == 'ok' and n not in rerun: continue
         p, declared = dict(params[n]), notebook_parameters(nbs/f'{n}.ipynb')
         if 'registry_dir' in declared: p['registry_dir'] = str((run_dir/'registry').resolve())
-        work = last.get('work', []) if last.get('snapshot') else work_folders({name: d['default'] for name, d in declared.items()} | p)
+        defaults = {name: d['default'] for name, d in declared.items()}
+        work = last.get('work', []) if last.get('snapshot') else work_folders(defaults | p)
         (restore_registry if last.get('snapshot') else snapshot_registry)(run_dir, work)   # the snapshot's folders, or new ones
         record['results'][n] = dict(status='running', parameters=p, snapshot=True, work=work); save()
         t0, kernel_log = time.perf_counter(), run_dir/f'{n}.kernel.log'
-        out = run_dir/(f'{n}.rerun.ipynb' if n in rerun else f'{n}.ipynb')   # run again: it replaces the notebook once it has finished
+        out = run_dir/(f'{n}.rerun.ipynb' if n in rerun else f'{n}.ipynb')   # run again: replaces the notebook once done
         line = f"[genome-lab] {k}/{len(notebooks)} {n}"
         if progress: say(f"{line} ...", last=False)   # on a terminal the line is finished in place; in a log, a line each
         try:
@@ -317,8 +330,8 @@ def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set,
         noise = noisy_outputs(run_dir/f'{n}.ipynb', kernel_log)
         if kernel_log.exists() and not kernel_log.stat().st_size: kernel_log.unlink()   # kept where the kernel wrote something
         record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False, noise=noise); save()
-        kinds = sorted({'kernel output' if i is None else kind for i, kind in noise})
-        if progress: say(f"{line} done in {record['results'][n]['seconds']} s" + (f"; noise: {', '.join(kinds)} (run.json)" if noise else ''))
+        kinds = ', '.join(sorted({'kernel output' if i is None else kind for i, kind in noise}))
+        if progress: say(f"{line} done in {record['results'][n]['seconds']} s" + (f"; noise: {kinds} (run.json)" if noise else ''))
 
 # %% ../nbs/99_pipeline.ipynb #f971b761
 NOISE = {'FutureWarning': r'\b(Future|Pandas\d+)Warning\b', 'UserWarning': r'\bUserWarning\b',

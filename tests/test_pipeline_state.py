@@ -80,7 +80,8 @@ def nbs(tmp_path): # the temporary `nbs/` folder
     write_notebook(d/'20_talk.ipynb', 'seed: int = 0  # unused', TALK)
     return d
 
-def genome_lab_run(nbs:Path, *args, **env): # `env`: GL_STOP, GL_MORE_STEPS; not pytest's variable, with which ipykernel leaves cells' file descriptors alone
+def genome_lab_run(nbs:Path, *args, **env): # `env`: GL_STOP, GL_MORE_STEPS
+    "`genome-lab run ARGS` without pytest's variable, with which ipykernel would leave the cells' file descriptors alone."
     env = {k: v for k, v in os.environ.items() if not k.startswith('GL_') and k != 'PYTEST_CURRENT_TEST'} | env
     return subprocess.run([sys.executable, '-c', RUN, nbs, *args, '--runs-dir', nbs.parent/'runs', '--run-id', 'r'],
                           capture_output=True, text=True, env=env, timeout=300)

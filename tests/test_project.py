@@ -195,7 +195,8 @@ def execute(nb, out, parameters, **kw):
     if sys.argv[3] == 'kill': os.kill(os.getpid(), signal.SIGKILL)   # half-way through the notebook, as a power cut would
     nbformat.write(nb, out)   # papermill writes the executed notebook (the run reads its outputs)
 pm.execute_notebook = execute
-run_pipeline(['10_registry'], runs_dir=sys.argv[1], run_id='r', resume=sys.argv[3] == 'resume', progress=False)
+resume = sys.argv[3] == 'resume'   # naming no notebooks: named, they would run again on a finished run
+run_pipeline(None if resume else ['10_registry'], runs_dir=sys.argv[1], run_id='r', resume=resume, progress=False)
 """
 
 def test_a_notebook_killed_half_way_is_resumed_from_the_registry_before_it(tmp_path):
