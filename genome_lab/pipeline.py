@@ -16,11 +16,12 @@ import genome_lab
 from .core import notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence
 
 # %% auto #0
-__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'HELP_CACHE', 'list_notebooks',
-           'notebook_parameters', 'did_you_mean', 'parse_override', 'resolve_parameters', 'cell_flags', 'skip_flagged',
-           'NotebookFailed', 'new_run_id', 'kernel_config', 'run_pipeline', 'snapshot_registry', 'restore_registry',
-           'noisy_outputs', 'run_summary', 'run_cli', 'commands', 'command_summary', 'usage', 'usage_spec',
-           'check_usage', 'source_digest', 'command_help', 'cached_usage', 'main']
+__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'RERUN_REFUSED', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'HELP_CACHE',
+           'list_notebooks', 'notebook_parameters', 'did_you_mean', 'parse_override', 'resolve_parameters',
+           'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'run_kernel_manager', 'kernel_config',
+           'run_pipeline', 'work_folders', 'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_summary',
+           'run_cli', 'commands', 'command_summary', 'usage', 'usage_spec', 'check_usage', 'source_digest',
+           'command_help', 'cached_usage', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -166,54 +167,109 @@ def _git_commit(path:Path)->str|None:
 def new_run_id()->str: return datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S-') + uuid.uuid4().hex[:6]
 
 # %% ../nbs/99_pipeline.ipynb #63ca52d7
-def kernel_config(): # a traitlets `Config` for papermill's kernel manager
-    "Kernels of a run talk over CurveZMQ-encrypted sockets, with keys jupyter_client provisions (when the kernelspec supports it)."
+def run_kernel_manager()->type: # a subclass of jupyter_client's `AsyncKernelManager`
+    """The kernel manager of a run's kernels: it writes a kernel's stdout and stderr to the file `output_path` (not the
+    run's console), and shuts a kernel down without interrupting it first (jupyter_client's SIGINT, which raced with
+    ipykernel's last reply). Made when asked, so that importing this module does not import jupyter_client."""
+    from jupyter_client import AsyncKernelManager
+    from traitlets import Unicode
+    class RunKernelManager(AsyncKernelManager):
+        output_path = Unicode(config=True, help="the file a kernel's stdout and stderr go to (rewritten at each start)")
+        async def _async_launch_kernel(self, kernel_cmd:list, **kw):
+            with open(self.output_path, 'wb') as f: await super()._async_launch_kernel(kernel_cmd, stdout=f, stderr=f, **kw)
+        async def _async_interrupt_kernel(self):
+            if not self.shutting_down: await super()._async_interrupt_kernel()
+    return RunKernelManager
+
+# %% ../nbs/99_pipeline.ipynb #b3c0e1a7
+def kernel_config(output:Path): # a traitlets `Config` for papermill's notebook client
+    """A run's kernel: `run_kernel_manager`'s, its stdout and stderr written to the file `output`, talking over CurveZMQ-encrypted
+    sockets with keys jupyter_client provisions (when the kernelspec supports it)."""
     from traitlets.config import Config
-    return Config(KernelManager=dict(transport_encryption='auto'))
+    return Config(KernelManager=dict(transport_encryption='auto'), NotebookClient=dict(kernel_manager_class=run_kernel_manager()),
+                  RunKernelManager=dict(output_path=str(output)))
+
+# %% ../nbs/99_pipeline.ipynb #f2d8a6b4
+RERUN_REFUSED = { # chapters `run_pipeline` does not run again on a finished run, and why
+    '10_registry': "it founds the registry, on an empty one",
+    '40_tournament': "its tournaments would rate the finished run's genomes again, and its checks count the ratings 10-33 leave",
+    '41_selection': "its selection would replace active genomes the seasons chose, and its checks read the active set 40 leaves",
+    '42_server': "its small tournament would rate the finished run's snakes again, and its checks read the leaderboard 41 leaves",
+    '44_player_loop': "its bots would report games on the finished run's genomes, and its checks count the reports from none"}
 
 # %% ../nbs/99_pipeline.ipynb #c6afe531
-def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: all numbered notebooks
+def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: all numbered notebooks (`resume`: those not done)
                  preset:str='quick', overrides:list=(), # `name=value` strings
                  runs_dir:str|Path='runs', run_id:str|None=None, # output: `runs_dir/run_id/`
-                 resume:bool=False, # continue run `run_id`, skipping notebooks that finished?
+                 resume:bool=False, # continue run `run_id`, skipping notebooks that finished (or run `notebooks` again on it)?
                  flags:list=(), # nbdev flags to run ('slow', 'cuda'); 'cuda' is added when torch sees a GPU
                  progress:bool=True)->Path: # the run folder
     """Execute `notebooks` with papermill into a run folder; raises `NotebookFailed` naming the notebook and cell, `RunLocked`
-    while another process works on the run."""
+    while another process works on the run, `ValueError` for notebooks named to run again on a run that has not finished
+    or that refuse it (`RERUN_REFUSED`), or for a `run_dir` outside the run folder. A resumed run keeps its preset and
+    overrides. A notebook run again that fails is undone: the run is left as it was (the registry, the notebook's
+    folders, its record and executed notebook)."""
     import torch
     nbs = notebooks_dir()
     flags = set(flags) | ({'cuda'} if torch.cuda.is_available() else set())
     run_dir = Path(runs_dir)/(run_id or new_run_id())
-    record_path = run_dir/'run.json'
+    record_path, rerun = run_dir/'run.json', list(notebooks or []) if resume else []
     if resume:
         if not record_path.exists(): raise FileNotFoundError(f"cannot resume: {record_path} not found")
         record = json.loads(record_path.read_text())
-        notebooks, preset, overrides = record['notebooks'], record['preset'], record['overrides']
+        preset, overrides = record['preset'], record['overrides']
+        if rerun and record['status'] != 'ok':
+            with run_lock(run_dir/'.lock'): pass   # `RunLocked` while another process works on it
+            raise ValueError(f"cannot run {rerun} again: run {run_dir.name} has not finished ({record['status']}); resume it "
+                             f"first, naming no notebooks (genome-lab run --resume --run-id {run_dir.name})")
+        if refused := [f"{n} ({RERUN_REFUSED[n]})" for n in rerun if n in RERUN_REFUSED]:
+            raise ValueError(f"cannot run {', '.join(refused)} again on finished run {run_dir.name}: run it in a new run")
+        record['notebooks'] += [n for n in rerun if n not in record['notebooks']]
     else:
-        if run_dir.exists(): raise FileExistsError(f"{run_dir} exists: choose another run id or resume it")
-        notebooks = list(notebooks or list_notebooks(nbs))
-        record = dict(run_id=run_dir.name, preset=preset, overrides=list(overrides), notebooks=notebooks,
+        if run_dir.exists(): raise FileExistsError(f"{run_dir} exists: choose another run id, or resume it (--resume; "
+                                                   "with notebooks named, they run again on it)")
+        record = dict(run_id=run_dir.name, preset=preset, overrides=list(overrides), notebooks=list(notebooks or list_notebooks(nbs)),
                       versions=_versions(), git_commit=_git_commit(nbs.parent), started=datetime.now(timezone.utc).isoformat(),
                       status='running', results={})
-    params = resolve_parameters(notebooks, preset, overrides, nbs)
+    todo = rerun or record['notebooks']
+    params = resolve_parameters(todo, preset, overrides, nbs)
+    for n in todo: work_folders(params[n])   # checked before anything runs
     (run_dir/'registry').mkdir(parents=True, exist_ok=True)
     with run_lock(run_dir/'.lock'):
-        _run_notebooks(run_dir, notebooks, params, record, flags, progress)
+        _run_notebooks(run_dir, todo, params, record, flags, progress, rerun)
     return run_dir
 
 # %% ../nbs/99_pipeline.ipynb #864df0e4
-def snapshot_registry(run_dir:Path):
-    "Copy `run_dir/registry` to `run_dir/registry.before` (the registry as it is before a notebook runs), all at once."
-    tmp, snap = run_dir/'registry.before.tmp', run_dir/'registry.before'
-    shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(run_dir/'registry', tmp)
-    shutil.rmtree(snap, ignore_errors=True); os.replace(tmp, snap)
+def work_folders(parameters:dict)->list: # paths relative to the run folder
+    """The folders a notebook keeps its work in (training runs it resumes), from its `parameters`: its `run_dir`, a folder
+    of the run; raises `ValueError` for one outside the run folder, which a resume could not restore."""
+    d = parameters.get('run_dir') or ''
+    if not d: return []
+    if Path(d).is_absolute() or not Path(d).parts or '..' in Path(d).parts:
+        raise ValueError(f"run_dir={d!r}: a notebook's run_dir must be a folder inside the run folder (a relative path), "
+                         "which is snapshotted with the registry before the notebook runs")
+    return [d]
+
+# %% ../nbs/99_pipeline.ipynb #5e1f0c2d
+def _copy_over(src:Path, dst:Path):
+    "Make `dst` a copy of folder `src`, or remove it where `src` does not exist."
+    shutil.rmtree(dst, ignore_errors=True)
+    if src.exists(): shutil.copytree(src, dst)
+
+# %% ../nbs/99_pipeline.ipynb #c2a9d4e8
+def snapshot_registry(run_dir:Path, work:list=()): # `work`: the notebook's `work_folders`
+    """Copy `run_dir/registry` to `run_dir/registry.before` and the folders of `work` that exist into `run_dir/work.before`:
+    the run's state before a notebook runs (in use once `run.json` says so: a killed snapshot is never restored)."""
+    _copy_over(run_dir/'registry', run_dir/'registry.before')
+    shutil.rmtree(run_dir/'work.before', ignore_errors=True)
+    for w in work: _copy_over(run_dir/w, run_dir/'work.before'/w)
 
 # %% ../nbs/99_pipeline.ipynb #27dc4793
-def restore_registry(run_dir:Path):
-    "Put `run_dir/registry.before` back as `run_dir/registry` (a killed restore is simply done again on the next resume)."
-    tmp, old = run_dir/'registry.restore.tmp', run_dir/'registry.old'
-    shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(run_dir/'registry.before', tmp)
-    shutil.rmtree(old, ignore_errors=True); os.replace(run_dir/'registry', old); os.replace(tmp, run_dir/'registry'); shutil.rmtree(old)
+def restore_registry(run_dir:Path, work:list=()): # `work`: the `work_folders` the snapshot was taken with
+    """Put the run's state from before a notebook back (`snapshot_registry`): the registry, and each folder of `work` as
+    it was, or removed where it did not exist. A killed restore is simply done again on the next resume."""
+    _copy_over(run_dir/'registry.before', run_dir/'registry')
+    for w in work: _copy_over(run_dir/'work.before'/w, run_dir/w)
 
 # %% ../nbs/99_pipeline.ipynb #af47f2f6
 DISPLAY_SETUP = """# genome_lab.pipeline: how a run's notebooks show numbers (an IPython startup file of the run's kernels)
@@ -223,62 +279,79 @@ try:
 except ImportError: pass
 """ # run by every kernel of a run before its first cell
 
-def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool):
-    """Run the notebooks not yet done. Before each one the registry is snapshotted; a notebook that was running or
-    failed when the run stopped (a SIGKILL included) starts again from the registry as it was before it. The kernels
-    start with `DISPLAY_SETUP` (an IPython profile in `run_dir/.ipython`)."""
+def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, rerun:list):
+    """Run the notebooks not yet done, and those of `rerun` again. Before each one the registry and the notebook's kept
+    folders (`work_folders`) are snapshotted; a notebook that was running or failed when the run stopped (a SIGKILL
+    included) starts again from the run's state before it. The kernels start with `DISPLAY_SETUP` (an IPython profile
+    in `run_dir/.ipython`)."""
     def save(): atomic_write(run_dir/'run.json', json.dumps(record, indent=1, default=str))
     record['status'] = 'running'; save()
     ipython = run_dir/'.ipython'
     atomic_write(ipython/'profile_default'/'startup'/'00-display.py', DISPLAY_SETUP)
     with mock.patch.dict(os.environ, TQDM_DISABLE=os.environ.get('TQDM_DISABLE', '1'), IPYTHONDIR=str(ipython.resolve())):   # kernels inherit both: no bars
-        _run_each(run_dir, notebooks, params, record, flags, progress, save)
+        _run_each(run_dir, notebooks, params, record, flags, progress, save, rerun)
     record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
 
 # %% ../nbs/99_pipeline.ipynb #697f8077
-def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, save):
-    "`_run_notebooks`' loop: each notebook not done yet, its registry snapshot first; `save()` writes `run.json`."
+def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, save, rerun:list):
+    "`_run_notebooks`' loop: each notebook not done yet or in `rerun`, its snapshot first; `save()` writes `run.json`."
     import papermill as pm, nbformat
     nbs, tty = notebooks_dir(), sys.stdout.isatty()
     say = lambda text, last=True: print(('\r' if tty and last else '') + text, end='' if tty and not last else '\n', flush=True)
     for k, n in enumerate(notebooks, 1):
-        if record['results'].get(n, {}).get('status') == 'ok': continue
-        if record['results'].get(n, {}).get('snapshot'): restore_registry(run_dir)
-        else: snapshot_registry(run_dir)
-        p = dict(params[n])
-        if 'registry_dir' in notebook_parameters(nbs/f'{n}.ipynb'): p['registry_dir'] = str((run_dir/'registry').resolve())
-        record['results'][n] = dict(status='running', parameters=p, snapshot=True); save()
-        t0 = time.perf_counter()
+        last = record['results'].get(n, {})
+        if last.get('status') == 'ok' and n not in rerun: continue
+        p, declared = dict(params[n]), notebook_parameters(nbs/f'{n}.ipynb')
+        if 'registry_dir' in declared: p['registry_dir'] = str((run_dir/'registry').resolve())
+        defaults = {name: d['default'] for name, d in declared.items()}
+        work = last.get('work', []) if last.get('snapshot') else work_folders(defaults | p)
+        (restore_registry if last.get('snapshot') else snapshot_registry)(run_dir, work)   # the snapshot's folders, or new ones
+        record['results'][n] = dict(status='running', parameters=p, snapshot=True, work=work); save()
+        t0, kernel_log = time.perf_counter(), run_dir/f'{n}.kernel.log'
+        out = run_dir/(f'{n}.rerun.ipynb' if n in rerun else f'{n}.ipynb')   # run again: replaces the notebook once done
         line = f"[genome-lab] {k}/{len(notebooks)} {n}"
         if progress: say(f"{line} ...", last=False)   # on a terminal the line is finished in place; in a log, a line each
         try:
             nb = nbformat.read(nbs/f'{n}.ipynb', as_version=4)
             record['results'][n]['skipped_cells'] = skip_flagged(nb, flags)
-            pm.execute_notebook(nb, str(run_dir/f'{n}.ipynb'), parameters=p, cwd=str(run_dir), progress_bar=False,
-                                kernel_name='python3', log_output=False, config=kernel_config(),
+            pm.execute_notebook(nb, str(out), parameters=p, cwd=str(run_dir), progress_bar=False,
+                                kernel_name='python3', log_output=False, config=kernel_config(kernel_log),
                                 request_save_on_cell_execute=False)   # written when it ends or fails, not rewritten whole at every cell
         except pm.PapermillExecutionError as e:
             msg = f"notebook {n} failed in cell {e.exec_count} (cell index {e.cell_index}): {e.ename}: {e.evalue}"
+            if progress: say(f"{line} failed")
+            if n in rerun:   # undone: the finished run stays as it was
+                restore_registry(run_dir, work); record['results'][n] = last; record['status'] = 'ok'; save()
+                raise NotebookFailed(f"{msg}\nthe run is as it was before; the failed notebook is kept at {out}, its kernel's "
+                                     f"output at {kernel_log}") from None
             record['results'][n].update(status='failed', seconds=time.perf_counter()-t0, error=msg)
             record['status'] = 'failed'; save()
-            if progress: say(f"{line} failed")
-            raise NotebookFailed(f"{msg}\nexecuted notebook kept at {run_dir/f'{n}.ipynb'}") from None
-        record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False,
-                                    noise=noisy_outputs(run_dir/f'{n}.ipynb')); save()
-        if progress: say(f"{line} done in {record['results'][n]['seconds']} s")
+            raise NotebookFailed(f"{msg}\nexecuted notebook kept at {out}, its kernel's output at {kernel_log}") from None
+        out.replace(run_dir/f'{n}.ipynb')
+        noise = noisy_outputs(run_dir/f'{n}.ipynb', kernel_log)
+        if kernel_log.exists() and not kernel_log.stat().st_size: kernel_log.unlink()   # kept where the kernel wrote something
+        record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False, noise=noise); save()
+        kinds = ', '.join(sorted({'kernel output' if i is None else kind for i, kind in noise}))
+        if progress: say(f"{line} done in {record['results'][n]['seconds']} s" + (f"; noise: {kinds} (run.json)" if noise else ''))
 
 # %% ../nbs/99_pipeline.ipynb #f971b761
 NOISE = {'FutureWarning': r'\b(Future|Pandas\d+)Warning\b', 'UserWarning': r'\bUserWarning\b',
          'DeprecationWarning': r'\b(Pending)?DeprecationWarning\b', 'gym notice': r'Gym has been unmaintained',
          'progress bar': r'\d%\|'} # what a run's outputs should not hold, by kind
 
-def noisy_outputs(path:str|Path)->list: # [[cell index, kind of noise]]
-    "The cells of executed notebook `path` whose outputs' text (streams, plain text of displays) holds `NOISE`."
+def noisy_outputs(path:str|Path, # an executed notebook
+                  kernel_output:str|Path|None=None, # the file its kernel's stdout and stderr went to (`kernel_config`)
+                 )->list: # [[cell index, kind of noise]], then [None, 'kernel: LINE'] for each line of the kernel's own
+    """The cells of executed notebook `path` whose outputs' text (streams, plain text of displays) holds `NOISE`, and the
+    distinct lines of `kernel_output` that no cell's output holds: the kernel's messages outside cells (the first 10)."""
     cells, out = json.loads(Path(path).read_text())['cells'], []
-    for i, c in enumerate(cells):
-        text = ''.join(''.join(o.get('text', '') or o.get('data', {}).get('text/plain', ''))
-                       for o in c.get('outputs', []))
-        out += [[i, kind] for kind, pat in NOISE.items() if re.search(pat, text)]
+    texts = [''.join(''.join(o.get('text', '') or o.get('data', {}).get('text/plain', '')) for o in c.get('outputs', []))
+             for c in cells]
+    for i, text in enumerate(texts): out += [[i, kind] for kind, pat in NOISE.items() if re.search(pat, text)]
+    if kernel_output is not None and Path(kernel_output).exists():
+        shown = {l.strip() for t in texts for l in t.splitlines()}
+        own = dict.fromkeys(l.strip() for l in Path(kernel_output).read_text(errors='replace').splitlines())
+        out += [[None, f'kernel: {l[:200]}'] for l in own if l and l not in shown][:10]
     return out
 
 # %% ../nbs/99_pipeline.ipynb #990996b8

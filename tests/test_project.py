@@ -44,6 +44,8 @@ def test_cli_run_writes_run_folder(cli_run):
     assert lines[2].startswith('[genome-lab] run r1 (quick preset): 1 of 1 notebooks ran in '), lines
     assert lines[-1] == f"  look at it: genome-lab serve --registry {tmp_path/'r1'/'registry'} --read-only, then open http://127.0.0.1:8000/", lines
     assert 'without encryption' not in err and err.strip() == '', err
+    assert not re.search(r'ERROR|Traceback|Warning', out + err), out + err   # a clean run's log: nothing went wrong
+    assert rec['results']['01_arenas']['noise'] == [] and not (tmp_path/'r1'/'01_arenas.kernel.log').exists()   # nor in its kernel
 
 def test_cli_rejects_unknown_parameter(tmp_path):
     r = subprocess.run([BIN/'genome-lab', 'run', '01_arenas', '-p', 'sead=3', '--runs-dir', tmp_path],
@@ -193,7 +195,8 @@ def execute(nb, out, parameters, **kw):
     if sys.argv[3] == 'kill': os.kill(os.getpid(), signal.SIGKILL)   # half-way through the notebook, as a power cut would
     nbformat.write(nb, out)   # papermill writes the executed notebook (the run reads its outputs)
 pm.execute_notebook = execute
-run_pipeline(['10_registry'], runs_dir=sys.argv[1], run_id='r', resume=sys.argv[3] == 'resume', progress=False)
+resume = sys.argv[3] == 'resume'   # naming no notebooks: named, they would run again on a finished run
+run_pipeline(None if resume else ['10_registry'], runs_dir=sys.argv[1], run_id='r', resume=resume, progress=False)
 """
 
 def test_a_notebook_killed_half_way_is_resumed_from_the_registry_before_it(tmp_path):

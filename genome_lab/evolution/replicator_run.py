@@ -338,14 +338,19 @@ def train_replicator(cfg:ReplicatorConfig, # settings; `cfg.generations` is wher
 
 # %% ../../nbs/31_hypernetwork.ipynb #3b492b47
 def register_best(loop:ReplicatorTrainingLoop, registry:Registry, genomes:torch.Tensor, # (k, genome_dim) latent genomes
-                  run:str='replicator', status:str='candidate')->list: # registered genome ids
-    "Develop `genomes` with `loop`'s hypernetwork (no exploration noise) and add them to `registry` as `rl` genomes of family `run` (`Registry.genome_name`: `Demo-rep3`)."
+                  run:str='replicator', status:str='candidate')->list: # their genome ids
+    """Develop `genomes` with `loop`'s hypernetwork (no exploration noise) and add them to `registry` as `rl` genomes of
+    family `run` (`Registry.genome_name`: `Demo-rep3`). Registering them again returns the same genomes: an id follows
+    from `run`, the generation, the genome and its policy's weights."""
     params, ids = loop.pm.develop_mean(genomes), []
     for i, z in enumerate(genomes):
         desc = json.dumps(dict(run=run, generation=loop.generation, latent=[round(float(v), 6) for v in z]))
-        g = Genome(name=registry.genome_name('rep', family=run), type='rl', arena='snake', arch='linear_lstm',
-                   config=loop.pm.hn.policy_config, source='replicator', description=desc)
-        ids.append(registry.add(g, loop.pm.hn.policy(params, i).state_dict(), status=status).id)
+        weights = loop.pm.hn.policy(params, i).state_dict()
+        gid = hashlib.sha256(desc.encode() + b''.join(v.detach().cpu().numpy().tobytes() for v in weights.values())).hexdigest()[:16]
+        if not registry.has(gid):
+            registry.add(Genome(name=registry.genome_name('rep', family=run), type='rl', arena='snake', arch='linear_lstm',
+                                config=loop.pm.hn.policy_config, source='replicator', description=desc, id=gid), weights, status=status)
+        ids.append(gid)
     return ids
 
 # %% ../../nbs/31_hypernetwork.ipynb #3bc65894
