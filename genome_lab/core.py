@@ -6,8 +6,8 @@ Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #3e388884
 from __future__ import annotations
-import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, signal, struct, tempfile
-import threading, time, typing
+import argparse, contextlib, dataclasses, difflib, fcntl, functools, json, math, os, platform, re, signal, struct
+import sys, tempfile, threading, time, typing
 from importlib import metadata
 from pathlib import Path
 from fastcore.docments import docments
@@ -16,11 +16,12 @@ import genome_lab
 
 # %% auto #0
 __all__ = ['SCALARS_DIR', 'STATE_FORMAT', 'PRODUCERS', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser',
-           'config_from_args', 'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors',
-           'load_optimizer', 'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff',
-           'keep_after_save', 'scalar_writer', 'log_scalars', 'read_events', 'save_state', 'load_state', 'Loop',
-           'advance', 'fit', 'ProducerContext', 'Rounds', 'Producer', 'register_producer', 'find_producer',
-           'producer_names', 'producer_list', 'after_season_hooks', 'notebooks_dir', 'measured_dir', 'first_sentence']
+           'config_from_args', 'config_argv', 'check_config', 'did_you_mean', 'CommandParser', 'RunLocked', 'run_lock',
+           'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint', 'checkpoint_header', 'load_checkpoint',
+           'settings_diff', 'keep_after_save', 'scalar_writer', 'log_scalars', 'read_events', 'save_state',
+           'load_state', 'Loop', 'advance', 'fit', 'ProducerContext', 'Rounds', 'Producer', 'register_producer',
+           'find_producer', 'producer_names', 'producer_list', 'after_season_hooks', 'notebooks_dir', 'cache_dir',
+           'measured_dir', 'first_sentence']
 
 # %% ../nbs/00_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -153,6 +154,51 @@ def check_config(cfg, # a config dataclass instance (nested dataclass fields are
             bad.append(f"{f.name}={v!r} is outside [{lo}, {hi}]")
     if bad: raise ValueError(f"{type(cfg).__name__}: " + '; '.join(bad))
     return cfg
+
+# %% ../nbs/00_core.ipynb #4843a58d
+def did_you_mean(name:str, known:list)->str: # ": did you mean 'x'?" or ''
+    """A hint for a mistyped `name`: the closest of `known` (difflib's ratio), or a notebook named without its number
+    (`registry` for `10_registry`)."""
+    by_stem = [k for k in known if k.split('_', 1)[-1] == name]
+    close = by_stem or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f": did you mean {close[0]!r}?" if close else ''
+
+# %% ../nbs/00_core.ipynb #a98cdfa6
+class CommandParser(argparse.ArgumentParser):
+    """The parser of a `genome-lab` command: no prefix matching, a usage error in one line with a did-you-mean and the
+    `--help` hint (exit status 2), unknown flags told first, and the paths a command line must find (`needs_path`)."""
+    def __init__(self, prog:str|None=None, description:str|None=None, # as `ArgumentParser`'s
+                 examples:tuple=(), # command lines `genome-lab COMMAND --help` shows
+                 **kw): # to `ArgumentParser` (not `allow_abbrev`: it is off)
+        super().__init__(prog=prog, description=description, allow_abbrev=False, **kw)
+        self.examples, self.paths = list(examples), []
+    def needs_path(self, path:str, # of the parsed options, e.g. '{registry}/registry.sqlite'
+                   hint:str, # what to do when it is missing
+                   when:str|None=None, unless:str|None=None): # a flag that must be given (not given) for the check
+        "Have `parse_args` refuse a command line whose `path` does not exist."
+        self.paths.append(dict(path=path, hint=hint, when=when, unless=unless))
+    def parse_args(self, args=None, namespace=None)->argparse.Namespace:
+        args = list(sys.argv[1:] if args is None else args)
+        flags = sorted(s for a in self._actions for s in a.option_strings)
+        for t in args[:args.index('--') if '--' in args else None]:   # after '--': values
+            name = t.split('=', 1)[0]
+            flag = t[:1] == '-' and t != '-' and not self._negative_number_matcher.match(t)   # as argparse tells them
+            if flag and not {name, t[:2]} & set(flags):
+                self.error(f"unrecognized argument {name}{did_you_mean(name, flags)}")
+        a = super().parse_args(args, namespace)
+        for p in self.paths:
+            given = vars(a)
+            named = [given.get(k) for k in re.findall(r'\{(\w+)\}', p['path'])]
+            if None in named or (p['when'] and not given.get(p['when'])) or (p['unless'] and given.get(p['unless'])):
+                continue
+            if not (path := Path(p['path'].format(**given))).exists(): self.error(f"{path} not found: {p['hint']}")
+        return a
+    def _check_value(self, action, value):   # argparse's check of `choices`, with a did-you-mean
+        if action.choices is not None and value not in action.choices:
+            known = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"invalid choice {value!r}{did_you_mean(str(value), known)} "
+                                                 f"(choose from {', '.join(known)})")
+    def error(self, message:str): self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
 
 # %% ../nbs/00_core.ipynb #826335a3
 class RunLocked(RuntimeError):
@@ -346,7 +392,8 @@ class Loop(typing.Protocol):
 # %% ../nbs/00_core.ipynb #ee541eca
 @contextlib.contextmanager
 def _stop_on_sigterm(stop:threading.Event): # yields `stop`, set by SIGTERM while the block runs (main thread only)
-    if threading.current_thread() is not threading.main_thread(): yield stop; return
+    if threading.current_thread() is not threading.main_thread() or callable(signal.getsignal(signal.SIGTERM)):
+        yield stop; return   # elsewhere, or the process's own handler stands (a season's: it ends at once)
     old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try: yield stop
     finally: signal.signal(signal.SIGTERM, old)
@@ -524,6 +571,11 @@ def notebooks_dir()->Path:
     d = Path(genome_lab.__file__).resolve().parent.parent/'nbs'
     if not d.is_dir(): raise FileNotFoundError(f"{d} not found: genome_lab's notebooks are read from a repository clone")
     return d
+
+def cache_dir()->Path:
+    """What the lab keeps outside a run (pretrained decoders, the commands' help): `$GENOME_LAB_CACHE`, else
+    `~/.cache/genome_lab`."""
+    return Path(os.environ.get('GENOME_LAB_CACHE') or Path.home()/'.cache'/'genome_lab')
 
 def measured_dir()->Path:
     "`nbs/measured/`: figures written by bench scripts and committed, which chapters and reports read."
