@@ -16,12 +16,12 @@ import genome_lab
 
 # %% auto #0
 __all__ = ['SCALARS_DIR', 'STATE_FORMAT', 'PRODUCERS', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser',
-           'config_from_args', 'config_argv', 'check_config', 'did_you_mean', 'CommandParser', 'RunLocked', 'run_lock',
-           'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint', 'checkpoint_header', 'load_checkpoint',
-           'settings_diff', 'keep_after_save', 'scalar_writer', 'log_scalars', 'read_events', 'save_state',
-           'load_state', 'Loop', 'advance', 'fit', 'ProducerContext', 'Rounds', 'Producer', 'register_producer',
-           'find_producer', 'producer_names', 'producer_list', 'after_season_hooks', 'notebooks_dir', 'cache_dir',
-           'measured_dir', 'first_sentence']
+           'config_from_args', 'in_range', 'config_argv', 'check_config', 'did_you_mean', 'CommandParser', 'RunLocked',
+           'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint', 'checkpoint_header',
+           'load_checkpoint', 'settings_diff', 'keep_after_save', 'scalar_writer', 'log_scalars', 'read_events',
+           'save_state', 'load_state', 'Loop', 'advance', 'fit', 'ProducerContext', 'Rounds', 'Producer',
+           'register_producer', 'find_producer', 'producer_names', 'producer_list', 'after_season_hooks',
+           'notebooks_dir', 'cache_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/00_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -91,7 +91,8 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
                   parser:argparse.ArgumentParser|None=None, # add to this parser (a new one if None)
                   **kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser` when it is built here
     """A parser with one `--flag` per int, float, str or bool field of `configs` (a `list[int|float|str]` field takes
-    several values); flags not given are left out of the parsed namespace."""
+    several values, a number in the dataclass's `RANGES` is refused outside them: `in_range`); flags not given are left
+    out of the parsed namespace."""
     ap, docs = parser or argparse.ArgumentParser(**kw), {}   # docs: {dataclass: its docments}, read once per dataclass
     for cls in configs:
         group = ap.add_argument_group(cls.__name__, (cls.__doc__ or '').split('\n')[0])
@@ -103,7 +104,10 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
             help = f"{doc} (default: {default!r})".replace('%', '%%')
             flag = '--' + name.replace('_', '-')
             if t is bool: group.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help)
-            elif t in (int, float, str): group.add_argument(flag, type=t, default=argparse.SUPPRESS, help=help, metavar=t.__name__.upper())
+            elif t in (int, float, str):   # a number with a range in its dataclass's `RANGES` is checked as it is parsed
+                rng = getattr(owner, 'RANGES', {}).get(f.name) if t is not str else None
+                group.add_argument(flag, type=in_range(t, *rng) if rng else t, default=argparse.SUPPRESS, help=help,
+                                   metavar=t.__name__.upper())
             elif typing.get_origin(t) is list and (e := typing.get_args(t)[0]) in (int, float, str):   # several values
                 group.add_argument(flag, type=e, nargs='+', default=argparse.SUPPRESS, help=help, metavar=e.__name__.upper())
     return ap
@@ -121,6 +125,17 @@ def config_from_args(cls:type, # the config dataclass
             kw[f.name] = build(t, cur) if dataclasses.is_dataclass(t) else given.get(f.name, cur)
         return c(**kw)
     return build(cls, base)
+
+# %% ../nbs/00_core.ipynb #012e66eb
+def in_range(t:type, # int or float
+             lo=None, hi=None): # the bounds, inclusive; None leaves a side open
+    "An argparse type: `t` read from the text, refused outside [`lo`, `hi`] (`bounds` and `base` describe it)."
+    def value(text:str):
+        v = t(text)
+        if (lo is not None and v < lo) or (hi is not None and v > hi): raise argparse.ArgumentTypeError(f"{v} is outside [{lo}, {hi}]")
+        return v
+    value.__name__, value.base, value.bounds = t.__name__, t.__name__, (lo, hi)   # the name: argparse's "invalid int value"
+    return value
 
 # %% ../nbs/00_core.ipynb #4b33ed22
 def config_argv(cfg)->list: # ['--flag=value', ...], nested dataclasses flattened
@@ -157,8 +172,7 @@ def check_config(cfg, # a config dataclass instance (nested dataclass fields are
 
 # %% ../nbs/00_core.ipynb #4843a58d
 def did_you_mean(name:str, known:list)->str: # ": did you mean 'x'?" or ''
-    """A hint for a mistyped `name`: the closest of `known` (difflib's ratio), or a notebook named without its number
-    (`registry` for `10_registry`)."""
+    "A hint for a mistyped `name`: the closest of `known` (difflib), or a notebook without its number (`registry`)."
     by_stem = [k for k in known if k.split('_', 1)[-1] == name]
     close = by_stem or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     return f": did you mean {close[0]!r}?" if close else ''
@@ -186,11 +200,10 @@ class CommandParser(argparse.ArgumentParser):
             if flag and not {name, t[:2]} & set(flags):
                 self.error(f"unrecognized argument {name}{did_you_mean(name, flags)}")
         a = super().parse_args(args, namespace)
-        for p in self.paths:
-            given = vars(a)
-            named = [given.get(k) for k in re.findall(r'\{(\w+)\}', p['path'])]
-            if None in named or (p['when'] and not given.get(p['when'])) or (p['unless'] and given.get(p['unless'])):
-                continue
+        given = vars(a)
+        for p in self.paths:   # checked when the options it names are given, and `when` is (`unless` is not)
+            if (None in [given.get(k) for k in re.findall(r'\{(\w+)\}', p['path'])] or not given.get(p['when'] or '', True)
+                    or given.get(p['unless'] or '')): continue
             if not (path := Path(p['path'].format(**given))).exists(): self.error(f"{path} not found: {p['hint']}")
         return a
     def _check_value(self, action, value):   # argparse's check of `choices`, with a did-you-mean
@@ -573,8 +586,7 @@ def notebooks_dir()->Path:
     return d
 
 def cache_dir()->Path:
-    """What the lab keeps outside a run (pretrained decoders, the commands' help): `$GENOME_LAB_CACHE`, else
-    `~/.cache/genome_lab`."""
+    "What the lab keeps outside a run (decoders, the commands' help): `$GENOME_LAB_CACHE`, else `~/.cache/genome_lab`."
     return Path(os.environ.get('GENOME_LAB_CACHE') or Path.home()/'.cache'/'genome_lab')
 
 def measured_dir()->Path:
