@@ -10,7 +10,6 @@ import argparse, contextlib, dataclasses, difflib, fcntl, functools, json, math,
 import sys, tempfile, threading, time, typing
 from importlib import metadata
 from pathlib import Path
-from fastcore.docments import docments
 from safetensors import safe_open
 import genome_lab
 
@@ -93,6 +92,7 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
     """A parser with one `--flag` per int, float, str or bool field of `configs` (a `list[int|float|str]` field takes
     several values, a number in the dataclass's `RANGES` is refused outside them: `in_range`); flags not given are left
     out of the parsed namespace."""
+    from fastcore.docments import docments   # here: `genome-lab` checks a command line with no docments imported
     ap, docs = parser or argparse.ArgumentParser(**kw), {}   # docs: {dataclass: its docments}, read once per dataclass
     for cls in configs:
         group = ap.add_argument_group(cls.__name__, (cls.__doc__ or '').split('\n')[0])

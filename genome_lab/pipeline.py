@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 
 # %% ../nbs/99_pipeline.ipynb #dc2279ef
 from __future__ import annotations
-import argparse, ast, contextlib, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
+import argparse, ast, contextlib, functools, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
 import textwrap, time, uuid
 from unittest import mock
 from datetime import datetime, timezone
@@ -339,6 +339,7 @@ def run_cli(argv:list|None=None):
     return 0
 
 # %% ../nbs/99_pipeline.ipynb #a1db9dd1
+@functools.cache   # read once per process: `main` and `source_digest` both ask
 def commands()->dict: # {name: 'module:function'}
     "Subcommands of `genome-lab`: `run`, plus every entry point in the `genome_lab.commands` group of an installed package."
     out = {'run': 'genome_lab.pipeline:run_cli'}
