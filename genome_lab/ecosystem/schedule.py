@@ -124,12 +124,12 @@ class ProducerWorkers:
 def producer_workers(registry_root:str|Path, # the registry folder
                      cfg:ProducerWorkers): # yields {producer: its `spawn_worker` result}, filled as each ends
     """The producers of `cfg` working in the background while the block runs, each a process of its own
-    (`spawn_worker`) watched by a thread; leaving the block asks them to stop (SIGTERM: each saves its last step, or is
-    killed `stop_s` later) and waits for them. A producer that fails (or cannot start) ends with {'producer', 'error'};
-    the others go on."""
+    (`spawn_worker`) watched by a thread; leaving the block asks them to stop (SIGTERM: each saves its last step, killed
+    if it takes over 2 minutes) and waits for them. A producer that fails (or cannot start) ends with {'producer',
+    'error'}; the others go on."""
     stop, out = threading.Event(), {}
     def watch(name): out[name] = spawn_worker(registry_root, name, cfg.producer_budget_s, threads=cfg.producer_threads,
-                                              stop=stop)
+                                              stop=stop, stop_s=120.0)
     threads = [threading.Thread(target=watch, args=(n,), name=f'producer {n}', daemon=True) for n in cfg.names()]
     for t in threads: t.start()
     try: yield out
