@@ -6,21 +6,21 @@ Docs: https://genome-lab.github.io/genome_lab/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #3e388884
 from __future__ import annotations
-import argparse, contextlib, dataclasses, fcntl, functools, json, math, os, platform, re, signal, struct, tempfile
-import threading, time, typing
+import argparse, contextlib, dataclasses, difflib, fcntl, functools, json, math, os, platform, re, signal, struct
+import sys, tempfile, threading, time, typing
 from importlib import metadata
 from pathlib import Path
-from fastcore.docments import docments
 from safetensors import safe_open
 import genome_lab
 
 # %% auto #0
 __all__ = ['SCALARS_DIR', 'STATE_FORMAT', 'PRODUCERS', 'atomic_write', 'atomic_write_json', 'config_fields', 'config_parser',
-           'config_from_args', 'config_argv', 'check_config', 'RunLocked', 'run_lock', 'machine', 'optimizer_tensors',
-           'load_optimizer', 'save_checkpoint', 'checkpoint_header', 'load_checkpoint', 'settings_diff',
-           'keep_after_save', 'scalar_writer', 'log_scalars', 'read_events', 'save_state', 'load_state', 'Loop',
-           'advance', 'fit', 'ProducerContext', 'Rounds', 'Producer', 'register_producer', 'find_producer',
-           'producer_names', 'producer_list', 'after_season_hooks', 'notebooks_dir', 'measured_dir', 'first_sentence']
+           'config_from_args', 'in_range', 'config_argv', 'check_config', 'did_you_mean', 'CommandParser', 'RunLocked',
+           'run_lock', 'machine', 'optimizer_tensors', 'load_optimizer', 'save_checkpoint', 'checkpoint_header',
+           'load_checkpoint', 'settings_diff', 'keep_after_save', 'scalar_writer', 'log_scalars', 'read_events',
+           'save_state', 'load_state', 'Loop', 'advance', 'fit', 'ProducerContext', 'Rounds', 'Producer',
+           'register_producer', 'find_producer', 'producer_names', 'producer_list', 'after_season_hooks',
+           'notebooks_dir', 'cache_dir', 'measured_dir', 'first_sentence']
 
 # %% ../nbs/00_core.ipynb #f02b71cb
 def _fsync_dir(path:Path):
@@ -90,7 +90,9 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
                   parser:argparse.ArgumentParser|None=None, # add to this parser (a new one if None)
                   **kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser` when it is built here
     """A parser with one `--flag` per int, float, str or bool field of `configs` (a `list[int|float|str]` field takes
-    several values); flags not given are left out of the parsed namespace."""
+    several values, a number in the dataclass's `RANGES` is refused outside them: `in_range`); flags not given are left
+    out of the parsed namespace."""
+    from fastcore.docments import docments   # here: `genome-lab` checks a command line with no docments imported
     ap, docs = parser or argparse.ArgumentParser(**kw), {}   # docs: {dataclass: its docments}, read once per dataclass
     for cls in configs:
         group = ap.add_argument_group(cls.__name__, (cls.__doc__ or '').split('\n')[0])
@@ -102,7 +104,10 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
             help = f"{doc} (default: {default!r})".replace('%', '%%')
             flag = '--' + name.replace('_', '-')
             if t is bool: group.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help)
-            elif t in (int, float, str): group.add_argument(flag, type=t, default=argparse.SUPPRESS, help=help, metavar=t.__name__.upper())
+            elif t in (int, float, str):   # a number with a range in its dataclass's `RANGES` is checked as it is parsed
+                rng = getattr(owner, 'RANGES', {}).get(f.name) if t is not str else None
+                group.add_argument(flag, type=in_range(t, *rng) if rng else t, default=argparse.SUPPRESS, help=help,
+                                   metavar=t.__name__.upper())
             elif typing.get_origin(t) is list and (e := typing.get_args(t)[0]) in (int, float, str):   # several values
                 group.add_argument(flag, type=e, nargs='+', default=argparse.SUPPRESS, help=help, metavar=e.__name__.upper())
     return ap
@@ -120,6 +125,17 @@ def config_from_args(cls:type, # the config dataclass
             kw[f.name] = build(t, cur) if dataclasses.is_dataclass(t) else given.get(f.name, cur)
         return c(**kw)
     return build(cls, base)
+
+# %% ../nbs/00_core.ipynb #012e66eb
+def in_range(t:type, # int or float
+             lo=None, hi=None): # the bounds, inclusive; None leaves a side open
+    "An argparse type: `t` read from the text, refused outside [`lo`, `hi`] (`bounds` and `base` describe it)."
+    def value(text:str):
+        v = t(text)
+        if (lo is not None and v < lo) or (hi is not None and v > hi): raise argparse.ArgumentTypeError(f"{v} is outside [{lo}, {hi}]")
+        return v
+    value.__name__, value.base, value.bounds = t.__name__, t.__name__, (lo, hi)   # the name: argparse's "invalid int value"
+    return value
 
 # %% ../nbs/00_core.ipynb #4b33ed22
 def config_argv(cfg)->list: # ['--flag=value', ...], nested dataclasses flattened
@@ -153,6 +169,49 @@ def check_config(cfg, # a config dataclass instance (nested dataclass fields are
             bad.append(f"{f.name}={v!r} is outside [{lo}, {hi}]")
     if bad: raise ValueError(f"{type(cfg).__name__}: " + '; '.join(bad))
     return cfg
+
+# %% ../nbs/00_core.ipynb #4843a58d
+def did_you_mean(name:str, known:list)->str: # ": did you mean 'x'?" or ''
+    "A hint for a mistyped `name`: the closest of `known` (difflib), or a notebook without its number (`registry`)."
+    by_stem = [k for k in known if k.split('_', 1)[-1] == name]
+    close = by_stem or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f": did you mean {close[0]!r}?" if close else ''
+
+# %% ../nbs/00_core.ipynb #a98cdfa6
+class CommandParser(argparse.ArgumentParser):
+    """The parser of a `genome-lab` command: no prefix matching, a usage error in one line with a did-you-mean and the
+    `--help` hint (exit status 2), unknown flags told first, and the paths a command line must find (`needs_path`)."""
+    def __init__(self, prog:str|None=None, description:str|None=None, # as `ArgumentParser`'s
+                 examples:tuple=(), # command lines `genome-lab COMMAND --help` shows
+                 **kw): # to `ArgumentParser` (not `allow_abbrev`: it is off)
+        super().__init__(prog=prog, description=description, allow_abbrev=False, **kw)
+        self.examples, self.paths = list(examples), []
+    def needs_path(self, path:str, # of the parsed options, e.g. '{registry}/registry.sqlite'
+                   hint:str, # what to do when it is missing
+                   when:str|None=None, unless:str|None=None): # a flag that must be given (not given) for the check
+        "Have `parse_args` refuse a command line whose `path` does not exist."
+        self.paths.append(dict(path=path, hint=hint, when=when, unless=unless))
+    def parse_args(self, args=None, namespace=None)->argparse.Namespace:
+        args = list(sys.argv[1:] if args is None else args)
+        flags = sorted(s for a in self._actions for s in a.option_strings)
+        for t in args[:args.index('--') if '--' in args else None]:   # after '--': values
+            name = t.split('=', 1)[0]
+            flag = t[:1] == '-' and t != '-' and not self._negative_number_matcher.match(t)   # as argparse tells them
+            if flag and not {name, t[:2]} & set(flags):
+                self.error(f"unrecognized argument {name}{did_you_mean(name, flags)}")
+        a = super().parse_args(args, namespace)
+        given = vars(a)
+        for p in self.paths:   # checked when the options it names are given, and `when` is (`unless` is not)
+            if (None in [given.get(k) for k in re.findall(r'\{(\w+)\}', p['path'])] or not given.get(p['when'] or '', True)
+                    or given.get(p['unless'] or '')): continue
+            if not (path := Path(p['path'].format(**given))).exists(): self.error(f"{path} not found: {p['hint']}")
+        return a
+    def _check_value(self, action, value):   # argparse's check of `choices`, with a did-you-mean
+        if action.choices is not None and value not in action.choices:
+            known = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"invalid choice {value!r}{did_you_mean(str(value), known)} "
+                                                 f"(choose from {', '.join(known)})")
+    def error(self, message:str): self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
 
 # %% ../nbs/00_core.ipynb #826335a3
 class RunLocked(RuntimeError):
@@ -346,7 +405,8 @@ class Loop(typing.Protocol):
 # %% ../nbs/00_core.ipynb #ee541eca
 @contextlib.contextmanager
 def _stop_on_sigterm(stop:threading.Event): # yields `stop`, set by SIGTERM while the block runs (main thread only)
-    if threading.current_thread() is not threading.main_thread(): yield stop; return
+    if threading.current_thread() is not threading.main_thread() or callable(signal.getsignal(signal.SIGTERM)):
+        yield stop; return   # elsewhere, or the process's own handler stands (a season's: it ends at once)
     old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try: yield stop
     finally: signal.signal(signal.SIGTERM, old)
@@ -524,6 +584,10 @@ def notebooks_dir()->Path:
     d = Path(genome_lab.__file__).resolve().parent.parent/'nbs'
     if not d.is_dir(): raise FileNotFoundError(f"{d} not found: genome_lab's notebooks are read from a repository clone")
     return d
+
+def cache_dir()->Path:
+    "What the lab keeps outside a run (decoders, the commands' help): `$GENOME_LAB_CACHE`, else `~/.cache/genome_lab`."
+    return Path(os.environ.get('GENOME_LAB_CACHE') or Path.home()/'.cache'/'genome_lab')
 
 def measured_dir()->Path:
     "`nbs/measured/`: figures written by bench scripts and committed, which chapters and reports read."

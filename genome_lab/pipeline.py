@@ -6,21 +6,22 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 
 # %% ../nbs/99_pipeline.ipynb #dc2279ef
 from __future__ import annotations
-import argparse, ast, contextlib, difflib, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
-import time, uuid
+import argparse, ast, contextlib, functools, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
+import textwrap, time, uuid
 from unittest import mock
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 import genome_lab
-from .core import notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence
+from .core import (notebooks_dir, atomic_write, run_lock, RunLocked, first_sentence, did_you_mean, CommandParser,
+                             cache_dir, in_range)
 
 # %% auto #0
-__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'RERUN_REFUSED', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'HELP_CACHE',
-           'list_notebooks', 'notebook_parameters', 'did_you_mean', 'parse_override', 'resolve_parameters',
-           'cell_flags', 'skip_flagged', 'NotebookFailed', 'new_run_id', 'run_kernel_manager', 'kernel_config',
-           'run_pipeline', 'work_folders', 'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_summary',
-           'run_cli', 'commands', 'command_summary', 'usage', 'usage_spec', 'check_usage', 'source_digest',
+__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'RERUN_REFUSED', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'list_notebooks',
+           'notebook_parameters', 'parse_override', 'resolve_parameters', 'cell_flags', 'skip_flagged',
+           'NotebookFailed', 'new_run_id', 'run_kernel_manager', 'kernel_config', 'run_pipeline', 'work_folders',
+           'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_summary', 'run_cli', 'commands',
+           'command_summary', 'usage', 'usage_spec', 'check_usage', 'help_cache', 'source_digest', 'help_text',
            'command_help', 'cached_usage', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
@@ -42,13 +43,6 @@ def notebook_parameters(path:Path)->dict: # {name: {'type': 'int'|'float'|'str'|
         raise ValueError(f"{path.name}: papermill cannot parse parameters {missed}; write `name: type = value  # help` "
                          "with no ':' or '=' in the help text")
     return out
-
-# %% ../nbs/99_pipeline.ipynb #c6657124
-def did_you_mean(name:str, known:list)->str: # ": did you mean 'x'?" or ''
-    "A hint for a mistyped `name`: the closest of `known` (difflib's ratio), or a notebook named without its number (`registry` for `10_registry`)."
-    by_stem = [k for k in known if k.split('_', 1)[-1] == name]
-    close = by_stem or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return f": did you mean {close[0]!r}?" if close else ''
 
 # %% ../nbs/99_pipeline.ipynb #c112236c
 PRESETS = {
@@ -394,9 +388,11 @@ def run_summary(run_dir:str|Path)->str: # lines for the console
 # %% ../nbs/99_pipeline.ipynb #56d0af31
 def run_cli(argv:list|None=None):
     "`genome-lab run`: execute the notebooks into `runs/<run_id>/`."
-    ap = argparse.ArgumentParser(prog='genome-lab run', description=
-        "Execute the numbered notebooks with papermill into a run folder, `runs/<run_id>/`; a failed notebook "
-        "stops the run, and `--resume --run-id ID` continues it from that notebook.")
+    ap = CommandParser('genome-lab run', "Execute the numbered notebooks with papermill into a run folder, "
+                       "`runs/<run_id>/`; a failed notebook stops the run, and `--resume --run-id ID` continues it from "
+                       "that notebook.", examples=[
+        'genome-lab run', 'genome-lab run 10_registry 40_tournament -p num_snakes=64',
+        'genome-lab run --resume --run-id 20261128-031200-ab12cd'])
     ap.add_argument('notebooks', nargs='*', help='notebook names (default: all numbered notebooks, in order)')
     ap.add_argument('--preset', default='quick', choices=sorted(PRESETS), help='parameter preset')
     ap.add_argument('-p', '--param', action='append', default=[], metavar='NAME=VALUE', help='override a parameter')
@@ -404,6 +400,7 @@ def run_cli(argv:list|None=None):
     ap.add_argument('--run-id', default=None, help='run folder name (default: time + random suffix)')
     ap.add_argument('--resume', action='store_true', help='continue --run-id, skipping finished notebooks')
     ap.add_argument('--flags', nargs='*', default=[], choices=FLAGS, help="also run cells flagged slow or cuda")
+    ap.needs_path('{runs_dir}/{run_id}/run.json', 'give the --run-id of a run in --runs-dir', when='resume')
     a = ap.parse_args(argv)
     if a.resume and not a.run_id: ap.error('--resume needs --run-id')
     names = [n[:-6] if n.endswith('.ipynb') else n for n in a.notebooks]
@@ -416,6 +413,7 @@ def run_cli(argv:list|None=None):
     return 0
 
 # %% ../nbs/99_pipeline.ipynb #a1db9dd1
+@functools.cache   # read once per process: `main` and `source_digest` both ask
 def commands()->dict: # {name: 'module:function'}
     "Subcommands of `genome-lab`: `run`, plus every entry point in the `genome_lab.commands` group of an installed package."
     out = {'run': 'genome_lab.pipeline:run_cli'}
@@ -440,14 +438,16 @@ def usage()->str: # the listing `genome-lab --help` prints
     lines = [f"usage: genome-lab [-h] [--version] COMMAND [ARGS]", "",
              "A lab where agent genomes are bred, made to compete, kept and broadcast.", "", "commands:"]
     lines += [f"  {n:<{w}}  {command_summary(t)}" for n, t in sorted(cmds.items())]
-    return '\n'.join(lines + ["", "`genome-lab COMMAND --help` lists a command's options."])
+    return '\n'.join(lines + ["", "`genome-lab COMMAND --help` lists a command's options; `--help-all` each with its help."])
 
 # %% ../nbs/99_pipeline.ipynb #80d9a107
 ACTIONS = {'_StoreAction': 'store', '_StoreTrueAction': 'store_true', '_StoreFalseAction': 'store_false', '_AppendAction': 'append',
-           '_CountAction': 'count', '_StoreConstAction': 'store_const', 'BooleanOptionalAction': 'boolean'} # argparse's actions `usage_spec` describes
+           '_ExtendAction': 'extend', '_CountAction': 'count', '_StoreConstAction': 'store_const',
+           'BooleanOptionalAction': 'boolean'} # argparse's actions `usage_spec` describes
 
 def usage_spec(parser:argparse.ArgumentParser)->dict|None: # JSON; None when the parser holds an action it cannot describe
-    "A description of what command lines `parser` takes, for `check_usage`: its options and positionals with action, nargs, choices, required and type."
+    """A description of what command lines `parser` takes, for `check_usage`: its options and positionals with action,
+    nargs, choices, required, type and metavar, and the paths they must name (`CommandParser.needs_path`)."""
     acts = []
     for a in parser._actions:
         if isinstance(a, argparse._HelpAction): continue
@@ -458,41 +458,39 @@ def usage_spec(parser:argparse.ArgumentParser)->dict|None: # JSON; None when the
         if not all(isinstance(c, (str, int, float)) for c in choices or ()) or not isinstance(a.const, (str, int, float, type(None))): return None
         acts.append(dict(flags=[f for f in a.option_strings if not (kind == 'boolean' and f.startswith('--no-'))], dest=a.dest,
                          action=kind, nargs=a.nargs, const=a.const, required=a.required, choices=choices, type=typ,
-                         bounds=list(t.bounds) if typ == 'bounded' else None))
-    return dict(prog=parser.prog, allow_abbrev=parser.allow_abbrev, actions=acts)
+                         bounds=list(t.bounds) if typ == 'bounded' else None, base=getattr(t, 'base', 'int'),
+                         metavar=a.metavar if isinstance(a.metavar, str) else None))
+    return dict(prog=parser.prog, allow_abbrev=parser.allow_abbrev, actions=acts, paths=getattr(parser, 'paths', []))
 
 # %% ../nbs/99_pipeline.ipynb #c61ccc99
-class _Refused(Exception): "A command line `check_usage`'s parser refused; the message is argparse's usage and error."
-
-# %% ../nbs/99_pipeline.ipynb #f740981c
-def _bounded(lo:int, hi:int):
-    def value(text:str)->int:
-        v = int(text)
-        if not lo <= v <= hi: raise argparse.ArgumentTypeError(f"{v} is not within {lo} to {hi}")
-        return v
-    return value
+class _Refused(Exception): "A command line `check_usage`'s parser refused; the message is its one line."
 
 # %% ../nbs/99_pipeline.ipynb #490a3b97
 def check_usage(spec:dict, # `usage_spec`'s answer
-                argv:list)->str|None: # argparse's usage line and error, or None when the command line fits
-    "Check a command line against a command's `usage_spec` as its own parser would, without importing the command."
-    class Parser(argparse.ArgumentParser):
-        def error(self, message): raise _Refused(f"{self.format_usage()}{self.prog}: error: {message}")
-    ap = Parser(prog=spec['prog'], allow_abbrev=spec['allow_abbrev'], add_help=False)
+                argv:list)->str|None: # the command's one-line error, or None when the command line fits
+    """Check a command line against a command's `usage_spec` as its own parser (a `CommandParser`) would, without
+    importing the command."""
+    class Parser(CommandParser):
+        def exit(self, status=0, message=None): raise _Refused((message or '').rstrip('\n'))
+    ap = Parser(prog=spec['prog'], add_help=False)
     for a in spec['actions']:
         kw = dict(action=argparse.BooleanOptionalAction if a['action'] == 'boolean' else a['action'])
-        if a['action'] in ('store', 'append'):
+        if a['action'] in ('store', 'append', 'extend'):
             types = {'int': int, 'float': float, 'text': None}
-            kw.update(nargs=a['nargs'], choices=a['choices'], type=types[a['type']] if a['type'] in types else _bounded(*a['bounds']))
+            kw.update(nargs=a['nargs'], choices=a['choices'], metavar=a.get('metavar'),
+                      type=types[a['type']] if a['type'] in types else in_range(types[a['base']], *a['bounds']))
         if a['action'] == 'store_const': kw['const'] = a['const']
         if a['flags']: ap.add_argument(*a['flags'], dest=a['dest'], required=a['required'], **kw)
         else: ap.add_argument(a['dest'], **kw)
+    ap.paths = spec.get('paths', [])
     try: ap.parse_args(argv)
     except _Refused as e: return str(e)
     return None
 
 # %% ../nbs/99_pipeline.ipynb #b96101bc
-HELP_CACHE = Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'genome_lab'/'help' # a folder per source_digest
+def help_cache()->Path: # a folder per `source_digest`
+    "Where `command_help` keeps each command's help and `usage_spec`: `cache_dir()/'help'`."
+    return cache_dir()/'help'
 
 def source_digest()->str: # 16 hex digits
     "The sha256 of this package's modules (names, bytes) and its commands: what each command's `--help` depends on."
@@ -501,47 +499,76 @@ def source_digest()->str: # 16 hex digits
     for p in sorted(root.rglob('*.py')): h.update(str(p.relative_to(root)).encode() + b'\0' + p.read_bytes())
     return h.hexdigest()[:16]
 
+# %% ../nbs/99_pipeline.ipynb #ae0c9c01
+def help_text(parser:argparse.ArgumentParser, # a command's parser
+              every:bool=False)->str: # `--help`'s text; with `every`, `--help-all`'s
+    """A command's help: its usage in one line, its description (less a leading usage in backticks) and own options,
+    each further group of options (`config_parser`'s settings) by its flags' names (with `every`: in full, each
+    option's help and default), and the parser's `examples` (`CommandParser`)."""
+    u, f, brief = parser._get_formatter(), parser._get_formatter(), []
+    u.add_usage(None, [a for a in parser._actions if a.required or not a.option_strings], [], prefix='')
+    f.add_usage(u.format_help().strip().replace('%', '%%') + ' [options]', None, None)
+    f.add_text(re.sub(r'^`[^`]*`:\s*', '', parser.description or ''))   # less a usage the docstring spells out
+    for g in parser._action_groups:
+        if not g._group_actions: continue
+        if not every and g not in parser._action_groups[:2]: brief.append(g); continue   # argparse's own two: in full
+        f.start_section(g.title); f.add_text(g.description); f.add_arguments(g._group_actions); f.end_section()
+    out = [f.format_help().rstrip()]
+    if brief:
+        out.append(f"\nsettings (`{parser.prog} --help-all` shows each with its help and default):")
+        out += [textwrap.fill(' '.join(s for a in g._group_actions for s in a.option_strings), f._width,
+                              initial_indent=f'  {g.title}: ', subsequent_indent='    ',
+                              break_on_hyphens=False) for g in brief]
+    if examples := getattr(parser, 'examples', []): out += ['\nexamples:'] + [f'  {e}' for e in examples]
+    return '\n'.join(out) + '\n'
+
 # %% ../nbs/99_pipeline.ipynb #a14fccba
 def command_help(name:str, # a command of `commands()`
-                 cache:Path|None=None)->str: # its `--help` text (argparse's)
-    """The `--help` text of command `name`: read from `cache` (default `HELP_CACHE`) when this package's sources are
-    the ones it was written from, else made by running the command with `--help` (its module imported) and kept, with
-    the `usage_spec` of the parser that printed it (`name.json`, read by `cached_usage`)."""
+                 cache:Path|None=None, # the help cache; default `help_cache()`
+                 every:bool=False)->str: # its `--help` text (`help_text`); with `every`, its `--help-all` text
+    """The help of command `name`: read from `cache` when this package's sources are the ones it was written from, else
+    made from the parser the command builds when run with `--help` (its module imported) and kept, both texts and the
+    parser's `usage_spec` (`name.json`, read by `cached_usage`)."""
     mod, fn = commands()[name].split(':')
-    path = Path(cache or HELP_CACHE)/source_digest()/f'{name}.txt'
+    folder = Path(cache or help_cache())/source_digest()
+    path = folder/f"{name}{'.all' if every else ''}.txt"
     if mod.split('.')[0] == 'genome_lab' and path.exists(): return path.read_text()
-    out, parsers, printed = io.StringIO(), [], argparse.ArgumentParser.print_help
-    def spy(parser, file=None): parsers.append(parser); return printed(parser, file)
-    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit), mock.patch.object(argparse.ArgumentParser, 'print_help', spy):
+    out, parsers = io.StringIO(), []
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit), \
+         mock.patch.object(argparse.ArgumentParser, 'print_help', lambda parser, file=None: parsers.append(parser)):
         getattr(importlib.import_module(mod), fn)(['--help'])
+    texts = [help_text(parsers[-1]), help_text(parsers[-1], every=True)] if parsers else [out.getvalue()] * 2
     if mod.split('.')[0] == 'genome_lab':
         with contextlib.suppress(OSError):   # a read-only home still gets its help
-            atomic_write(path.with_suffix('.json'), json.dumps(usage_spec(parsers[-1]) if parsers else None))
-            atomic_write(path, out.getvalue())
-    return out.getvalue()
+            atomic_write(folder/f'{name}.json', json.dumps(usage_spec(parsers[-1]) if parsers else None))
+            atomic_write(folder/f'{name}.txt', texts[0]); atomic_write(folder/f'{name}.all.txt', texts[1])
+    return texts[every]
 
 # %% ../nbs/99_pipeline.ipynb #7fe12c69
 def cached_usage(name:str, cache:Path|None=None)->dict|None: # `usage_spec` of the command's parser, None when not cached
     "The `usage_spec` `command_help` kept for command `name` with this package's sources (nothing is imported)."
-    path = Path(cache or HELP_CACHE)/source_digest()/f'{name}.json'
+    path = Path(cache or help_cache())/source_digest()/f'{name}.json'
     try: return json.loads(path.read_text())
     except (OSError, ValueError): return None
 
 # %% ../nbs/99_pipeline.ipynb #23327bba
 def main(argv:list|None=None, # the command line after `genome-lab` (default: `sys.argv[1:]`)
-         cache:Path|None=None)->int: # exit status; `cache`: the help cache (default `HELP_CACHE`)
+         cache:Path|None=None)->int: # exit status; `cache`: the help cache (default `help_cache()`)
     """Entry point of the `genome-lab` command: `genome-lab COMMAND [ARGS]`; no arguments or `--help`: `usage()`;
-    `COMMAND --help`: `command_help`. A command line is checked against the command's cached `usage_spec` before its
-    module (and torch with it) is imported."""
+    `COMMAND --help` or `--help-all`: `command_help`. A command line is checked against the command's cached
+    `usage_spec` before its module (and torch with it) is imported; a cache without it is filled first, once."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ('-h', '--help'): print(usage()); return 0
     if argv[0] == '--version': print(f"genome-lab {genome_lab.__version__}"); return 0
     cmds = commands()
     if argv[0] not in cmds:
-        print(f"{usage()}\n\ngenome-lab: error: unknown command {argv[0]!r}{did_you_mean(argv[0], sorted(cmds))}", file=sys.stderr); return 2
-    if argv[1:] in (['-h'], ['--help']): print(command_help(argv[0], cache), end=''); return 0
+        print(f"genome-lab: error: unknown command {argv[0]!r}{did_you_mean(argv[0], sorted(cmds))}; see 'genome-lab --help'",
+              file=sys.stderr); return 2
+    rest = argv[1:argv.index('--')] if '--' in argv else argv[1:]   # after '--': the command's own (`schedule -- CMD`)
+    if asked := {'-h', '--help', '--help-all'} & set(rest):
+        print(command_help(argv[0], cache, every='--help-all' in asked), end=''); return 0
     mod, fn = cmds[argv[0]].split(':')
-    if mod.split('.')[0] == 'genome_lab' and not {'-h', '--help'} & set(argv[1:]) and (spec := cached_usage(argv[0], cache)):
-        rest = argv[1:argv.index('--')] if '--' in argv else argv[1:]   # after '--': the command's own (`schedule -- CMD`)
-        if (refused := check_usage(spec, rest)) is not None: print(refused, file=sys.stderr); return 2
+    if mod.split('.')[0] == 'genome_lab':
+        spec = cached_usage(argv[0], cache) or (command_help(argv[0], cache) and cached_usage(argv[0], cache))
+        if spec and (refused := check_usage(spec, rest)) is not None: print(refused, file=sys.stderr); return 2
     return getattr(importlib.import_module(mod), fn)(argv[1:])

@@ -1,5 +1,5 @@
 """The continuous ecosystem (`genome-lab ecosystem`): killed with SIGKILL in the middle of a season, it resumes and
-finishes its hours with every season done once."""
+finishes its hours with every season done once; SIGTERM stops it and its workers within seconds."""
 import json, os, signal, subprocess, sys, time
 from pathlib import Path
 from genome_lab.registry.store import Registry
@@ -34,3 +34,24 @@ def test_an_ecosystem_killed_mid_season_resumes_and_counts_each_season_once(tmp_
     assert [k for k, _, _ in seasons] == list(range(1, len(seasons) + 1))   # no season played twice
     state = load_state(root/'ecosystem.safetensors', 'ecosystem')
     assert state['cycle'] == len(state['history']) == len(seasons) and state['seconds'] >= 25, state
+
+def test_sigterm_stops_the_ecosystem_and_its_workers_within_seconds(tmp_path):
+    """Issue 53: the producers work in sessions of their own, which a signal to the ecosystem does not reach; SIGTERM
+    now ends the ecosystem within seconds and each worker with it (its lock freed, nothing counted)."""
+    root = tmp_path/'reg'
+    proc = subprocess.Popen([str(Path(sys.executable).parent/'genome-lab'), 'ecosystem', '--registry', str(root), '--create',
+                             '--hours', '1', '--work-s', '120', '--workers', 'ppo', '--ppo-device', 'cpu', '--ppo-maps', '64'],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    lock, t0 = root/'season_work'/'ppo.lock', time.monotonic()
+    while not (lock.exists() and lock.read_text().strip()):   # the worker holds its run
+        assert proc.poll() is None and time.monotonic() - t0 < 240, proc.stdout.read()
+        time.sleep(0.2)
+    worker = int(lock.read_text()); time.sleep(2)
+    t0 = time.monotonic(); proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0]; took = time.monotonic() - t0
+    assert proc.returncode == 130 and 'stopped, and its workers' in out and took < 10, (took, out)
+    try: os.kill(worker, 0)
+    except ProcessLookupError: pass
+    else: raise AssertionError(f'worker {worker} outlived the ecosystem')
+    assert not (root/'ecosystem.safetensors').exists()   # no cycle counted: a second call starts the first one again

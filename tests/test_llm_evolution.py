@@ -332,7 +332,8 @@ def test_cli_refuses_to_overwrite_or_invent_a_run(tmp_path, capsys):
     before = (d/CHECKPOINT).read_bytes()
     assert evolve_cli([str(d), *small]) == 2 and 'holds a run' in capsys.readouterr().err
     assert (d/CHECKPOINT).read_bytes() == before
-    assert evolve_cli([str(tmp_path/'missing'), '--resume']) == 2 and not (tmp_path/'missing').exists()
+    with pytest.raises(SystemExit) as e: evolve_cli([str(tmp_path/'missing'), '--resume'])   # a usage error
+    assert e.value.code == 2 and 'nothing to resume' in capsys.readouterr().err and not (tmp_path/'missing').exists()
     assert evolve_cli([str(d), '--resume', '--max-generations', '9']) == 2 and 'only' in capsys.readouterr().err
     d2 = tmp_path/'run2'
     advance(EvolutionRun(d2, cfg(max_generations=1, children_per_generation=1, games_per_eval=1, max_ticks=20)), d2/CHECKPOINT,

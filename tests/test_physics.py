@@ -136,7 +136,7 @@ def test_bench_runs_tiny():
 
 # --- the command's refusals (issue 26)
 
-@pytest.mark.parametrize('args,why', [(['--checkpoint-every', '0'], 'checkpoint_every'),
+@pytest.mark.parametrize('args,why', [(['--checkpoint-every', '0'], 'checkpoint-every'),
                                       (['--seconds', '-1'], 'seconds'),
                                       (['--generations', '0'], 'generations'), (['--population', '1'], 'population')])
 def test_evolve_creatures_refuses_bad_settings_before_starting(tmp_path, capsys, args, why):

@@ -59,7 +59,7 @@ def test_schedule_refuses_an_unknown_command_and_a_missing_job(tmp_path):
     run = lambda *a: subprocess.run([BIN/'genome-lab', 'schedule', '--store', str(store), *a], capture_output=True, text=True)
     subprocess.run([BIN/'genome-lab', 'schedule', '--help'], capture_output=True)   # its usage cached: lines are checked
     r = run('--cron', '0 4 * * 1', '--id', 'typo', '--', 'rnu')                   # against it before the import
-    assert r.returncode == 2 and "unknown command 'rnu' (did you mean 'run'?)" in r.stderr, r.stderr
+    assert r.returncode == 2 and "unknown command 'rnu': did you mean 'run'?" in r.stderr, r.stderr
     assert 'typo' not in run('--list').stdout
     r = run('--remove', 'no-such-job')
     assert r.returncode == 1 and "no job 'no-such-job'" in r.stderr and 'Traceback' not in r.stderr, r.stderr
@@ -91,6 +91,29 @@ def test_killed_season_resumes_to_the_uninterrupted_result(whole_season, tmp_pat
     a, b = outcome(tmp_path/'a'), outcome(whole_season/'after')
     assert a == b
     assert a['season']['status'] == 'done' and a['season']['games'] == games_stored(whole_season/'after')
+
+def test_sigterm_stops_a_season_in_its_producer_round_within_seconds_and_it_resumes(tmp_path):
+    """Issue 53: SIGTERM in a producer's round (in this process) stopped the producer, recorded its round as done and
+    played the rest of the season; now the season ends within seconds, the round unrecorded, and the same command
+    finishes it, the round included."""
+    from genome_lab.core import run_lock
+    from genome_lab.ecosystem.seasons import SEASON_LOCK
+    with Registry(tmp_path/'reg') as reg: seed_founders(reg)
+    flags = ['--producers', 'ppo', '--ppo-device', 'cpu', '--ppo-maps', '64', '--ppo-steps', '8192']
+    proc = subprocess.Popen([BIN/'genome-lab', 'season', '--registry', str(tmp_path/'reg'), *FLAGS, *flags], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert 'season 1: producer ppo' in proc.stdout.readline()
+    time.sleep(3); t0 = time.monotonic(); proc.send_signal(signal.SIGTERM)   # in the round: importing, loading or training
+    out = proc.communicate(timeout=60)[0]; took = time.monotonic() - t0
+    assert proc.returncode == 130 and 'stopped; the same command finishes the season' in out and took < 10, (took, out)
+    with Registry(tmp_path/'reg') as reg:
+        assert [r['status'] for r in reg.seasons()] == ['running'] and reg.season_steps(1) == {}
+    with run_lock(tmp_path/'reg'/SEASON_LOCK): pass   # nothing holds the registry
+    again = subprocess.run([BIN/'genome-lab', 'season', '--registry', str(tmp_path/'reg'), *FLAGS, *flags], capture_output=True,
+                           text=True, timeout=600, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert again.returncode == 0, again.stdout + again.stderr
+    with Registry(tmp_path/'reg') as reg:
+        assert [r['status'] for r in reg.seasons()] == ['done'] and reg.season_steps(1)['produce:ppo']['ids'], reg.season_steps(1)
 
 def test_a_better_candidate_replaces_the_worst_active_genome_in_a_full_arena(whole_season):
     """Issue 29: the snake and creature arenas are full; a candidate that rates above an active genome replaces it
@@ -209,7 +232,8 @@ def test_a_stored_bad_running_season_does_not_wedge_later_seasons(tmp_path, caps
 def test_season_refuses_a_registry_that_does_not_exist(tmp_path, capsys):
     "Issue 30: `season --registry <typo>` creates nothing and says how to make a new registry."
     from genome_lab.ecosystem.seasons import season_cli
-    assert season_cli(['--registry', str(tmp_path/'regsitry'), *FLAGS]) == 2
+    with pytest.raises(SystemExit) as e: season_cli(['--registry', str(tmp_path/'regsitry'), *FLAGS])   # a usage error
+    assert e.value.code == 2
     assert not (tmp_path/'regsitry').exists() and '--create' in capsys.readouterr().err
 
 def test_two_seasons_at_once_fail_clearly(tmp_path, capsys):

@@ -7,7 +7,6 @@ Docs: https://genome-lab.github.io/genome_lab/ecosystem.html.md"""
 # %% ../../nbs/81_ecosystem.ipynb #526d2782
 from __future__ import annotations
 import argparse, json, sys, time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from typing import ClassVar
@@ -15,8 +14,8 @@ from ..core import (advance, check_config, config_parser, config_from_args, find
                              run_lock, RunLocked, load_state)
 from ..registry.store import Registry
 from ..registry.sqlite_store import RegistryError
-from .seasons import (SeasonConfig, run_season, spawn_worker, ray_workers, season_parser,
-                                season_config_from_args)
+from .seasons import (SeasonConfig, run_season, spawn_workers, ray_workers, season_parser,
+                                season_config_from_args, sigterm_interrupts)
 from ..tournaments.tournament import lead_check
 from ..tournaments.ranking import CHECK_SEEDS, LEAD_GAMES
 
@@ -70,17 +69,16 @@ class Ecosystem:
 
 # %% ../../nbs/81_ecosystem.ipynb #91a2f159
 def _work(eco:Ecosystem, budget:float)->dict: # {producer: its worker's result}
-    """The ecosystem's producers at work at once for `budget` wall-seconds: processes here, or actors on a Ray cluster. A
-    worker finishes the step it is in when its budget ends (a generation of a program search can take minutes): it is
-    asked to stop half its budget later, and killed only after as long again (`spawn_worker`'s `grace_s`)."""
+    """The ecosystem's producers at work at once for `budget` wall-seconds: processes here (`spawn_workers`: an
+    interrupt of this process stops them), or actors on a Ray cluster. A worker finishes the step it is in when its
+    budget ends (a generation of a program search can take minutes): it is asked to stop half its budget later, and
+    killed only after as long again (`spawn_worker`'s `grace_s`)."""
     names, cfg, sets = eco.cfg.names(), eco.cfg, eco.worker_settings
     if not names or budget <= 0: return {}
     if cfg.address:
         outs = ray_workers(cfg.address, eco.reg.root, names, budget, eco.seed, eco.work_dir, sets, cfg.threads)
-    else:
-        with ThreadPoolExecutor(len(names)) as pool:
-            outs = list(pool.map(lambda n: spawn_worker(eco.reg.root, n, budget, eco.seed, eco.work_dir, sets.get(n),
-                                                        cfg.threads, grace_s=max(120.0, budget / 2)), names))
+    else: outs = spawn_workers(eco.reg.root, names, budget, eco.seed, eco.work_dir, sets, cfg.threads,
+                               grace_s=max(120.0, budget / 2))
     return dict(zip(names, outs))
 
 # %% ../../nbs/81_ecosystem.ipynb #02cdfca2
@@ -123,28 +121,36 @@ def run_ecosystem(registry:Registry, cfg:EcosystemConfig, season:SeasonConfig|No
     return eco
 
 # %% ../../nbs/81_ecosystem.ipynb #8dab9cf5
-def ecosystem_cli(argv:list|None=None)->int: # exit status
+def ecosystem_cli(argv:list|None=None)->int: # exit status: 0, 2 for a usage error, 130 when stopped (SIGTERM, ^C)
     """`genome-lab ecosystem --registry DIR [--create] [--hours H] [--work-s S] [--workers P,Q] [--address A]
     [--threads N] [--work-dir DIR] [SeasonConfig and producer flags]`: the ecosystem (`run_ecosystem`) until its hours
-    are spent; a second call after a kill goes on with what is left."""
-    ap = season_parser(prog='genome-lab ecosystem', description=ecosystem_cli.__doc__)
+    are spent; a second call after a stop or a kill goes on with what is left."""
+    ap = season_parser(prog='genome-lab ecosystem', description=ecosystem_cli.__doc__, examples=[
+        'genome-lab ecosystem --registry runs/eco/registry --create --hours 2',
+        'genome-lab ecosystem --registry runs/eco/registry --workers ppo,programs --work-s 600 --ppo-steps 8192'])
     config_parser(EcosystemConfig, parser=ap)
     ap.add_argument('--registry', required=True, help='the registry folder')
     ap.add_argument('--create', action='store_true',
                     help='create the registry with the founders if it does not exist (without it, a missing one is an error)')
     ap.add_argument('--work-dir', default=None, help="producers' runs (default: <registry>/season_work)")
-    given = {k: v for k, v in vars(ap.parse_args(argv)).items()}
+    ap.needs_path('{registry}/registry.sqlite', 'give an existing registry folder, or --create for a new one',
+                  unless='create')
+    given = vars(ap.parse_args(argv))
     root, create, work_dir = given.pop('registry'), given.pop('create'), given.pop('work_dir')
     try:
         cfg = config_from_args(EcosystemConfig, given)
         season = season_config_from_args({'producers': '', **given})
         sets = {n: check_config(config_from_args(find_producer(n).settings, given)) for n in cfg.names()}
-        if not create: Registry(root, read_only=True).close()   # a mistyped folder must not become an empty registry
-        with Registry(root) as reg:
+    except ValueError as e: ap.error(str(e))
+    try:
+        with sigterm_interrupts(), Registry(root) as reg:
             if create: founders(reg)
             eco = run_ecosystem(reg, cfg, season, sets, work_dir, season.seed, log=lambda m: print(m, flush=True))
     except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
         print(f"genome-lab ecosystem: error: {e}", file=sys.stderr); return 2
+    except KeyboardInterrupt:
+        print("genome-lab ecosystem: stopped, and its workers; the same command goes on with the hours left",
+              file=sys.stderr); return 130
     print(json.dumps(dict(cycles=eco.cycle, seconds=round(eco.seconds, 1),
                           seasons=[h['season'] for h in eco.history])), flush=True)
     return 0

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ClassVar, Optional
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
-from ..core import check_config, producer_list
+from ..core import check_config, producer_list, did_you_mean, CommandParser
 from ..registry.store import Registry
 from ..web.web_kit import require_token, TokenRoute
 from .seasons import season_config, run_season, spawn_worker, console_script
@@ -124,11 +124,12 @@ class ProducerWorkers:
 def producer_workers(registry_root:str|Path, # the registry folder
                      cfg:ProducerWorkers): # yields {producer: its `spawn_worker` result}, filled as each ends
     """The producers of `cfg` working in the background while the block runs, each a process of its own
-    (`spawn_worker`) watched by a thread; leaving the block asks them to stop (SIGTERM: each saves its last step) and
-    waits for them. A producer that fails (or cannot start) ends with {'producer', 'error'}; the others go on."""
+    (`spawn_worker`) watched by a thread; leaving the block asks them to stop (SIGTERM: each saves its last step, killed
+    if it takes over 2 minutes) and waits for them. A producer that fails (or cannot start) ends with {'producer',
+    'error'}; the others go on."""
     stop, out = threading.Event(), {}
     def watch(name): out[name] = spawn_worker(registry_root, name, cfg.producer_budget_s, threads=cfg.producer_threads,
-                                              stop=stop)
+                                              stop=stop, stop_s=120.0)
     threads = [threading.Thread(target=watch, args=(n,), name=f'producer {n}', daemon=True) for n in cfg.names()]
     for t in threads: t.start()
     try: yield out
@@ -210,7 +211,10 @@ def schedule_cli(argv:list|None=None)->int: # exit status
     genome-lab commands on a cron schedule."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[argv.index('--') + 1:] if '--' in argv else []
-    ap = argparse.ArgumentParser(prog='genome-lab schedule', description=schedule_cli.__doc__)
+    ap = CommandParser('genome-lab schedule', schedule_cli.__doc__, examples=[
+        "genome-lab schedule --store runs/schedule.sqlite --cron '0 4 * * 1' --id weekly -- season --registry runs/registry",
+        'genome-lab schedule --store runs/schedule.sqlite --list',
+        'genome-lab schedule --store runs/schedule.sqlite --start'])
     ap.add_argument('--store', required=True, help='the SQLite job store (created if missing)')
     ap.add_argument('--cron', help='when: 5 fields (minute hour day month day-of-week) or 6 (seconds first), UTC')
     ap.add_argument('--id', default='job', help='the job to add or change')
@@ -219,10 +223,8 @@ def schedule_cli(argv:list|None=None)->int: # exit status
     a = ap.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
     if a.cron and not command: ap.error('give the command after --, e.g. -- run --runs-dir runs')
     if a.cron and command[0] not in (known := _commands()):
-        import difflib
-        near = difflib.get_close_matches(command[0], known, n=1)
-        ap.error(f"unknown command {command[0]!r}{f' (did you mean {near[0]!r}?)' if near else ''}: "
-                 f"genome-lab has {', '.join(sorted(known))}")
+        ap.error(f"unknown command {command[0]!r}{did_you_mean(command[0], sorted(known))} "
+                 f"(genome-lab has {', '.join(sorted(known))})")
     from apscheduler.jobstores.base import JobLookupError
     sch = scheduler(a.store, blocking=a.start)
     if not a.start: sch.start(paused=True)

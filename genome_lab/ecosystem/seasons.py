@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 
 # %% ../../nbs/80_seasons.ipynb #e531e9dc
 from __future__ import annotations
-import argparse, itertools, json, os, signal, subprocess, sys, threading, time
+import argparse, contextlib, itertools, json, os, signal, subprocess, sys, threading, time
 import traceback, warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict, field, fields, replace
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 import pandas as pd
 from ..core import (config_fields, config_parser, config_from_args, config_argv, check_config, find_producer, producer_names, producer_list,
-                             ProducerContext, run_lock, RunLocked, after_season_hooks, advance)
+                             ProducerContext, run_lock, RunLocked, after_season_hooks, advance, CommandParser)
 from ..arenas.arena import ArenaSeason, arena_season
 from ..registry.store import Registry, ORDINAL_Z
 from ..registry.sqlite_store import RegistryError
@@ -25,8 +25,9 @@ from ..tournaments.selection import SelectionRules, select
 
 # %% auto #0
 __all__ = ['SEASON_LOCK', 'SeasonConfig', 'season_config', 'season_parser', 'season_config_from_args', 'arena_setting_flags',
-           'work', 'console_script', 'spawn_worker', 'ProducerActor', 'ray_workers', 'produce_cli', 'arena_plan',
-           'run_season', 'season_table', 'abandon_season', 'ratings_by_season', 'success_metrics', 'season_cli']
+           'work', 'console_script', 'spawn_worker', 'spawn_workers', 'sigterm_interrupts', 'ProducerActor',
+           'ray_workers', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'abandon_season',
+           'ratings_by_season', 'success_metrics', 'season_cli']
 
 # %% ../../nbs/80_seasons.ipynb #362f9d26
 @dataclass
@@ -90,10 +91,11 @@ def season_config(d:dict)->SeasonConfig:
     return SeasonConfig(**d)
 
 # %% ../../nbs/80_seasons.ipynb #aaac2eb9
-def season_parser(**kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser`
+def season_parser(**kw)->CommandParser: # `kw` go to `CommandParser`
     """Flags of `SeasonConfig` and of every producer's settings dataclass (`config_parser`), and `--arena-settings
     ARENA.SETTING=VALUE ...` for `arena_settings` (`arena_setting_flags`)."""
-    ap = config_parser(SeasonConfig, *(find_producer(n).settings for n in producer_names()), **kw)
+    ap = config_parser(SeasonConfig, *(find_producer(n).settings for n in producer_names()),
+                       parser=CommandParser(**kw))
     ap.add_argument('--arena-settings', nargs='+', action='extend', default=argparse.SUPPRESS,
                     metavar='ARENA.SETTING=VALUE', help="an arena's own season settings overridden, e.g. snake.steps=500 "
                     "snake.width=32 tetris.agents=4 (values read as JSON; `arena_season` lists an arena's settings)")
@@ -170,12 +172,14 @@ def spawn_worker(registry_root:str|Path, name:str, # the registry folder and a p
                  settings=None, # its settings dataclass; its defaults if None
                  threads:int=1, # torch threads
                  timeout_s:float|None=None, # killed (SIGKILL) after this long; default `budget_s` + `grace_s`
-                 grace_s:float=120.0, # after SIGTERM (`stop`, or the budget overrun), seconds before SIGKILL
-                 stop:threading.Event|None=None)->dict: # set by another thread: SIGTERM now
+                 grace_s:float=120.0, # after the SIGTERM of a budget overrun, seconds before SIGKILL
+                 stop:threading.Event|None=None, # set by another thread: SIGTERM now
+                 stop_s:float=2.0)->dict: # after `stop` or an interrupt of this process, seconds before SIGKILL
     """Producer `name` at work in a process of its own (`genome-lab produce NAME --budget-s S`: `work`), for its whole
-    budget; `stop` sends it SIGTERM (it saves its last step and exits), and a process that outlives its time is killed
-    with its process group. Never raises: a failed worker (exit status, no result, killed) is
-    {'producer', 'error', 'seconds'}, else the result `produce_cli` prints (`work`'s, with the offers' names)."""
+    budget; `stop` sends it SIGTERM (it saves its last step and exits, or is killed `stop_s` later), so does an interrupt
+    of this process (its session is not the worker's), and one that outlives its time is killed with its process group.
+    Raises only the interrupt: a failed worker (exit status, no result, killed) is {'producer', 'error', 'seconds'},
+    else the result `produce_cli` prints (`work`'s, with the offers' names)."""
     cmd = [str(console_script()), 'produce', name, f'--registry={registry_root}', f'--seed={seed}',
            f'--threads={threads}', *([f'--budget-s={budget_s}'] if budget_s else []),
            *([f'--work-dir={work_dir}'] if work_dir else []), *config_argv(settings or find_producer(name).settings())]
@@ -185,21 +189,54 @@ def spawn_worker(registry_root:str|Path, name:str, # the registry folder and a p
     try: proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  start_new_session=True)
     except OSError as e: return failed(f'cannot start {cmd[0]}: {type(e).__name__}: {e}')
-    termed, killed, out = None, False, None
-    while out is None:
-        try: out, err = proc.communicate(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            now = time.monotonic()
-            if termed is None and ((stop is not None and stop.is_set()) or now - t0 > limit):
-                proc.send_signal(signal.SIGTERM); termed = now
-            elif termed is not None and now - termed > grace_s or now - t0 > limit + grace_s:
-                os.killpg(proc.pid, signal.SIGKILL); out, err = proc.communicate(); killed = True
+    termed, grace, killed, out = None, grace_s, False, None
+    try:
+        while out is None:
+            try: out, err = proc.communicate(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                now, stopped = time.monotonic(), stop is not None and stop.is_set()
+                if termed is None and (stopped or now - t0 > limit):
+                    proc.send_signal(signal.SIGTERM); termed, grace = now, stop_s if stopped else grace_s
+                elif termed is not None and now - termed > grace or now - t0 > limit + grace_s:
+                    os.killpg(proc.pid, signal.SIGKILL); out, err = proc.communicate(); killed = True
+    except BaseException:   # this process is interrupted: its worker ends too, as `stop` ends it
+        proc.send_signal(signal.SIGTERM)
+        try: proc.wait(stop_s)
+        except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL)
+        raise
     if killed: return failed(f'killed after {time.monotonic() - t0:.0f} s (its limit {limit:.0f} s)')
     if termed is not None and proc.returncode == -signal.SIGTERM:   # asked to stop before its loop began
         return dict(producer=name, offered=[], steps=0, stopped='stop', seconds=round(time.monotonic() - t0, 2))
     if proc.returncode: return failed(f'exit status {proc.returncode}: {err.strip()[-2000:]}')
     try: return json.loads(out.strip().splitlines()[-1])
     except (IndexError, ValueError): return failed(f'no result on its output: {out.strip()[-500:]!r}')
+
+# %% ../../nbs/80_seasons.ipynb #039914a9
+def spawn_workers(registry_root:str|Path, names:list, budget_s:float|None=None, seed:int=0, # as `spawn_worker`'s
+                  work_dir:str|Path|None=None, settings:dict|None=None, # `settings`: {producer: its dataclass}
+                  threads:int=1, **kw)->list: # `kw` go to `spawn_worker`; one result per producer, in `names`' order
+    """Producers `names` at work at once, each in a process of its own (`spawn_worker`) watched by a thread; an
+    interrupt of this process (^C, `sigterm_interrupts`) stops every worker (`stop`) before it goes on."""
+    stop = threading.Event()
+    with ThreadPoolExecutor(len(names)) as pool:
+        calls = [pool.submit(spawn_worker, registry_root, n, budget_s, seed, work_dir, (settings or {}).get(n), threads,
+                             stop=stop, **kw) for n in names]
+        try: return [c.result() for c in calls]
+        except BaseException: stop.set(); raise
+
+# %% ../../nbs/80_seasons.ipynb #46c8b4a8
+@contextlib.contextmanager
+def sigterm_interrupts(deadline_s:float=10.0): # seconds after SIGTERM before the process exits, its cleanup done or not
+    """While the block runs, SIGTERM raises `KeyboardInterrupt` in the main thread, as ^C does (`advance` leaves the
+    handler in place): a season or the ecosystem ends within seconds, its workers with it (`spawn_worker`), and resumes
+    from the steps it recorded. A second SIGTERM is ignored; a cleanup past `deadline_s` is cut short (`os._exit`)."""
+    def interrupt(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        threading.Thread(target=lambda: (time.sleep(deadline_s), os._exit(128 + signum)), daemon=True).start()
+        raise KeyboardInterrupt(f'signal {signum}')
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try: yield
+    finally: signal.signal(signal.SIGTERM, old)
 
 # %% ../../nbs/80_seasons.ipynb #cb26ccbb
 class ProducerActor:
@@ -237,8 +274,10 @@ def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a produce
     own working at once (`spawn_worker`), or a Ray actor on the cluster at `--address` (`ray_workers`). Prints one
     JSON line per producer; a producer that fails is reported (its 'error') and the others go on."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(prog='genome-lab produce', description=produce_cli.__doc__)
-    ap.add_argument('name', nargs='?', choices=producer_names(), help='the producer')
+    ap = CommandParser('genome-lab produce', produce_cli.__doc__, examples=[
+        'genome-lab produce ppo --registry runs/RUN/registry',
+        'genome-lab produce --all --registry reg --budget-s 3600'])
+    ap.add_argument('name', nargs='?', choices=producer_names(), metavar='NAME', help='the producer')
     ap.add_argument('--all', action='store_true',
                     help=f"the season's producers, at once: {SeasonConfig.producers}")
     ap.add_argument('--budget-s', type=float, default=0.0,
@@ -253,6 +292,7 @@ def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a produce
                          "'ray://HOST:10001', 'local'); the registry folder must be on a file system its nodes share")
     own = {n: set(config_fields(find_producer(n).settings)) for n in producer_names()}
     config_parser(*(find_producer(n).settings for n in own), parser=ap)   # every producer's settings (one parser, one help)
+    ap.needs_path('{registry}/registry.sqlite', 'give an existing registry folder')
     a = ap.parse_args(argv)
     if a.all == bool(a.name): ap.error('give one producer NAME or --all')
     names = SeasonConfig().producer_names() if a.all else [a.name]
@@ -265,9 +305,8 @@ def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a produce
         Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
         if a.address: outs = ray_workers(a.address, a.registry, names, a.budget_s, a.seed, a.work_dir, settings, a.threads)
         elif a.all:
-            with ThreadPoolExecutor(len(names)) as pool:
-                outs = list(pool.map(lambda n: spawn_worker(a.registry, n, a.budget_s or None, a.seed, a.work_dir,
-                                                            settings[n], a.threads), names))
+            with sigterm_interrupts(): outs = spawn_workers(a.registry, names, a.budget_s or None, a.seed, a.work_dir,
+                                                            settings, a.threads)
         else:
             with Registry(a.registry) as reg, torch_threads(a.threads):
                 try: outs = [work(reg, a.name, settings[a.name], a.seed, a.work_dir, budget_s=a.budget_s or None,
@@ -277,6 +316,7 @@ def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a produce
                     traceback.print_exc(); outs = [dict(producer=a.name, error=f'{type(e).__name__}: {e}')]
     except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
         print(f"genome-lab produce: error: {e}", file=sys.stderr); return 2
+    except KeyboardInterrupt: print("genome-lab produce: stopped, and its workers", file=sys.stderr); return 130
     with Registry(a.registry, read_only=True) as reg:
         for out in outs:
             if 'offered' in out: out['names'] = [reg.genome(i)['name'] for i in out['offered']]
@@ -524,31 +564,36 @@ def success_metrics(registry:Registry)->pd.DataFrame: # rows: metric, target, me
     return pd.DataFrame(rows, columns=['metric', 'target', 'measured', 'met'])
 
 # %% ../../nbs/80_seasons.ipynb #758ff5ba
-def season_cli(argv:list|None=None)->int: # exit status
+def season_cli(argv:list|None=None)->int: # exit status: 0, 2 for a usage error, 130 when stopped (SIGTERM, ^C)
     """`genome-lab season --registry DIR [--create] [--work-dir DIR] [--abandon] [SeasonConfig and producer flags]`:
     play one season (or finish the one left running); `--abandon` first closes the season left running as far as it
-    got (`abandon_season`), so that the settings given play a new one."""
-    ap = season_parser(prog='genome-lab season', description=season_cli.__doc__)
+    got (`abandon_season`), so that the settings given play a new one. SIGTERM stops it within seconds, resumable."""
+    ap = season_parser(prog='genome-lab season', description=season_cli.__doc__, examples=[
+        'genome-lab season --registry runs/RUN/registry',
+        'genome-lab season --registry reg --create --producers ppo --ppo-steps 8192',
+        'genome-lab season --registry reg --abandon --arena-settings snake.steps=500 tetris.agents=4'])
     ap.add_argument('--registry', required=True, help='the registry folder')
     ap.add_argument('--create', action='store_true',
                     help='create the registry if it does not exist (without it, a missing one is an error)')
     ap.add_argument('--work-dir', default=None, help="producers' runs across seasons (default: <registry>/season_work)")
     ap.add_argument('--abandon', action='store_true',
                     help='close the season left running as far as it got, then play a new one with these settings')
+    ap.needs_path('{registry}/registry.sqlite', 'give an existing registry folder, or --create for a new one',
+                  unless='create')
     a = ap.parse_args(argv)
+    own = ('registry', 'work_dir', 'create', 'abandon')
+    try: cfg = season_config_from_args({k: v for k, v in vars(a).items() if k not in own})
+    except ValueError as e: ap.error(str(e))
     try:
-        cfg = season_config_from_args({k: v for k, v in vars(a).items() if k not in ('registry', 'work_dir', 'create',
-                                                                                 'abandon')})
-        # a mistyped folder must not become an empty registry
-        if not a.create: Registry(a.registry, read_only=True).close()
-        with Registry(a.registry) as reg:
+        with sigterm_interrupts(), Registry(a.registry) as reg:
             if a.abandon and (k := abandon_season(reg, 'abandoned with genome-lab season --abandon')):
                 print(f'season {k}: abandoned', flush=True)
             row = run_season(reg, cfg, a.work_dir, log=lambda m: print(m, flush=True))
     except (ValueError, FileNotFoundError, RegistryError, RunLocked) as e:
-        missing = isinstance(e, (FileNotFoundError, RegistryError))
-        hint = ' (give an existing registry folder, or --create for a new one)' if missing else ''
-        print(f"genome-lab season: error: {e}{hint}", file=sys.stderr); return 2
+        print(f"genome-lab season: error: {e}", file=sys.stderr); return 2
+    except KeyboardInterrupt:
+        print("genome-lab season: stopped; the same command finishes the season left running", file=sys.stderr)
+        return 130
     print(json.dumps(dict(season=row['id'], games=row['games'], candidates=len(row['candidates']),
                           replacements=row['replacements'],
                           violations=row['violations'], stability=row['stability']), default=str))

@@ -401,8 +401,11 @@ class CreatureRunConfig:
 # %% ../../nbs/33_creature_store.ipynb #fdb957a7
 def evolve_creatures_cli(argv:list|None=None)->int: # exit status
     "`genome-lab evolve-creatures`: evolve creatures, resume a run, export or import one (one process per run: `run_lock`)."
-    from genome_lab.core import run_lock, RunLocked, config_parser, config_from_args, check_config
-    ap = config_parser(CreatureRunConfig, prog='genome-lab evolve-creatures', description=evolve_creatures_cli.__doc__)
+    from genome_lab.core import run_lock, RunLocked, config_parser, config_from_args, check_config, CommandParser
+    ap = CommandParser('genome-lab evolve-creatures', evolve_creatures_cli.__doc__, examples=[
+        'genome-lab evolve-creatures --generations 50 --population 32 --registry runs/RUN/registry',
+        'genome-lab evolve-creatures --resume RUN_ID', 'genome-lab evolve-creatures --export RUN_ID --output run.json'])
+    config_parser(CreatureRunConfig, parser=ap)
     ap.add_argument('--resume', metavar='RUN_ID', help='continue RUN_ID from its last checkpoint')
     ap.add_argument('--export', metavar='RUN_ID', help='write RUN_ID as JSON (to --output, or stdout)')
     ap.add_argument('--import', dest='import_', metavar='FILE', help='add a run exported as JSON to the store')

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/hypernetwork.html.md"""
 
 # %% ../../nbs/31_hypernetwork.ipynb #264c4cfb
 from __future__ import annotations
-import functools, hashlib, json, math, os, time
+import functools, hashlib, json, math, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
@@ -15,7 +15,7 @@ import torch.nn as nn
 from fastcore.basics import patch
 from ..arenas.arena import SnakeArena, SNAKE_INPUT
 from ..arenas.policies import LinearLSTM, StackedLinearLSTM, load_pufferlib_policy
-from ..core import machine, save_checkpoint, load_checkpoint, measured_dir, fit, run_lock, RunLocked
+from ..core import machine, save_checkpoint, load_checkpoint, measured_dir, fit, run_lock, RunLocked, cache_dir
 
 # %% auto #0
 __all__ = ['BACKBONES', 'TEACHER_FILE', 'DECODER_VERSION', 'FITNESS', 'PROBE_VIEWS', 'policy_config', 'init_policy',
@@ -325,8 +325,9 @@ def decoder_key(hcfg:HypernetConfig, pcfg:PretrainConfig)->str: # 16 hex digits
 
 # %% ../../nbs/31_hypernetwork.ipynb #d89fb44e
 def decoder_cache()->Path:
-    "Where pretrained decoders are kept: `$GENOME_LAB_CACHE/decoders`, else `~/.cache/genome_lab/decoders`."
-    return Path(os.environ.get('GENOME_LAB_CACHE') or Path.home()/'.cache'/'genome_lab')/'decoders'
+    """Where pretrained decoders are kept: `cache_dir()/'decoders'` (`$GENOME_LAB_CACHE/decoders`, else
+    `~/.cache/genome_lab/decoders`)."""
+    return cache_dir()/'decoders'
 
 # %% ../../nbs/31_hypernetwork.ipynb #ed1fe691
 def pretrained_decoder(hcfg:HypernetConfig, pcfg:PretrainConfig,

@@ -23,7 +23,7 @@ from ..arenas.evaluation import evaluate, torch_threads
 from ..registry.store import Genome, Registry
 from .replicator import make_distribution, FitnessEstimator, GPSurrogate, DISTRIBUTIONS, kl_divergence
 from ..core import (Producer, ProducerContext, machine, checkpoint_header, STATE_FORMAT, advance,
-                             settings_diff, config_parser, config_from_args, run_lock, RunLocked)
+                             settings_diff, config_parser, config_from_args, run_lock, RunLocked, CommandParser)
 from .hypernetwork import (HypernetConfig, PretrainConfig, TrainerConfig, DiffusionHypernetwork,
                                      HypernetworkTrainer, FITNESS, PROBE_VIEWS, pretrained_decoder, evaluate_population,
                                      probe_views, probe_actions, policy_distance_ratio, centred_ranks,
@@ -475,7 +475,10 @@ def run_policy_es(cfg:ReplicatorConfig, # settings, `cfg.generations` generation
 # %% ../../nbs/31_hypernetwork.ipynb #6a9eacc2
 def train_replicator_cli(argv:list|None=None)->int: # exit status
     "`genome-lab train-replicator`: run or resume a replicator training run (see `--help`); one process per run folder (`run_lock`)."
-    ap = config_parser(ReplicatorConfig, prog='genome-lab train-replicator', description=train_replicator_cli.__doc__)
+    ap = config_parser(ReplicatorConfig, parser=CommandParser('genome-lab train-replicator', train_replicator_cli.__doc__,
+                                                              examples=[
+        'genome-lab train-replicator --run-dir runs/replicator/a --generations 100 --registry runs/RUN/registry',
+        'genome-lab train-replicator --run-dir runs/replicator/a --resume --generations 200']))
     ap.add_argument('--run-dir', required=True, help='checkpoint folder of the run')
     ap.add_argument('--resume', action='store_true', help="continue the checkpoint in --run-dir with its settings (a setting given must match, --generations aside)")
     ap.add_argument('--registry', default='', help='registry folder to add the best genomes to (and to log the scalars under)')
@@ -484,6 +487,8 @@ def train_replicator_cli(argv:list|None=None)->int: # exit status
     ap.add_argument('--cache-dir', default='', help='where the pretrained decoder is kept (default: $GENOME_LAB_CACHE/decoders or ~/.cache/genome_lab/decoders)')
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
     ap.add_argument('--no-progress', action='store_true', help='no progress bar')
+    ap.needs_path('{run_dir}', 'nothing to resume: give the folder of a run to continue, or leave out --resume',
+                  when='resume')
     a = ap.parse_args(argv)
     try:
         cfg = config_from_args(ReplicatorConfig, a, stored_config(a.run_dir) if a.resume else None)   # settings not given: the checkpoint's or the defaults
@@ -491,7 +496,7 @@ def train_replicator_cli(argv:list|None=None)->int: # exit status
         with torch_threads(a.threads):
             loop = train_replicator(cfg, a.run_dir, a.resume, a.cache_dir or None, a.every_s, scalars, not a.no_progress)
     except (RunLocked, ValueError, FileExistsError, FileNotFoundError) as e:
-        print(f"train-replicator: {e}", file=sys.stderr); return 2
+        print(f"genome-lab train-replicator: error: {e}", file=sys.stderr); return 2
     last = loop.history[-1] if loop.history else None
     if last: print(f"generation {last['generation'] + 1}: fitness {last['charts/fitness_mean']:.3f} (best policy {last['charts/fitness_best']:.3f}), "
                    f"surrogate R^2 {last['surrogate/r2']:.3f}, distance ratio {last['policy/distance_ratio']:.2f}, {loop.agent_steps:,} agent-steps")

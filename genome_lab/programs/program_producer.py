@@ -145,17 +145,20 @@ def evolve_cli(argv:list)->int: # exit status
     evolution. A new run needs a new (or empty) folder; `--resume` needs its checkpoint and may change only the soft
     parameters (`SOFT_PARAMETERS`); one process per run folder (`run_lock`). Flags are `EvolutionConfig`'s fields."""
     import sys
-    from genome_lab.core import config_parser, config_from_args, run_lock, RunLocked
-    ap = config_parser(EvolutionConfig, prog='genome-lab evolve', description='LLM (or offline) evolution of player programs', allow_abbrev=False)
+    from genome_lab.core import config_parser, config_from_args, run_lock, RunLocked, CommandParser
+    ap = CommandParser('genome-lab evolve', 'LLM (or offline) evolution of player programs', examples=[
+        'genome-lab evolve runs/evolve/a --backend offline --max-generations 4',
+        'genome-lab evolve runs/evolve/a --resume --children-per-generation 8'])
+    config_parser(EvolutionConfig, parser=ap)
     ap.add_argument('run_dir')
     ap.add_argument('--resume', action='store_true', help=f'resume from the checkpoint of run_dir (may change only {", ".join(SOFT_PARAMETERS)})')
+    ap.needs_path(f'{{run_dir}}/{CHECKPOINT}', 'nothing to resume there: it has no checkpoint', when='resume')
     a = vars(ap.parse_args(argv))
     d, resume = Path(a.pop('run_dir')), a.pop('resume')
     err = lambda m: (print(f"genome-lab evolve: error: {m}", file=sys.stderr), 2)[1]
     if d.exists() and not d.is_dir(): return err(f"{d} is a file, not a run folder")
     try:
         if resume:
-            if not (d/CHECKPOINT).exists(): return err(f"nothing to resume in {d}: it has no checkpoint ({CHECKPOINT})")
             if hard := sorted(set(a) - set(SOFT_PARAMETERS)): return err(f"a resumed run keeps its settings: only {SOFT_PARAMETERS} may change, not {hard}")
             cfg = None
         else:

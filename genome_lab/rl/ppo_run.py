@@ -23,7 +23,8 @@ from ..arenas.evaluation import evaluate, torch_threads
 from ..tournaments.ranking import MODEL
 from ..registry.store import Registry
 from ..registry.sqlite_store import RegistryError
-from ..core import (advance, load_state, settings_diff, run_lock, RunLocked, config_parser, config_from_args)
+from ..core import (advance, load_state, settings_diff, run_lock, RunLocked, config_parser, config_from_args,
+                             CommandParser)
 from .training import (SnakeVecEnv, PPOConfig, PPOHyper, PFSP_WEIGHTINGS, PPO_LOSSES, CHECKPOINT_FILE,
                                  snake_model, to_linear_lstm, load_linear_lstm, resolve_device, config_from_dict,
                                  puffer_vecenv, PuffeRLTrainer, TrainingLog, checkpoint_meta, stored_config,
@@ -329,13 +330,17 @@ def rating_prior(registry:Registry, learner:str|None, ids:list)->np.ndarray: # (
 # %% ../../nbs/50_training.ipynb #1b04bfde
 def train_ppo_cli(argv:list|None=None)->int: # exit status
     "`genome-lab train-ppo`: train a snake genome with PufferLib's PPO (PuffeRL) from scratch or from a registry genome, in self-play or league play; `--resume` continues a run."
-    ap = argparse.ArgumentParser(prog='genome-lab train-ppo', description=train_ppo_cli.__doc__)
+    ap = CommandParser('genome-lab train-ppo', train_ppo_cli.__doc__, examples=[
+        'genome-lab train-ppo --run-dir runs/ppo/a --registry runs/RUN/registry --total-timesteps 2000000 --device cpu',
+        'genome-lab train-ppo --run-dir runs/ppo/a --registry runs/RUN/registry --resume --total-timesteps 4000000'])
     ap.add_argument('--run-dir', required=True, help='checkpoint folder of the run; its name starts the names of its genomes')
     ap.add_argument('--registry', required=True, help='registry folder where kept checkpoints are registered (created if missing)')
     ap.add_argument('--resume', action='store_true', help='continue the checkpoint in --run-dir with its settings (only --total-timesteps may change)')
     ap.add_argument('--display', choices=('bar', 'dashboard', 'none'), default='bar', help="progress: a bar, PufferLib's dashboard, or nothing")
     ap.add_argument('--threads', type=int, default=1, help='torch threads')
     config_parser(PPOConfig, parser=ap)
+    ap.needs_path('{run_dir}', 'nothing to resume: give the folder of a run to continue, or leave out --resume',
+                  when='resume')
     a = ap.parse_args(argv)
     try:
         cfg = None if a.resume else config_from_args(PPOConfig, a)   # a bad value refused before the run folder is made

@@ -469,9 +469,13 @@ class PuffeRLTrainer(pufferl.PuffeRL):
     dashboard its thread that samples the machine's load is stopped at once."""
     def __init__(self, config:dict, vecenv, policy, logger, display=None):
         self.display = display
-        with warnings.catch_warnings():   # PuffeRL's autocast is for CUDA; on the CPU it only warns
-            warnings.filterwarnings('ignore', message='CUDA is not available', category=UserWarning)
-            super().__init__(config, vecenv, policy, logger)
+        try:
+            with warnings.catch_warnings():   # PuffeRL's autocast is for CUDA; on the CPU it only warns
+                warnings.filterwarnings('ignore', message='CUDA is not available', category=UserWarning)
+                super().__init__(config, vecenv, policy, logger)
+        except BaseException:   # interrupted (SIGTERM, ^C): its thread, not a daemon, would keep the process from exiting
+            if hasattr(self, 'utilization'): self.utilization.stop()
+            raise
         if display != 'dashboard': self.utilization.stop()   # its thread samples the machine for the dashboard only
     def _autocast(self): # bfloat16 matrix products when `precision` is 'bfloat16'
         return torch.autocast(torch.device(self.config['device']).type, dtype=torch.bfloat16,

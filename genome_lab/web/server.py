@@ -294,7 +294,7 @@ def _submit(pool:RegistryPool, data:bytes, cap:int)->Submitted:
 
 # %% ../../nbs/42_server.ipynb #1e31cc77
 from fastapi_offline import FastAPIOffline
-from ..core import config_parser, config_from_args
+from ..core import config_parser, config_from_args, CommandParser
 
 # %% ../../nbs/42_server.ipynb #c32e7b71
 def installed_routers()->list: # [APIRouter]
@@ -421,7 +421,10 @@ def log_config(access_log:bool=True)->dict: # uvicorn's `log_config`
 # %% ../../nbs/42_server.ipynb #61f8715c
 def serve_cli(argv:list)->int: # exit status
     "`genome-lab serve`: the genome server over a registry folder."
-    ap = argparse.ArgumentParser(prog='genome-lab serve', description=serve_cli.__doc__, allow_abbrev=False)
+    ap = CommandParser('genome-lab serve', serve_cli.__doc__, examples=[
+        'genome-lab serve --registry runs/RUN/registry --read-only',
+        'GENOME_LAB_TOKEN=... genome-lab serve --registry reg --port 8000',
+        'genome-lab serve --registry reg --token-file token.txt --producers ppo,programs --producer-budget-s 3600'])
     ap.add_argument('--registry', required=True, help='registry folder (created if missing)')
     ap.add_argument('--port', type=port_number, default=8000, help='TCP port, 1 to 65535 (default: 8000)')
     ap.add_argument('--host', default='127.0.0.1', help='interface to listen on (default: loopback only)')
