@@ -10,7 +10,8 @@ FLAGS = ('reached', 'lead') # keys whose true/false says a genome leads (a numbe
 def flagged(x, path=''): # [(path, the dict that holds a flag)]
     if isinstance(x, dict):
         out = [(path, x)] if any(isinstance(x.get(k), bool) or x.get(k) == 'pending' for k in FLAGS) else []
-        return out + [h for k, v in x.items() for h in flagged(v, f'{path}/{k}')]
+        inner = {k: v for k, v in x.items() if not (out and k == 'leads')}   # a record's verdicts: `check_record` checks them
+        return out + [h for k, v in inner.items() for h in flagged(v, f'{path}/{k}')]
     return [h for i, v in enumerate(x) for h in flagged(v, f'{path}[{i}]')] if isinstance(x, list) else []
 
 def check_record(rec:dict, where:str):
@@ -44,3 +45,4 @@ def test_a_flag_that_says_more_than_its_checks_is_caught():
         check_record(dict(reached=True, lead=True), 'bare')
     with pytest.raises(AssertionError, match='no `leads`'):
         check_record(dict(reached=True), 'alone')
+    assert [p for p, _ in flagged(dict(runs=[good]))] == ['/runs[0]']   # its verdicts are the record's, not flags of their own

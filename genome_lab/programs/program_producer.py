@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/llm_evolution.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['RELATION_OF_STRATEGY', 'QUALIFIER_SEED0', 'WIDENINGS', 'programs_producer', 'POSITIVE', 'register_program', 'register_programs', 'ProgramSettings', 'program_search_config', 'ProgramSearch', 'check_evolution_config', 'evolve_cli']
+__all__ = ['RELATION_OF_STRATEGY', 'QUALIFIER_SEED0', 'WIDENINGS', 'programs_producer', 'POSITIVE', 'register_program', 'register_programs', 'ProgramSettings', 'program_search_config', 'arena_programs', 'ProgramSearch', 'check_evolution_config', 'evolve_cli']
 
 # %% ../../nbs/63_llm_evolution.ipynb #4004ce82
 import dataclasses, hashlib, json, math
@@ -98,10 +98,21 @@ def program_search_config(s:ProgramSettings, seed:int=0)->EvolutionConfig:
                            tune_every=s.program_generations, cma_generations=s.program_cma_generations,
                            cma_popsize=s.program_cma_popsize, workers=s.program_workers)
 
-# %% ../../nbs/63_llm_evolution.ipynb #a60bfc1c
+# %% ../../nbs/63_llm_evolution.ipynb #6ce65c93
 QUALIFIER_SEED0 = 10**6 # the first seed of the qualifiers' games: none of them a training game's (`EvolutionConfig.train_seed0`)
 WIDENINGS = ('sigma', 'arena', 'restart') # how the search widens after a qualifier the last offer won, in turn (`ProgramSearch.widen`)
 
+def arena_programs(registry:Registry, arena:str, # the registry and the arena
+                   skip:list, # sources a search has already (compared as `normalised_code`)
+                   k:int)->dict: # {genome name: source}, best first
+    "The `k` best-rated active program genomes of `arena` (unrated ones after the rated, oldest first) whose source is not in `skip`."
+    rated, have = registry.ratings(), {normalised_code(c) for c in skip}
+    rows = [r for r in registry.genome_rows(('active',)) if r['arena'] == arena and r['arch'] == 'program']
+    rows.sort(key=lambda r: -rated[r['id']]['ordinal'] if r['id'] in rated else math.inf)
+    srcs = {r['name']: json.loads(r['config'])['source'] for r in rows}
+    return dict(list({n: c for n, c in srcs.items() if normalised_code(c) not in have}.items())[:k])
+
+# %% ../../nbs/63_llm_evolution.ipynb #a60bfc1c
 class ProgramSearch:
     """The `programs` producer's loop: an `EvolutionRun` of tetris players (`program_search_config`) in
     `<work_dir>/programs` (its evaluation cache; its state is the producer's checkpoint), one generation a step. After
@@ -174,16 +185,8 @@ class ProgramSearch:
             run.modify_parameters(mutation_sigma=min(2*run.cfg.mutation_sigma, 8*self.base.mutation_sigma))
             run.cfg.cma_sigma = min(2*run.cfg.cma_sigma, 8*self.base.cma_sigma)
         elif how == 'arena':
-            reg, have = self.ctx.registry, {normalised_code(p.code) for p in run.db.values()}
-            rated = reg.ratings()
-            rows = [r for r in reg.genome_rows(('active',)) if r['arena'] == 'tetris' and r['arch'] == 'program']
-            rows.sort(key=lambda r: -rated[r['id']]['ordinal'] if r['id'] in rated else math.inf)
-            seeds = {}
-            for r in rows:
-                src = json.loads(r['config'])['source']
-                if normalised_code(src) not in have and len(seeds) < self.ctx.settings.program_finalists:
-                    seeds[f"reference player {r['name']}"] = src
-            run.add_island([p.id for p in run.db.best(1)], seeds, most)
+            seeds = arena_programs(self.ctx.registry, 'tetris', [p.code for p in run.db.values()], self.ctx.settings.program_finalists)
+            run.add_island([p.id for p in run.db.best(1)], {f"reference player {n}": c for n, c in seeds.items()}, most)
         elif how == 'restart': run.add_island([p.id for p in run.db.of_generation(0)], most=most)
         else: raise ValueError(f"unknown widening {how!r}: one of {WIDENINGS}")
 
