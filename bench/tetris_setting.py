@@ -78,14 +78,15 @@ def record(policy, seeds:list, # one game per seed
            boards:int, ticks:int, caps:tuple, batch:int)->dict: # {'death', 'lines', 'score', 'cap_lines', 'cap_score'}
     """Each board's first game of `policy` on the boards of side-by-side games seeded `seeds`, greedy, `batch` games at
     once: `death` (the tick it topped out; 0: alive at `ticks`), its `lines` and `score` then, and `cap_lines` /
-    `cap_score` at each cap (`{cap: (games, boards)}`; those of a board alive then)."""
+    `cap_score` at each cap (`{cap: (games, boards)}`; those of a board alive then, or of a game the env ended itself
+    at 10,000 ticks, which is not lost)."""
     out = dict(death=[], lines=[], score=[], cap_lines={c: [] for c in caps}, cap_score={c: [] for c in caps})
     for k in range(0, len(seeds), batch):
         part = seeds[k:k + batch]; K = len(part)
         arenas = [TetrisArena(num_envs=boards) for _ in part]
         group = GenomeGroup([policy]*K, boards)
         obs = [a.reset(s) for a, s in zip(arenas, part)]
-        death, lines, score = (np.zeros((K, boards)) for _ in range(3))
+        death, lines, score, ended, end_lines, end_score = (np.zeros((K, boards)) for _ in range(6))
         at = {c: (np.zeros((K, boards)), np.zeros((K, boards))) for c in caps}
         state = group.initial_state()
         try:
@@ -96,11 +97,13 @@ def record(policy, seeds:list, # one game per seed
                     if not done.any(): continue
                     eps = a.pop_episodes()
                     for i, j in enumerate(eps.agent):
-                        if death[e, j] == 0 and eps.length[i] < MAX_TICKS:   # topped out (the env's own end is no loss)
-                            death[e, j], lines[e, j], score[e, j] = t, eps.lines[i], eps.score[i]
+                        if death[e, j] or ended[e, j]: continue   # its first game is over
+                        if eps.length[i] < MAX_TICKS: death[e, j], lines[e, j], score[e, j] = t, eps.lines[i], eps.score[i]
+                        else: ended[e, j], end_lines[e, j], end_score[e, j] = t, eps.lines[i], eps.score[i]   # the env's own end
                 if t in at:
                     for e, a in enumerate(arenas):
-                        r = a.running(); at[t][0][e], at[t][1][e] = r.lines, r.score
+                        r, over = a.running(), ended[e] > 0   # a game the env ended: its final count
+                        at[t][0][e], at[t][1][e] = np.where(over, end_lines[e], r.lines), np.where(over, end_score[e], r.score)
         finally:
             group.release(state)
             for a in arenas: a.close()
