@@ -96,7 +96,8 @@ def main(argv=None):
     with Registry(root/'registry') as reg:
         offers = [dict(program=pid, genome=gid, name=reg.genome(gid)['name'], generation=rows[pid]['generation'],
                        strategy=rows[pid]['strategy'], train_lines=rows[pid]['metrics']['avg_lines'],
-                       train_lost=rows[pid]['metrics']['lost'], qualified_lines=st['qualified'][pid])
+                       train_lost=rows[pid]['metrics']['lost'], qualified_lines=st['qualified'][pid]['lines'],
+                       qualified_lost=st['qualified'][pid]['lost'])
                   for pid, gid in offered.items()]
         best = offers[-1]   # the last new offer: the latest qualifier's winner
         assert best['program'] == st['last'], (best, st['last'])

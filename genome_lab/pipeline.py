@@ -75,7 +75,7 @@ PRESETS = {
                                  max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
         '80_seasons': dict(seasons=3, bot_games=20, max_meetings=16, max_candidates=0, tetris_agents=8,  # more games, the same stable ones
                            replicator_pretrain_steps=1500, replicator_decoder_width=128,  # the design's decoder
-                           program_games=0, program_ticks=0, program_qualifier_games=24),  # the programs producer's own
+                           program_games=0, program_ticks=0, program_qualifier_games=24, program_patience=3),  # the programs producer's own
         '82_play': dict(enemies=50, steps=300),
         '45_streaming': dict(game_steps=300, clip_seconds=10.0),
         '90_broadcast': dict(fps=30, seconds=5.0),

@@ -365,7 +365,7 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     once; other settings on the same folder are refused."""
     from dataclasses import replace
     from genome_lab.core import find_producer, ProducerContext
-    from genome_lab.programs.program_producer import ProgramSettings, ProgramSearch
+    from genome_lab.programs.program_producer import ProgramSettings, ProgramSearch, QUALIFIER_SEED0
     from genome_lab.ecosystem.seasons import work
     from genome_lab.programs.tetris_players import tetris_baselines
     assert find_producer('programs').loop is ProgramSearch
@@ -379,7 +379,8 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     [gid] = a['offered']; [(pid, _)] = st['offered'].items()
     progs = {p['id']: p for p in st['run']['programs']}
     made = [p for p in progs.values() if p['strategy'] != 'seed' and p['ok']]
-    assert st['last'] == pid and st['qualified'][pid] == max(st['qualified'].values())   # the qualifier's winner
+    q = st['qualified']
+    assert st['last'] == pid and (-q[pid]['lost'], q[pid]['lines']) == max((-v['lost'], v['lines']) for v in q.values())   # the qualifier's winner
     assert set(st['qualified']) <= {p['id'] for p in made} and len(st['qualified']) == min(3, len(made))   # the finalists
     g = reg.genome(gid)
     assert g['parents'][0]['id'] in refs.values() and g['status'] == 'candidate' and g['arch'] == 'program'
@@ -388,6 +389,8 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     assert b['steps'] == 2 and load_state(ck, 'producer')['run']['generation'] == 5
     loop = ProgramSearch(ProducerContext(reg, 1, s, reg.root/'season_work'))
     loop.load_state_dict(load_state(ck, 'producer')); loop.pending = dict(program=pid)
+    assert loop.qualifiers == 2   # each on boards of its own: the first offer played both
+    assert all(loop.run.cache.get(progs[pid]['code'], loop.run.eval_settings(2, QUALIFIER_SEED0 + k)) for k in (0, 2))
     n = len(reg.ids())
     assert loop.commit() == [gid] and len(reg.ids()) == n   # registered once, whatever the resumes
     with pytest.raises(ValueError, match='other settings'): work(reg, 'programs', replace(s, program_ticks=200), offers=1)
@@ -404,13 +407,13 @@ def test_the_programs_producer_widens_its_search_before_it_offers_nothing_new(tm
     other = player_source(dict(NAIVE_WEIGHTS, holes=-3.0, ticks=-0.1), 'other')
     reg.add(program_genome('Other', 'tetris', other, origin='test'), {}, status='active')   # an arena program the search lacks
     s = ProgramSettings(program_ticks=60, program_children=2, program_games=1, program_cma_generations=1, program_cma_popsize=2,
-                        program_qualifier_games=1, program_patience=3, program_islands=2)
+                        program_qualifier_games=0, program_patience=3, program_islands=2)   # qualifiers on the training games
     loop = ProgramSearch(ProducerContext(reg, 1, s, tmp_path/'work'))
     for _ in range(3): loop.step()
     assert loop.pending and loop.stale == 0; loop.commit()
     sigma, runs = loop.run.cfg.mutation_sigma, []
-    while len(runs) < 3:   # three qualifiers the last offer wins (forced: its pooled lines made the highest)
-        loop.qualified = {}; loop.run.db[loop.last].metrics['avg_score'] = 1e9
+    while len(runs) < 3:   # three qualifiers the last offer wins (forced: its training lines made the highest)
+        loop.run.db[loop.last].metrics['avg_score'] = 1e9
         m = loop.step()
         if 'offers/stale' in m: runs.append((m['offers/stale'], bool(loop.pending), len(loop.run.islands)))
     assert [r[0] for r in runs] == [1, 2, 3] and [r[1] for r in runs] == [False, False, True]   # offered again at patience

@@ -20,7 +20,7 @@ def test_programs_climb_bench_runs_with_tiny_settings(tmp_path, monkeypatch):
     saved = json.loads((tmp_path/'climb.json').read_text())
     assert 'error' not in saved['producer'] and saved['offers'] and saved['best_offer']['program'] == saved['offers'][-1]['program']
     assert saved['producer']['settings']['program_ticks'] == 60 and res['producer']['names'] == [o['name'] for o in saved['offers']]
-    assert all(o['qualified_lines'] >= 0 and 0 <= o['train_lost'] <= 1 for o in saved['offers'])
+    assert all(o['qualified_lines'] >= 0 and 0 <= o['train_lost'] <= 1 and 0 <= o['qualified_lost'] <= 1 for o in saved['offers'])
     assert {c['founder'] for c in saved['checks']} == set(saved['leads']) == {'Dellacherie', 'ElTetris', 'PufferTetris'}
     assert saved['reached'] == all(v['lead'] for v in saved['leads'].values())
     assert set(saved['solo']) == {f"offer {saved['best_offer']['name']}", 'Dellacherie', 'ElTetris'}

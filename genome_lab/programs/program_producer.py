@@ -114,25 +114,23 @@ def arena_programs(registry:Registry, arena:str, # the registry and the arena
 
 # %% ../../nbs/63_llm_evolution.ipynb #a60bfc1c
 class ProgramSearch:
-    """The `programs` producer's loop: an `EvolutionRun` of tetris players (`program_search_config`) in
-    `<work_dir>/programs` (its evaluation cache; its state is the producer's checkpoint), one generation a step. After
-    each CMA-ES generation (every `program_generations`-th) a qualifier chooses the offer (`qualify`), as the creatures
-    producer's does (`33_creature_store`): the `program_finalists` best programs the search made (a seed, a reference
-    player's copy, is never one) and the last offer play `program_qualifier_games` more games on a season's boards, and
-    the most lines over their training and qualifier games wins. A new winner is pending, and `commit` registers it
-    (`register_program`: in the family of the genome it descends from, `Dellacherie-prog3` say) and offers it. When
-    the last offer wins again the search widens (`widen`) instead of offering, and offers it again (nothing new:
-    `work`'s idle rule counts such commits) only after `program_patience` such qualifiers in a row: with budget left
-    the producer keeps searching."""
+    """The `programs` producer's loop: an `EvolutionRun` of tetris players (`program_search_config`) in `<work_dir>/programs`
+    (its evaluation cache; its state is the producer's checkpoint), one generation a step. After each CMA-ES generation
+    a qualifier (`qualify`, as the creatures producer's) chooses the offer among the `program_finalists` best programs
+    the search made (never a seed) and the last offer, on fresh boards (the search's own favour programs that happen to
+    keep them): the fewest lost, then the most lines (at a season's 8 boards a lost board loses its game). A new winner
+    is pending, and `commit` registers it (`register_program`: `Dellacherie-prog3`, say) and offers it. When the last
+    offer wins again the search widens (`widen`) instead, and offers it again (nothing new, which `work`'s idle rule
+    counts) only after `program_patience` such qualifiers in a row: with budget left the producer keeps searching."""
     step_key = 'generation'
     def __init__(self, ctx:ProducerContext):
         self.ctx, self.pending, self.offered = ctx, None, {}   # offered: program id -> genome id
-        self.last, self.stale, self.qualified = None, 0, {}   # the last offer, qualifiers it won in a row, pooled lines by id
-        self.base = program_search_config(ctx.settings, ctx.seed)
+        self.last, self.stale, self.qualified = None, 0, {}   # the last offer, qualifiers it won in a row, {id: its last qualifier}
+        self.qualifiers, self.base = 0, program_search_config(ctx.settings, ctx.seed)   # qualifiers played
         self.run = EvolutionRun(ctx.work_dir/'programs', dataclasses.replace(self.base))   # its own: widening changes it
     def state_dict(self)->dict:
         return dict(settings=asdict(self.ctx.settings), run=self.run.state_dict(), pending=self.pending, offered=self.offered,
-                    last=self.last, stale=self.stale, qualified=self.qualified)
+                    last=self.last, stale=self.stale, qualified=self.qualified, qualifiers=self.qualifiers)
     def load_state_dict(self, st:dict):
         if 'run' not in st:   # a checkpoint of the earlier round-based producer (its search kept JSON files of its own)
             raise ValueError(f"{self.ctx.work_dir/'programs.safetensors'} is the earlier programs producer's checkpoint, "
@@ -141,7 +139,7 @@ class ProgramSearch:
             raise ValueError(f"the programs producer's search in {self.ctx.work_dir} has other settings ({d}): give it "
                              "its own settings, or another --work-dir for these")
         self.run.load_state_dict(st['run']); self.pending, self.offered = st['pending'], dict(st['offered'])
-        self.last, self.stale, self.qualified = st['last'], st['stale'], dict(st['qualified'])
+        self.last, self.stale, self.qualified, self.qualifiers = st['last'], st['stale'], dict(st['qualified']), st['qualifiers']
     def step(self)->dict:
         tuning = self.run.gen > 0 and self.run.gen % self.run.cfg.tune_every == 0
         m = self.run.step()
@@ -153,19 +151,20 @@ class ProgramSearch:
         self.pending = None
         return [self.offered[pid]]
     def qualify(self)->dict: # `offers/*` metrics; sets `last`, `stale` and `pending`
-        """The qualifier after a CMA-ES generation: the finalists and the last offer, their lines over their training games and
-        `program_qualifier_games` games from `QUALIFIER_SEED0` (those failing there rank last). A new winner is pending; the
-        last offer winning again widens the search, and is pending again after `program_patience` such wins in a row."""
+        """The qualifier after a CMA-ES generation: the finalists and the last offer play `program_qualifier_games` games,
+        each qualifier on seeds of its own from `QUALIFIER_SEED0` (with none, their training games count), ranked by the
+        share of them lost, then lines (a program failing there ranks last). A new winner is pending; the last offer
+        winning again widens the search, and is pending again after `program_patience` such wins in a row."""
         s, run = self.ctx.settings, self.run
         made = [p.id for p in run.db.best(len(run.db)) if p.strategy != 'seed']
         field = list(dict.fromkeys(made[:s.program_finalists] + ([self.last] if self.last else [])))
         if not field: return {}
-        n, q = run.cfg.games_per_eval, s.program_qualifier_games
-        evs = run.evaluate_programs([run.db[i].code for i in field], q, QUALIFIER_SEED0) if q else [None]*len(field)
+        q, self.qualifiers = s.program_qualifier_games, self.qualifiers + 1
+        evs = (run.evaluate_programs([run.db[i].code for i in field], q, QUALIFIER_SEED0 + (self.qualifiers - 1)*q) if q
+               else [dict(ok=True, metrics=run.db[i].metrics) for i in field])
         for i, ev in zip(field, evs):
-            self.qualified[i] = run.db[i].score if ev is None else (
-                (run.db[i].score*n + ev['metrics']['avg_score']*q)/(n + q) if ev['ok'] else -math.inf)
-        w = max(field, key=lambda i: (self.qualified[i], i == self.last))   # a tie keeps the last offer
+            self.qualified[i] = dict(lost=ev['metrics'].get('lost', 0.0), lines=ev['metrics']['avg_score']) if ev['ok'] else dict(lost=1.0, lines=-math.inf)
+        w = max(field, key=lambda i: (-self.qualified[i]['lost'], self.qualified[i]['lines'], i == self.last))   # a tie keeps the last offer
         if w != self.last:
             self.last, self.stale, self.pending = w, 0, dict(program=w)
             run.modify_parameters(mutation_sigma=self.base.mutation_sigma); run.cfg.cma_sigma = self.base.cma_sigma
@@ -173,7 +172,8 @@ class ProgramSearch:
             self.stale += 1
             self.widen(WIDENINGS[(self.stale - 1) % len(WIDENINGS)])
             if self.stale % s.program_patience == 0: self.pending = dict(program=w)
-        return {'offers/new': float(self.stale == 0), 'offers/lines': self.qualified[w], 'offers/stale': float(self.stale),
+        return {'offers/new': float(self.stale == 0), 'offers/lines': self.qualified[w]['lines'],
+                'offers/lost': self.qualified[w]['lost'], 'offers/stale': float(self.stale),
                 'offers/islands': float(len(run.islands)), 'offers/mutation_sigma': run.cfg.mutation_sigma}
     def widen(self, how:str): # one of `WIDENINGS`
         """Widen the search after a qualifier that found nothing new: 'sigma' doubles the mutation's and CMA-ES's steps (up
