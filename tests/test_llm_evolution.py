@@ -421,6 +421,10 @@ def test_the_programs_producer_widens_its_search_before_it_offers_nothing_new(tm
     notes = {loop.run.db[i].notes for i in loop.run.islands[2]}
     assert 'reference player Other' in notes and loop.run.islands[3] == [p.id for p in loop.run.db.of_generation(0)]
     loop.widen('restart'); assert len(loop.run.islands) == 4   # at most twice program_islands: the weakest replaced
+    x = next(p.id for p in loop.run.db.values() if p.strategy != 'seed' and p.ok and p.id != loop.last)
+    loop.offered[x] = 'an earlier offer'; loop.run.db[loop.last].metrics['avg_score'] = 0.0; loop.run.db[x].metrics['avg_score'] = 2e9
+    loop.pending = None; loop.qualify()
+    assert loop.last == x and loop.stale == 4 and not loop.pending   # an earlier offer winning back: nothing new
     assert WIDENINGS == ('sigma', 'arena', 'restart')
     with pytest.raises(ValueError, match='unknown widening'): loop.widen('nothing')
 

@@ -119,9 +119,9 @@ class ProgramSearch:
     a qualifier (`qualify`, as the creatures producer's) chooses the offer among the `program_finalists` best programs
     the search made (never a seed) and the last offer, on fresh boards (the search's own favour programs that happen to
     keep them): the fewest lost, then the most lines (at a season's 8 boards a lost board loses its game). A new winner
-    is pending, and `commit` registers it (`register_program`: `Dellacherie-prog3`, say) and offers it. When the last
-    offer wins again the search widens (`widen`) instead, and offers it again (nothing new, which `work`'s idle rule
-    counts) only after `program_patience` such qualifiers in a row: with budget left the producer keeps searching."""
+    is pending, and `commit` registers it (`register_program`: `Dellacherie-prog3`, say) and offers it. When a program
+    offered before wins (the last offer, or an earlier one back) the search widens (`widen`) instead, and offers it
+    again (nothing new, which `work`'s idle rule counts) only after `program_patience` such qualifiers in a row."""
     step_key = 'generation'
     def __init__(self, ctx:ProducerContext):
         self.ctx, self.pending, self.offered = ctx, None, {}   # offered: program id -> genome id
@@ -153,8 +153,8 @@ class ProgramSearch:
     def qualify(self)->dict: # `offers/*` metrics; sets `last`, `stale` and `pending`
         """The qualifier after a CMA-ES generation: the finalists and the last offer play `program_qualifier_games` games,
         each qualifier on seeds of its own from `QUALIFIER_SEED0` (with none, their training games count), ranked by the
-        share of them lost, then lines (a program failing there ranks last). A new winner is pending; the last offer
-        winning again widens the search, and is pending again after `program_patience` such wins in a row."""
+        share of them lost, then lines (a program failing there ranks last). A winner not offered before is pending; one
+        offered before widens the search, and is pending again after `program_patience` such wins in a row."""
         s, run = self.ctx.settings, self.run
         made = [p.id for p in run.db.best(len(run.db)) if p.strategy != 'seed']
         field = list(dict.fromkeys(made[:s.program_finalists] + ([self.last] if self.last else [])))
@@ -165,11 +165,11 @@ class ProgramSearch:
         for i, ev in zip(field, evs):
             self.qualified[i] = dict(lost=ev['metrics'].get('lost', 0.0), lines=ev['metrics']['avg_score']) if ev['ok'] else dict(lost=1.0, lines=-math.inf)
         w = max(field, key=lambda i: (-self.qualified[i]['lost'], self.qualified[i]['lines'], i == self.last))   # a tie keeps the last offer
-        if w != self.last:
+        if w not in self.offered:   # new to the queue
             self.last, self.stale, self.pending = w, 0, dict(program=w)
             run.modify_parameters(mutation_sigma=self.base.mutation_sigma); run.cfg.cma_sigma = self.base.cma_sigma
-        else:
-            self.stale += 1
+        else:   # the last offer, or an earlier one winning back: nothing new
+            self.last, self.stale = w, self.stale + 1
             self.widen(WIDENINGS[(self.stale - 1) % len(WIDENINGS)])
             if self.stale % s.program_patience == 0: self.pending = dict(program=w)
         return {'offers/new': float(self.stale == 0), 'offers/lines': self.qualified[w]['lines'],
