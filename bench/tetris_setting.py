@@ -138,7 +138,8 @@ def setting(recs:dict, seeds:list, cap:int, rule:str, games:int, merge:int=1)->d
     """Every player against every founder under one setting: the lead rule's record of each (`lead_check`'s form:
     'checks', 'leads', 'reached'), each player's lines per board and boards lost, and the share of pairs that keep one
     direction (more wins than losses, or fewer) at every seed. `merge` > 1 judges `merge` games' boards as one game
-    (an estimate of games with `merge` x the boards, on boards of the same seeds' streams: half as many games at 2)."""
+    (an estimate of games with `merge` x the boards, on boards of the same seeds' streams: half as many games at 2, too
+    few for the lead rule, so its records hold each founder's wins, losses, p and seeds ahead, no flag)."""
     recs = {n: {s: merged(r, merge) for s, r in rr.items()} for n, rr in recs.items()} if merge > 1 else recs
     keys = {n: {s: judge(recs[n][str(s)], cap, rule) for s in seeds} for n in recs}
     records, one_way = {}, []
@@ -146,7 +147,8 @@ def setting(recs:dict, seeds:list, cap:int, rule:str, games:int, merge:int=1)->d
         checks = [dict(founder=f, seed=s, games=len(keys[n][s]), **games_of(keys[n][s], keys[f][s]))
                   for f in FOUNDERS if f != n for s in seeds]
         leads = {f: lead_verdict([c for c in checks if c['founder'] == f], games//merge, len(seeds)) for f in FOUNDERS if f != n}
-        records[n] = dict(checks=checks, leads=leads, reached=all(v['lead'] for v in leads.values()))
+        records[n] = (dict(checks=checks, leads=leads, reached=all(v['lead'] for v in leads.values())) if merge == 1 else
+                      {f: {k: v[k] for k in ('wins', 'losses', 'draws', 'p', 'ahead_at')} for f, v in leads.items()})   # no rule's flag
         one_way += [len({np.sign(c['wins'] - c['losses']) for c in checks if c['founder'] == f}) == 1 for f in leads]
     figures = {}
     for n in recs:
