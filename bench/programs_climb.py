@@ -1,7 +1,7 @@
 """The programs producer's climb in tetris (issues 44 and 54): from the founders and the reference tetris players, the
 `programs` producer works for a wall budget (`genome-lab produce programs --budget-s S`, one process, as a season's
-worker, at its own settings: training games and qualifiers on a season's boards), then its last offer (its qualifiers'
-latest winner) is checked by the project's lead rule (`climb_check`: 40+ games at each of the 3 held-out check seeds
+worker, at its own settings: training games and qualifiers on a season's boards), then its best offer (the winner of
+its latest qualifier) is checked by the project's lead rule (`climb_check`: 40+ games at each of the 3 held-out check seeds
 against every non-random tetris founder, Dellacherie, El-Tetris and PufferTetris, a pooled sign test) at the season's
 tetris settings (1000 ticks, 8 boards a genome, a board that tops out scoring nothing).
 
@@ -99,8 +99,7 @@ def main(argv=None):
                        train_lost=rows[pid]['metrics']['lost'], qualified_lines=st['qualified'][pid]['lines'],
                        qualified_lost=st['qualified'][pid]['lost'])
                   for pid, gid in offered.items()]
-        best = offers[-1]   # the last new offer: the latest qualifier's winner
-        assert best['program'] == st['last'], (best, st['last'])
+        best = next(o for o in offers if o['program'] == st['last'])   # the latest qualifier's winner, an offer
         progs = {n: reg.genome(i)['config']['source'] for n, i in
                  (('offer ' + best['name'], best['genome']), ('Dellacherie', refs['Dellacherie']), ('ElTetris', refs['ElTetris']))}
         best['code'] = progs['offer ' + best['name']]
