@@ -361,17 +361,18 @@ def test_cli_refuses_a_file_and_a_second_process(tmp_path, capsys):
 # --- the programs producer: chapter 63's search as a loop producer
 
 def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
-    """Seeded with the reference players, it offers the best program it made after each CMA-ES generation, named as a
+    """Seeded with the reference players, it offers the qualifier's winner after each CMA-ES generation, named as a
     child of the reference player it descends from; a later round continues the search; a pending offer registers
     once; other settings on the same folder are refused."""
     from dataclasses import replace
     from genome_lab.core import find_producer, ProducerContext
-    from genome_lab.programs.program_producer import ProgramSettings, ProgramSearch
+    from genome_lab.programs.program_producer import ProgramSettings, ProgramSearch, QUALIFIER_SEED0
     from genome_lab.ecosystem.seasons import work
     from genome_lab.programs.tetris_players import tetris_baselines
     assert find_producer('programs').loop is ProgramSearch
     reg = Registry(tmp_path/'reg'); refs = tetris_baselines(reg)
-    s = ProgramSettings(program_ticks=120, program_children=2, program_games=1, program_cma_generations=1, program_cma_popsize=2)
+    s = ProgramSettings(program_ticks=120, program_children=2, program_games=1, program_cma_generations=1, program_cma_popsize=2,
+                        program_qualifier_games=2, program_patience=1)   # every qualifier offers, new or not
     a = work(reg, 'programs', s, offers=1)
     assert (a['steps'], a['stopped']) == (3, 'offers')   # generation 0 (the seeds), 1, and 2: CMA-ES, then the offer
     ck = reg.root/'season_work'/'programs.safetensors'
@@ -379,7 +380,9 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     [gid] = a['offered']; [(pid, _)] = st['offered'].items()
     progs = {p['id']: p for p in st['run']['programs']}
     made = [p for p in progs.values() if p['strategy'] != 'seed' and p['ok']]
-    assert progs[pid]['metrics']['avg_score'] == max(p['metrics']['avg_score'] for p in made)   # its best, not a seed
+    q = st['qualified']
+    assert st['last'] == pid and (-q[pid]['lost'], q[pid]['lines']) == max((-v['lost'], v['lines']) for v in q.values())   # the qualifier's winner
+    assert set(st['qualified']) <= {p['id'] for p in made} and len(st['qualified']) == min(3, len(made))   # the finalists
     g = reg.genome(gid)
     assert g['parents'][0]['id'] in refs.values() and g['status'] == 'candidate' and g['arch'] == 'program'
     assert (m := NAMING.fullmatch(g['name'])) and (m['family'], m['method']) == (reg.genome(g['parents'][0]['id'])['name'], 'prog')
@@ -387,9 +390,44 @@ def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     assert b['steps'] == 2 and load_state(ck, 'producer')['run']['generation'] == 5
     loop = ProgramSearch(ProducerContext(reg, 1, s, reg.root/'season_work'))
     loop.load_state_dict(load_state(ck, 'producer')); loop.pending = dict(program=pid)
+    assert loop.qualifiers == 2   # each on boards of its own: the first offer played both
+    assert all(loop.run.cache.get(progs[pid]['code'], loop.run.eval_settings(2, QUALIFIER_SEED0 + k)) for k in (0, 2))
     n = len(reg.ids())
     assert loop.commit() == [gid] and len(reg.ids()) == n   # registered once, whatever the resumes
     with pytest.raises(ValueError, match='other settings'): work(reg, 'programs', replace(s, program_ticks=200), offers=1)
+
+def test_the_programs_producer_widens_its_search_before_it_offers_nothing_new(tmp_path):
+    """When the last offer wins a qualifier again, the producer commits nothing and widens its search in turn: wider
+    steps, an island of the arena's program genomes it lacks, a restart island of the seeds; after `program_patience`
+    such qualifiers it offers the last offer again, which `work`'s idle rule counts."""
+    from genome_lab.core import ProducerContext
+    from genome_lab.programs.program_producer import ProgramSettings, ProgramSearch, WIDENINGS
+    from genome_lab.programs.program_policy import program_genome
+    from genome_lab.programs.tetris_players import tetris_baselines, player_source, NAIVE_WEIGHTS
+    reg = Registry(tmp_path/'reg'); tetris_baselines(reg)
+    other = player_source(dict(NAIVE_WEIGHTS, holes=-3.0, ticks=-0.1), 'other')
+    reg.add(program_genome('Other', 'tetris', other, origin='test'), {}, status='active')   # an arena program the search lacks
+    s = ProgramSettings(program_ticks=60, program_children=2, program_games=1, program_cma_generations=1, program_cma_popsize=2,
+                        program_qualifier_games=0, program_patience=3, program_islands=2)   # qualifiers on the training games
+    loop = ProgramSearch(ProducerContext(reg, 1, s, tmp_path/'work'))
+    for _ in range(3): loop.step()
+    assert loop.pending and loop.stale == 0; loop.commit()
+    sigma, runs = loop.run.cfg.mutation_sigma, []
+    while len(runs) < 3:   # three qualifiers the last offer wins (forced: its training lines made the highest)
+        loop.run.db[loop.last].metrics['avg_score'] = 1e9
+        m = loop.step()
+        if 'offers/stale' in m: runs.append((m['offers/stale'], bool(loop.pending), len(loop.run.islands)))
+    assert [r[0] for r in runs] == [1, 2, 3] and [r[1] for r in runs] == [False, False, True]   # offered again at patience
+    assert loop.run.cfg.mutation_sigma == 2*sigma and [r[2] for r in runs] == [2, 3, 4]   # 'sigma', then two new islands
+    notes = {loop.run.db[i].notes for i in loop.run.islands[2]}
+    assert 'reference player Other' in notes and loop.run.islands[3] == [p.id for p in loop.run.db.of_generation(0)]
+    loop.widen('restart'); assert len(loop.run.islands) == 4   # at most twice program_islands: the weakest replaced
+    x = next(p.id for p in loop.run.db.values() if p.strategy != 'seed' and p.ok and p.id != loop.last)
+    loop.offered[x] = 'an earlier offer'; loop.run.db[loop.last].metrics['avg_score'] = 0.0; loop.run.db[x].metrics['avg_score'] = 2e9
+    loop.pending = None; loop.qualify()
+    assert loop.last == x and loop.stale == 4 and not loop.pending   # an earlier offer winning back: nothing new
+    assert WIDENINGS == ('sigma', 'arena', 'restart')
+    with pytest.raises(ValueError, match='unknown widening'): loop.widen('nothing')
 
 def test_the_earlier_round_producers_checkpoint_is_a_clear_error(tmp_path):
     from genome_lab.core import save_state

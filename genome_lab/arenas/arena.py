@@ -16,10 +16,10 @@ from .pufferlib_import import import_gymnasium, import_pufferlib_module
 # %% auto #0
 __all__ = ['EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPSE', 'SNAKE_WALL', 'SNAKE_CODES', 'SNAKE_VISION',
            'SNAKE_VIEW', 'SNAKE_CELLS', 'SNAKE_INPUT', 'SNAKE_MOVES', 'SNAKE_DR', 'SNAKE_DC', 'SNAKE_OPPOSITE',
-           'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState', 'tqdm', 'Episodes', 'ArenaSeason',
-           'Arena', 'PufferArena', 'register_arena', 'find_arena', 'arena_version', 'arena_names', 'make_arena',
-           'view_distances', 'own_body', 'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena', 'CartPoleArena',
-           'season_setting_names', 'arena_season', 'CTetrisStruct', 'rollout_random']
+           'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState', 'TETRIS_MAX_TICKS', 'tqdm', 'Episodes',
+           'ArenaSeason', 'Arena', 'PufferArena', 'register_arena', 'find_arena', 'arena_version', 'arena_names',
+           'make_arena', 'view_distances', 'own_body', 'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena',
+           'CartPoleArena', 'season_setting_names', 'arena_season', 'CTetrisStruct', 'rollout_random']
 
 # %% ../../nbs/01_arenas.ipynb #470bfbb6
 def tqdm(*args, **kwargs): # `tqdm.auto.tqdm`'s arguments
@@ -371,15 +371,18 @@ def c_state(self:SnakeArena, env:int=0)->SnakeState: # views: grid (height, widt
     return SnakeState(view(c.grid, (c.height, c.width)), view(c.snake, (n, m, 2)), view(c.snake_ptr, (n,)), view(c.snake_lengths, (n,)))
 
 # %% ../../nbs/01_arenas.ipynb #f261facc
+TETRIS_MAX_TICKS = 10_000 # `MAX_TICKS` of tetris.h: a game whose piece locks at this tick or later ends, not lost
+
 @register_arena
 class TetrisArena(PufferArena):
     "PufferLib Ocean Tetris: `num_envs` independent boards, one agent each."
     name, num_actions, obs_dtype = 'tetris', 7, np.float32
-    version = 2 # v2: every board draws from its own random stream (PufferLib build `3.0.0+genomelab.2`)
+    version = 3 # v2: every board draws from its own random stream (PufferLib build `3.0.0+genomelab.2`); v3: a season's lost board scores nothing
     stats, rank_by = ('score', 'ret', 'length', 'lines'), ('lines', 'score')
     game_settings = dict(num_envs=4)
-    season = ArenaSeason(steps=1000, agents=8, max_active=5, required_types=('rl',)) # 200 ticks cut the games short
-    limits = dict(num_envs=(1, 4096), n_cols=(4, 20), n_rows=(4, 40), deck_size=(1, 6))
+    season = ArenaSeason(steps=1000, agents=8, max_active=5, required_types=('rl',), # 200 ticks cut the games short
+                         settings=dict(topout_share=0.0)) # a board that tops out scores nothing (bench/tetris_setting.py)
+    limits = dict(num_envs=(1, 4096), n_cols=(4, 20), n_rows=(4, 40), deck_size=(1, 6), topout_share=(0, 1))
     observation_doc = ("234 floats: 200 grid cells (20x10 row-major; 1 fixed, 2 falling piece), tick/10000, fall counter/4, "
                        "row/20, col/10, one-hots of the preview deck and the held piece")
     action_doc = "0 no-op, 1 left, 2 right, 3 rotate, 4 soft drop, 5 hard drop, 6 hold; a piece falls a row every 4 ticks"
@@ -389,11 +392,13 @@ class TetrisArena(PufferArena):
     def __init__(self,
                  num_envs:int=256, # boards (= agents)
                  n_cols:int=10, n_rows:int=20, # board size
-                 deck_size:int=3): # preview deck length (the PufferLib policy was trained with 3)
+                 deck_size:int=3, # preview deck length (the PufferLib policy was trained with 3)
+                 topout_share:float=1.0): # share of its lines and score a game that tops out keeps (a season's: 0)
         if num_envs < 1: raise ValueError("num_envs must be at least 1")
         if deck_size < 1 or n_cols < 4 or n_rows < 4: raise ValueError("deck_size >= 1 and a board of at least 4x4 are required")
+        if not 0 <= topout_share <= 1: raise ValueError(f"topout_share must be in [0, 1], not {topout_share}")
         self._binding = import_pufferlib_module('pufferlib.ocean.tetris.binding')
-        self.config = dict(num_envs=num_envs, n_cols=n_cols, n_rows=n_rows, deck_size=deck_size)
+        self.config = dict(num_envs=num_envs, n_cols=n_cols, n_rows=n_rows, deck_size=deck_size, topout_share=topout_share)
         self._make_buffers(num_envs, (n_cols*n_rows + 6 + 7*(deck_size + 1),))
         handles = [self._binding.env_init(self.obs[i:i+1], self.actions[i:i+1], self.rewards[i:i+1],
                                           self.terminals[i:i+1], self.truncations[i:i+1], i,
@@ -412,9 +417,10 @@ class TetrisArena(PufferArena):
         if done.any():
             idx = np.flatnonzero(done)
             logs = [self._binding.vec_log(self._single[i]) for i in idx]
-            self._finished.append(Episodes(agent=idx, ret=np.array([l['ep_return'] for l in logs]),
-                length=np.array([l['ep_length'] for l in logs]), score=np.array([l['score'] for l in logs]),
-                lines=np.array([l['lines_deleted'] for l in logs])))
+            length = np.array([l['ep_length'] for l in logs])
+            kept = np.where(length < TETRIS_MAX_TICKS, self.config['topout_share'], 1.0)   # topped out, or the env's own end
+            self._finished.append(Episodes(agent=idx, ret=np.array([l['ep_return'] for l in logs]), length=length,
+                score=kept*np.array([l['score'] for l in logs]), lines=kept*np.array([l['lines_deleted'] for l in logs])))
         return done
 
 # %% ../../nbs/01_arenas.ipynb #028f8bd1

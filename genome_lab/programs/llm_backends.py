@@ -25,7 +25,7 @@ def _tunables(tree, names)->dict: # name -> the Assign value node (Dict, List or
 
 # %% ../../nbs/62_llm_backends.ipynb #60b105e4
 class OfflineMutator:
-    "Program mutation without an LLM: AST edits of tunable constants, and crossover of functions and weights."
+    "Program mutation without an LLM: AST edits of tunable constants and point edits of code, and crossover of functions and weights."
     name = 'offline'
     def __init__(self, env, # has `tunable_names` and `focus_keys`
                  sigma:float=0.5): self.env, self.sigma = env, sigma
@@ -76,11 +76,26 @@ class OfflineMutator:
         blocks = [f"<<<<<<< SEARCH\n{ast.get_source_segment(code, a)}\n=======\n{ast.unparse(b)}\n>>>>>>> REPLACE"
                   for a, b in zip(old, new) if ast.dump(a) != ast.dump(b)]
         return "\n".join(blocks) or f"```python\n{code}```"
+    def edit_code(self, code:str, rng:np.random.Generator)->str:
+        """One point edit of a function body (genetic programming's point mutation, Koza 1992), drawn uniformly from its
+        numeric literals and ordering comparisons: an int moves by 1, a float by x N(1, sigma), and `<` / `<=` (`>` /
+        `>=`) swap. The top-level constants stay (`mutate` moves those); a program without such a node is returned as it is."""
+        tree, swap = ast.parse(code), {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+        spots = [(n, i) for f in tree.body if isinstance(f, ast.FunctionDef) for n in ast.walk(f)
+                 for i in ([None] if _num(n) is not None and isinstance(n, ast.Constant) else
+                           [i for i, op in enumerate(getattr(n, 'ops', ())) if type(op) in swap])]
+        if not spots: return code
+        node, i = spots[int(rng.integers(len(spots)))]
+        if i is not None: node.ops[i] = swap[type(node.ops[i])]()
+        elif isinstance(node.value, int): node.value += int(rng.choice([-1, 1]))
+        else: node.value = round(node.value * float(rng.normal(1.0, self.sigma)), 4)
+        return ast.unparse(tree) + "\n"
     def child(self, request:dict, rng:np.random.Generator)->dict: # {'text', 'prompt_tokens', 'completion_tokens', 'cached'}
         """Answer a child request (`strategy`, `parents_code`, `focus`) with a program in a python code block, or with
-        SEARCH/REPLACE blocks for strategy 'diff'."""
+        SEARCH/REPLACE blocks for strategy 'diff'; strategy 'code' edits the first parent's code (`edit_code`)."""
         pc, strategy, focus = request['parents_code'], request.get('strategy'), request.get('focus', '')
         if strategy == 'diff': text = self.diff(pc[0], rng, focus)
+        elif strategy == 'code': text = f"```python\n{self.edit_code(pc[0], rng)}```"
         else:
             cross = strategy == 'crossover' and len(pc) > 1
             text = f"```python\n{self.crossover(pc[0], pc[1], rng) if cross else self.mutate(pc[0], rng, focus)}```"
@@ -99,11 +114,14 @@ for i in range(budget):
     focus = areas[(current_generation + i) % len(areas)]
     k = i % len(islands)  # children go round the islands; parents come from the child's island
     parents = islands[k] or top
-    if i % 3 == 1 and len(elites) > 1:  # an elite of the MAP-Elites archive, a different cell each time
+    if i % 4 == 3:  # the island's best with its code edited (a point mutation of a function)
+        children.append(dict(prompt=f"Change this player's code (focus: {focus}).", parents=[parents[0]], strategy='code',
+                             focus=focus, island=k))
+    elif i % 4 == 1 and len(elites) > 1:  # an elite of the MAP-Elites archive, a different cell each time
         elite = elites[(current_generation + i) % len(elites)]
         children.append(dict(prompt=f"Improve this player (focus: {focus}).", parents=[elite], strategy='mutate',
                              focus=focus, island=k))
-    elif i % 3 == 2 and len(parents) > 1:
+    elif i % 4 == 2 and len(parents) > 1:
         pair = [parents[0], parents[1 + i % (len(parents) - 1)]]
         children.append(dict(prompt=f"Combine the strengths of two good players (focus: {focus}).", parents=pair,
                              strategy='crossover', focus=focus, island=k))

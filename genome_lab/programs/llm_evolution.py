@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/llm_evolution.html.md"""
 
 # %% ../../nbs/63_llm_evolution.ipynb #e36b37d5
 from __future__ import annotations
-import copy, json, os, time
+import copy, json, math, os, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -19,6 +19,7 @@ from .tetris_players import player_source, NAIVE_WEIGHTS, DELLACHERIE_WEIGHTS, E
 from .llm_backends import OfflineMutator, OpenAIBackend, extract_code, OFFLINE_ROOT_STRATEGY
 from ..core import advance, load_state, settings_diff
 from ..arenas.pufferlib_import import PUFFERLIB_VERSION
+from ..arenas.arena import arena_version
 from .. import __version__
 from .database import (Program, ProgramDatabase, EvalCache, play_program, migrate, behaviour, MapElites, near_duplicate,
                                  DIFF_BLOCK, apply_diff, code_diversity, tunable_vector, weight_diversity, with_tunables)
@@ -147,21 +148,23 @@ class EvolutionRun:
 
 # %% ../../nbs/63_llm_evolution.ipynb #fc58a1d5
 @patch_to(EvolutionRun)
-def eval_settings(self, games:int|None=None)->dict: # what an evaluation is a function of, beside the program
-    "The settings of an evaluation on the training seeds: the cache's key holds them."
-    n = games or self.cfg.games_per_eval
-    return dict(env=self.env.name, arena_version=f"genome_lab {__version__}, pufferlib {PUFFERLIB_VERSION}",
-                seeds=[self.cfg.train_seed0 + i for i in range(n)], max_ticks=self.env.max_ticks,
+def eval_settings(self, games:int|None=None, # games (one seed each); default `cfg.games_per_eval`
+                  first:int|None=None)->dict: # the first game's seed; default the training seeds' (`cfg.train_seed0`)
+    "The settings of an evaluation (on the training seeds unless `first` says otherwise): the cache's key holds them."
+    n, s0 = games or self.cfg.games_per_eval, self.cfg.train_seed0 if first is None else first
+    return dict(env=self.env.name, arena_version=f"{arena_version(self.env.name)}, genome_lab {__version__}, pufferlib {PUFFERLIB_VERSION}",
+                seeds=[s0 + i for i in range(n)], max_ticks=self.env.max_ticks,
                 cpu_s=self.cfg.cpu_s, wall_s=self.cfg.wall_s)
 
 # %% ../../nbs/63_llm_evolution.ipynb #f2edbe8a
 @patch_to(EvolutionRun)
-def evaluate_programs(self, codes:list, games:int|None=None)->list: # one `evaluate_program` dict per code, in order
-    """Evaluate `codes` on the training seeds: the cache answers what it holds, the distinct rest is played by
+def evaluate_programs(self, codes:list, games:int|None=None, # games each; default `cfg.games_per_eval`
+                      first:int|None=None)->list: # the first seed (`eval_settings`). One `evaluate_program` dict per code, in order
+    """Evaluate `codes` on the training seeds (or `games` from seed `first`): the cache answers what it holds, the distinct rest is played by
     `cfg.workers` sandboxed evaluations at once (`play_program`), each held to a program genome's pace in a tournament
     (`PROGRAM_LIMITS`); a program met twice in `codes` is played once."""
     self._check_wall()
-    st, out, todo = self.eval_settings(games), [None]*len(codes), {}
+    st, out, todo = self.eval_settings(games, first), [None]*len(codes), {}
     for i, code in enumerate(codes):
         if (hit := self.cache.get(code, st)) is not None: out[i] = hit | dict(cached=True)
         else: todo.setdefault(EvalCache.key(code, st), []).append(i)
@@ -418,6 +421,24 @@ def _seed_generation(self):
         p = Program(self.db.next_id(), code, 0, [], 'seed', '', ev['metrics'], ev['ok'], ev['failure'], note)
         self.db.add(p)
         self._admit(p, islands=range(len(self.islands)))
+
+# %% ../../nbs/63_llm_evolution.ipynb #5e6f270d
+@patch_to(EvolutionRun)
+def add_island(self, members:list, # ids of the database's programs
+               seeds:dict|None=None, # {note: code} played first, as seed programs (a note 'reference player NAME' names its genome)
+               most:int=0)->int: # islands at most (0: no limit); past it, the island whose best is weakest is replaced
+    """Open an island of `members` and of `seeds` (those that play without failing): the search widened (FunSearch
+    resets its weakest islands; Romera-Paredes et al. 2024). Returns the island's index."""
+    best = lambda m: max((self.db[i].score for i in m), default=-math.inf)
+    if most and len(self.islands) >= most: k = min(range(len(self.islands)), key=lambda k: best(self.islands[k]))
+    else: self.islands.append([]); k = len(self.islands) - 1
+    ids = [i for i in members if self.db[i].ok]
+    for (note, code), ev in zip((seeds or {}).items(), self.evaluate_programs(list((seeds or {}).values())) if seeds else []):
+        p = self.db.add(Program(self.db.next_id(), code, self.gen, [], 'seed', '', ev['metrics'], ev['ok'], ev['failure'],
+                                note, island=k))
+        if p.ok: ids.append(p.id); self.archive.add(p.id, behaviour(p.metrics, self.env.max_ticks), p.score)
+    self.islands[k] = list(dict.fromkeys(ids))
+    return k
 
 # %% ../../nbs/63_llm_evolution.ipynb #39f02477
 @patch_to(EvolutionRun)

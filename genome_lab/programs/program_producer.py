@@ -7,16 +7,17 @@ Docs: https://genome-lab.github.io/genome_lab/llm_evolution.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['RELATION_OF_STRATEGY', 'programs_producer', 'POSITIVE', 'register_program', 'register_programs', 'ProgramSettings', 'program_search_config', 'ProgramSearch', 'check_evolution_config', 'evolve_cli']
+__all__ = ['RELATION_OF_STRATEGY', 'QUALIFIER_SEED0', 'WIDENINGS', 'programs_producer', 'POSITIVE', 'register_program', 'register_programs', 'ProgramSettings', 'program_search_config', 'arena_programs', 'ProgramSearch', 'check_evolution_config', 'evolve_cli']
 
 # %% ../../nbs/63_llm_evolution.ipynb #4004ce82
-import dataclasses, hashlib, json
+import dataclasses, hashlib, json, math
 from dataclasses import dataclass, asdict
 from pathlib import Path
+from ..arenas.arena import TetrisArena
 from .program_policy import program_env, program_genome
 from ..registry.store import Registry
 from ..core import Producer, ProducerContext, load_state, save_state, settings_diff
-from .database import Program, ProgramDatabase
+from .database import Program, ProgramDatabase, normalised_code
 from .llm_evolution import EvolutionConfig, EvolutionRun, CHECKPOINT, SOFT_PARAMETERS
 
 # %% ../../nbs/63_llm_evolution.ipynb #947bc8b5
@@ -72,37 +73,64 @@ def register_programs(run:EvolutionRun, registry:Registry,
 @dataclass
 class ProgramSettings:
     """Settings of the programs producer: chapter 63's search of tetris players as `bench/program_search.py` measured
-    it (the reference players as seeds, islands, MAP-Elites, CMA-ES over the best program's constants), in generations."""
-    program_generations: int = 2 # generations between offers: each offer follows a CMA-ES generation over the best program
+    it (the reference players as seeds, islands, MAP-Elites, CMA-ES over the best program's constants), in generations,
+    its training games and qualifier on a season's boards (`TetrisArena.season`: a board that tops out scores nothing)."""
+    program_generations: int = 2 # generations between qualifiers: each follows a CMA-ES generation over the best program
     program_children: int = 4 # programs per generation
-    program_games: int = 2 # training games per program
-    program_ticks: int = 300 # tetris ticks per training game
+    program_games: int = 0 # training games per program; 0: a season game's boards (`TetrisArena.season.agents`)
+    program_ticks: int = 0 # tetris ticks per training game; 0: a season's cap (`TetrisArena.season.steps`)
     program_islands: int = 2 # islands of the population
     program_cma_generations: int = 2 # CMA-ES generations of each tuning
     program_cma_popsize: int = 4 # constant vectors per CMA-ES generation
     program_workers: int = 2 # sandboxed evaluations at once
+    program_finalists: int = 3 # the best programs by training lines that play each qualifier with the last offer
+    program_qualifier_games: int = 24 # games of a qualifier, on seeds no training game plays (`QUALIFIER_SEED0`); 0: none
+    program_patience: int = 3 # qualifiers in a row that the last offer wins (the search widening after each) before it is offered again
 
 # %% ../../nbs/63_llm_evolution.ipynb #2d298a23
 def program_search_config(s:ProgramSettings, seed:int=0)->EvolutionConfig:
-    "The producer's search: `EvolutionConfig` from its settings; no generation limit (the producer's budget ends it)."
+    """The producer's search: `EvolutionConfig` from its settings, its training games a season's where they say 0; no
+    generation limit (the producer's budget ends it)."""
+    season = TetrisArena.season
     return EvolutionConfig(env='tetris', max_generations=10**9, max_wall_s=10.0**12, children_per_generation=s.program_children,
-                           max_child_calls_per_generation=max(8, s.program_children), games_per_eval=s.program_games,
-                           max_ticks=s.program_ticks, seed=seed, islands=s.program_islands, seed_references=True,
+                           max_child_calls_per_generation=max(8, s.program_children), games_per_eval=s.program_games or season.agents,
+                           max_ticks=s.program_ticks or season.steps, seed=seed, islands=s.program_islands, seed_references=True,
                            tune_every=s.program_generations, cma_generations=s.program_cma_generations,
                            cma_popsize=s.program_cma_popsize, workers=s.program_workers)
 
+# %% ../../nbs/63_llm_evolution.ipynb #6ce65c93
+QUALIFIER_SEED0 = 10**6 # the first seed of the qualifiers' games: none of them a training game's (`EvolutionConfig.train_seed0`)
+WIDENINGS = ('sigma', 'arena', 'restart') # how the search widens after a qualifier the last offer won, in turn (`ProgramSearch.widen`)
+
+def arena_programs(registry:Registry, arena:str, # the registry and the arena
+                   skip:list, # sources a search has already (compared as `normalised_code`)
+                   k:int)->dict: # {genome name: source}, best first
+    "The `k` best-rated active program genomes of `arena` (unrated ones after the rated, oldest first) whose source is not in `skip`."
+    rated, have = registry.ratings(), {normalised_code(c) for c in skip}
+    rows = [r for r in registry.genome_rows(('active',)) if r['arena'] == arena and r['arch'] == 'program']
+    rows.sort(key=lambda r: -rated[r['id']]['ordinal'] if r['id'] in rated else math.inf)
+    srcs = {r['name']: json.loads(r['config'])['source'] for r in rows}
+    return dict(list({n: c for n, c in srcs.items() if normalised_code(c) not in have}.items())[:k])
+
 # %% ../../nbs/63_llm_evolution.ipynb #a60bfc1c
 class ProgramSearch:
-    """The `programs` producer's loop: an `EvolutionRun` of tetris players (`program_search_config`) in
-    `<work_dir>/programs` (its evaluation cache; its state is the producer's checkpoint), one generation a step. After
-    each CMA-ES generation (every `program_generations`-th) the best program the search made so far (a seed is a
-    reference player's copy: never offered) is pending, and `commit` registers it (`register_program`: in the family of the genome it descends from, `Dellacherie-prog3` say) and offers it."""
+    """The `programs` producer's loop: an `EvolutionRun` of tetris players (`program_search_config`) in `<work_dir>/programs`
+    (its evaluation cache; its state is the producer's checkpoint), one generation a step. After each CMA-ES generation
+    a qualifier (`qualify`, as the creatures producer's) chooses the offer among the `program_finalists` best programs
+    the search made (never a seed) and the last offer, on fresh boards (the search's own favour programs that happen to
+    keep them): the fewest lost, then the most lines (at a season's 8 boards a lost board loses its game). A new winner
+    is pending, and `commit` registers it (`register_program`: `Dellacherie-prog3`, say) and offers it. When a program
+    offered before wins (the last offer, or an earlier one back) the search widens (`widen`) instead, and offers it
+    again (nothing new, which `work`'s idle rule counts) only after `program_patience` such qualifiers in a row."""
     step_key = 'generation'
     def __init__(self, ctx:ProducerContext):
         self.ctx, self.pending, self.offered = ctx, None, {}   # offered: program id -> genome id
-        self.run = EvolutionRun(ctx.work_dir/'programs', program_search_config(ctx.settings, ctx.seed))
+        self.last, self.stale, self.qualified = None, 0, {}   # the last offer, qualifiers it won in a row, {id: its last qualifier}
+        self.qualifiers, self.base = 0, program_search_config(ctx.settings, ctx.seed)   # qualifiers played
+        self.run = EvolutionRun(ctx.work_dir/'programs', dataclasses.replace(self.base))   # its own: widening changes it
     def state_dict(self)->dict:
-        return dict(settings=asdict(self.ctx.settings), run=self.run.state_dict(), pending=self.pending, offered=self.offered)
+        return dict(settings=asdict(self.ctx.settings), run=self.run.state_dict(), pending=self.pending, offered=self.offered,
+                    last=self.last, stale=self.stale, qualified=self.qualified, qualifiers=self.qualifiers)
     def load_state_dict(self, st:dict):
         if 'run' not in st:   # a checkpoint of the earlier round-based producer (its search kept JSON files of its own)
             raise ValueError(f"{self.ctx.work_dir/'programs.safetensors'} is the earlier programs producer's checkpoint, "
@@ -111,18 +139,56 @@ class ProgramSearch:
             raise ValueError(f"the programs producer's search in {self.ctx.work_dir} has other settings ({d}): give it "
                              "its own settings, or another --work-dir for these")
         self.run.load_state_dict(st['run']); self.pending, self.offered = st['pending'], dict(st['offered'])
+        self.last, self.stale, self.qualified, self.qualifiers = st['last'], st['stale'], dict(st['qualified']), st['qualifiers']
     def step(self)->dict:
         tuning = self.run.gen > 0 and self.run.gen % self.run.cfg.tune_every == 0
         m = self.run.step()
-        made = [p for p in self.run.db.best(len(self.run.db)) if p.strategy != 'seed']   # not a reference player's copy
-        if tuning and made: self.pending = dict(program=made[0].id)
-        return m
+        return m | self.qualify() if tuning else m
     def commit(self)->list: # [the offered genome id]
         pid = self.pending['program']
         key = f"programs producer, seed {self.ctx.seed}, {self.run.dir.resolve()}"
         self.offered[pid] = register_program(self.ctx.registry, self.run.db, pid, 'tetris', key, self.offered)
         self.pending = None
         return [self.offered[pid]]
+    def qualify(self)->dict: # `offers/*` metrics; sets `last`, `stale` and `pending`
+        """The qualifier after a CMA-ES generation: the finalists and the last offer play `program_qualifier_games` games,
+        each qualifier on seeds of its own from `QUALIFIER_SEED0` (with none, their training games count), ranked by the
+        share of them lost, then lines (a program failing there ranks last). A winner not offered before is pending; one
+        offered before widens the search, and is pending again after `program_patience` such wins in a row."""
+        s, run = self.ctx.settings, self.run
+        made = [p.id for p in run.db.best(len(run.db)) if p.strategy != 'seed']
+        field = list(dict.fromkeys(made[:s.program_finalists] + ([self.last] if self.last else [])))
+        if not field: return {}
+        q, self.qualifiers = s.program_qualifier_games, self.qualifiers + 1
+        evs = (run.evaluate_programs([run.db[i].code for i in field], q, QUALIFIER_SEED0 + (self.qualifiers - 1)*q) if q
+               else [dict(ok=True, metrics=run.db[i].metrics) for i in field])
+        for i, ev in zip(field, evs):
+            self.qualified[i] = dict(lost=ev['metrics'].get('lost', 0.0), lines=ev['metrics']['avg_score']) if ev['ok'] else dict(lost=1.0, lines=-math.inf)
+        w = max(field, key=lambda i: (-self.qualified[i]['lost'], self.qualified[i]['lines'], i == self.last))   # a tie keeps the last offer
+        if w not in self.offered:   # new to the queue
+            self.last, self.stale, self.pending = w, 0, dict(program=w)
+            run.modify_parameters(mutation_sigma=self.base.mutation_sigma); run.cfg.cma_sigma = self.base.cma_sigma
+        else:   # the last offer, or an earlier one winning back: nothing new
+            self.last, self.stale = w, self.stale + 1
+            self.widen(WIDENINGS[(self.stale - 1) % len(WIDENINGS)])
+            if self.stale % s.program_patience == 0: self.pending = dict(program=w)
+        return {'offers/new': float(self.stale == 0), 'offers/lines': self.qualified[w]['lines'],
+                'offers/lost': self.qualified[w]['lost'], 'offers/stale': float(self.stale),
+                'offers/islands': float(len(run.islands)), 'offers/mutation_sigma': run.cfg.mutation_sigma}
+    def widen(self, how:str): # one of `WIDENINGS`
+        """Widen the search after a qualifier that found nothing new: 'sigma' doubles the mutation's and CMA-ES's steps (up
+        to 8 times the settings'; a new offer restores them); 'arena' opens an island of the arena's best program genomes
+        (by rating, those the search lacks) with the search's best, whose crossovers mix their code and weights; 'restart'
+        opens an island of the seed programs. Islands beyond twice `program_islands` replace the weakest."""
+        run, most = self.run, 2*self.ctx.settings.program_islands
+        if how == 'sigma':
+            run.modify_parameters(mutation_sigma=min(2*run.cfg.mutation_sigma, 8*self.base.mutation_sigma))
+            run.cfg.cma_sigma = min(2*run.cfg.cma_sigma, 8*self.base.cma_sigma)
+        elif how == 'arena':
+            seeds = arena_programs(self.ctx.registry, 'tetris', [p.code for p in run.db.values()], self.ctx.settings.program_finalists)
+            run.add_island([p.id for p in run.db.best(1)], {f"reference player {n}": c for n, c in seeds.items()}, most)
+        elif how == 'restart': run.add_island([p.id for p in run.db.of_generation(0)], most=most)
+        else: raise ValueError(f"unknown widening {how!r}: one of {WIDENINGS}")
 
 programs_producer = Producer(None, ProgramSettings, loop=ProgramSearch)
 

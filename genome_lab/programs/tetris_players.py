@@ -209,10 +209,12 @@ def player_source(weights:dict, # feature name -> weight
 SCORE_COMBO, REWARD_COMBO = (0, 100, 300, 500, 1000), (0.0, 0.1, 0.3, 0.5, 1.0)
 
 class TetrisGame:
-    "One Ocean Tetris game on a one-board `TetrisArena`, seeded; `max_ticks` truncates it (the env itself stops at 10,000)."
+    """One Ocean Tetris game on a one-board `TetrisArena`, seeded; `max_ticks` truncates it (the env itself stops at
+    10,000). `settings` go to the arena: a season's (`TetrisArena.season.settings`) score a game that tops out 0 lines."""
     name = 'tetris'
-    def __init__(self, max_ticks:int=MAX_TICKS): # ticks after which the game is cut short (counted as played so far)
-        self.arena, self.max_ticks = TetrisArena(num_envs=1), max_ticks
+    def __init__(self, max_ticks:int=MAX_TICKS, # ticks after which the game is cut short (counted as played so far)
+                 **settings): # `TetrisArena` arguments, e.g. `topout_share`
+        self.arena, self.max_ticks = TetrisArena(num_envs=1, **settings), max_ticks
     def reset(self, seed:int)->tuple: # (obs (234,), view)
         "Start the game of `seed`."
         obs = self.arena.reset(seed); self.arena.pop_episodes()
@@ -220,7 +222,8 @@ class TetrisGame:
         self.cells, self.pieces = 0, 0
         return obs[0], parse_tetris_obs(obs[0])
     def step(self, action:int)->tuple: # (obs, view or None when done, done)
-        "Press `action`; a finished game's `result` holds `lines`, `score`, `ticks`, `truncated`, `pieces` (locked)."
+        """Press `action`; a finished game's `result` holds `lines`, `score` (the arena's: nothing for a lost game with
+        `topout_share=0`), `ticks`, `truncated` (cut by a cap, not lost), `pieces` (locked)."""
         obs, rew, done = self.arena.step(np.array([action], np.int32)); self.ticks += 1
         if done[0]:
             ep = self.arena.pop_episodes()
@@ -245,7 +248,8 @@ class TetrisGame:
 
 # %% ../../nbs/61_tetris_players.ipynb #1fa85cae
 class TetrisProgramEnv(ProgramEnv):
-    "Program search on Ocean Tetris: the view parsed from the observation, a placement planner to start from, lines cleared as fitness."
+    """Program search on Ocean Tetris: the view parsed from the observation, a placement planner to start from, lines
+    cleared as fitness, on a season's boards (a game that tops out scores none: `TetrisArena.season.settings`)."""
     tunable_names = ('WEIGHTS',)
     focus_areas = ('holes', 'height', 'transitions', 'wells', 'line clears')
     focus_keys = {'holes': ('holes', 'hole_rows'), 'height': ('landing_height', 'aggregate_height', 'max_height'),
@@ -256,19 +260,20 @@ class TetrisProgramEnv(ProgramEnv):
     def reference_programs(self)->dict: # name -> source
         "`TETRIS_BASELINES` as programs with all the template's features (those a baseline lacks weighted 0)."
         return {n: player_source(dict.fromkeys(NAIVE_WEIGHTS, 0.0) | w, n) for n, (w, _) in TETRIS_BASELINES.items()}
-    def new_game(self): return TetrisGame(self.max_ticks or MAX_TICKS)
+    def new_game(self): return TetrisGame(self.max_ticks or MAX_TICKS, **TetrisArena.season.settings)
     def view(self, obs)->dict: return parse_tetris_obs(obs)
     def metrics(self, games:list)->dict:
         m = super().metrics(games); l = np.array([g['lines'] for g in games], float)
         m.update(avg_score=float(l.mean()), std_score=float(l.std(ddof=1)) if len(l) > 1 else 0.0,
                  avg_lines=float(l.mean()), std_lines=float(l.std(ddof=1)) if len(l) > 1 else 0.0,
-                 avg_points=float(np.mean([g['score'] for g in games])))
+                 avg_points=float(np.mean([g['score'] for g in games])), lost=float(np.mean([not g['truncated'] for g in games])))
         return m
     def describe(self)->str:
         return super().describe().replace('Observation: ', 'Observation: obs: ', 1).replace('\nActions:', (
             "; view: dict with board (20 ints, bit c = column c filled, row 0 on top), piece (0..6 = O I S Z T L J), "
             "orientation, row, col, tick, tick_fall, next (2 piece ids), hold (-1 if none).\nActions:"), 1) + (
-            "\nFitness is lines cleared per game (the game ends when a piece cannot spawn, or at 10000 ticks).")
+            f"\nFitness is lines cleared per game, cut at {self.max_ticks or MAX_TICKS} ticks; a game ends sooner when "
+            "a piece cannot spawn (the board tops out), and such a game scores 0 lines.")
 
 # %% ../../nbs/61_tetris_players.ipynb #45bcfde0
 def play_local(source:str, # a player program's source
