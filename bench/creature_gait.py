@@ -30,6 +30,9 @@ class Settings:
     courses: int = 64 # races of each gait's fitness, and of the held-out score
     seed: int = 0 # the search's seed (CMA-ES and the courses)
     sigma: float = 0.3 # CMA-ES's initial step, on the [0, 1] scale of every number
+    seconds: float = 0.0 # seconds of every race (search, held out, the rule's); 0: the season's (`CreatureArena.season`)
+    compile: bool = True # compile the search's races (one C++ loop a race)?
+    lead_games: int = 0 # races at each check seed of the lead rule; 0: the rule's 40 (fewer never make a lead: smoke tests)
     root: str = 'runs/creature_gait' # the kept folder (the search's result)
     out: str = '' # the figures file; default nbs/measured/creature_gait.json
 
@@ -69,7 +72,7 @@ def search(s:Settings, seconds:float)->dict:
         curve = []
         for g in range(s.generations):
             xs = es.ask()
-            f = scores([decode(x) for x in xs], courses, seconds).mean(0)
+            f = scores([decode(x) for x in xs], courses, seconds, s.compile).mean(0)
             es.tell(xs, list(-f))
             curve.append([g + 1, round(float(f.max()), 4), round(float(f.mean()), 4)])
             if g % 25 == 0: print(f"restart {r}, generation {g + 1}: best {f.max():.3f}, mean {f.mean():.3f}", flush=True)
@@ -89,7 +92,7 @@ def main():
     from genome_lab.tournaments.tournament import lead_check
     s = parse(Settings, doc=__doc__)
     import torch; torch.set_num_threads(1)
-    seconds = CreatureArena.season.settings['seconds']
+    seconds = s.seconds or CreatureArena.season.settings['seconds']
     memo = Memo(Path(s.root)/'bench_state.json', {k: v for k, v in asdict(s).items() if k not in ('root', 'out')})
     print(f"machine: {json.dumps(machine())}; load {os.getloadavg()}; races of {seconds:g} s", flush=True)
     found = memo.step('search', lambda: search(s, seconds))
@@ -101,7 +104,8 @@ def main():
     ref_held = simulate_races(refs, held, seconds).fitness
     names = [f'RandomCreature{k}' for k in range(3)]
     t0 = time.perf_counter()
-    rule = lead_check(gait_creature(gait), {n: creature_policy(refs, k) for k, n in enumerate(names)}, 'creatures')
+    rule = lead_check(gait_creature(gait), {n: creature_policy(refs, k) for k, n in enumerate(names)}, 'creatures',
+                      **({'games': s.lead_games} if s.lead_games else {}), given=dict(seconds=seconds))
     print(f"the rule: {json.dumps(rule['leads'])} ({time.perf_counter() - t0:.0f} s)", flush=True)
     record = dict(machine=machine(), host=platform.node(), date=time.strftime('%Y-%m-%d'), settings=asdict(s),
                   race_seconds=seconds, command='python bench/creature_gait.py ' + ' '.join(

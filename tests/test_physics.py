@@ -243,3 +243,19 @@ def test_creatures_climb_bench_runs_tiny(tmp_path):
     assert doc['check']['wins'] + doc['check']['losses'] + doc['check']['ties'] == 4
     assert doc['baseline']['genome'] == 'old_round' and doc['producer']['offers'][0] == 'Creature-ga1'
     assert doc['agreement']['of'] == 3 and 'charts/score_best' in doc['curve']
+
+def test_creature_gait_bench_runs_tiny(tmp_path):
+    "bench/creature_gait.py at a smoke test's size: its gait lies inside the genes' ranges, and its rule's record is the rule's."
+    from genome_lab.arenas.physics import gait_creature, RANGES
+    out = tmp_path/'gait.json'
+    r = subprocess.run([sys.executable, ROOT/'bench'/'creature_gait.py', '--generations', '2', '--restarts', '2', '--popsize', '4',
+                        '--courses', '2', '--seconds', '1', '--no-compile', '--lead-games', '2', '--root', str(tmp_path/'root'),
+                        '--out', str(out)], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert len(doc['search']['runs']) == 2 and doc['search']['races'] == 2 * 2 * 4 * 2
+    assert doc['search']['fitness'] == max(run['fitness'] for run in doc['search']['runs'])
+    lo, hi = RANGES['muscle_freq']; assert lo <= doc['gait']['frequency'] <= hi
+    assert gait_creature(doc['gait']).state_dict()['node_mask'].sum() == 5
+    assert set(doc['leads']) == {f'RandomCreature{k}' for k in range(3)} and len(doc['checks']) == 9
+    assert doc['reached'] is False and all(c['games'] == 2 for c in doc['checks'])   # 2 races a seed never make a lead
