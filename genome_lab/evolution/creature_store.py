@@ -461,16 +461,14 @@ def reference_creatures()->dict: # a population of 4, in the order of `REFERENCE
 
 # %% ../../nbs/33_creature_store.ipynb #08001aa9
 def creature_baselines(registry:Registry, status:str='active')->dict: # {name: genome id}
-    """Add the creatures arena's founders that `registry` lacks (matched by name), the creatures of
-    `reference_creatures()`: `RandomCreature0` to `RandomCreature2` as `baseline` genomes, `GaitCreature` as a
-    `creature` genome; returns their ids."""
+    """Add the creatures arena's founders that `registry` lacks (by name), `reference_creatures()`: `RandomCreature0` to
+    `RandomCreature2` as `baseline` genomes, `GaitCreature` as a `creature` genome; returns their ids."""
     pop = reference_creatures()
     for k, name in enumerate(REFERENCE_NAMES):
         if registry.by_name(name) is None:
             pol, gait = creature_policy(pop, k), name == 'GaitCreature'
-            text = ("central-pattern-generator gait (04_physics' GAIT): a five-node symmetric body, every muscle an "
-                    "oscillator at one frequency, steered by mirrored offsets" if gait else
-                    f'random body and controller: creature {k} of random_population(3, seed=0)')
+            text = ("central-pattern-generator gait (04_physics' GAIT): a five-node symmetric body, muscles oscillating at one frequency, "
+                    "steered by mirrored offsets" if gait else f'random body and controller: creature {k} of random_population(3, seed=0)')
             registry.add(Genome(name=name, type='creature' if gait else 'baseline', arena='creatures', arch='creature',
                                 config=pol.config, source='baseline', description=text), pol.state_dict(), status=status)
     return {name: registry.by_name(name) for name in REFERENCE_NAMES}
@@ -540,8 +538,7 @@ class OfferingGA:
             if set(state) == {'round', 'pending'}: return
             raise ValueError(f"not a creatures producer's checkpoint (keys {sorted(state)}): move it away to start anew")
         self.ga.load_state_dict(state['ga']); self.offer, self.pending = state['offer'], state['pending']
-        self.stalls, self.narrowed = state.get('stalls', 0), 0   # a checkpoint from before them: none
-        self.narrow(state.get('narrowed', 0))
+        self.stalls, self.narrowed = state.get('stalls', 0), 0; self.narrow(state.get('narrowed', 0))   # older: none
     def narrow(self, by:int): # halve the GA's mutation scale `by` times more (fewer if negative), to 0..`NARROWEST` halvings
         self.narrowed = min(max(self.narrowed + by, 0), NARROWEST)
         self.ga.cfg = replace(self.base, mutation_scale=self.base.mutation_scale / 2**self.narrowed)
@@ -584,8 +581,8 @@ def _qualify(self:OfferingGA)->dict: # `offers/*` metrics; sets `offer` and `pen
     self.pending = dict(id=self.offer['id']) if new or self.stalls % self.patience == 0 else None
     return {'offers/new': float(new), 'offers/stalls': float(self.stalls), 'charts/mutation_scale': self.ga.cfg.mutation_scale,
             'offers/ordinal': float(rated[w]), 'offers/share': float(share[w]), 'offers/reference_ordinal': float(rated[ref]),
-            'offers/beats_reference': beats_ref,
-            'offers/score': float(res.fitness[:, w].mean()), 'offers/reference_score': float(res.fitness[:, ref].mean())}
+            'offers/beats_reference': beats_ref, 'offers/score': float(res.fitness[:, w].mean()),
+            'offers/reference_score': float(res.fitness[:, ref].mean())}
 OfferingGA.qualify = _qualify
 
 # %% ../../nbs/33_creature_store.ipynb #afc76b17
