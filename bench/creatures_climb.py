@@ -1,23 +1,26 @@
-"""The creatures producer's climb: from a registry holding only the reference creatures, its newest offer against the
-best reference creature at the season's creature settings, next to the producer's old round measured the same way.
+"""The creatures producer's climb: from a registry holding only the arena's founders (three random creatures and the
+gait, `creature_baselines`), its newest offer against the gait by the project's lead rule, and against the best founder
+at the season's creature settings, next to the producer's old round measured the same way.
 
-1. The reference tournament: the three reference creatures (`creature_baselines`) in `--races` races at the season's
-   creature settings (`SeasonConfig`: every creature in every race, `creature_seconds` each), fresh ratings; the best
-   by ordinal is the one to pass.
+1. The reference tournament: the founders (`creature_baselines`) in `--races` races at the season's creature settings
+   (`SeasonConfig`: every creature in every race, `creature_seconds` each), fresh ratings; the best by ordinal.
 2. The producer: `genome-lab produce creatures --budget-s B` as one process on this machine (`seasons.spawn_worker`,
    one torch thread), with `CreatureSettings` (its flags here), from the registry's folder; its offers, generations,
    wall and CPU seconds, creature-steps/s and curve (the TensorBoard scalars it logged as it went) are read back.
-3. The check: its newest offer against the best reference creature, `--races` races (2 creatures, fresh ratings,
-   seeds no GA generation or qualifier raced on): mu, sigma, ordinal and games of each, the gap in combined sigma
+3. The check: its newest offer against the best founder, `--races` races (2 creatures, fresh ratings, seeds no GA
+   generation or qualifier raced on): mu, sigma, ordinal and games of each, the gap in combined sigma
    (mu_a - mu_b) / sqrt(sigma_a^2 + sigma_b^2), head-to-head wins, losses and ties.
 4. The baseline, in this process: the producer's old round (before the loop protocol: 8 creatures, 2 generations, one
    3 s race a generation, its round seed `seed * 1000 + 1`, the best of the last generation) checked the same way.
 5. Agreement: the GA's current finalists (its fitness's best `creature_finalists` of one more generation, raced here
-   from the producer's checkpoint) with the newest offer and the reference creatures in one tournament of `--races`
+   from the producer's checkpoint) with the newest offer and the founders in one tournament of `--races`
    races at the season's settings: where the offer places, and Kendall's tau between the ordinals and `beaten_share`
    of the same races (the GA's fitness) and between the ordinals and the GA's own fitness of the finalists.
-6. Progression: every offer, in the order offered, with the reference creatures in one tournament of `--races` races at
+6. Progression: every offer, in the order offered, with the founders in one tournament of `--races` races at
    the season's settings: Kendall's tau between the order offered and the ordinals, and where the newest offer places.
+7. The rule (`lead_record`: `climb_check`, 81_ecosystem): the newest offer against every founder it must lead
+   (`bars`: the gait), 40 races at each of the 3 held-out check seeds at the season's settings, ahead at each, pooled
+   one-sided sign test p < 0.01: the file's `checks`, `leads` and `reached`.
 Resumable: the registry, the producer's run and a state file live in --root (a second call skips what is done).
 Writes --out (default nbs/measured/creatures_climb.json).
 Usage: nice -n 5 python bench/creatures_climb.py [--budget-s 1200] [--root /work/main/runs/creatures_climb]
@@ -38,6 +41,7 @@ class Settings:
     seconds: float = 0.0 # seconds of a check race; 0: the season's (`SeasonConfig.creature_seconds`)
     check_seed: int = 7001 # tournament seeds: check, references (+1), agreement (+2), baseline check (+3), progression (+4)
     out: str = '' # the figures file; default nbs/measured/creatures_climb.json
+    lead_games: int = 0 # races at each check seed of the lead rule; 0: the rule's 40 (fewer never make a lead: smoke tests)
 
 def rating(table, name:str)->dict: # {mu, sigma, ordinal, games} of `name` in a leaderboard
     r = table.set_index('id').loc[name]
@@ -61,7 +65,7 @@ def check(a:str, b:str, policies:dict, races:int, seconds:float, seed:int)->dict
                 against_mean_score=round(float(scores[:, 1].mean()), 3))
 
 def references(policies:dict, races:int, seconds:float, seed:int)->dict:
-    "The reference creatures' own tournament: their ratings, the best by ordinal."
+    "The founders' own tournament: their ratings, the best by ordinal."
     from genome_lab.tournaments.tournament import run_tournament
     names = list(policies)
     t = run_tournament(ids=names, policies=[policies[n] for n in names], arena='creatures', genomes_per_game=len(names),
@@ -86,7 +90,7 @@ def curve(registry:Path)->dict: # {tag: [[step, value], ...]} of the producer's 
 
 def agreement(work:Path, offer, refs:dict, settings, races:int, seconds:float, seed:int)->dict:
     """The GA's finalists of one more generation (from the producer's checkpoint, not saved), the newest offer and the
-    reference creatures in one tournament at the season's settings."""
+    founders in one tournament at the season's settings."""
     from scipy.stats import kendalltau
     from genome_lab.core import load_state
     from genome_lab.evolution.creature_store import CreatureGA
@@ -121,7 +125,7 @@ def agreement(work:Path, offer, refs:dict, settings, races:int, seconds:float, s
                                                                  [lb.ordinal[f] for f in fin]).statistic), 3))
 
 def progression(offers:dict, refs:dict, races:int, seconds:float, seed:int)->dict:
-    """Every offer (in the order offered) and the reference creatures in one tournament at the season's settings: do the
+    """Every offer (in the order offered) and the founders in one tournament at the season's settings: do the
     qualifiers' choices climb as a season rates them?"""
     from scipy.stats import kendalltau
     from genome_lab.tournaments.tournament import run_tournament
@@ -153,7 +157,7 @@ def main():
         ids = creature_baselines(reg)
         refs = {n: reg.policy(i) for n, i in ids.items()}
     ref = references(refs, s.races, seconds, s.check_seed + 1)
-    print(f"reference creatures: best {ref['best']}: {json.dumps(ref['ratings'])}", flush=True)
+    print(f"founders: best {ref['best']}: {json.dumps(ref['ratings'])}", flush=True)
     if 'producer' not in state:
         print(f"producer: genome-lab produce creatures --budget-s {s.budget_s} ({json.dumps(asdict(producer))})", flush=True)
         t0, c0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -191,7 +195,8 @@ def main():
                                 creature_steps_per_s_median=round(float(np.median(steps_per_s)), 1) if steps_per_s else None),
                   references=ref, check=climb, baseline=base, agreement=agree, progression=climbing,
                   curve={k: v for k, v in scalars.items() if k.startswith(('charts/score', 'offers/'))},
-                  **lead_record(root/'registry', newest['id']))
+                  **lead_record(root/'registry', newest['id'], s.lead_games or None,
+                                dict(seconds=s.seconds) if s.seconds else None))
     path = s.out or str(measured_dir()/'creatures_climb.json')
     atomic_write_json(path, record)
     print(f"reached (the lead rule, `lead_check`): {record['reached']}; wrote {path}")

@@ -65,9 +65,11 @@ def write_figures(path:str|Path, # the figures file (JSON), e.g. nbs/measured/dr
     return atomic_write_json(path, read_figures(path) | record)
 
 def lead_record(registry:str|Path, # the bench's registry folder
-                genome:str)->dict: # {'checks', 'leads', 'reached'}
+                genome:str, # the challenger's id
+                games:int|None=None, # games at each check seed; None: the rule's (`LEAD_GAMES`); fewer never make a lead
+                given:dict|None=None)->dict: # season settings over the arena's own (a smoke test's short games); returns {'checks', 'leads', 'reached'}
     "The project's lead rule (`climb_check`: 40+ games at 3 held-out seeds against every non-random founder, a sign test) for `genome`."
     from genome_lab.registry.store import Registry
     from genome_lab.ecosystem.loop import climb_check
-    with Registry(registry) as reg: rule = climb_check(reg, genome)
+    with Registry(registry) as reg: rule = climb_check(reg, genome, **({'games': games} if games else {}), given=given)
     return {k: rule[k] for k in ('checks', 'leads', 'reached')}

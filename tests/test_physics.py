@@ -8,7 +8,7 @@ from genome_lab.arenas.physics import (random_population, simulate, pellet_cours
 from genome_lab.arenas.policies import ARCHITECTURES
 from genome_lab.registry.store import Registry, Genome
 from genome_lab.evolution.creature_store import (CreatureStore, CreatureGA, CreatureSettings, evolve_run, export_run, import_run,
-                                       evolve_creatures_cli, creature_baselines)
+                                       evolve_creatures_cli, creature_baselines, REFERENCE_NAMES)
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,7 +210,8 @@ def test_the_producer_races_at_the_seasons_settings_and_continues_across_rounds(
     own = CreatureArena.season
     assert (run.ga.config['seconds'], run.qualifier_races, run.ga.device) == (own.settings['seconds'], own.meetings, 'cpu')
     small = CreatureSettings(creature_population=4, creature_ga_races=2, creature_offer_every=2, creature_finalists=2,
-                             creature_qualifier_races=3, creature_race_seconds=1.0, creature_compile=False)
+                             creature_qualifier_races=3, creature_race_seconds=1.0, creature_compile=False,
+                             creature_patience=1)   # every qualifier commits: a round ends at its first
     save_state(reg.root/'season_work'/'creatures.safetensors', 'producer', dict(round=3, pending=None))   # of the rounds before
     first, second = (work(reg, 'creatures', small, offers=1) for _ in range(2))
     assert first['steps'] == second['steps'] == 2 and first['offered'] and first['stopped'] == 'offers'
@@ -232,10 +233,29 @@ def test_creatures_climb_bench_runs_tiny(tmp_path):
     r = subprocess.run([sys.executable, ROOT/'bench'/'creatures_climb.py', '--root', str(tmp_path/'root'), '--budget-s', '6',
                         '--races', '4', '--seconds', '1', '--creature-population', '4', '--creature-ga-races', '2',
                         '--creature-offer-every', '2', '--creature-finalists', '2', '--creature-race-seconds', '1',
-                        '--no-creature-compile', '--out', str(out)], capture_output=True, text=True, env=ENV, timeout=300)
+                        '--no-creature-compile', '--lead-games', '2', '--out', str(out)], capture_output=True, text=True,
+                       env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads(out.read_text())
-    assert doc['check']['games'] == 4 and doc['check']['against'].startswith('RandomCreature')
+    assert doc['check']['games'] == 4 and doc['check']['against'] in REFERENCE_NAMES
+    assert set(doc['leads']) == {'GaitCreature'} and [c['games'] for c in doc['checks']] == [2, 2, 2]   # the rule's bar: the gait
+    assert doc['reached'] is False   # 2 games a seed never make a lead
     assert doc['check']['wins'] + doc['check']['losses'] + doc['check']['ties'] == 4
     assert doc['baseline']['genome'] == 'old_round' and doc['producer']['offers'][0] == 'Creature-ga1'
     assert doc['agreement']['of'] == 3 and 'charts/score_best' in doc['curve']
+
+def test_creature_gait_bench_runs_tiny(tmp_path):
+    "bench/creature_gait.py at a smoke test's size: its gait lies inside the genes' ranges, and its rule's record is the rule's."
+    from genome_lab.arenas.physics import gait_creature, RANGES
+    out = tmp_path/'gait.json'
+    r = subprocess.run([sys.executable, ROOT/'bench'/'creature_gait.py', '--generations', '2', '--restarts', '2', '--popsize', '4',
+                        '--courses', '2', '--seconds', '1', '--no-compile', '--lead-games', '2', '--root', str(tmp_path/'root'),
+                        '--out', str(out)], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert len(doc['search']['runs']) == 2 and doc['search']['races'] == 2 * 2 * 4 * 2
+    assert doc['search']['fitness'] == max(run['fitness'] for run in doc['search']['runs'])
+    lo, hi = RANGES['muscle_freq']; assert lo <= doc['gait']['frequency'] <= hi
+    assert gait_creature(doc['gait']).state_dict()['node_mask'].sum() == 5
+    assert set(doc['leads']) == {f'RandomCreature{k}' for k in range(3)} and len(doc['checks']) == 9
+    assert doc['reached'] is False and all(c['games'] == 2 for c in doc['checks'])   # 2 races a seed never make a lead

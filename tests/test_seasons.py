@@ -17,8 +17,8 @@ FLAGS = ['--producers', '', '--batch', '1', '--meetings', '2', '--max-meetings',
 
 def registry_with_candidates(root:Path):
     """The founders (three active snake genomes: the arena is full at `snake.max_active=3`) and three snake candidates
-    (Gaussian mutants of PufferLib's snake); the three random reference creatures (the arena's cap) and a creature
-    candidate, the best of 32 random creatures on four courses of its own."""
+    (Gaussian mutants of PufferLib's snake); the creatures arena's four founders (its cap: three random creatures and
+    the gait) and a creature candidate, the best of 32 random creatures on four courses of its own."""
     from genome_lab.evolution.creature_store import creature_baselines
     from genome_lab.arenas.physics import random_population, selection_fitness, pellet_course, creature_policy
     with Registry(root) as reg:

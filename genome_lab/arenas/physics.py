@@ -19,11 +19,12 @@ from .arena import Arena, ArenaSeason, find_arena
 # %% auto #0
 __all__ = ['DT', 'EPISODE_SECONDS', 'FPS', 'STEPS_PER_FRAME', 'GRAVITY', 'MIN_NODES', 'MAX_NODES', 'MAX_MUSCLES', 'HIDDEN',
            'CTRL_INPUTS', 'PELLET_RADIUS', 'N_PELLETS', 'MAX_ENERGY', 'WORLD_X', 'WORLD_Y', 'DQ_REASONS', 'RANGES',
-           'INT_GENES', 'SELECTION_DEVICE', 'FLOAT_RANGES', 'CreaturePolicy', 'gene_shapes', 'random_population',
-           'to_torch', 'pop_size', 'creature_policy', 'stack_policies', 'creature_types', 'prepare', 'pellet_at',
-           'physics_steps', 'pellet_course', 'pellet_courses', 'physics_loop', 'stepper', 'SimResult', 'simulate',
-           'selection_fitness', 'simulate_races', 'GAConfig', 'repair', 'mutate', 'crossover', 'next_generation',
-           'CreatureArena', 'beaten_share']
+           'INT_GENES', 'SELECTION_DEVICE', 'FLOAT_RANGES', 'GAIT_STREAM', 'GAIT', 'GAIT_PAIRS', 'GAIT_SINGLES',
+           'CreaturePolicy', 'gene_shapes', 'random_population', 'to_torch', 'pop_size', 'creature_policy',
+           'stack_policies', 'creature_types', 'prepare', 'pellet_at', 'physics_steps', 'pellet_course',
+           'pellet_courses', 'physics_loop', 'stepper', 'SimResult', 'simulate', 'selection_fitness', 'simulate_races',
+           'GAConfig', 'repair', 'mutate', 'crossover', 'next_generation', 'CreatureArena', 'beaten_share',
+           'gait_genes', 'gait_creature']
 
 # %% ../../nbs/04_physics.ipynb #ebaef037
 DT = 1/60                # s per physics step (never larger: docs/design.md, Creature physics)
@@ -471,8 +472,8 @@ class CreatureArena(Arena):
     name, stats, rank_by = 'creatures', ('score',), ('score',)
     limits = dict(seconds=(1, EPISODE_SECONDS))
     # a season's creature tournament: every creature in every race, 16 races of 10 s at least (3 and 20 s races
-    # ranked less stably; a race simulates them all at once, one ranks them all)
-    season = ArenaSeason(steps=0, agents=1, meetings=16, everyone_plays=True, max_active=3, required_types=('creature',),
+    # ranked less stably; a race simulates them all at once, one ranks them all); four active: the founders to start
+    season = ArenaSeason(steps=0, agents=1, meetings=16, everyone_plays=True, max_active=4, required_types=('creature',),
                          settings=dict(seconds=10.0))
     observation_doc = "direction (x, y) to the current pellet and tanh(distance / 5 m), fed to the creature's controller"
     action_doc = "continuous muscle modulation in (-1, 1), one per muscle"
@@ -495,3 +496,39 @@ def beaten_share(scores:np.ndarray)->np.ndarray: # (R, G) race scores, G >= 2 ->
     if s.ndim != 2 or s.shape[1] < 2 or not np.isfinite(s).all():
         raise ValueError(f"scores must be finite, (races, creatures) with at least 2 creatures, not shape {s.shape}")
     return ((rankdata(s, axis=1) - 1) / (s.shape[1] - 1)).mean(0)   # average ranks: 1 + beaten + ties/2
+
+# %% ../../nbs/04_physics.ipynb #2e9608d1
+GAIT_STREAM = 7 # `pellet_course`'s family of the gait search's courses: no GA generation, qualifier or check races there
+
+# the reference gait, `bench/creature_gait.py`'s search (nbs/measured/creature_gait.json): frequency in Hz, positions in m
+GAIT = dict(frequency=2.5, foot_x=0.92, hip_x=1.0, hip_y=0.998, head_y=1.262, foot_friction=0.998,
+            body_friction=0.096, legs=[0.392, 4.549, 0.114, 0.714], braces=[0.275, 3.864, 0.934, 1.294],
+            necks=[0.044, 5.761, 0.477, 0.903], pelvis=[0.104, 5.525, 1.294], stance=[0.369, 4.965, 0.703])
+
+GAIT_PAIRS = dict(legs=((0, 2), (1, 3)), braces=((0, 3), (1, 2)), necks=((2, 4), (3, 4))) # (left, right): amp, phase, bias, rest
+GAIT_SINGLES = dict(pelvis=(2, 3), stance=(0, 1)) # muscles on the axis (nodes: feet 0-1, hips 2-3, head 4): amp, phase, rest
+
+# %% ../../nbs/04_physics.ipynb #d43dd611
+def gait_genes(p:dict=GAIT)->dict: # one creature's genes (numpy arrays of `gene_shapes`)
+    """The central-pattern-generator gait `p` (Ijspeert 2008) as genes: feet `(±foot_x, 0.05)`, hips `(±hip_x, hip_y)`,
+    head `(0, head_y)`, 1 kg nodes, 300 N/m muscles all at `frequency`; hidden unit 0 is `tanh(4 dx / d)`, the pellet's
+    side, and muscle m's modulation `u = tanh(w2[m, 0] * h0)` is `±bias` when the pellet lies straight to one side."""
+    g = {k: np.zeros(s) for k, s in gene_shapes().items()}
+    g['node_pos'][:5] = [(-p['foot_x'], 0.05), (p['foot_x'], 0.05), (-p['hip_x'], p['hip_y']), (p['hip_x'], p['hip_y']),
+                         (0.0, p['head_y'])]
+    g['node_mask'][:5], g['node_mass'][:] = 1, 1.0   # padded nodes too: a mass is divided by
+    g['node_friction'][:5] = [p['foot_friction']]*2 + [p['body_friction']]*3
+    g['ctrl_w1'][0, 0] = 4.0
+    muscles = [(ab, *p[k][:2], s*p[k][2], p[k][3]) for k, ends in GAIT_PAIRS.items() for ab, s in zip(ends, (1, -1))]
+    muscles += [(ab, *p[k][:2], 0.0, p[k][2]) for k, ab in GAIT_SINGLES.items()]
+    for m, ((a, b), amp, phase, bias, rest) in enumerate(muscles):
+        g['muscle_a'][m], g['muscle_b'][m], g['muscle_mask'][m] = a, b, 1
+        g['muscle_stiffness'][m], g['muscle_rest'][m], g['muscle_amp'][m] = 300.0, rest, amp
+        g['muscle_freq'][m], g['muscle_phase'][m] = p['frequency'], phase
+        g['ctrl_w2'][m, 0] = math.atanh(bias) / math.tanh(4.0)
+    return g
+
+# %% ../../nbs/04_physics.ipynb #35741d97
+def gait_creature(p:dict=GAIT)->CreaturePolicy:
+    "The gait `p` (`gait_genes`) as a `CreaturePolicy`: the creatures arena's founder `GaitCreature` with `GAIT`."
+    return creature_policy(to_torch({k: v[None] for k, v in gait_genes(p).items()}), 0)

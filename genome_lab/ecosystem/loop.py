@@ -41,7 +41,7 @@ class EcosystemConfig:
 # %% ../../nbs/81_ecosystem.ipynb #24a17585
 def founders(registry:Registry)->dict: # {name: genome id}
     """Every arena's founding genomes that `registry` lacks: PufferLib's policies and the baselines (`seed_founders`),
-    the reference tetris players (`tetris_baselines`) and the random reference creatures (`creature_baselines`)."""
+    the reference tetris players (`tetris_baselines`), the random reference creatures and the gait (`creature_baselines`)."""
     from genome_lab.registry.store import seed_founders
     from genome_lab.programs.tetris_players import tetris_baselines
     from genome_lab.evolution.creature_store import creature_baselines

@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/creature_store.html.md"""
 # %% ../../nbs/33_creature_store.ipynb #b1157cc7
 from __future__ import annotations
 import argparse, base64, importlib, io, json, math, re, sqlite3, sys, time, uuid, zlib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import ClassVar
 from fractions import Fraction
 from pathlib import Path
@@ -19,18 +19,19 @@ import av
 from IPython.display import Image
 from ..arenas.physics import (GAConfig, CreaturePolicy, random_population, next_generation, pellet_courses,
                                 simulate_races, beaten_share, creature_types, creature_policy, DQ_REASONS, FPS,
-                                EPISODE_SECONDS, INT_GENES, CreatureArena)
+                                EPISODE_SECONDS, INT_GENES, CreatureArena, gait_genes, to_torch)
 from ..core import (Producer, ProducerContext, advance, atomic_write, check_config, load_state, save_state,
                              settings_diff)
 from ..registry.store import Genome, Registry
 from ..registry.sqlite_store import SQLiteStore, utcnow
 
 # %% auto #0
-__all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'QUALIFIER_STREAM', 'creatures_producer', 'StoreError', 'CreatureStore',
-           'pack_frames', 'unpack_frames', 'best_over_time', 'type_distribution', 'kept_for_frames',
-           'generation_results', 'register_creatures', 'CreatureGA', 'evolve_run', 'export_run', 'import_run', 'apng',
-           'replay', 'CreatureRunConfig', 'evolve_creatures_cli', 'reference_creatures', 'creature_baselines',
-           'CreatureSettings', 'season_creature_settings', 'race_ordinals', 'OfferingGA', 'creatures_loop']
+__all__ = ['STORE_SCHEMA', 'EXPORT_FORMAT', 'REFERENCE_NAMES', 'QUALIFIER_STREAM', 'NARROWEST', 'creatures_producer',
+           'StoreError', 'CreatureStore', 'pack_frames', 'unpack_frames', 'best_over_time', 'type_distribution',
+           'kept_for_frames', 'generation_results', 'register_creatures', 'CreatureGA', 'evolve_run', 'export_run',
+           'import_run', 'apng', 'replay', 'CreatureRunConfig', 'evolve_creatures_cli', 'reference_creatures',
+           'creature_baselines', 'CreatureSettings', 'season_creature_settings', 'race_ordinals', 'OfferingGA',
+           'creatures_loop']
 
 # %% ../../nbs/33_creature_store.ipynb #f7d83dcf
 STORE_SCHEMA = """
@@ -451,23 +452,26 @@ def evolve_creatures_cli(argv:list|None=None)->int: # exit status
     finally: store.close()
 
 # %% ../../nbs/33_creature_store.ipynb #a37889ef
-def reference_creatures()->dict: # a population of 3
-    "The creatures arena's reference creatures: `random_population(3, seed=0)`, random bodies and controllers."
-    return random_population(3, 0)
+REFERENCE_NAMES = ('RandomCreature0', 'RandomCreature1', 'RandomCreature2', 'GaitCreature') # `reference_creatures`' names
+
+def reference_creatures()->dict: # a population of 4, in the order of `REFERENCE_NAMES`
+    "The creatures arena's founders: `random_population(3, seed=0)` (random bodies and controllers), then the gait (`gait_genes`)."
+    pop, gait = random_population(3, 0), to_torch({k: v[None] for k, v in gait_genes().items()})
+    return {k: torch.cat([pop[k], gait[k]]) for k in pop}
 
 # %% ../../nbs/33_creature_store.ipynb #08001aa9
 def creature_baselines(registry:Registry, status:str='active')->dict: # {name: genome id}
-    """Add the reference creatures that `registry` lacks (matched by name): `RandomCreature0` to `RandomCreature2`, the
-    creatures of `reference_creatures()`, as `baseline` genomes of the creatures arena; returns their ids."""
-    pop, names = reference_creatures(), [f'RandomCreature{k}' for k in range(3)]
-    for k, name in enumerate(names):
+    """Add the creatures arena's founders that `registry` lacks (by name), `reference_creatures()`: `RandomCreature0` to
+    `RandomCreature2` as `baseline` genomes, `GaitCreature` as a `creature` genome; returns their ids."""
+    pop = reference_creatures()
+    for k, name in enumerate(REFERENCE_NAMES):
         if registry.by_name(name) is None:
-            pol = creature_policy(pop, k)
-            registry.add(Genome(name=name, type='baseline', arena='creatures', arch='creature', config=pol.config,
-                                source='baseline', description=f'random body and controller: creature {k} of '
-                                                               'random_population(3, seed=0)'),
-                         pol.state_dict(), status=status)
-    return {name: registry.by_name(name) for name in names}
+            pol, gait = creature_policy(pop, k), name == 'GaitCreature'
+            text = ("central-pattern-generator gait (04_physics' GAIT): a five-node symmetric body, muscles oscillating at one frequency, "
+                    "steered by mirrored offsets" if gait else f'random body and controller: creature {k} of random_population(3, seed=0)')
+            registry.add(Genome(name=name, type='creature' if gait else 'baseline', arena='creatures', arch='creature',
+                                config=pol.config, source='baseline', description=text), pol.state_dict(), status=status)
+    return {name: registry.by_name(name) for name in REFERENCE_NAMES}
 
 # %% ../../nbs/33_creature_store.ipynb #e7b93984
 @dataclass
@@ -481,9 +485,11 @@ class CreatureSettings:
     creature_race_seconds: float = 0.0 # seconds of a race; 0: a season's (`CreatureArena.season.settings`)
     creature_device: str = 'auto' # where the GA's races run: 'auto' (CUDA where present), 'cpu' or 'cuda'
     creature_compile: bool = True # compile the GA's physics (on the CPU a race is one C++ loop)?
+    creature_patience: int = 4 # qualifiers in a row that keep the last offer before it is offered again (nothing new)
     RANGES: ClassVar[dict] = dict(creature_population=(2, None), creature_ga_races=(1, None),
                                   creature_offer_every=(1, None), creature_finalists=(1, None),
-                                  creature_qualifier_races=(0, None), creature_race_seconds=(0.0, EPISODE_SECONDS))
+                                  creature_qualifier_races=(0, None), creature_race_seconds=(0.0, EPISODE_SECONDS),
+                                  creature_patience=(1, None))
     def __post_init__(self):
         check_config(self, self.RANGES)
         if self.creature_device not in ('auto', 'cpu', 'cuda'):
@@ -508,24 +514,34 @@ def race_ordinals(scores:np.ndarray)->np.ndarray: # (R, G) race scores, in the o
 
 # %% ../../nbs/33_creature_store.ipynb #0f503bf9
 QUALIFIER_STREAM = 5 # `pellet_course`'s family of the qualifiers' courses: none of them is a GA generation's
+NARROWEST = 3 # the GA's mutation scale narrows to `GAConfig.mutation_scale / 2**NARROWEST` at most
 
 class OfferingGA:
     """A `CreatureGA` that offers its best creature every `offer_every` generations (a `Loop` with commits, `00_core`).
     The offer is chosen as a season rates creatures: the generation's `finalists` best (by the GA's fitness) and the
-    last offer race `qualifier_races` races on courses no generation raced on (`QUALIFIER_STREAM`), among the reference
-    creatures, on the CPU and eager as the arena's tournament races (`CreatureArena.game`), and the one a tournament of
-    those races rates highest (`race_ordinals`) becomes the offer. A qualifier that the last offer wins offers it again
-    (nothing new)."""
+    last offer race `qualifier_races` races on courses no generation raced on (`QUALIFIER_STREAM`), among the arena's
+    founders, on the CPU and eager as the arena's tournament races (`CreatureArena.game`), and the one a tournament of
+    those races rates highest (`race_ordinals`) becomes the offer. A qualifier that the last offer wins (a stall) halves
+    the GA's mutation scale (to `NARROWEST` halvings), a new offer doubles it back: Rechenberg's (1973) rule for an
+    evolution strategy's step, few successes, smaller steps. After `patience` stalls in a row the last offer is
+    offered again (nothing new)."""
     step_key = 'generation'
-    def __init__(self, ga:CreatureGA, registry:Registry, offer_every:int=20, finalists:int=4, qualifier_races:int=16):
+    def __init__(self, ga:CreatureGA, registry:Registry, offer_every:int=20, finalists:int=4, qualifier_races:int=16,
+                 patience:int=4):
         self.ga, self.registry, self.offer_every, self.finalists, self.qualifier_races = ga, registry, offer_every, finalists, qualifier_races
+        self.patience, self.base, self.stalls, self.narrowed = patience, ga.cfg, 0, 0
         self.offer, self.pending = None, None   # {'id', 'generation' (generations raced), 'genes', 'description'}; {'id'}: to commit
-    def state_dict(self)->dict: return dict(ga=self.ga.state_dict(), offer=self.offer, pending=self.pending)
+    def state_dict(self)->dict: return dict(ga=self.ga.state_dict(), offer=self.offer, pending=self.pending, stalls=self.stalls,
+                                            narrowed=self.narrowed)
     def load_state_dict(self, state:dict):
         if 'ga' not in state:   # the rounds this producer made before it was a loop hold nothing to resume: a new run
             if set(state) == {'round', 'pending'}: return
             raise ValueError(f"not a creatures producer's checkpoint (keys {sorted(state)}): move it away to start anew")
         self.ga.load_state_dict(state['ga']); self.offer, self.pending = state['offer'], state['pending']
+        self.stalls, self.narrowed = state.get('stalls', 0), 0; self.narrow(state.get('narrowed', 0))   # older: none
+    def narrow(self, by:int): # halve the GA's mutation scale `by` times more (fewer if negative), to 0..`NARROWEST` halvings
+        self.narrowed = min(max(self.narrowed + by, 0), NARROWEST)
+        self.ga.cfg = replace(self.base, mutation_scale=self.base.mutation_scale / 2**self.narrowed)
     def step(self)->dict: # the GA's metrics, and the qualifier's (`offers/*`) every `offer_every` generations
         m = self.ga.step()
         return m | self.qualify() if self.ga.generation % self.offer_every == 0 else m
@@ -541,9 +557,11 @@ class OfferingGA:
 
 # %% ../../nbs/33_creature_store.ipynb #729a2d3e
 def _qualify(self:OfferingGA)->dict: # `offers/*` metrics; sets `offer` and `pending`
-    "The qualifier of the generation just raced: its finalists and the last offer among the reference creatures."
+    """The qualifier of the generation just raced (its finalists, the last offer's twins left out: twins tie in every race,
+    which a rating puts below one always second; the last offer; the founders), and the GA's mutation step after it."""
     ga, last = self.ga, self.ga.last
-    top = [int(i) for i in np.argsort(-last['fitness'], kind='stable')[:self.finalists]]
+    twin = lambda i: self.offer is not None and all(torch.equal(v[i], self.offer['genes'][k]) for k, v in last['population'].items())
+    top = [int(i) for i in np.argsort(-last['fitness'], kind='stable') if not twin(i)][:self.finalists]
     field = [{k: v[i] for k, v in last['population'].items()} for i in top] + ([self.offer['genes']] if self.offer else [])
     refs, n = reference_creatures(), len(field)
     batch = {k: torch.cat([torch.stack([f[k] for f in field]), refs[k]]) for k in refs}
@@ -552,16 +570,19 @@ def _qualify(self:OfferingGA)->dict: # `offers/*` metrics; sets `offer` and `pen
     rated, share = race_ordinals(res.fitness), beaten_share(res.fitness)
     w, ref = int(np.argmax(rated[:n])), n + int(np.argmax(rated[n:]))
     beats_ref = float((res.fitness[:, w] > res.fitness[:, ref]).mean())
-    if w < len(top):   # a finalist: the new offer
+    if new := w < len(top):   # a finalist: the new offer
         g, t = ga.generation, creature_types(batch)[w]
         self.offer = dict(id=uuid.uuid4().hex[:16], generation=g, genes={k: v[w].clone() for k, v in batch.items()},
                           description=f"creature GA, seed {ga.config['seed']}, after {g} generations ({t}); its qualifier: "
-                                      f"rated {rated[w]:.1f} (the best reference creature {rated[ref]:.1f}), beat it in "
+                                      f"rated {rated[w]:.1f} (the best founder {rated[ref]:.1f}), beat it in "
                                       f"{beats_ref:.0%} of {R} races of {seconds:g} s, score {res.fitness[:, w].mean():.2f}")
-    self.pending = dict(id=self.offer['id'])
-    return {'offers/new': float(w < len(top)), 'offers/ordinal': float(rated[w]), 'offers/share': float(share[w]),
-            'offers/reference_ordinal': float(rated[ref]), 'offers/beats_reference': beats_ref,
-            'offers/score': float(res.fitness[:, w].mean()), 'offers/reference_score': float(res.fitness[:, ref].mean())}
+    self.stalls = 0 if new else self.stalls + 1
+    self.narrow(-1 if new else 1)
+    self.pending = dict(id=self.offer['id']) if new or self.stalls % self.patience == 0 else None
+    return {'offers/new': float(new), 'offers/stalls': float(self.stalls), 'charts/mutation_scale': self.ga.cfg.mutation_scale,
+            'offers/ordinal': float(rated[w]), 'offers/share': float(share[w]), 'offers/reference_ordinal': float(rated[ref]),
+            'offers/beats_reference': beats_ref, 'offers/score': float(res.fitness[:, w].mean()),
+            'offers/reference_score': float(res.fitness[:, ref].mean())}
 OfferingGA.qualify = _qualify
 
 # %% ../../nbs/33_creature_store.ipynb #afc76b17
@@ -573,6 +594,6 @@ def creatures_loop(ctx:ProducerContext)->OfferingGA:
     ga = CreatureGA(s.creature_population, ctx.seed, s.creature_race_seconds or season['creature_seconds'],
                     s.creature_ga_races, compile=s.creature_compile, device=device)
     return OfferingGA(ga, ctx.registry, s.creature_offer_every, s.creature_finalists,
-                      s.creature_qualifier_races or season['creature_races'])
+                      s.creature_qualifier_races or season['creature_races'], s.creature_patience)
 
 creatures_producer = Producer(None, CreatureSettings, loop=creatures_loop)
