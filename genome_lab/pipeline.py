@@ -6,8 +6,8 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 
 # %% ../nbs/99_pipeline.ipynb #dc2279ef
 from __future__ import annotations
-import argparse, ast, contextlib, functools, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
-import textwrap, time, uuid
+import argparse, ast, contextlib, functools, itertools, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
+import getpass, tempfile, textwrap, time, uuid
 from unittest import mock
 from datetime import datetime, timezone
 from importlib import metadata
@@ -17,12 +17,12 @@ from .core import (notebooks_dir, atomic_write, run_lock, RunLocked, first_sente
                              cache_dir, in_range)
 
 # %% auto #0
-__all__ = ['PRESETS', 'RUN_INJECTED', 'FLAGS', 'RERUN_REFUSED', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'list_notebooks',
-           'notebook_parameters', 'parse_override', 'resolve_parameters', 'cell_flags', 'skip_flagged',
-           'NotebookFailed', 'new_run_id', 'run_kernel_manager', 'kernel_config', 'run_pipeline', 'work_folders',
-           'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_summary', 'run_cli', 'commands',
-           'command_summary', 'usage', 'usage_spec', 'check_usage', 'help_cache', 'source_digest', 'help_text',
-           'command_help', 'cached_usage', 'main']
+__all__ = ['PRESETS', 'RUN_INJECTED', 'BUDGETS', 'FLAGS', 'RERUN_REFUSED', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'list_notebooks',
+           'notebook_parameters', 'parse_override', 'run_caches', 'cache_states', 'resolve_parameters', 'cell_flags',
+           'skip_flagged', 'NotebookFailed', 'new_run_id', 'run_kernel_manager', 'kernel_config', 'run_pipeline',
+           'work_folders', 'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_summary', 'run_cli',
+           'commands', 'command_summary', 'usage', 'usage_spec', 'check_usage', 'help_cache', 'source_digest',
+           'help_text', 'command_help', 'cached_usage', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -86,6 +86,24 @@ def parse_override(text:str)->tuple: # (name, value)
     try: value = ast.literal_eval(raw)
     except (ValueError, SyntaxError): value = raw
     return name.strip(), value
+
+# %% ../nbs/99_pipeline.ipynb #26c03961
+BUDGETS = {'quick': 600.0} # seconds of notebooks a preset's run keeps within on 2 CPU cores from empty caches (README)
+
+def run_caches()->dict: # {name: folder}
+    """The folders a run fills outside `runs/`, each settable by its variable: the lab's (`cache_dir`: decoders, the
+    commands' help; `GENOME_LAB_CACHE`), matplotlib's font cache (`MPLCONFIGDIR`, else `XDG_CACHE_HOME`) and torch
+    inductor's compiled kernels (`TORCHINDUCTOR_CACHE_DIR`; the creatures' compiled physics)."""
+    xdg = Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')
+    return dict(genome_lab=cache_dir(), matplotlib=Path(os.environ.get('MPLCONFIGDIR') or xdg/'matplotlib'),
+                torch_inductor=Path(os.environ.get('TORCHINDUCTOR_CACHE_DIR')
+                                    or Path(tempfile.gettempdir())/f'torchinductor_{getpass.getuser()}'))
+
+def cache_states()->dict: # {'caches': 'cold'|'warm'|'mixed', 'cache_states': {name: {path, state}}}
+    "Each of `run_caches` cold (absent or empty) or warm, and all of them together, as `run.json` records them."
+    each = {n: dict(path=str(p), state='warm' if p.is_dir() and any(p.iterdir()) else 'cold') for n, p in run_caches().items()}
+    states = {v['state'] for v in each.values()}
+    return dict(caches=states.pop() if len(states) == 1 else 'mixed', cache_states=each)
 
 # %% ../nbs/99_pipeline.ipynb #a21cb1a8
 def _typed(value, typ:str, name:str):
@@ -225,7 +243,7 @@ def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: 
                                                    "with notebooks named, they run again on it)")
         record = dict(run_id=run_dir.name, preset=preset, overrides=list(overrides), notebooks=list(notebooks or list_notebooks(nbs)),
                       versions=_versions(), git_commit=_git_commit(nbs.parent), started=datetime.now(timezone.utc).isoformat(),
-                      status='running', results={})
+                      status='running', results={}, **cache_states())
     todo = rerun or record['notebooks']
     params = resolve_parameters(todo, preset, overrides, nbs)
     for n in todo: work_folders(params[n])   # checked before anything runs
@@ -366,6 +384,10 @@ def run_summary(run_dir:str|Path)->str: # lines for the console
     slowest = ', '.join(f"{n} {_minutes(res[n].get('seconds') or 0)}" for n in slow)
     out = [f"[genome-lab] run {rec['run_id']} ({rec['preset']} preset): {len(ok)} of {len(rec['notebooks'])} notebooks ran "
            f"in {_minutes(secs)}" + (f"; the slowest: {slowest}" if slow else '')]
+    if (budget := BUDGETS.get(rec['preset'])) and secs > budget:
+        spent = dict(zip(ok, itertools.accumulate(res[n].get('seconds') or 0 for n in ok)))
+        out.append(f"  over budget: {secs:.1f} s of notebooks against the {rec['preset']} preset's {budget:.0f} s (caches "
+                   f"{rec.get('caches', 'not recorded')}); it ran out in {next(n for n in ok if spent[n] > budget)}")
     try: reg = Registry(run_dir/'registry', read_only=True)
     except (FileNotFoundError, RegistryError): reg = None
     if reg is not None:
