@@ -8,6 +8,8 @@ import pytest
 from genome_lab.pipeline import commands, command_help, cached_usage, source_digest, help_cache
 from genome_lab.registry.store import Registry
 
+pytestmark = pytest.mark.timing   # every test times a command: run alone (tools/test.sh)
+
 # `genome-lab ARGS`, failing if torch, PufferLib or FastAPI was imported on the way
 CHECKED = ("import sys; from genome_lab.pipeline import main; rc = main(sys.argv[1:]); "
            "heavy = [m for m in ('torch', 'pufferlib', 'fastapi') if m in sys.modules]; "

@@ -1,6 +1,7 @@
 """The continuous ecosystem (`genome-lab ecosystem`): killed with SIGKILL in the middle of a season, it resumes and
 finishes its hours with every season done once; SIGTERM stops it and its workers within seconds."""
 import json, os, signal, subprocess, sys, time
+import pytest
 from pathlib import Path
 from genome_lab.registry.store import Registry
 from genome_lab.core import load_state
@@ -35,6 +36,7 @@ def test_an_ecosystem_killed_mid_season_resumes_and_counts_each_season_once(tmp_
     state = load_state(root/'ecosystem.safetensors', 'ecosystem')
     assert state['cycle'] == len(state['history']) == len(seasons) and state['seconds'] >= 25, state
 
+@pytest.mark.timing
 def test_sigterm_stops_the_ecosystem_and_its_workers_within_seconds(tmp_path):
     """Issue 53: the producers work in sessions of their own, which a signal to the ecosystem does not reach; SIGTERM
     now ends the ecosystem within seconds and each worker with it (its lock freed, nothing counted)."""

@@ -82,6 +82,7 @@ def named(k):   # Host and Origin name another listener, which serves an empty m
 with ThreadPoolExecutor(64) as ex: print(json.dumps([list(ex.map(rebound, range(64))), list(ex.map(named, range(64)))]))
 """.replace('import sys', 'import json, sys')
 
+@pytest.mark.timing
 def test_health_stays_fast_while_hostile_handshakes_storm(tmp_path):
     """64 handshakes whose Host and Origin name another site (DNS rebinding: they agree) and 64 whose Host and Origin
     name a listener that serves an empty manifest, from another process: the first are refused before the handshake,

@@ -174,6 +174,7 @@ def test_a_module_imports_only_modules_of_earlier_notebooks():
 
 MAX_MODULE_LINES = 600   # issue 48's bar: a module a reader takes in at one sitting
 
+@pytest.mark.timing
 def test_modules_are_in_topic_packages_and_none_is_too_long():
     "Every exported module lives in a topic sub-package but `core` and `pipeline`, and none is over `MAX_MODULE_LINES`."
     nbs = module_notebooks()
@@ -237,6 +238,7 @@ def test_cli_help_lists_every_command_without_torch():
     r = subprocess.run([BIN/'genome-lab', 'frobnicate'], capture_output=True, text=True)
     assert (r.returncode, r.stderr) == (2, "genome-lab: error: unknown command 'frobnicate'; see 'genome-lab --help'\n"), r.stderr
 
+@pytest.mark.timing
 def test_every_command_help_answers_in_under_a_second():
     """`genome-lab COMMAND --help` for every command answers in under 1 s without importing torch, PufferLib or FastAPI,
     with the text the command's own parser prints (`command_help`'s cache, which tools/setup.sh fills; a command whose
