@@ -69,8 +69,7 @@ PRESETS = {
         '63_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
                                  max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
         '80_seasons': dict(seasons=3, bot_games=20, max_meetings=16, max_candidates=0, tetris_agents=8,  # more games, the same stable ones
-                           replicator_pretrain_steps=1500, replicator_decoder_width=128,  # the design's decoder
-                           program_games=0, program_ticks=0, program_qualifier_games=24, program_patience=3),  # the programs producer's own
+                           small_producers=False),  # every producer at its own settings (the replicator: the design's decoder)
         '82_play': dict(enemies=50, steps=300),
         '45_streaming': dict(game_steps=300, clip_seconds=10.0),
         '90_broadcast': dict(fps=30, seconds=5.0),
