@@ -90,11 +90,13 @@ def parse_override(text:str)->tuple: # (name, value)
 BUDGETS = {'quick': 600.0} # seconds of notebooks a preset's run keeps within on 2 CPU cores from empty caches (README)
 
 def run_caches()->dict: # {name: folder}
-    """The folders a run fills outside `runs/`, each settable by its variable: the lab's (`cache_dir`: decoders, the
-    commands' help; `GENOME_LAB_CACHE`), matplotlib's font cache (`MPLCONFIGDIR`, else `XDG_CACHE_HOME`) and torch
-    inductor's compiled kernels (`TORCHINDUCTOR_CACHE_DIR`; the creatures' compiled physics)."""
+    """The folders a run fills outside `runs/` that change its time, each settable by its variable: the pretrained
+    decoders (`decoder_cache`, 31_hypernetwork: `GENOME_LAB_CACHE`), matplotlib's font cache (`MPLCONFIGDIR`, else
+    `XDG_CACHE_HOME`) and torch inductor's compiled kernels (`TORCHINDUCTOR_CACHE_DIR`: the creatures' compiled
+    physics). The commands' help (`help_cache`, beside the decoders) is written by the command itself before a run."""
+    from genome_lab.evolution.hypernetwork import decoder_cache   # torch: not at the command line's start
     xdg = Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')
-    return dict(genome_lab=cache_dir(), matplotlib=Path(os.environ.get('MPLCONFIGDIR') or xdg/'matplotlib'),
+    return dict(decoders=decoder_cache(), matplotlib=Path(os.environ.get('MPLCONFIGDIR') or xdg/'matplotlib'),
                 torch_inductor=Path(os.environ.get('TORCHINDUCTOR_CACHE_DIR')
                                     or Path(tempfile.gettempdir())/f'torchinductor_{getpass.getuser()}'))
 
