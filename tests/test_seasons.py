@@ -99,7 +99,8 @@ def test_sigterm_stops_a_season_in_its_producer_round_within_seconds_and_it_resu
     from genome_lab.core import run_lock
     from genome_lab.ecosystem.seasons import SEASON_LOCK
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)
-    flags = ['--producers', 'ppo', '--ppo-device', 'cpu', '--ppo-maps', '64', '--ppo-steps', '8192']
+    flags = ['--producers', 'ppo', '--ppo-device', 'cpu', '--ppo-maps', '64', '--ppo-steps', '8192', '--ppo-mode', 'self-play',
+             '--ppo-qualifier-games', '0']   # one quick offer: no league step of 32 epochs, no qualifier
     proc = subprocess.Popen([BIN/'genome-lab', 'season', '--registry', str(tmp_path/'reg'), *FLAGS, *flags], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert 'season 1: producer ppo' in proc.stdout.readline()
@@ -161,7 +162,7 @@ def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp
     its genomes a function of seed and settings: the same weights in another registry."""
     from genome_lab.ecosystem.seasons import SeasonConfig, run_season
     from genome_lab.web.dashboard import read_scalars
-    ppo = dict(ppo_maps=2, ppo_steps=4608, ppo_scratch_every=0, ppo_device='cpu')
+    ppo = dict(ppo_maps=2, ppo_steps=4608, ppo_scratch_every=0, ppo_device='cpu', ppo_mode='self-play', ppo_qualifier_games=0)
     cfg = SeasonConfig(producers='ppo', batch=16, producer_settings=dict(ppo=ppo), arena_settings=dict(
         snake=dict(steps=60, agents=2, width=32, height=24, num_food=20), tetris=dict(steps=30)))
     made = {}
@@ -372,9 +373,10 @@ def test_a_workers_command_line_passes_the_usage_checked_before_import(tmp_path,
     from genome_lab.core import config_argv, find_producer, producer_names
     from genome_lab.pipeline import command_help, cached_usage, check_usage
     command_help('produce', tmp_path); capsys.readouterr()
-    spec = cached_usage('produce', tmp_path)
+    spec, reg = cached_usage('produce', tmp_path), tmp_path/'r'
+    Registry(reg).close()   # an existing registry: the line is checked for its flags
     for n in producer_names():
-        assert check_usage(spec, [n, '--registry=r', *config_argv(find_producer(n).settings())]) is None, n
+        assert check_usage(spec, [n, f'--registry={reg}', *config_argv(find_producer(n).settings())]) is None, n
 
 def test_a_schedule_stored_before_the_layout_by_topic_still_loads(tmp_path):
     """A job store written when the job functions lived in `genome_lab.seasons` keeps its jobs: APScheduler would drop a

@@ -49,6 +49,7 @@ def test_a_game_is_a_function_of_its_seed():
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as ex:
         spawned = ex.submit(play_beside_rand).result()
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])   # Ray workers cannot import this test module
+    if ray.is_initialized(): ray.shutdown()   # another test file's cluster, in this worker process
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env=dict(worker_process_setup_hook=draw_rand_forever))   # every worker draws rand() while it plays
     try: in_ray = play_reference('ray')

@@ -409,8 +409,9 @@ def finetune_recipe(start:str='', # the genome to fine-tune (a registry id or na
     cuda = is_cuda(device)
     maps, g, season = maps or (1024 if cuda else 32), SnakeArena.game_settings, SnakeArena.season
     snakes = GENOMES_PER_GAME * season.agents   # a season game's snakes
-    hyper = PPOHyper(learning_rate=1e-4, clip_coef=0.2, bptt_horizon=64,
-                     minibatch_size=min(32_768 if cuda else 8192, maps * snakes * 64))
+    learners = snakes if kw.get('mode', PPOConfig.mode) != 'league' else round(kw.get('learner_share', PPOConfig.learner_share) * snakes)
+    hyper = PPOHyper(learning_rate=1e-4, clip_coef=0.2, bptt_horizon=64,   # a minibatch at most the learners' batch
+                     minibatch_size=min(32_768 if cuda else 8192, maps * max(1, learners) * 64))
     return PPOConfig(**{**dict(total_timesteps=500_000_000, start=start, num_envs=maps, num_snakes=snakes,
                                width=g['width'], height=g['height'], num_food=g['num_food'],
                                max_snake_length=g['max_snake_length'], reset_every=season.steps, device=device,
