@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Annotated
+from genome_lab.pipeline import BUDGETS
 from kit import parse
 
 @dataclass
 class PipelineBench:
     "The pipeline bench's settings."
     run: Annotated[str, 'a run folder or its run.json (default: the newest under runs/)'] = ''
-    budget: Annotated[float, 'seconds the notebooks of a run should take in all'] = 600.0
+    budget: Annotated[float, 'seconds the notebooks of a run should take in all'] = BUDGETS['quick']
 
 def shares(record:dict)->list: # [(notebook, seconds, share, status)], slowest first
     "Each notebook's seconds (0 for one that has none yet), its share of the run's total, and its status."
