@@ -70,6 +70,7 @@ PRESETS = {
                                  max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
         '80_seasons': dict(seasons=3, bot_games=20, max_meetings=16, max_candidates=0, tetris_agents=8,  # more games, the same stable ones
                            small_producers=False),  # every producer at its own settings (the replicator: the design's decoder)
+        '81_ecosystem': dict(tetris_agents=8),
         '82_play': dict(enemies=50, steps=300),
         '45_streaming': dict(game_steps=300, clip_seconds=10.0),
         '90_broadcast': dict(fps=30, seconds=5.0),
