@@ -43,7 +43,7 @@ def test_bar_bench_reads_both_methods_alike_resumes_and_writes_the_figures(bench
     assert [c['generation'] for c in rep['seed 0']] == [0, 1, 2] and rep['seed 0'][-1]['agent_steps'] == 2 * 2 * 4 * 16
     reading = {'score', 'greedy', 'sampled', 'per_map', 'censored', 'n'}
     assert all(reading <= set(c) for c in [*ppo['seed 0'], *rep['seed 0']])   # one reading for both
-    again = replicator_bar(rep, ppo, factor=10, window=BAR_SMOOTHING)
+    again = replicator_bar(rep, ppo, factor=10, window=BAR_SMOOTHING, generations=out['generations'])
     assert again['mean'] == pytest.approx(out['bar']['mean']) and again['verdict'] == out['bar']['verdict']
     assert out['bar']['verdict'].startswith('not decided')                     # 2 seeds: the bar asks for 3
     d = out['diagnostics']

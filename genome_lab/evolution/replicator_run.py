@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/hypernetwork.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['SURROGATES', 'CHECKPOINT_FORMAT', 'ADDED_SETTINGS', 'ADDED_NESTED', 'REMOVED_SETTINGS', 'REMOVED_VALUES', 'DROPPED_SETTINGS', 'LOOP_FILE', 'CONTROL_FILE', 'replicator_producer', 'BAR_SMOOTHING', 'resolve_device', 'ReplicatorConfig', 'PopulationManager', 'current_config', 'checkpoint_meta', 'stored_config', 'ReplicatorTrainingLoop', 'read_policy', 'train_replicator', 'register_best', 'ReplicatorSettings', 'ReplicatorProducer', 'PolicyES', 'run_policy_es', 'train_replicator_cli', 'smooth', 'replicator_bar']
+__all__ = ['SURROGATES', 'CHECKPOINT_FORMAT', 'ADDED_SETTINGS', 'ADDED_NESTED', 'REMOVED_SETTINGS', 'REMOVED_VALUES', 'DROPPED_SETTINGS', 'LOOP_FILE', 'CONTROL_FILE', 'replicator_producer', 'BAR_SMOOTHING', 'BAR_GENERATIONS', 'resolve_device', 'ReplicatorConfig', 'PopulationManager', 'current_config', 'checkpoint_meta', 'stored_config', 'ReplicatorTrainingLoop', 'read_policy', 'train_replicator', 'register_best', 'ReplicatorSettings', 'ReplicatorProducer', 'PolicyES', 'run_policy_es', 'train_replicator_cli', 'smooth', 'replicator_bar']
 
 # %% ../../nbs/31_hypernetwork.ipynb #d5809989
 import contextlib, copy, hashlib, json, math, sys, time, warnings
@@ -508,6 +508,7 @@ def train_replicator_cli(argv:list|None=None)->int: # exit status
 
 # %% ../../nbs/31_hypernetwork.ipynb #f5f93826
 BAR_SMOOTHING = 3   # the bar's smoothing, fixed before any run it reads: a curve's score is the mean of its last 3 readings
+BAR_GENERATIONS = 400   # the generations a run reaches before the bar gives a verdict (issue 55: 400+ at a size 2 cores afford)
 
 def smooth(curve:list, # [{'agent_steps', 'score', ...}, ...] in order
            window:int=BAR_SMOOTHING)->list: # the rows with 'score' the trailing mean of `window` readings, 'raw' the reading
@@ -522,10 +523,12 @@ def replicator_bar(runs:dict, # {run name: curve}; a curve is [{'agent_steps', '
                    factor:float=10, # the replicator may spend `factor` times PPO's agent-steps
                    bar:float=0.5, # the design's bar: this fraction of PPO's score
                    seeds_needed:int=3, # replicator runs a verdict needs
-                   window:int=1)->dict: # `smooth`'s window, applied to every curve first (1: the readings as they are)
+                   window:int=1, # `smooth`'s window, applied to every curve first (1: the readings as they are)
+                   generations:int|None=None)->dict: # generations the runs reached; below `BAR_GENERATIONS` the verdict is pending (None: not checked)
     """The design's Phase 5 bar, "> 0.5x PPO performance within 10x evaluations": per run, its last reading A whose
     A / `factor` lies on every PPO curve, and the ratio of its (smoothed) score to PPO's there (the mean over PPO's
-    curves of each one's linear interpolation); the mean ratio over runs with a Student-t 95% interval, one verdict."""
+    curves of each one's linear interpolation); the mean ratio over runs with a Student-t 95% interval, one verdict: "pending"
+    until the runs reached `BAR_GENERATIONS` (`generations`), "not decided" with fewer than `seeds_needed` runs."""
     ppo = {'ppo': ppo} if isinstance(ppo, list) else ppo
     pc = {k: (np.array([c['agent_steps'] for c in v], float), np.array([c['score'] for c in smooth(v, window)], float)) for k, v in ppo.items()}
     lo_x, hi_x = max(x[0] for x, _ in pc.values()), min(x[-1] for x, _ in pc.values())
@@ -540,7 +543,10 @@ def replicator_bar(runs:dict, # {run name: curve}; a curve is [{'agent_steps', '
     half = float(stats.t.ppf(0.975, n - 1) * r.std(ddof=1) / math.sqrt(n)) if n > 1 else float('nan')
     lo, hi = float(r.mean()) - half, float(r.mean()) + half
     if n < seeds_needed: verdict = f"not decided: {n} run(s), the bar asks for {seeds_needed} seeds"
+    elif generations is not None and generations < BAR_GENERATIONS:
+        verdict = f"pending: {generations} of the {BAR_GENERATIONS} generations the bar is read at"
     elif lo > bar: verdict = f"met: the 95% interval lies above {bar}"
     elif hi < bar: verdict = f"not met: the 95% interval lies below {bar}"
     else: verdict = f"undecided: the 95% interval contains {bar}"
-    return dict(per_run=per, mean=float(r.mean()), ci95=(lo, hi), n=n, factor=factor, bar=bar, window=window, verdict=verdict)
+    return dict(per_run=per, mean=float(r.mean()), ci95=(lo, hi), n=n, factor=factor, bar=bar, window=window, generations=generations,
+                verdict=verdict)
