@@ -31,10 +31,12 @@ if [ "$installed" != "$puffer" ] || ! "$VENV/bin/python" -c 'import torch, puffe
 fi
 pip install --find-links .cache/wheels -e '.[dev]'
 root=$(pwd)
-(cd /tmp && "$root/$VENV/bin/python" -c 'import genome_lab.registry.store, pufferlib.ocean.snake.binding, pufferlib._C') \
+mpl=$(mktemp -d)   # matplotlib's font cache kept apart: the install leaves the run's caches empty (run.json's `caches`)
+(cd /tmp && MPLCONFIGDIR="$mpl" "$root/$VENV/bin/python" -c 'import genome_lab.registry.store, pufferlib.ocean.snake.binding, pufferlib._C') \
   || fail "genome_lab or pufferlib does not import after the install"
 # each command's --help text, cached for this code (genome_lab.pipeline.command_help): later calls answer in under 1 s
-(cd /tmp && OMP_NUM_THREADS=1 "$root/$VENV/bin/python" -c 'from genome_lab.pipeline import commands, command_help; [command_help(c) for c in commands()]') \
+(cd /tmp && MPLCONFIGDIR="$mpl" OMP_NUM_THREADS=1 "$root/$VENV/bin/python" -c 'from genome_lab.pipeline import commands, command_help; [command_help(c) for c in commands()]') \
   >/dev/null 2>&1 || echo "setup: could not cache the commands' help (genome-lab COMMAND --help still works, slower)" >&2
+rm -rf "$mpl"
 echo "$stamp_src" > "$VENV/.genome_lab_installed"
 echo "setup: done"
