@@ -87,6 +87,7 @@ def test_the_readme_quotes_the_measured_test_command():
     rec = json.loads((ROOT/path).read_text())
     assert rec['status'] == 'ok' and rec['caches'] == 'cold' and f"{rec['seconds']:.1f}" == secs, (rec['status'], secs)
     assert rec['within_budget'] == (rec['seconds'] <= rec['budget_s'] == 1200), rec
+    assert sum(rec['phases'].values()) <= rec['seconds'] + 1, rec['phases']
 
 def test_exported_cells_hold_the_size_bars():
     """No exported cell over 80 lines, under 20% of them with more than one top-level definition (`tools/cellstats.py`):
