@@ -89,7 +89,8 @@ def main():
         t0 = time.time()
         eco = run_ecosystem(reg, EcosystemConfig(hours=c.hours, work_s=c.work_s, workers=c.workers, threads=1),
                             SeasonConfig(producers='', seed=c.seed, max_candidates=c.max_candidates), sets, seed=c.seed, log=lambda m: print(m, flush=True))
-        print(f"ecosystem: {eco.cycle} cycles, {eco.seconds:.0f} s ({time.time() - t0:.0f} s in this call)", flush=True)
+        spent = eco.history[-1]['seconds'] if eco.history else 0.0   # its wall-seconds, every call's, to its last season
+        print(f"ecosystem: {eco.cycle} cycles, {spent:.0f} s ({time.time() - t0:.0f} s in this call)", flush=True)
         made = {i for i in reg.ids() if i not in first.values()}
         by = {o['genome']: o['producer'] for o in reg.offers()}
         tops = season_tops(reg, eco.history, made)
@@ -119,7 +120,7 @@ def main():
             producers[n] = dict(unit=key, agent_steps_per_s=done / secs if secs else None,
                                 standalone_per_s=state['standalone'].get(n), seconds=round(secs, 1),
                                 errors=sum('error' in h['workers'].get(n, {}) for h in eco.history))
-        out = dict(hours=c.hours, device=c.device, settings=asdict(c), cycles=eco.cycle, seconds=round(eco.seconds, 1),
+        out = dict(hours=c.hours, device=c.device, settings=asdict(c), cycles=eco.cycle, seconds=round(spent, 1),
                    cpus=os.cpu_count(), arenas=arenas, producers=producers, seasons=tops)
     path = Path(c.out or measured_dir()/'climb.json')
     write_figures(path, out)

@@ -144,7 +144,7 @@ def main():
     from kit import Memo, parse, lead_record
     from genome_lab.evolution.creature_store import CreatureSettings, creature_baselines, season_creature_settings
     from genome_lab.registry.store import Registry
-    from genome_lab.ecosystem.seasons import spawn_worker
+    from genome_lab.ecosystem.workers import spawn_worker
     (s, producer), given = parse(Settings, CreatureSettings, doc=__doc__, ns=True)
     given = vars(given)
     import torch; torch.set_num_threads(1)

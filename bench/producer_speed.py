@@ -21,7 +21,7 @@ import torch
 from genome_lab.core import (ProducerContext, atomic_write_json, config_argv,
                              measured_dir, machine)
 from genome_lab.registry.store import Registry, seed_founders
-from genome_lab.ecosystem.seasons import console_script
+from genome_lab.ecosystem.workers import console_script
 from genome_lab.rl.ppo_run import PPORun
 from genome_lab.rl.ppo_producer import PPOProducer, PPOSettings
 from kit import parse

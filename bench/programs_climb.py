@@ -24,7 +24,7 @@ from genome_lab.programs.program_producer import ProgramSettings
 from genome_lab.registry.store import Registry, seed_founders
 from genome_lab.programs.sandbox import SandboxedPlayer, SandboxLimits, play_games
 from genome_lab.programs.program_policy import PROGRAM_LIMITS
-from genome_lab.ecosystem.seasons import spawn_worker
+from genome_lab.ecosystem.workers import spawn_worker
 from genome_lab.programs.tetris_players import TetrisGame, tetris_baselines
 from kit import Memo, parse, lead_record
 

@@ -73,7 +73,8 @@ def main():
     from genome_lab.web.player_loop import bot_players
     from genome_lab.registry.store import Registry, seed_founders
     from genome_lab.web.server import create_app
-    from genome_lab.ecosystem.seasons import SeasonConfig, run_season, season_table, ratings_by_season, spawn_worker
+    from genome_lab.ecosystem.seasons import SeasonConfig, run_season, season_table, ratings_by_season
+    from genome_lab.ecosystem.workers import spawn_worker
     from genome_lab.programs.tetris_players import tetris_baselines
     from genome_lab.evolution.creature_store import creature_baselines
     started = datetime.now(timezone.utc)

@@ -218,15 +218,17 @@ class RunLocked(RuntimeError):
     "Another process is working on this run; nothing was changed."
 
 @contextlib.contextmanager
-def run_lock(path:str|Path): # the lock file, e.g. `run_dir/'.lock'` (its folder is created if missing)
-    "Hold an exclusive lock (`flock`) on `path` while the block runs; raises `RunLocked`, naming the holder's pid, if another process holds it."
+def run_lock(path:str|Path, wait_s:float=0.0): # the lock file, e.g. `run_dir/'.lock'` (its folder made if missing); seconds to wait for its holder
+    "Hold an exclusive lock (`flock`) on `path` while the block runs; raises `RunLocked`, naming the holder's pid, if another process still holds it after `wait_s`."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd, until = os.open(path, os.O_RDWR | os.O_CREAT, 0o644), time.monotonic() + wait_s
     try:
-        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors='replace').strip() or '?'
-            raise RunLocked(f"{path.parent} is in use by another process (pid {holder}): wait for it to end, or stop it") from None
+        while True:
+            try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); break
+            except BlockingIOError:
+                if time.monotonic() < until: time.sleep(0.1); continue
+                holder = os.pread(fd, 32, 0).decode(errors='replace').strip() or '?'
+                raise RunLocked(f"{path.parent} is in use by another process (pid {holder}): wait for it to end, or stop it") from None
         os.ftruncate(fd, 0); os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield path
     finally: os.close(fd)   # closing the file releases the lock, also when the process is killed
@@ -593,7 +595,6 @@ def measured_dir()->Path:
     "`nbs/measured/`: figures written by bench scripts and committed, which chapters and reports read."
     return notebooks_dir()/'measured'
 
-# %% ../nbs/00_core.ipynb #9cd2fbfe
 def first_sentence(doc:str|None)->str: # '' for no docstring
     "The first sentence of a docstring, up to the first '.' or ';' followed by a space, on one line: a summary for a listing."
     return re.split(r'(?<=\.)\s|;\s', ' '.join((doc or '').split()))[0]

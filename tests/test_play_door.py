@@ -124,18 +124,46 @@ def test_a_game_whose_host_names_another_listener_fetches_nothing(founders):
     assert seen == []
 
 def test_caps_and_the_idle_timeout_close_a_game_with_its_reason(founders):
-    for limits, why in ((PlayLimits(play_games_per_client=2, play_idle_s=1.0), 'at most 2 games at once from one address'),
-                        (PlayLimits(play_max_games=2, play_games_per_client=8, play_idle_s=1.0), 'the server is running its 2 games')):
-        with serve_in_thread(app_of(founders, limits)) as url:
-            ws_url = url.replace('http', 'ws') + '/play/socket'
-            with connect(ws_url, origin=url) as a, connect(ws_url, origin=url) as b:
-                assert json.loads(a.recv())['type'] == json.loads(b.recv())['type'] == 'start'
-                assert close_of(ws_url, url) == (1013, why + ': try again later' if 'server' in why else why)
-                t0 = time.monotonic()
-                with pytest.raises(ConnectionClosed) as e:
-                    while True: a.recv(timeout=30)   # no key: the game never starts
-                assert (e.value.rcvd.code, e.value.rcvd.reason) == (4408, 'no key within 1 s: the game was closed')
-                assert time.monotonic() - t0 < 5
+    with serve_in_thread(app_of(founders, PlayLimits(play_games_per_client=2, play_idle_s=1.0))) as url:
+        ws_url = url.replace('http', 'ws') + '/play/socket'
+        with connect(ws_url, origin=url) as a, connect(ws_url, origin=url) as b:
+            assert json.loads(a.recv())['type'] == json.loads(b.recv())['type'] == 'start'
+            assert close_of(ws_url, url) == (1013, 'at most 2 games at once from one address')
+            t0 = time.monotonic()
+            with pytest.raises(ConnectionClosed) as e:
+                while True: a.recv(timeout=30)   # no key: the game never starts
+            assert (e.value.rcvd.code, e.value.rcvd.reason) == (4408, 'no key within 1 s: the game was closed')
+            assert time.monotonic() - t0 < 5
+
+def _from(address:str, ws_url:str, url:str): # a game socket opened from loopback `address` (another client of the server)
+    import socket
+    port = int(url.rsplit(':', 1)[1])
+    return connect(ws_url, origin=url, sock=socket.create_connection(('127.0.0.1', port), source_address=(address, 0)))
+
+def test_idle_sockets_from_several_addresses_give_way_to_a_player(founders):
+    """Issue 57: ten idle sockets from five addresses took all 8 games, and reconnecting every 60 s kept them: a sixth
+    address was refused. Now a newcomer takes the place of the oldest game that has no key yet, and once it plays, a
+    stranger's reconnect takes another stranger's place, never its."""
+    with serve_in_thread(app_of(founders, PlayLimits(play_max_games=4, play_games_per_client=2))) as url:
+        ws_url = url.replace('http', 'ws') + '/play/socket'
+        with contextlib.ExitStack() as held:
+            strangers = [held.enter_context(_from(f'127.0.0.{k}', ws_url, url)) for k in (2, 3, 4, 5)]
+            assert all(json.loads(s.recv())['type'] == 'start' for s in strangers)
+            me = held.enter_context(_from('127.0.0.6', ws_url, url))
+            assert json.loads(me.recv())['type'] == 'start'
+            with pytest.raises(ConnectionClosed) as e:
+                while True: strangers[0].recv(timeout=10)   # the oldest idle game gave way
+            assert e.value.rcvd.code == 1013 and 'newcomer' in e.value.rcvd.reason
+            me.recv(timeout=10); me.send(json.dumps(dict(key=1)))   # the map, then a key: it plays
+            assert json.loads(me.recv(timeout=10))['type'] == 'frame'
+            again = held.enter_context(_from('127.0.0.2', ws_url, url))   # the stranger comes back
+            assert json.loads(again.recv())['type'] == 'start'
+            with pytest.raises(ConnectionClosed):
+                while True: strangers[1].recv(timeout=10)   # another stranger's place, not mine
+            try:
+                while True: me.recv(timeout=10)   # my game goes on to its own end
+            except ConnectionClosed as e: assert e.rcvd is None or 'newcomer' not in e.rcvd.reason, e.rcvd
+            except TimeoutError: pass
 
 def claim(url:str, name:str)->dict: # the Cookie header of a browser that claimed `name`
     c = httpx.Client(base_url=url, headers={'Origin': url})
@@ -207,11 +235,27 @@ def test_player_names_are_claimed_once_from_this_servers_pages(founders, tmp_pat
         browser = httpx.Client(base_url=url, headers={'Origin': url})
         assert browser.post('/api/play/player', json=dict(player='ada')).json() == dict(player='ada', claimed=True, records=True)
         assert browser.post('/api/play/player', json=dict(player='ada')).json()['claimed'] is False   # its own name again
-        assert post('ada', Origin=url).status_code == 409   # another browser: the 4th claim from this address
-        assert post('cy', Origin=url).status_code == 429   # past the 4 claims an address may make
+        assert post('ada', Origin=url).status_code == 409   # another browser: taken (a refused claim uses none of the quota)
+        assert [post(n, Origin=url).status_code for n in ('cy', 'di', 'ed', 'flo')] == [200, 200, 200, 429]   # 4 an address
     with serve_in_thread(app_of(founders, token=None)) as url:   # read-only: no names, no recording
         assert httpx.get(url + '/api/play/player').json() == dict(player=None, claimed=False, records=False)
         assert httpx.post(url + '/api/play/player', json=dict(player='ed'), headers={'Origin': url}).status_code == 403
+
+def test_unused_names_expire_so_strangers_cannot_use_up_the_names(founders):
+    """Issue 57: 40 claims from 4 addresses used a 30-name cap for good (429 for everyone after, also after a restart).
+    Now a name that starts no recorded game within an hour of its claim is released, and its token with it."""
+    import os
+    from genome_lab.web.play import CLAIMS_DIR
+    with serve_in_thread(app_of(founders, PlayLimits(play_max_players=2))) as url:
+        post = lambda name: httpx.post(url + '/api/play/player', json=dict(player=name), headers={'Origin': url})
+        first = post('squat1')
+        assert first.status_code == 200 and post('squat2').status_code == 200
+        assert post('newcomer').status_code == 429 and 'try again later' in post('newcomer').json()['detail']
+        hour_ago = time.time() - 3601
+        for f in (founders/CLAIMS_DIR).iterdir(): os.utime(f, (hour_ago, hour_ago))   # claimed an hour ago, never played
+        assert post('newcomer').status_code == 200
+        squatter = httpx.Client(base_url=url, cookies=first.cookies)
+        assert squatter.get('/api/play/player').json()['player'] is None   # the released name's token is void
 
 def test_quotas_refuse_recording_with_a_message(founders):
     with serve_in_thread(app_of(founders, PlayLimits(play_player_mb=0.0))) as url:

@@ -247,6 +247,32 @@ def test_a_slow_program_is_held_to_its_pace():
     r = returns_within(lambda: play_games(slow, CountdownGame(100), [0], lim), 60)   # 100 actions of 0.5 s: 50 s unchecked
     assert not r.ok and r.reason == 'timeout' and 'on average' in r.message and r.steps < 10, (r.reason, r.message, r.steps)
 
+BUSY = ("import time\ndef choose_action(obs, view, memory):\n    t = time.process_time()\n"
+        "    while time.process_time() - t < {busy}: pass\n    return min(view['left'], 9)\n")
+
+def _charged(busy:float, actions:int, lim:SandboxLimits)->tuple: # (seconds charged per action, wall seconds per action)
+    import time
+    with SandboxedPlayer(BUSY.format(busy=busy), lim, 10) as p:
+        t = time.monotonic()
+        for _ in range(actions): p.act(0, dict(left=actions))
+        return p.thinking / actions, (time.monotonic() - t) / actions
+
+@pytest.mark.timing
+def test_a_legal_program_near_its_pace_passes_on_a_loaded_host():
+    """Issue 57: the pace was judged by the wall clock, so a program at 95% of it was retired at load 12 and promoted
+    at load 2. Now an action is charged the program's own time (the host's run-queue delays taken out): a program at
+    90% of `PROGRAM_LIMITS`' pace on its own plays 1000 actions with four busy processes on the host, where the wall
+    clock gives it more than its pace and credit, which failed it before."""
+    from genome_lab.programs.program_policy import PROGRAM_LIMITS
+    lim, n = PROGRAM_LIMITS, 1000
+    busy = 0.9 * lim.mean_step_s - _charged(0.0, 100, lim)[0]   # less the harness's and the child's own cost of an action
+    hogs = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(4)]
+    try: charged, wall = _charged(busy, n, lim)   # raises SandboxFailure('timeout') where the load is charged
+    finally:
+        for h in hogs: h.kill(); h.wait()
+    assert wall > lim.mean_step_s + lim.burst_s / n, f"the host was not loaded enough to test anything: {wall*1e3:.2f} ms an action"
+    assert charged < lim.mean_step_s, (charged, wall)
+
 def test_the_base_pythons_site_packages_are_hidden():
     "The standard library is bound whole, but its site-packages (every package of the base Python) is an empty read-only folder."
     src = DISARM + ("def choose_action(obs, view, memory):\n    d = os.path.dirname(os.__file__) + '/site-packages'\n"

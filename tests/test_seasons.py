@@ -253,7 +253,7 @@ def test_a_producer_between_seasons_stops_at_its_budget_or_when_it_has_nothing_n
     lock freed, nothing counted); a producer with nothing new to offer (clones, no sessions uploaded) stops after
     `idle` commits that offered nothing."""
     from genome_lab.core import run_lock
-    from genome_lab.ecosystem.seasons import spawn_worker
+    from genome_lab.ecosystem.workers import spawn_worker
     from genome_lab.rl.ppo_producer import PPOSettings
     root = tmp_path/'reg'
     with Registry(root) as reg: seed_founders(reg)
@@ -359,7 +359,7 @@ def test_a_producer_whose_rounds_cannot_start_ends_with_its_error(tmp_path):
     "Before: an error other than a failed round (here: no `genome-lab` command) ended the worker thread unrecorded."
     from unittest import mock
     from genome_lab.ecosystem.schedule import ProducerWorkers, producer_workers
-    with mock.patch('genome_lab.ecosystem.seasons.console_script', return_value=tmp_path/'no-genome-lab'):
+    with mock.patch('genome_lab.ecosystem.workers.console_script', return_value=tmp_path/'no-genome-lab'):
         with producer_workers(tmp_path, ProducerWorkers(producers='clones')) as ended:
             for _ in range(100):
                 if 'clones' in ended: break

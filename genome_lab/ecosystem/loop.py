@@ -6,22 +6,23 @@ Docs: https://genome-lab.github.io/genome_lab/ecosystem.html.md"""
 
 # %% ../../nbs/81_ecosystem.ipynb #526d2782
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, contextlib, json, sys, threading, time
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from typing import ClassVar
 from ..core import (advance, check_config, config_parser, config_from_args, find_producer, producer_list,
-                             run_lock, RunLocked, load_state)
+                             run_lock, RunLocked, load_state, save_state, atomic_write_json)
 from ..registry.store import Registry
 from ..registry.sqlite_store import RegistryError
-from .seasons import (SeasonConfig, run_season, spawn_workers, ray_workers, season_parser,
-                                season_config_from_args, sigterm_interrupts)
+from .seasons import (SeasonConfig, run_season, ray_workers, season_parser, season_config_from_args,
+                                season_table)
+from .workers import spawn_workers, sigterm_interrupts
 from ..tournaments.tournament import lead_check
 from ..tournaments.ranking import CHECK_SEEDS, LEAD_GAMES
 
 # %% auto #0
-__all__ = ['ECOSYSTEM_FILE', 'ECOSYSTEM_LOCK', 'RANDOM', 'EcosystemConfig', 'founders', 'Ecosystem', 'run_ecosystem',
-           'ecosystem_cli', 'bars', 'climb_check']
+__all__ = ['ECOSYSTEM_FILE', 'ECOSYSTEM_LOCK', 'ECOSYSTEM_CLOCK', 'RANDOM', 'EcosystemConfig', 'founders', 'Ecosystem',
+           'ecosystem_clock', 'run_ecosystem', 'ecosystem_cli', 'bars', 'climb_check']
 
 # %% ../../nbs/81_ecosystem.ipynb #6c0c6ed1
 @dataclass
@@ -51,7 +52,7 @@ def founders(registry:Registry)->dict: # {name: genome id}
 class Ecosystem:
     """The ecosystem as a `Loop`: each step is one cycle, the producers' work (`EcosystemConfig.work_s`, or the budget
     left) and then a season (`run_season`, with `season`'s settings). Its metrics: the cycle, and the season's games,
-    replacements and seconds."""
+    replacements and seconds. Its wall-seconds (`spent`) count every call's, a killed one's too (`ecosystem_clock`)."""
     step_key = 'cycle'
     def __init__(self, registry:Registry, cfg:EcosystemConfig,
                  season:SeasonConfig|None=None, # the seasons' settings (`producers`: '' unless given)
@@ -61,11 +62,15 @@ class Ecosystem:
         self.reg, self.cfg, self.work_dir, self.seed = registry, cfg, work_dir, seed
         self.season = season or SeasonConfig(producers='')
         self.worker_settings, self.say = worker_settings or {}, log or (lambda m: None)
-        self.cycle, self.seconds, self.history = 0, 0.0, []
-    def state_dict(self)->dict: return dict(cycle=self.cycle, seconds=self.seconds, history=self.history)
-    def load_state_dict(self, state:dict): self.cycle, self.seconds, self.history = (state['cycle'], state['seconds'],
-                                                                                    state['history'])
-    def left(self)->float: return self.cfg.hours*3600 - self.seconds   # wall-seconds of the budget left
+        self.cycle, self.history, self.open_cycle = 0, [], None
+        self.seconds, self._t0 = _clock_seconds(registry), time.monotonic()   # a call killed before its first checkpoint counts
+    def state_dict(self)->dict: return dict(cycle=self.cycle, seconds=self.spent(), history=self.history, open_cycle=self.open_cycle)
+    def load_state_dict(self, state:dict):
+        self.cycle, self.history, self.open_cycle = state['cycle'], state['history'], state.get('open_cycle')
+        self.seconds, self._t0 = max(state['seconds'], _clock_seconds(self.reg)), time.monotonic()
+    def spent(self)->float: return self.seconds + time.monotonic() - self._t0   # wall-seconds of every call, this one's so far
+    def left(self)->float: return self.cfg.hours*3600 - self.spent()   # wall-seconds of the budget left
+    def save(self): save_state(self.reg.root/ECOSYSTEM_FILE, 'ecosystem', self.state_dict())
 
 # %% ../../nbs/81_ecosystem.ipynb #91a2f159
 def _work(eco:Ecosystem, budget:float)->dict: # {producer: its worker's result}
@@ -88,35 +93,62 @@ def _summary(out:dict)->dict: # what a cycle's record keeps of a worker's result
 
 # %% ../../nbs/81_ecosystem.ipynb #63687e85
 def _cycle(self:Ecosystem)->dict:
-    "One cycle: the producers' work, then a season; its record kept in `history`."
-    t0 = time.monotonic()
-    work = _work(self, min(self.cfg.work_s, self.left()))
-    for n, out in work.items():
-        self.say(f"cycle {self.cycle + 1}: {n}: " + (f"failed: {out['error']}" if 'error' in out else
+    """One cycle: the producers' work, then a season; its record kept in `history`. The cycle is checkpointed before
+    its work (`open_cycle`: the last season before it) and after it: a call killed in its work goes on with the work
+    budget left, one killed in its season finishes that season, and one killed after the season ended takes that
+    season as the cycle's (`after_season`) rather than play another: one season per cycle."""
+    if (p := self.open_cycle) is None:
+        last = max((r['id'] for r in self.reg.seasons()), default=0)
+        p = self.open_cycle = dict(cycle=self.cycle + 1, after_season=last, started=self.spent(), work=None)
+        self.save()
+    if p['work'] is None:
+        work = _work(self, min(self.cfg.work_s - (self.spent() - p['started']), self.left()))
+        for n, out in work.items():
+            self.say(f"cycle {p['cycle']}: {n}: " + (f"failed: {out['error']}" if 'error' in out else
                                                       f"{out.get('steps', 0)} steps, offered {out.get('names', [])}"))
+        p.update(work={n: _summary(o) for n, o in work.items()}, work_seconds=round(self.spent() - p['started'], 1))
+        self.save()
     t1 = time.monotonic()
-    row = run_season(self.reg, self.season, self.work_dir, log=self.say)
-    self.cycle, self.seconds = self.cycle + 1, self.seconds + time.monotonic() - t0
-    self.history.append(dict(cycle=self.cycle, season=int(row['id']), seconds=round(self.seconds, 1),
-                             work_seconds=round(t1 - t0, 1), season_seconds=round(time.monotonic() - t1, 1),
-                             games=int(row['games']), replacements=row['replacements'],
-                             workers={n: _summary(o) for n, o in work.items()}))
+    played = [r['id'] for r in self.reg.seasons() if r['id'] > p['after_season'] and r['status'] == 'done']
+    row = (season_table(self.reg).loc[played[0]].to_dict() | dict(id=played[0]) if played
+           else run_season(self.reg, self.season, self.work_dir, log=self.say))
+    self.cycle, self.open_cycle = p['cycle'], None
+    self.history.append(dict(cycle=self.cycle, season=int(row['id']), seconds=round(self.spent(), 1),
+                             work_seconds=p['work_seconds'], season_seconds=round(self.spent() - p['started'] - p['work_seconds'], 1),
+                             games=int(row['games']), replacements=row['replacements'], workers=p['work']))
     return {'cycle': self.cycle, 'charts/games': row['games'], 'charts/replacements': len(row['replacements']),
-            'charts/season_seconds': time.monotonic() - t1, 'charts/work_seconds': t1 - t0}
+            'charts/season_seconds': time.monotonic() - t1, 'charts/work_seconds': p['work_seconds']}
 
 Ecosystem.step = _cycle
 
 # %% ../../nbs/81_ecosystem.ipynb #07caa1e7
 ECOSYSTEM_FILE, ECOSYSTEM_LOCK = 'ecosystem.safetensors', 'ecosystem.lock' # its checkpoint and lock in the registry
+ECOSYSTEM_CLOCK = 'ecosystem_clock.json' # its wall-seconds so far, written every few seconds while it runs
+
+def _clock_seconds(registry:Registry)->float: # the wall-seconds the ecosystem's clock last wrote; 0 without one
+    try: return float(json.loads((registry.root/ECOSYSTEM_CLOCK).read_text())['seconds'])
+    except (OSError, ValueError, KeyError): return 0.0
+
+@contextlib.contextmanager
+def ecosystem_clock(eco:Ecosystem, every_s:float=5.0):
+    """While the block runs, `eco`'s wall-seconds so far (`Ecosystem.spent`) written to `<registry>/ecosystem_clock.json`
+    every `every_s`: the next call counts a killed call's time against the hours (to within `every_s`)."""
+    done, write = threading.Event(), lambda: atomic_write_json(eco.reg.root/ECOSYSTEM_CLOCK, dict(seconds=round(eco.spent(), 1)))
+    def tick():
+        while not done.wait(every_s): write()
+    t = threading.Thread(target=tick, daemon=True, name='ecosystem-clock'); t.start()
+    try: yield eco
+    finally: done.set(); t.join(); write()
+
 
 def run_ecosystem(registry:Registry, cfg:EcosystemConfig, season:SeasonConfig|None=None,
                   worker_settings:dict|None=None, work_dir:str|Path|None=None, seed:int=0, # as `Ecosystem`'s
                   log=None)->Ecosystem: # the ecosystem, its `history` one record per cycle
     """Run the ecosystem on `registry` until `cfg.hours` are spent (counted across resumes: it resumes from
-    `<registry>/ecosystem.safetensors`), holding `<registry>/ecosystem.lock` (a second one raises `RunLocked`)."""
+    `<registry>/ecosystem.safetensors`; every call's time counts, `ecosystem_clock`; a cycle a killed call began is finished), holding `<registry>/ecosystem.lock` (a second one raises `RunLocked`)."""
     eco = Ecosystem(registry, cfg, season, worker_settings, work_dir, seed, log)
-    with run_lock(registry.root/ECOSYSTEM_LOCK):
-        advance(eco, registry.root/ECOSYSTEM_FILE, 'ecosystem', until=lambda e: e.left() <= 0, every_s=0.0,
+    with run_lock(registry.root/ECOSYSTEM_LOCK), ecosystem_clock(eco):
+        advance(eco, registry.root/ECOSYSTEM_FILE, 'ecosystem', until=lambda e: e.left() <= 0 and e.open_cycle is None, every_s=0.0,
                 scalars=(registry.root, 'ecosystem', 'main'))
     return eco
 
@@ -151,7 +183,7 @@ def ecosystem_cli(argv:list|None=None)->int: # exit status: 0, 2 for a usage err
     except KeyboardInterrupt:
         print("genome-lab ecosystem: stopped, and its workers; the same command goes on with the hours left",
               file=sys.stderr); return 130
-    print(json.dumps(dict(cycles=eco.cycle, seconds=round(eco.seconds, 1),
+    print(json.dumps(dict(cycles=eco.cycle, seconds=round(eco.spent(), 1),
                           seasons=[h['season'] for h in eco.history])), flush=True)
     return 0
 

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import check_config, producer_list, did_you_mean, CommandParser
 from ..registry.store import Registry
 from ..web.web_kit import require_token, TokenRoute
-from .seasons import season_config, run_season, spawn_worker, console_script
+from .seasons import season_config, run_season
+from .workers import spawn_worker, console_script
 
 # %% ../../nbs/80_seasons.ipynb #cf39bf8f
 # the job store beside the registry; the season job, weekly, Mondays 03:00 UTC

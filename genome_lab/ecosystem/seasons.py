@@ -15,6 +15,7 @@ from typing import ClassVar
 import pandas as pd
 from ..core import (config_fields, config_parser, config_from_args, config_argv, check_config, find_producer, producer_names, producer_list,
                              ProducerContext, run_lock, RunLocked, after_season_hooks, advance, CommandParser)
+from .workers import spawn_worker, spawn_workers, sigterm_interrupts, exit_with_parent
 from ..arenas.arena import ArenaSeason, arena_season
 from ..registry.store import Registry, ORDINAL_Z
 from ..registry.sqlite_store import RegistryError
@@ -25,9 +26,8 @@ from ..tournaments.selection import SelectionRules, select
 
 # %% auto #0
 __all__ = ['SEASON_LOCK', 'SeasonConfig', 'season_config', 'season_parser', 'season_config_from_args', 'arena_setting_flags',
-           'work', 'console_script', 'spawn_worker', 'spawn_workers', 'sigterm_interrupts', 'ProducerActor',
-           'ray_workers', 'produce_cli', 'arena_plan', 'run_season', 'season_table', 'abandon_season',
-           'ratings_by_season', 'success_metrics', 'season_cli']
+           'work', 'ProducerActor', 'ray_workers', 'produce_cli', 'arena_plan', 'run_season', 'season_table',
+           'abandon_season', 'ratings_by_season', 'success_metrics', 'season_cli']
 
 # %% ../../nbs/80_seasons.ipynb #362f9d26
 @dataclass
@@ -135,9 +135,10 @@ def work(registry:Registry, name:str, # a producer (`producer_names()`)
          budget_s:float|None=None, # wall-seconds at most (the step running then ends first); None: no limit
          idle:int=2, # commits in a row that offer nothing new: then it stops
          every_s:float=60.0, # seconds between checkpoints
+         wait_s:float=5.0, # seconds to wait for a predecessor's worker to end (an orphan ends within seconds)
          stop:threading.Event|None=None)->dict: # set by another thread: stop after the step running
     """Producer `name` at work in this process: its loop advanced from `<work_dir>/<name>.safetensors` (`advance`,
-    holding `<work_dir>/<name>.lock`: a second worker raises `RunLocked`), every commit's genomes offered to the
+    holding `<work_dir>/<name>.lock`: a second worker raises `RunLocked` when it is still held after `wait_s`), every commit's genomes offered to the
     candidate queue, each step's metrics logged as scalars of run 'main', until `offers` commits, `budget_s`, `idle`
     commits that offered nothing new ('nothing new'), SIGTERM or `stop`. A muted producer (`Registry.mute_producer`)
     does nothing. Returns {'producer', 'offered' (ids), 'steps', 'stopped', 'seconds', 'metrics' (the last step's)}."""
@@ -150,93 +151,13 @@ def work(registry:Registry, name:str, # a producer (`producer_names()`)
         new = [i for i in ids if registry.genome(i)['status'] == 'candidate' and registry.offer(i, name)]
         offered.extend(new); commits += 1; quiet = 0 if new else quiet + 1
     done = lambda run: quiet >= idle or (offers is not None and commits >= offers)
-    with run_lock(wd/f'{name}.lock'):
+    with run_lock(wd/f'{name}.lock', wait_s=wait_s):
         ctx = ProducerContext(registry, season or registry.next_season(), settings or p.settings(), wd, seed)
         out = advance(p.start(ctx), wd/f'{name}.safetensors', 'producer', until=done, seconds=budget_s,
                       every_s=every_s, scalars=(registry.root, name, 'main'), on_commit=on_commit, stop=stop)
     stopped = 'nothing new' if quiet >= idle else 'offers' if out['stopped'] == 'done' else out['stopped']
     return dict(producer=name, offered=offered, steps=out['steps'], stopped=stopped, seconds=out['seconds'],
                 metrics=out['metrics'])
-
-# %% ../../nbs/80_seasons.ipynb #94bf8f05
-def console_script()->Path:
-    "The `genome-lab` command beside this Python (a scheduled job or a producer's round runs it as a process)."
-    return Path(sys.executable).parent/'genome-lab'
-
-
-# %% ../../nbs/80_seasons.ipynb #0f58f806
-def spawn_worker(registry_root:str|Path, name:str, # the registry folder and a producer (`producer_names()`)
-                 budget_s:float|None=None, # its wall-seconds (`work`'s); None: one round (its first commit)
-                 seed:int=0, # its runs' base seed
-                 work_dir:str|Path|None=None, # its folder; default `<registry>/season_work`
-                 settings=None, # its settings dataclass; its defaults if None
-                 threads:int=1, # torch threads
-                 timeout_s:float|None=None, # killed (SIGKILL) after this long; default `budget_s` + `grace_s`
-                 grace_s:float=120.0, # after the SIGTERM of a budget overrun, seconds before SIGKILL
-                 stop:threading.Event|None=None, # set by another thread: SIGTERM now
-                 stop_s:float=2.0)->dict: # after `stop` or an interrupt of this process, seconds before SIGKILL
-    """Producer `name` at work in a process of its own (`genome-lab produce NAME --budget-s S`: `work`), for its whole
-    budget; `stop` sends it SIGTERM (it saves its last step and exits, or is killed `stop_s` later), so does an interrupt
-    of this process (its session is not the worker's), and one that outlives its time is killed with its process group.
-    Raises only the interrupt: a failed worker (exit status, no result, killed) is {'producer', 'error', 'seconds'},
-    else the result `produce_cli` prints (`work`'s, with the offers' names)."""
-    cmd = [str(console_script()), 'produce', name, f'--registry={registry_root}', f'--seed={seed}',
-           f'--threads={threads}', *([f'--budget-s={budget_s}'] if budget_s else []),
-           *([f'--work-dir={work_dir}'] if work_dir else []), *config_argv(settings or find_producer(name).settings())]
-    t0 = time.monotonic()
-    limit = timeout_s if timeout_s is not None else (budget_s or 3600.0) + grace_s
-    failed = lambda why: dict(producer=name, error=why, seconds=round(time.monotonic() - t0, 2))
-    try: proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 start_new_session=True)
-    except OSError as e: return failed(f'cannot start {cmd[0]}: {type(e).__name__}: {e}')
-    termed, grace, killed, out = None, grace_s, False, None
-    try:
-        while out is None:
-            try: out, err = proc.communicate(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                now, stopped = time.monotonic(), stop is not None and stop.is_set()
-                if termed is None and (stopped or now - t0 > limit):
-                    proc.send_signal(signal.SIGTERM); termed, grace = now, stop_s if stopped else grace_s
-                elif termed is not None and now - termed > grace or now - t0 > limit + grace_s:
-                    os.killpg(proc.pid, signal.SIGKILL); out, err = proc.communicate(); killed = True
-    except BaseException:   # this process is interrupted: its worker ends too, as `stop` ends it
-        proc.send_signal(signal.SIGTERM)
-        try: proc.wait(stop_s)
-        except subprocess.TimeoutExpired: os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    if killed: return failed(f'killed after {time.monotonic() - t0:.0f} s (its limit {limit:.0f} s)')
-    if termed is not None and proc.returncode == -signal.SIGTERM:   # asked to stop before its loop began
-        return dict(producer=name, offered=[], steps=0, stopped='stop', seconds=round(time.monotonic() - t0, 2))
-    if proc.returncode: return failed(f'exit status {proc.returncode}: {err.strip()[-2000:]}')
-    try: return json.loads(out.strip().splitlines()[-1])
-    except (IndexError, ValueError): return failed(f'no result on its output: {out.strip()[-500:]!r}')
-
-# %% ../../nbs/80_seasons.ipynb #039914a9
-def spawn_workers(registry_root:str|Path, names:list, budget_s:float|None=None, seed:int=0, # as `spawn_worker`'s
-                  work_dir:str|Path|None=None, settings:dict|None=None, # `settings`: {producer: its dataclass}
-                  threads:int=1, **kw)->list: # `kw` go to `spawn_worker`; one result per producer, in `names`' order
-    """Producers `names` at work at once, each in a process of its own (`spawn_worker`) watched by a thread; an
-    interrupt of this process (^C, `sigterm_interrupts`) stops every worker (`stop`) before it goes on."""
-    stop = threading.Event()
-    with ThreadPoolExecutor(len(names)) as pool:
-        calls = [pool.submit(spawn_worker, registry_root, n, budget_s, seed, work_dir, (settings or {}).get(n), threads,
-                             stop=stop, **kw) for n in names]
-        try: return [c.result() for c in calls]
-        except BaseException: stop.set(); raise
-
-# %% ../../nbs/80_seasons.ipynb #46c8b4a8
-@contextlib.contextmanager
-def sigterm_interrupts(deadline_s:float=10.0): # seconds after SIGTERM before the process exits, its cleanup done or not
-    """While the block runs, SIGTERM raises `KeyboardInterrupt` in the main thread, as ^C does (`advance` leaves the
-    handler in place): a season or the ecosystem ends within seconds, its workers with it (`spawn_worker`), and resumes
-    from the steps it recorded. A second SIGTERM is ignored; a cleanup past `deadline_s` is cut short (`os._exit`)."""
-    def interrupt(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        threading.Thread(target=lambda: (time.sleep(deadline_s), os._exit(128 + signum)), daemon=True).start()
-        raise KeyboardInterrupt(f'signal {signum}')
-    old = signal.signal(signal.SIGTERM, interrupt)
-    try: yield
-    finally: signal.signal(signal.SIGTERM, old)
 
 # %% ../../nbs/80_seasons.ipynb #cb26ccbb
 class ProducerActor:
@@ -300,6 +221,7 @@ def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a produce
         ap.error(f"{', '.join('--' + k.replace('_', '-') for k in stray)}: not a setting of {', '.join(names)}")
     if a.budget_s < 0: ap.error(f'--budget-s must be at least 0, not {a.budget_s}')
     if a.address and not a.budget_s: ap.error('--address needs --budget-s (the actors work for a budget)')
+    exit_with_parent()   # started by a season or the ecosystem (`spawn_worker`): it ends with them
     try:
         settings = {n: check_config(config_from_args(find_producer(n).settings, vars(a))) for n in names}
         Registry(a.registry, read_only=True).close()   # a mistyped folder must not become an empty registry
@@ -430,7 +352,7 @@ def _round(reg:Registry, name:str, cfg:SeasonConfig, work_dir:Path, n:int)->dict
         if cfg.producer_timeout_s:
             out = spawn_worker(reg.root, name, None, cfg.seed, work_dir, settings, timeout_s=cfg.producer_timeout_s)
             if 'error' in out and 'in use by another process' in out['error']: raise RunLocked(out['error'])
-        else: out = work(reg, name, settings, cfg.seed, work_dir, n, offers=1)
+        else: out = work(reg, name, settings, cfg.seed, work_dir, n, offers=1, wait_s=0.0)
         why = {'error': out['error']} if 'error' in out else {}
     except RunLocked as e: out, why = {}, dict(passed_over=f"producer {name} is at work in another process: {e}")
     except Exception as e:   # the producer's own failure: recorded, and the season goes on

@@ -13,9 +13,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['FAILURE_KINDS', 'REPORTED_KINDS', 'ALLOWED_IMPORTS', 'SANDBOX_UID', 'ALLOWED_SYSCALLS', 'O_WRITE_FLAGS', 'MAP_SHARED',
-           'TCGETS', 'EXIT_OK', 'WORKER_SOURCE', 'REPL_IMPORTS', 'SandboxUnavailable', 'sanitise', 'seccomp_filter',
-           'sandbox_binds', 'bwrap_command', 'SandboxLimits', 'SandboxFailure', 'check_source', 'SandboxedPlayer',
-           'PlayResult', 'play_games', 'SandboxedREPL', 'CountdownGame']
+           'TCGETS', 'EXIT_OK', 'WORKER_SOURCE', 'LOAD_SLACK', 'REPL_IMPORTS', 'SandboxUnavailable', 'sanitise',
+           'seccomp_filter', 'sandbox_binds', 'bwrap_command', 'SandboxLimits', 'SandboxFailure', 'check_source',
+           'SandboxedPlayer', 'PlayResult', 'play_games', 'SandboxedREPL', 'CountdownGame']
 
 # %% ../../nbs/60_sandbox.ipynb #5dd26abc
 FAILURE_KINDS = ('syntax', 'missing', 'exception', 'forbidden', 'memory', 'timeout', 'cpu', 'protocol', 'bad_action', 'crash')
@@ -275,6 +275,11 @@ def check_source(source:str, max_bytes:int=1 << 20):
     try: compile(source, 'player.py', 'exec')
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e: raise SandboxFailure('syntax', sanitise(f"{type(e).__name__}: {e}")) from None
 
+def _read_proc(path:str)->str: # a /proc file's text; '' once its process is gone
+    try:
+        with open(path) as f: return f.read()
+    except OSError: return ''
+
 # %% ../../nbs/60_sandbox.ipynb #3390732f
 class SandboxedPlayer:
     """A player program running in its own sandboxed process; `act(obs, view)` returns its action. The harness decides
@@ -298,6 +303,8 @@ class SandboxedPlayer:
         if not started.startswith('S '):
             self.kill(); raise SandboxUnavailable(f"the sandbox did not start: {sanitise(started[2:], 500)}")
         self.layers = ['bwrap'] + started[2:].split(',')
+        self.pid = self.proc.pid   # the program's process: bwrap's youngest descendant (its pid outside the namespace)
+        while kids := _read_proc(f'/proc/{self.pid}/task/{self.pid}/children').split(): self.pid = int(kids[0])
         reply = self._read(start())
         if reply != 'R': self._fail_from(reply)
 
@@ -309,6 +316,11 @@ class SandboxedPlayer:
 
     def _timeout(self, doing:str, what:str):
         self.kill(); raise SandboxFailure('timeout', f"{doing} within {what}")
+
+    def _waited(self)->float: # seconds the program's process and this thread have waited for a CPU so far
+        "Run-queue delays (Linux's schedstat): the time the host's load took from both ends of an action."
+        ns = lambda path: int((_read_proc(path).split() or [0, 0])[1])
+        return (ns(f'/proc/{self.pid}/schedstat') + ns('/proc/thread-self/schedstat')) / 1e9
 
     def __enter__(self): return self
     def __exit__(self, *a): self.kill()
@@ -380,25 +392,35 @@ def _step_timeout(self:SandboxedPlayer)->tuple: # `_limit(...)` of one step
 def new_game(self:SandboxedPlayer): self._send(('new',), self._step_timeout())
 
 # %% ../../nbs/60_sandbox.ipynb #52d45e83
+LOAD_SLACK = 4.0 # an action may take this many times the program's credit in wall time on a loaded host
+
 @patch
-def _step_limit(self:SandboxedPlayer)->tuple: # `_limit(...)` of the next action
-    "The step timeout, or less where the program used up its pace: `burst_s + mean_step_s * actions` in all."
+def _pace(self:SandboxedPlayer)->tuple: # (the program's credit left in seconds, the pace in words)
     lim = self.limits
     burst = lim.step_timeout_s if lim.burst_s is None else lim.burst_s
-    credit = burst + self.asked * lim.mean_step_s - self.thinking
-    if credit >= lim.step_timeout_s: return self._step_timeout()
-    return self._limit(max(credit, 0.0), f"the pace of {lim.mean_step_s} s per action on average ({self.asked})")
+    return burst + self.asked * lim.mean_step_s - self.thinking, f"the pace of {lim.mean_step_s} s per action on average ({self.asked})"
+
+@patch
+def _step_limit(self:SandboxedPlayer)->tuple: # `_limit(...)` of the next action
+    """The step timeout, or less where the program used up most of its pace (`burst_s + mean_step_s * actions` of its own
+    time in all): `LOAD_SLACK` times its credit, the wall time a loaded host may add before the action is charged."""
+    credit, what = self._pace()
+    if credit * LOAD_SLACK >= self.limits.step_timeout_s: return self._step_timeout()
+    return self._limit(max(credit, 0.0) * LOAD_SLACK, what)
 
 # %% ../../nbs/60_sandbox.ipynb #5f0b269b
 @patch
 def act(self:SandboxedPlayer, obs, view)->int: # an action in 0..num_actions-1
-    "Send one observation and its view; return the program's action (or raise `SandboxFailure`)."
+    """Send one observation and its view; return the program's action (or raise `SandboxFailure`). The action is charged
+    the program's own time: its wall time less the time the host's load made either end wait for a CPU (`_waited`),
+    so that a program's pace, like its game, does not depend on what else runs."""
     self.asked += 1
-    t, limit = time.monotonic(), self._step_limit()
+    t, waited, limit = time.monotonic(), self._waited(), self._step_limit()
     self._send(('obs', obs, view), limit)
     reply = self._read(limit)
-    self.thinking += time.monotonic() - t
+    self.thinking += max(time.monotonic() - t - (self._waited() - waited), 0.0)
     if not reply.startswith('A '): self._fail_from(reply)
+    if (credit := self._pace())[0] < 0: self._timeout(f"{self.thinking:.2f} s of its own for {self.asked} actions, not", credit[1])
     try: a = int(reply[2:])
     except ValueError: self.kill(); raise SandboxFailure('bad_action', f"choose_action returned {sanitise(reply[2:], 40)}, not an int") from None
     if not 0 <= a < self.num_actions:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, WebSocket
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
-from ..core import check_config
+from ..core import check_config, atomic_write_json
 from ..players.sessions import session_bytes, uploaded_sessions, list_sessions
 from .player_loop import PLAYER_NAME
 from .web_kit import RegistryPool, registry_pool, retry_busy
@@ -25,8 +25,8 @@ from .play_game import PlayConfig, Enemies, PlayGame, Recording, player_contribu
 __all__ = ['router', 'LOOPBACK', 'PLAYER_COOKIE', 'SECRET_FILE', 'CLAIMS_DIR', 'CLOSE_POLICY', 'CLOSE_DATA', 'CLOSE_TOO_BIG',
            'CLOSE_ERROR', 'CLOSE_BUSY', 'CLOSE_IDLE', 'log', 'ContributionOut', 'ContributionsOut', 'play_page_html',
            'play_page', 'contributions_data', 'PlayLimits', 'origin_allowed', 'play_secret', 'player_token',
-           'token_player', 'claim_player', 'PlayState', 'play_state', 'may_record', 'play_socket', 'PlayerIn',
-           'PlayerOut', 'play_player', 'claim_player_name']
+           'token_player', 'player_claim', 'release_names', 'claim_player', 'use_player', 'Slot', 'PlayState',
+           'play_state', 'may_record', 'play_socket', 'PlayerIn', 'PlayerOut', 'play_player', 'claim_player_name']
 
 # %% ../../nbs/82_play.ipynb #4cd199b5
 class ContributionOut(BaseModel):
@@ -84,11 +84,14 @@ class PlayLimits:
     play_player_mb: float = 64.0 # MiB of recorded games kept per player
     play_total_mb: float = 2048.0 # MiB of recorded games kept in all
     play_max_players: int = 10_000 # player names this server issues in all
-    play_claims_per_client: int = 10 # player names one client address may claim while the server runs
+    play_claims_per_client: int = 10 # player names one client address may claim while the server runs (a refused claim counts none)
+    play_name_unplayed_s: float = 3600.0 # a claimed name that starts no recorded game within this many seconds is released
+    play_name_idle_days: float = 90.0 # a name that starts no recorded game for this many days is released, its token with it
     RANGES: ClassVar[dict] = dict(play_max_games=(1, 4096), play_games_per_client=(1, 4096), play_max_message_bytes=(16, 1 << 20),
                                   play_max_messages_per_s=(1, 10_000), play_idle_s=(0.0, None), play_load_s=(0.0, None),
                                   play_player_mb=(0.0, None), play_total_mb=(0.0, None), play_max_players=(0, None),
-                                  play_claims_per_client=(0, None))
+                                  play_claims_per_client=(0, None),
+                                  play_name_unplayed_s=(0.0, None), play_name_idle_days=(0.0, None))
     def __post_init__(self): check_config(self, self.RANGES)
 
 router.serve_options = PlayLimits   # `genome-lab serve --play-origins ... --play-max-games ...`
@@ -106,7 +109,7 @@ def origin_allowed(origin:str|None, # the `Origin` header: the page that opens t
     return u.scheme in ('http', 'https') and u.hostname in LOOPBACK and u.netloc == host
 
 # %% ../../nbs/82_play.ipynb #fefdefbb
-PLAYER_COOKIE = 'genome_lab_player' # a browser's player token: '<name>.<hex HMAC-SHA256 of the name>'
+PLAYER_COOKIE = 'genome_lab_player' # a browser's player token: '<name>.<hex HMAC-SHA256 of the name and its claim>'
 SECRET_FILE, CLAIMS_DIR = 'play_secret', 'play_players' # in the registry folder: the token secret, one file per claimed name
 
 def play_secret(registry_root:str|Path, create:bool=True)->bytes|None: # 32 bytes, or None when missing and not `create`
@@ -123,61 +126,113 @@ def play_secret(registry_root:str|Path, create:bool=True)->bytes|None: # 32 byte
     return path.read_bytes()
 
 # %% ../../nbs/82_play.ipynb #a1fb3b74
-def player_token(secret:bytes, player:str)->str:
-    return f"{player}.{hmac.new(secret, player.encode(), hashlib.sha256).hexdigest()}"
+def player_token(secret:bytes, player:str, nonce:str='')->str: # nonce: its claim's (`claim_player`; '' for a claim made before)
+    return f"{player}.{hmac.new(secret, (player + (chr(10) + nonce if nonce else '')).encode(), hashlib.sha256).hexdigest()}"
 
 # %% ../../nbs/82_play.ipynb #1cbe5952
-def token_player(secret:bytes|None, token:str|None)->str|None:
-    "The player name a token of `player_token` carries, or None for a missing, malformed or forged token."
-    if not secret or not token: return None
-    player = token.rpartition('.')[0]
-    return player if re.fullmatch(PLAYER_NAME, player) and hmac.compare_digest(player_token(secret, player), token) else None
+def token_player(registry_root:str|Path, token:str|None)->str|None:
+    """The player name a token of `player_token` carries while its claim stands (`player_claim`), or None for a missing,
+    malformed or forged token, or one whose name was released (`release_names`) and perhaps claimed anew since."""
+    player = (token or '').rpartition('.')[0]
+    if not re.fullmatch(PLAYER_NAME, player) or (secret := play_secret(registry_root, create=False)) is None: return None
+    claim = player_claim(registry_root, player)
+    return player if claim and hmac.compare_digest(player_token(secret, player, claim['nonce']), token) else None
 
 # %% ../../nbs/82_play.ipynb #dbf90b6f
+def _claim_file(registry_root:str|Path, player:str)->Path: return Path(registry_root)/CLAIMS_DIR/hashlib.sha256(player.encode()).hexdigest()[:32]
+
+def player_claim(registry_root:str|Path, player:str)->dict|None: # {'player', 'nonce', 'played'}; None: not claimed
+    "The claim of `player` (a file of `CLAIMS_DIR`, its time the last use); a claim made before its JSON form counts as played, its nonce ''."
+    try: text = _claim_file(registry_root, player).read_text()
+    except OSError: return None
+    try: claim = json.loads(text)
+    except ValueError: claim = dict(player=text, nonce='', played=True)
+    return claim if isinstance(claim, dict) and claim.get('player') == player else None
+
+def release_names(registry_root:str|Path, limits:PlayLimits=PlayLimits())->list: # the names released
+    """Release every claimed name unused too long: one that started no recorded game within `play_name_unplayed_s` of
+    its claim, or none for `play_name_idle_days` since its last (`use_player`). Its token fails from then on
+    (`token_player`), also when someone claims the name again."""
+    out, now, claims = [], time.time(), Path(registry_root)/CLAIMS_DIR
+    for f in (claims.iterdir() if claims.exists() else ()):
+        try: text, age = f.read_text(), now - f.stat().st_mtime
+        except OSError: continue   # released meanwhile
+        try: played, name = json.loads(text)['played'], json.loads(text)['player']
+        except (ValueError, KeyError, TypeError): played, name = True, text
+        if age > (limits.play_name_idle_days * 86400 if played else limits.play_name_unplayed_s):
+            f.unlink(missing_ok=True); out.append(name)
+    return out
+
 def claim_player(registry_root:str|Path, player:str,
-                 max_players:int=10_000): # names this registry issues in all
-    """Claim `player` (one file per name in `CLAIMS_DIR`, created exclusively: of two claims at once one wins).
-    `ValueError` for a name of the wrong form or a reserved one, `FileExistsError` for a name claimed already or one that
-    has uploaded sessions, `OverflowError` when `max_players` names are claimed."""
+                 limits:PlayLimits=PlayLimits())->str: # the claim's nonce, for its token (`player_token`)
+    """Claim `player` (one file per name in `CLAIMS_DIR`, created exclusively: of two claims at once one wins), after
+    releasing the names unused too long (`release_names`). `ValueError` for a name of the wrong form or a reserved one,
+    `FileExistsError` for a name claimed already or one that has uploaded sessions, `OverflowError` when
+    `limits.play_max_players` names are claimed."""
     if not re.fullmatch(PLAYER_NAME, player): raise ValueError(f"a player name is 1 to 64 of A-Z a-z 0-9 _ : . -, not {player!r}")
     if player == 'guest' or player.startswith('bot:'): raise ValueError(f"{player!r} is reserved: choose another name")
-    claims = Path(registry_root)/CLAIMS_DIR
+    claims, cap = Path(registry_root)/CLAIMS_DIR, limits.play_max_players
     claims.mkdir(exist_ok=True)
-    if len(os.listdir(claims)) >= max_players: raise OverflowError(f"this server has issued its {max_players} player names")
+    release_names(registry_root, limits)
+    if len(os.listdir(claims)) >= cap:
+        raise OverflowError(f"this server has issued its {cap} player names (an unused name is released "
+                            f"{limits.play_name_unplayed_s:g} s after its claim): try again later")
     root = uploaded_sessions(registry_root)
     if root.exists() and (list_sessions(root).player == player).any():
         raise FileExistsError(f"{player!r} has sessions from before player names were issued: choose another name")
+    nonce = secrets.token_hex(16)
     try:
-        with open(claims/hashlib.sha256(player.encode()).hexdigest()[:32], 'x') as f: f.write(player)
+        with open(_claim_file(registry_root, player), 'x') as f: json.dump(dict(player=player, nonce=nonce, played=False), f)
     except FileExistsError: raise FileExistsError(f"{player!r} is taken: choose another name") from None
+    return nonce
+
+def use_player(registry_root:str|Path, player:str):
+    "Record a use of `player`'s claimed name (a recorded game starts): it is played, and its idle time starts again."
+    if (claim := player_claim(registry_root, player)) is not None:
+        atomic_write_json(_claim_file(registry_root, player), claim | dict(played=True))
 
 # %% ../../nbs/82_play.ipynb #7e44c038
+@dataclass(eq=False)
+class Slot:
+    "One game's place on the server (`PlayState.admit`)."
+    client: str # its page's address
+    since: float # admitted at (monotonic seconds)
+    pressed: bool = False # has its first key come (it plays)?
+    evicted: bool = False # given to a newcomer while it waited for its first key
+
 class PlayState:
     "The game socket's state in one server process (see above), with its `limits`."
     def __init__(self, limits:PlayLimits):
-        self.limits, self.games, self.claims, self._lock = limits, {}, {}, threading.Lock()
+        self.limits, self.slots, self.claims, self._lock = limits, [], {}, threading.Lock()
         self.threads = ThreadPoolExecutor(limits.play_max_games + 1, thread_name_prefix='play')   # + 1: the enemies' load
         self._enemies, self._loading = None, (None, None)   # the last loaded `Enemies`; (registry version, its load)
 
     def run(self, fn, *args)->asyncio.Future: return asyncio.get_running_loop().run_in_executor(self.threads, fn, *args)
 
-    def admit(self, client:str)->str|None: # why a new game from `client` is refused; None: admitted, until `release`
-        with self._lock:
-            if sum(self.games.values()) >= self.limits.play_max_games:
-                return f"the server is running its {self.limits.play_max_games} games: try again later"
-            if self.games.get(client, 0) >= self.limits.play_games_per_client:
-                return f"at most {self.limits.play_games_per_client} games at once from one address"
-            self.games[client] = self.games.get(client, 0) + 1
+    def share(self)->int: # games one address may hold at once now: `play_games_per_client`, 1 once half the slots are taken
+        return self.limits.play_games_per_client if 2 * len(self.slots) < self.limits.play_max_games else 1
 
-    def release(self, client:str):
+    def admit(self, client:str)->tuple: # (its `Slot`, None) until `release`, or (None, why it is refused)
+        """A slot for a new game from `client`, within the address's `share`; on a full server the oldest game still
+        waiting for its first key gives way (`Slot.evicted`): idle sockets cannot hold the game from people who play."""
         with self._lock:
-            self.games[client] -= 1
-            if not self.games[client]: del self.games[client]
+            if sum(s.client == client for s in self.slots) >= (share := self.share()):
+                return None, f"at most {share} game{'s' * (share > 1)} at once from one address" + ('' if share > 1 else ' while the server is this busy')
+            if len(self.slots) >= self.limits.play_max_games:
+                if not (idle := [s for s in self.slots if not s.pressed]):
+                    return None, f"the server is running its {self.limits.play_max_games} games: try again later"
+                (old := min(idle, key=lambda s: s.since)).evicted = True; self.slots.remove(old)
+            self.slots.append(slot := Slot(client, time.monotonic())); return slot, None
 
-    def claim(self, client:str)->bool: # may `client` claim one more player name?
+    def release(self, slot:Slot):
+        "Free `slot` (at once when its page leaves; again when its game has finished: nothing happens)."
         with self._lock:
-            if self.claims.get(client, 0) >= self.limits.play_claims_per_client: return False
-            self.claims[client] = self.claims.get(client, 0) + 1; return True
+            if slot in self.slots: self.slots.remove(slot)
+
+    def claim(self, client:str, n:int=1)->bool: # may `client` claim one more player name (n -1: give back a refused one's)?
+        with self._lock:
+            if n > 0 and self.claims.get(client, 0) >= self.limits.play_claims_per_client: return False
+            self.claims[client] = self.claims.get(client, 0) + n; return True
 
     async def enemies(self, pool:RegistryPool)->Enemies:
         "The registry's `Enemies`, loaded once per registry version (a failed load fails every game until the registry changes)."
@@ -224,11 +279,12 @@ def may_record(app, # the server's app
     limits, root = play_state(app).limits, app.state.pool.root
     if not consent: return None, "not recorded: you did not consent"
     if app.state.read_only: return None, "not recorded: this server is read-only"
-    if token_player(play_secret(root), token) != player:
+    if token_player(root, token) != player:
         return None, f"not recorded: this browser holds no player token for {player!r} (claim the name first)"
     used = session_bytes(uploaded_sessions(root))
     room = min(limits.play_player_mb * 2**20 - used.get(player, 0), limits.play_total_mb * 2**20 - sum(used.values()))
     if room <= 0: return None, f"not recorded: the room this server keeps for recorded games is used up (for {player!r} or in all)"
+    use_player(root, player)   # played: the name is kept while it is used
     return room, None
 
 # %% ../../nbs/82_play.ipynb #8f8fb5ad
@@ -253,15 +309,16 @@ async def play_socket(ws:WebSocket, player:str=Query('guest'), consent:bool=Quer
         return await _close(ws, CLOSE_POLICY, "refused: open the game from this server's page")   # before the handshake: HTTP 403
     await ws.accept()
     client = ws.client.host if ws.client else ''
-    if (why := st.admit(client)) is not None: return await _close(ws, CLOSE_BUSY, why)
-    try: await _game(ws, st, player, consent, seed)
+    slot, why = st.admit(client)
+    if slot is None: return await _close(ws, CLOSE_BUSY, why)
+    try: await _game(ws, st, slot, player, consent, seed)
     except Exception as e:   # one line in the log and a close frame: no traceback, no socket left open
         log.warning("play socket of %s: %s: %s", client, type(e).__name__, e)
         await _close(ws, CLOSE_ERROR, "the game failed on the server")
-    finally: st.release(client)
+    finally: st.release(slot)
 
 # %% ../../nbs/82_play.ipynb #23dea7cc
-async def _game(ws:WebSocket, st:PlayState, player:str, consent:bool, seed:int|None):
+async def _game(ws:WebSocket, st:PlayState, slot:Slot, player:str, consent:bool, seed:int|None):
     "The game of an admitted socket (see above)."
     app, limits = ws.app, st.limits
     cfg = getattr(app.state, 'play_config', None) or PlayConfig()
@@ -283,7 +340,9 @@ async def _game(ws:WebSocket, st:PlayState, player:str, consent:bool, seed:int|N
         while ok and not game.pressed and not reader.done():
             if time.monotonic() - t0 > limits.play_idle_s:
                 end = (CLOSE_IDLE, f"no key within {limits.play_idle_s:g} s: the game was closed"); break
+            if slot.evicted: end = (CLOSE_BUSY, "the server is full: a newcomer took the place of this game, which had no key yet"); break
             await asyncio.sleep(0.02)
+        slot.pressed = game.pressed
         period, due = 1 / cfg.fps, time.monotonic()
         while ok and end is None and not game.over and not reader.done():
             for m in [await st.run(_advance, game, slots), *(await st.run(rec.pump) if rec else [])]: ok = ok and await _send(ws, m)
@@ -291,7 +350,7 @@ async def _game(ws:WebSocket, st:PlayState, player:str, consent:bool, seed:int|N
             await asyncio.sleep(max(0.0, due - time.monotonic()))
         if ok and game.over: ok = await _send(ws, game.death())
     finally:
-        reader.cancel()
+        reader.cancel(); st.release(slot)   # the page has left or the game ended: its place is free now, not after the recording
         try: last = await asyncio.shield(st.run(rec.finish if rec else game.close))   # on every way out, to its end
         except Exception as e: log.warning("play socket: the recording of %s did not finish: %s: %s", player, type(e).__name__, e)
     if end is None and reader.done() and not reader.cancelled(): end = reader.result()
@@ -312,8 +371,8 @@ class PlayerOut(BaseModel):
 @router.get('/api/play/player', response_model=PlayerOut, operation_id='play_player')
 def play_player(request:Request)->PlayerOut:
     "The player name this browser's token (its cookie) carries, or null."
-    secret = play_secret(request.app.state.pool.root, create=False)
-    return PlayerOut(player=token_player(secret, request.cookies.get(PLAYER_COOKIE)), records=not request.app.state.read_only)
+    return PlayerOut(player=token_player(request.app.state.pool.root, request.cookies.get(PLAYER_COOKIE)),
+                     records=not request.app.state.read_only)
 
 # %% ../../nbs/82_play.ipynb #06e26472
 @router.post('/api/play/player', response_model=PlayerOut, operation_id='claim_player',
@@ -325,14 +384,15 @@ def claim_player_name(body:PlayerIn, request:Request, response:Response)->Player
     if not origin_allowed(request.headers.get('origin'), request.headers.get('host'), st.limits.play_origins):
         raise HTTPException(403, "claim a name from this server's game page")
     if request.app.state.read_only: raise HTTPException(403, "this server is read-only: it records no games and issues no names")
-    secret, new = play_secret(root), False
-    if token_player(secret, request.cookies.get(PLAYER_COOKIE)) != body.player:
-        if not st.claim(request.client.host if request.client else ''): raise HTTPException(429, "too many names claimed from your address")
-        try: claim_player(root, body.player, st.limits.play_max_players)
-        except FileExistsError as e: raise HTTPException(409, str(e)) from None
-        except ValueError as e: raise HTTPException(422, str(e)) from None
-        except OverflowError as e: raise HTTPException(429, str(e)) from None
+    secret, new, client = play_secret(root), False, request.client.host if request.client else ''
+    if token_player(root, request.cookies.get(PLAYER_COOKIE)) != body.player:
+        if not st.claim(client): raise HTTPException(429, "too many names claimed from your address")
+        try: claim_player(root, body.player, st.limits)
+        except (FileExistsError, ValueError, OverflowError) as e:
+            st.claim(client, -1)   # a refused claim uses none of the address's quota
+            raise HTTPException(409 if isinstance(e, FileExistsError) else 422 if isinstance(e, ValueError) else 429, str(e)) from None
         new = True
-    response.set_cookie(PLAYER_COOKIE, player_token(secret, body.player), max_age=365*86400, path='/', httponly=True,
+    response.set_cookie(PLAYER_COOKIE, player_token(secret, body.player, player_claim(root, body.player)['nonce']),
+                        max_age=365*86400, path='/', httponly=True,
                         samesite='strict', secure=request.url.scheme == 'https')
     return PlayerOut(player=body.player, claimed=new, records=True)
