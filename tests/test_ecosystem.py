@@ -75,9 +75,9 @@ def test_a_sigkilled_ecosystem_takes_its_workers_with_it_and_the_rerun_counts_it
     and held their locks, so the rerun's workers failed "in use by another process"; the killed call's time was not
     counted. Now each worker ends within seconds of its ecosystem, the rerun's workers all work, and the hours count
     every call's time."""
-    root, hours = tmp_path/'reg', 50/3600
+    root, hours = tmp_path/'reg', 35/3600
     cmd = [str(Path(sys.executable).parent/'genome-lab'), 'ecosystem', '--registry', str(root), '--hours', str(hours),
-           '--work-s', '30', '--workers', 'ppo', '--ppo-device', 'cpu', '--ppo-maps', '64', *TINY[4:]]
+           '--work-s', '25', '--workers', 'ppo', '--ppo-device', 'cpu', '--ppo-maps', '64', *TINY[4:]]
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
     proc = subprocess.Popen([*cmd, '--create'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, env=env)

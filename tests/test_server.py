@@ -585,6 +585,23 @@ def test_a_genome_that_does_not_fit_its_arena_is_refused(http, root):
     ok = genome_to_bytes(Genome(name='R4', type='baseline', arena='snake', arch='random', config=dict(num_actions=4), source='t'), RandomPolicy(4).state_dict())
     assert http.post('/submit_genome', content=ok, headers=AUTH).status_code == 201
 
+def test_a_program_is_checked_at_the_door(http, root):
+    """Issue 57: `/submit_genome` stored a 3 MB program and hostile ones that only a season's sandbox stopped. Now a
+    program's size and its qualifying game decide at the door, with the reason in the answer, and nothing is stored."""
+    from genome_lab.programs.program_policy import program_genome
+    from genome_lab.web.submission import PROGRAM_MAX_BYTES
+    good = "def choose_action(obs, view, memory):\n    return 0\n"
+    huge = good + '#' * PROGRAM_MAX_BYTES + '\n'
+    slow = "import time\ndef choose_action(obs, view, memory):\n    time.sleep(0.045)\n    return 0\n"
+    rude = "import os\ndef choose_action(obs, view, memory):\n    os.system('true')\n    return 0\n"
+    up = lambda name, src: genome_to_bytes(program_genome(name, 'snake', src, origin='test'), {})
+    before = state(root)
+    for name, src, why in [('Huge', huge, 'bytes of source; the limit is'), ('Slow', slow, 'on average'), ('Rude', rude, 'forbidden')]:
+        r = http.post('/submit_genome', content=up(name, src), headers=AUTH)
+        assert r.status_code == 400 and why in r.json()['detail'], (name, r.text[:300])
+    assert state(root) == before
+    assert http.post('/submit_genome', content=up('Plain', good), headers=AUTH).status_code == 201
+
 def test_a_token_holder_retires_a_genome(http, root):
     man = http.get('/get_genome_manifest').json()
     gid = next(g['id'] for g in man['genomes'] if g['name'] == 'RandomSnake')

@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['CONFIG_LIMITS', 'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes', 'check_submission', 'arena_observation', 'check_fits_arena']
+__all__ = ['CONFIG_LIMITS', 'PROGRAM_MAX_BYTES', 'SubmissionError', 'ParentRef', 'GenomeMeta', 'meta_param_shapes', 'check_submission', 'arena_observation', 'check_fits_arena', 'check_program']
 
 # %% ../../nbs/42_server.ipynb #4caef7e8
 import functools, json
@@ -16,13 +16,15 @@ import numpy as np, torch
 from pydantic import BaseModel, Field, ConfigDict, field_validator, model_validator
 from ..registry.store import FORMAT, GenomeFormatError, genome_from_bytes, genome_types, RELATIONS, shape_mismatch
 from ..arenas.policies import build_policy, find_architecture
-from ..arenas.arena import find_arena, make_arena
+from ..arenas.arena import find_arena, make_arena, arena_season
+from ..tournaments.tournament import play_batch, QUALIFY_STEPS
 from .web_kit import ID_PATTERN
 
 # %% ../../nbs/42_server.ipynb #7b3435dc
 # Config values that make an architecture allocate beyond its parameters while being built (snake_heuristic builds
 # (2*vision+1)^2 x 4 lookup tables): bounds that keep a hostile config from exhausting memory.
 CONFIG_LIMITS = {'snake_heuristic': {'vision': 16}}
+PROGRAM_MAX_BYTES = 65_536 # a submitted program's source at most (the reference tetris players': 2-5 KiB)
 
 class SubmissionError(ValueError):
     "An uploaded genome that was refused; the message says why (answered with status 400)."
@@ -100,6 +102,7 @@ def check_submission(data:bytes, # the uploaded file
     params = {k: v.float() for k, v in params.items()}
     if not all(bool(torch.isfinite(v).all()) for v in params.values()): raise SubmissionError("parameters hold NaN or infinite values")
     check_fits_arena(genome.arch, genome.config, params, genome.arena)
+    check_program(genome.arch, genome.config, params, genome.arena)
     return genome, params
 
 # %% ../../nbs/42_server.ipynb #ae3e1eab
@@ -124,3 +127,16 @@ def check_fits_arena(arch:str, config:dict, params:dict, arena:str):
     except Exception as e: raise SubmissionError(f"{arch!r} with config {config} cannot read {arena}'s observations {shape}: {e}") from None
     if tuple(logits.shape) != (1, cls.num_actions):
         raise SubmissionError(f"{arch!r} with config {config} gives {tuple(logits.shape)[1:]} action scores; {arena} has {cls.num_actions} actions")
+
+def check_program(arch:str, config:dict, params:dict, arena:str):
+    """A genome whose policy can fail (a program, `60_sandbox`) at the door: its source within `PROGRAM_MAX_BYTES`,
+    then the qualifying game every tournament makes it play first (`QUALIFY_STEPS` steps of `arena`, alone, with the
+    season's agents, at its pace): one that fails there is refused with that reason, before anything is stored,
+    instead of when a season plays it. Raises `SubmissionError`."""
+    if (size := len(str(config.get('source', '')).encode())) > PROGRAM_MAX_BYTES:
+        raise SubmissionError(f"the program has {size} bytes of source; the limit is {PROGRAM_MAX_BYTES}")
+    pol = build_policy(arch, config); pol.load_state_dict(params)
+    if not hasattr(pol, 'failure'): return
+    play_batch(arena, [[pol]], [0], arena_season(arena).agents, QUALIFY_STEPS)
+    if pol.failure is not None:
+        raise SubmissionError(f"the program failed its qualifying game ({QUALIFY_STEPS} steps of {arena}, alone): {pol.failure}")
