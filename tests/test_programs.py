@@ -103,8 +103,9 @@ def test_a_too_slow_program_is_failed_and_the_season_keeps_its_pace(tmp_path):
         with Registry(root) as reg:
             seed_founders(reg)
             sid = reg.add(program_genome('Sleeper', 'snake', SLEEPER), {}, status='candidate').id if sleeper else None
-            t = time.perf_counter(); row = run_season(reg, cfg)
-            out = dict(seconds=time.perf_counter() - t, games=row['games'])
+            said, t = [], time.perf_counter()
+            row = run_season(reg, cfg, log=said.append)
+            out = dict(seconds=time.perf_counter() - t, games=row['games'], said=said)
             if sleeper:
                 t = run_tournament(reg, evaluation=reg.tagged_evaluation('tournament', 'snake', 'season', 1), progress=False)
                 out.update(status=reg.genome(sid)['status'], failure=t.failures.get(sid, ''), played=reg.games(sid))
@@ -116,6 +117,7 @@ def test_a_too_slow_program_is_failed_and_the_season_keeps_its_pace(tmp_path):
     assert slow['seconds'] - founders_only <= PROGRAM_LIMITS.burst_s + 3.0, (slow, before, after)
     assert slow['status'] == 'retired' and slow['played'] == 0 and slow['games'] == before['games']
     assert slow['failure'].startswith('timeout') and 'on average' in slow['failure'], slow['failure']
+    assert any('Sleeper failed and was retired: timeout' in m for m in slow['said']), slow['said']   # issue 57: in the season's log too
 
 def test_a_program_that_slows_down_in_a_game_forfeits_the_rest_and_is_retired(tmp_path):
     "Fast in its qualifying game, too slow later: it forfeits its later games at no cost, and selection never sees it."

@@ -192,7 +192,9 @@ BAD_SCHEDULES = {  # issue 30: each was stored by PUT /schedule; message expecte
     'cron that never fires': (dict(cron='0 0 31 2 *'), "'0 0 31 2 *' never fires"),
     'unknown key': (dict(config=dict(snake_stepz=100)), "unknown season settings ['snake_stepz']"),
     "an older genome_lab's field": (dict(config=dict(snake_steps=100)), "an arena's own go in arena_settings"),
-    'every second': (dict(cron='* * * * * *'), 'fires more than once a minute'),   # issue 45
+    'every second': (dict(cron='* * * * * *'), 'fires 1 s apart'),   # issue 45
+    'a season every 5 minutes': (dict(cron='*/5 * * * *'), 'fires 300 s apart'),   # issue 57: more often than a season lasts
+    'a step of 0': (dict(cron='0 0 * * 1/0'), 'not valid cron'),   # issue 57: accepted before
     'producer twice': (dict(config=dict(producers='clones,clones')), "name ['clones'] more than once"),
 }
 

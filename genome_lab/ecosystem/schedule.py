@@ -7,14 +7,16 @@ Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'JOB_HOMES', 'router', 'cron_trigger', 'migrate_job_refs', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'run_command', 'schedule_cli']
+__all__ = ['SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'SEASON_GAP_S', 'JOB_HOMES', 'router', 'CronSchedule', 'cron_trigger', 'migrate_job_refs', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'ProducerWorkers', 'producer_workers', 'get_schedule', 'put_schedule', 'run_command', 'schedule_cli']
 
 # %% ../../nbs/80_seasons.ipynb #3b564879
-import argparse, contextlib, importlib, re, subprocess, sys, threading
+import argparse, contextlib, importlib, math, re, subprocess, sys, threading
 from dataclasses import dataclass, asdict
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import ClassVar, Optional
+from apscheduler.triggers.base import BaseTrigger
+from croniter import croniter, CroniterBadDateError
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from ..core import check_config, producer_list, did_you_mean, CommandParser
@@ -26,29 +28,38 @@ from .workers import spawn_worker, console_script
 # %% ../../nbs/80_seasons.ipynb #cf39bf8f
 # the job store beside the registry; the season job, weekly, Mondays 03:00 UTC
 SCHEDULE_FILE, SEASON_JOB, DEFAULT_CRON = 'schedule.sqlite', 'season', '0 3 * * 1'
+SEASON_GAP_S = 3600.0 # seasons start at least this far apart (a season at the stable settings takes 10-50 minutes here)
 
-_DAYS = ('sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun')   # cron's day-of-week numbers (0 and 7: Sunday)
+class CronSchedule(BaseTrigger):
+    """An APScheduler trigger at a cron expression's times by cron's own rules (croniter: a day-of-month and a
+    day-of-week both given fire on either, `5#3` the third Friday, names, ranges, steps), in UTC; 6 fields: seconds first."""
+    def __init__(self, expr:str): self.expr = expr
+    def get_next_fire_time(self, previous_fire_time, now):
+        return croniter(self.expr, previous_fire_time or now - timedelta(microseconds=1), datetime,
+                        second_at_beginning=True).get_next(datetime)
+    def __str__(self): return f"cron[{self.expr}]"
+    def __repr__(self): return f"CronSchedule({self.expr!r})"
 
-def cron_trigger(expr:str):
-    """An APScheduler `CronTrigger` (UTC) from a cron expression of 5 fields, or 6 with seconds first; day-of-week
-    numbers are cron's (0 or 7 Sunday, 1 Monday), not APScheduler's (0 Monday). Raises `ValueError` naming the problem,
-    also for an expression that never fires (`0 0 31 2 *`)."""
-    from apscheduler.triggers.cron import CronTrigger
+def cron_trigger(expr:str, # 5 fields (minute hour day month day-of-week) or 6 (seconds first), UTC
+                 min_gap_s:float=60.0)->CronSchedule: # the least time between two firings it allows
+    """A `CronSchedule` of `expr`. Raises `ValueError` naming the problem: the wrong number of fields, a field cron
+    does not take (`1/0`), an expression that never fires (`0 0 31 2 *`), or one that fires twice within `min_gap_s`
+    over its next 1000 firings (a season job passes `SEASON_GAP_S`)."""
     parts = expr.split()
     if len(parts) not in (5, 6):
         raise ValueError(f"cron expression {expr!r}: give 5 fields (minute hour day month day-of-week) "
                          "or 6 (seconds first)")
-    if len(parts) == 6 and not parts[0].isdigit():
-        raise ValueError(f"cron expression {expr!r} fires more than once a minute: give its seconds field one number (0-59)")
-    names = (('second',) if len(parts) == 6 else ()) + ('minute', 'hour', 'day', 'month', 'day_of_week')
-    spec = dict(zip(names, parts))
-    days, _, step = spec['day_of_week'].partition('/')
-    named = re.sub(r'\d+', lambda m: _DAYS[int(m.group())] if int(m.group()) < 8 else m.group(), days)
-    spec['day_of_week'] = named + (f'/{step}' if step else '')
-    trigger = CronTrigger(timezone='UTC', **spec)
-    if trigger.get_next_fire_time(None, datetime.now(timezone.utc)) is None:
-        raise ValueError(f"cron expression {expr!r} never fires")
-    return trigger
+    if not croniter.is_valid(expr, second_at_beginning=True):
+        raise ValueError(f"cron expression {expr!r} is not valid cron: check each field's values, ranges and steps (a step is at least 1)")
+    it = croniter(expr, datetime.now(timezone.utc), datetime, second_at_beginning=True)
+    try: times = [it.get_next(datetime) for _ in range(1000)]
+    except CroniterBadDateError: times = []
+    if not times: raise ValueError(f"cron expression {expr!r} never fires")
+    gap = min((b - a).total_seconds() for a, b in zip(times, times[1:])) if len(times) > 1 else math.inf
+    if gap < min_gap_s:
+        raise ValueError(f"cron expression {expr!r} fires {gap:g} s apart: give at least {min_gap_s:g} s between firings"
+                         + (" (a season takes longer)" if min_gap_s >= SEASON_GAP_S else ''))
+    return CronSchedule(expr)
 
 # %% ../../nbs/80_seasons.ipynb #2b095e09
 JOB_HOMES = {'genome_lab.seasons': 'genome_lab.ecosystem.schedule'} # where the job functions lived before the layout by topic (issue 48)
@@ -189,7 +200,7 @@ def get_schedule(request:Request)->ScheduleOut:
 def put_schedule(request:Request, body:ScheduleIn)->ScheduleOut:
     """Change when seasons run and with which settings (checked as `SeasonConfig` fields, types and ranges); kept in
     the job store across restarts."""
-    try: trigger, cfg = cron_trigger(body.cron), season_config(body.config)
+    try: trigger, cfg = cron_trigger(body.cron, SEASON_GAP_S), season_config(body.config)
     except ValueError as e: raise HTTPException(422, str(e)) from None
     sch = _scheduler(request)
     sch.modify_job(SEASON_JOB, kwargs=dict(root=str(request.app.state.pool.root), cron=body.cron, config=asdict(cfg)))

@@ -276,14 +276,14 @@ def _current_season(reg:Registry, cfg:SeasonConfig, say)->tuple: # (season numbe
     return reg.open_season(asdict(cfg)), cfg
 
 # %% ../../nbs/80_seasons.ipynb #58414424
-def _tournament(reg:Registry, season:int, arena:str, seed:int, kw:dict)->dict: # {'evaluation', 'candidates'}
+def _tournament(reg:Registry, season:int, arena:str, seed:int, kw:dict)->dict: # {'evaluation', 'candidates', 'stability', 'failures'}
     """Season `season`'s tournament in `arena` (resumed after its last stored batch if it was begun), with the
-    candidates it entered."""
+    candidates it entered and the genomes that failed in it (a program over its pace, say: {name: reason})."""
     eid = reg.tagged_evaluation('tournament', arena, 'season', season)
     t = (run_tournament(reg, evaluation=eid, progress=False) if eid else
          run_tournament(reg, arena=arena, seed=seed, tags=dict(season=season), progress=False, **kw))
     return dict(evaluation=t.evaluation, candidates=list(t.leaderboard.id[t.leaderboard.status == 'candidate']),
-                stability=t.stability)
+                stability=t.stability, failures={reg.genome(i)['name']: why for i, why in t.failures.items()})
 
 # %% ../../nbs/80_seasons.ipynb #0fdbbdf9
 def _selection(reg:Registry, eid:int, rules:SelectionRules)->dict: # {'changes', 'skipped', 'violations'}
@@ -394,7 +394,9 @@ def run_season(registry:Registry,
                                                                     ['evaluation'], rules))):
                 if step in reg.season_steps(n): continue
                 say(f'season {n}: {step} among {len(entrants)} genomes')
-                try: reg.finish_season_step(n, step, do())
+                try:
+                    reg.finish_season_step(n, step, rec := do())
+                    for name, why in rec.get('failures', {}).items(): say(f"season {n}: {step}: {name} failed and was retired: {why}")
                 except Exception as e:   # recorded; the arena's later steps are passed over, the season goes on
                     reg.finish_season_step(n, step, dict(error=f'{type(e).__name__}: {e}'))
                     say(f"season {n}: {step} failed: {type(e).__name__}: {e}"); warnings.warn(f"season {n}: {step}: {e}")
