@@ -9,7 +9,9 @@ The simulator's planner is also checked against the shield (the baseline every s
 is trained as bench/dreaming.py trains it (its recordings and `WorldConfig`), and its planner is 70_dreaming's
 `DreamPlanner` at the settings of that bench's tournament (beam 2, horizon 6, searching where the model fears a
 death: gate 0.1). Speeds: snake-moves a second of each challenger's games (both genomes' snakes), and for the
-simulator's planner the share of its moves it searched. The student's DAgger games are seeded apart from the checks.
+simulator's planner the share of its moves it searched. The student's DAgger games are seeded apart from the checks,
+and its recipe is chosen on validation games at --dagger-validation seeds (40 a seed, the same rule), played before
+its check and kept beside it (`validation`): the check's seeds choose nothing.
 
 Writes `planner` of --out (default nbs/measured/climb.json; its other keys are kept): {shield, true_simulator,
 world_model, student}, each {checks, leads: {founder: {wins, losses, p, lead, ...}}, moves_per_s, ...}. Resumable: a
@@ -44,6 +46,7 @@ class PlannerBench:
     dagger_snakes: Annotated[int, 'snakes on each DAgger map'] = 18
     dagger_epochs: Annotated[int, 'passes over all labelled games after each round'] = 4
     dagger_lr: Annotated[float, "the student's learning rate (Adam)"] = 3e-5
+    dagger_validation: Annotated[str, "seeds of the student's validation games, before its check (a recipe is chosen on these, never on the check's)"] = '101,202,303'
     world_updates: Annotated[int, "the world model's gradient steps (bench/dreaming.py's WorldConfig: 800)"] = 800
     work: Annotated[str, 'folder of the kept checks, world model and student (a rerun resumes)'] = 'runs/planner'
     out: Annotated[str, 'the figures file (default nbs/measured/climb.json)'] = ''
@@ -100,8 +103,12 @@ def main():
         save_file(student.state_dict(), path)
         taught['dagger'] = dict(settings=asdict(cfg), seconds=time.perf_counter() - t0, history=hist.to_dict('records'))
     student.eval()
+    seeds = tuple(int(x) for x in o.dagger_validation.split(','))
+    v = taught.step('validation', lambda: lead_check(student, {'PufferSnake': puffer}, 'snake', seeds=seeds, games=o.games))
+    print(f"student validation at seeds {seeds}: " + '; '.join(f"{f} {l['wins']}-{l['losses']} p {l['p']:.3g}" for f, l in v['leads'].items()), flush=True)
     s = check('student', student, {'PufferSnake': puffer}, taught)
-    rec['student'] = dict(s, moves_per_s=moves_per_s(s['checks']), distillation=taught['dagger'])
+    rec['student'] = dict(s, moves_per_s=moves_per_s(s['checks']), distillation=taught['dagger'],
+                          validation=dict(seeds=list(seeds), checks=v['checks'], leads=v['leads']))
     path = Path(o.out or measured_dir()/'climb.json')
     write_figures(path, dict(planner=rec | dict(machine=machine(), settings=asdict(o))))
     print(f"wrote planner into {path}")

@@ -54,3 +54,17 @@ def test_bar_bench_reads_both_methods_alike_resumes_and_writes_the_figures(bench
     one = _run(bench, monkeypatch, fresh, '--generations', '2')              # one call, no stop: the same curves
     untimed = lambda curves: {k: [{f: v for f, v in c.items() if f != 'seconds'} for c in cs] for k, cs in curves.items()}
     assert untimed(one['replicator_curves']) == untimed(rep) and one['diagnostics']['series'] == d['series']
+
+def test_the_size_curve_bench_times_each_size_and_reading_and_the_protocol_they_give(monkeypatch, tmp_path):
+    "bench/replicator_sizes.py (issue 55): a generation's seconds per size, a reading's per reading size, the protocol's hours from them."
+    spec = importlib.util.spec_from_file_location('bench_replicator_sizes', ROOT/'bench'/'replicator_sizes.py')
+    sizes = importlib.util.module_from_spec(spec); sys.modules[spec.name] = sizes; spec.loader.exec_module(sizes)
+    monkeypatch.setattr(sys, 'argv', ['replicator_sizes.py', '--generations', '2', '--sizes', '4x1x16,4x2x16', '--readings', '1x4x30',
+                                      '--bar-generations', '10', '--read-every', '5', '--out', str(tmp_path/'s.json')])
+    sizes.main()
+    out = json.loads((tmp_path/'s.json').read_text())
+    assert [s['agent_steps'] for s in out['sizes']] == [2 * 4 * 1 * 16, 2 * 4 * 2 * 16] and all(s['seconds_per_generation'] > 0 for s in out['sizes'])
+    (s, r), h = (out['sizes'][0], out['readings'][0]), out['hours'][0]
+    rep = 10 * s['seconds_per_generation'] + 3 * r['seconds']                  # 10 generations, read at 0, 5 and 10
+    ppo = 10 * s['agent_steps'] / 10 / out['protocol']['ppo_rate'] + 3 * r['seconds']
+    assert h == dict(size='4x1x16', reading='1x4x30', hours=round(3 * (rep + ppo) / 2 / 3600, 2))

@@ -19,8 +19,8 @@ from ..core import Producer, ProducerContext
 from ..rl.ppo_producer import best_snake
 
 # %% auto #0
-__all__ = ['planner_producer', 'student_producer', 'copy_map', 'ShieldedLSTM', 'SimPlanner', 'planner_game', 'batched',
-           'distill_planner', 'register_search', 'SearchSettings', 'produce_search', 'StudentSettings',
+__all__ = ['planner_producer', 'student_producer', 'copy_map', 'blocked_moves', 'ShieldedLSTM', 'SimPlanner', 'planner_game',
+           'batched', 'distill_planner', 'register_search', 'SearchSettings', 'produce_search', 'StudentSettings',
            'StudentProducer']
 
 # %% ../../nbs/74_planner.ipynb #ad97bdf4
@@ -45,6 +45,12 @@ def copy_map(src:SnakeArena, i:int, # the map copied: map `i` of `src`
     b.log, b.tick, b.rng = a.log, a.tick, a.rng if rng is None else rng
 
 # %% ../../nbs/74_planner.ipynb #3759085a
+def blocked_moves(obs:torch.Tensor)->torch.Tensor: # obs (n, 11, 11) cell codes -> (n, 4) bool
+    "The moves of each snake view into a wall or a snake cell (`SNAKE_MOVES` order); none where every move is (the snake is doomed either way)."
+    v = (obs.shape[-1] - 1) // 2
+    blocked = torch.stack([torch.as_tensor(obs)[:, v + dr, v + dc] for dr, dc in SNAKE_MOVES], -1).long() >= SNAKE_WALL
+    return blocked & ~blocked.all(-1, keepdim=True)
+
 class ShieldedLSTM(LinearLSTM):
     """A snake `LinearLSTM` whose moves into a wall or a snake cell of its view are masked (a one-step safety shield,
     from the observation alone); obs (n, 11, 11) codes -> logits (n, 4), the LSTM state as `LinearLSTM`'s."""
@@ -52,10 +58,7 @@ class ShieldedLSTM(LinearLSTM):
     MASK = 1e4 # subtracted from the logits of a move into a blocked cell
     def forward(self, obs, state=None):
         logits, state = super().forward(obs, state)
-        v = (obs.shape[-1] - 1) // 2
-        nxt = torch.stack([obs[:, v + dr, v + dc] for dr, dc in SNAKE_MOVES], -1).long()   # (n, 4) next cells
-        blocked = nxt >= SNAKE_WALL
-        return logits - self.MASK * (blocked & ~blocked.all(-1, keepdim=True)), state
+        return logits - self.MASK * blocked_moves(obs), state
 
     @classmethod
     def of(cls, policy:LinearLSTM)->'ShieldedLSTM': # the same weights, shielded
@@ -156,8 +159,9 @@ class SimPlanner(Policy):
 @torch.inference_mode()
 def planner_game(student:Policy, planner:SimPlanner, seed:int, steps:int, **arena_kwargs)->tuple: # obs, targets, moves
     """One DAgger game: `student` drives every snake of one `SnakeArena` map (greedy) for `steps` steps and `planner`
-    gives each view its target: the prior's move distribution where the search kept the prior's move, all on the
-    search's move where it changed it (the planner as an improved policy: its prior, with the doomed moves replaced).
+    gives each view its target: the prior's move distribution with the moves into a wall or a snake taken out
+    (`blocked_moves`) where the search kept the prior's move, all on the search's move where it changed it (the planner
+    as an improved policy: its prior, with the doomed moves replaced).
     obs (n, steps, 11, 11) int8, targets (n, steps, 4) float32, the student's moves (n, steps) int64."""
     arena = SnakeArena(**arena_kwargs)
     try:
@@ -165,7 +169,7 @@ def planner_game(student:Policy, planner:SimPlanner, seed:int, steps:int, **aren
         for _ in range(steps):
             a, state = student.act(obs, state)
             moves = a.copy(); planner.search(arena, every, moves)
-            target = torch.softmax(planner.last_logits, -1).numpy()
+            target = torch.softmax(planner.last_logits - 1e4 * blocked_moves(torch.as_tensor(obs)), -1).numpy()   # safe moves only
             changed = moves != target.argmax(-1)
             target[changed] = np.eye(target.shape[1], dtype=np.float32)[moves[changed]]
             out.append((np.asarray(obs, np.int8).copy(), target, a.astype(np.int64)))
