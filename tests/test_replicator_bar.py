@@ -28,9 +28,10 @@ def bench(monkeypatch):
 
 def _run(bench, monkeypatch, tmp_path, *flags):
     monkeypatch.setattr(sys, 'argv', ['replicator_bar.py', '--run-dir', str(tmp_path/'runs'), '--out', str(tmp_path/'bar.json'),
-                                      '--seeds', '2', '--ppo-seeds', '2', '--round', '1', '--workers', '1', *flags])
+                                      '--seeds', '2', '--ppo-seeds', '2', '--round', '1', '--workers', '1', '--comparison', 'scratch',
+                                      '--size', '4x1x16', '--reading', '1x4x30', '--read-every', '1', *flags])
     bench.main()
-    return json.loads((tmp_path/'bar.json').read_text())
+    return json.loads((tmp_path/'bar.json').read_text())['comparisons']['scratch']
 
 def test_bar_bench_reads_both_methods_alike_resumes_and_writes_the_figures(bench, monkeypatch, tmp_path):
     out = _run(bench, monkeypatch, tmp_path, '--generations', '1')
@@ -68,3 +69,12 @@ def test_the_size_curve_bench_times_each_size_and_reading_and_the_protocol_they_
     rep = 10 * s['seconds_per_generation'] + 3 * r['seconds']                  # 10 generations, read at 0, 5 and 10
     ppo = 10 * s['agent_steps'] / 10 / out['protocol']['ppo_rate'] + 3 * r['seconds']
     assert h == dict(size='4x1x16', reading='1x4x30', hours=round(3 * (rep + ppo) / 2 / 3600, 2))
+
+def test_the_two_comparisons_start_from_nothing_or_both_from_pufferSnake():
+    "Issue 55: 'scratch' pits an untrained decoder against PPO from PufferLib's initialisation; 'pretrained' the decoder pretrained on PufferSnake's lines against PPO fine-tuning PufferSnake."
+    b = _bench()
+    scratch, pretrained = b.Options(comparison='scratch'), b.Options(comparison='pretrained')
+    assert (b.ppo_config(scratch, 0).start, b.replicator_config(scratch, 0, 1).pretrain.pretrain_steps) == ('', 0)
+    assert b.ppo_config(pretrained, 0).start == 'PufferSnake' and b.replicator_config(pretrained, 0, 1).pretrain.pretrain_steps > 0
+    c = b.replicator_config(scratch, 2, 400)
+    assert (c.population, c.agents_each, c.steps, c.eval_interval, c.seed, b.per_generation(scratch)) == (16, 2, 512, 20, 2, 32_768)
