@@ -261,17 +261,34 @@ def _charged(busy:float, actions:int, lim:SandboxLimits)->tuple: # (seconds char
 def test_a_legal_program_near_its_pace_passes_on_a_loaded_host():
     """Issue 57: the pace was judged by the wall clock, so a program at 95% of it was retired at load 12 and promoted
     at load 2. Now an action is charged the program's own time (the host's run-queue delays taken out): a program at
-    90% of `PROGRAM_LIMITS`' pace on its own plays 1000 actions with four busy processes on the host, where the wall
-    clock gives it more than its pace and credit, which failed it before."""
+    90% of `PROGRAM_LIMITS`' pace on its own plays 1000 actions with eight busy processes on the host."""
     from genome_lab.programs.program_policy import PROGRAM_LIMITS
-    lim, n = PROGRAM_LIMITS, 1000
-    busy = 0.9 * lim.mean_step_s - _charged(0.0, 100, lim)[0]   # less the harness's and the child's own cost of an action
-    hogs = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(4)]
-    try: charged, wall = _charged(busy, n, lim)   # raises SandboxFailure('timeout') where the load is charged
+    lim, n, target = PROGRAM_LIMITS, 1000, 0.9 * PROGRAM_LIMITS.mean_step_s
+    busy = target - _charged(0.0, 100, lim)[0]   # less the harness's and the child's own cost of an action
+    for _ in range(2): busy += target - _charged(busy, 200, lim)[0]   # then as charged on this host: 90% of the pace
+    quiet = _charged(busy, 200, lim)[0]
+    assert quiet < lim.mean_step_s + lim.burst_s / n, quiet   # legal: a game of n actions within its pace and credit
+    hogs = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(8)]
+    try: _charged(busy, n, lim)   # raises SandboxFailure('timeout') where the load is charged
     finally:
         for h in hogs: h.kill(); h.wait()
-    assert wall > lim.mean_step_s + lim.burst_s / n, f"the host was not loaded enough to test anything: {wall*1e3:.2f} ms an action"
-    assert charged < lim.mean_step_s, (charged, wall)
+
+def test_the_time_a_loaded_host_keeps_a_program_waiting_is_not_charged(monkeypatch):
+    """The accounting itself, with the load made exact: a program sleeping 30 ms an action (3x a 10 ms pace) whose
+    every action the host is said to have kept waiting 25 ms (`_waited`, the run-queue delays) is charged about 5 ms
+    and passes 60 actions; charged the wall clock, it fails its pace within them."""
+    import time
+    lim = SandboxLimits(step_timeout_s=2, wall_s=60, mean_step_s=0.01, burst_s=0.2)
+    src = "import time\ndef choose_action(obs, view, memory):\n    time.sleep(0.03)\n    return min(view['left'], 9)\n"
+    def play(waited_per_action:float)->float: # seconds charged an action
+        clock = {'waited': 0.0}
+        def waited(self): clock['waited'] += waited_per_action; return clock['waited']   # asked before and after an action: that much between
+        monkeypatch.setattr(SandboxedPlayer, '_waited', waited)
+        with SandboxedPlayer(src, lim, 10) as p:
+            for _ in range(60): p.act(0, dict(left=60))
+            return p.thinking / 60
+    assert 0.0 < play(0.025) < 0.01
+    with pytest.raises(Exception, match='on average'): play(0.0)
 
 def test_the_base_pythons_site_packages_are_hidden():
     "The standard library is bound whole, but its site-packages (every package of the base Python) is an empty read-only folder."
