@@ -601,6 +601,9 @@ def test_a_program_is_checked_at_the_door(http, root):
         assert r.status_code == 400 and why in r.json()['detail'], (name, r.text[:300])
     assert state(root) == before
     assert http.post('/submit_genome', content=up('Plain', good), headers=AUTH).status_code == 201
+    from genome_lab.programs.tetris_players import tetris_baselines
+    with Registry(root.parent/'players') as reg:   # the reference players fit ten times over (42_server's comment on the limit)
+        assert all(len(reg.genome(i)['config']['source'].encode()) * 10 < PROGRAM_MAX_BYTES for i in tetris_baselines(reg).values())
 
 def test_a_token_holder_retires_a_genome(http, root):
     man = http.get('/get_genome_manifest').json()

@@ -28,7 +28,7 @@ from .workers import spawn_worker, console_script
 # %% ../../nbs/80_seasons.ipynb #cf39bf8f
 # the job store beside the registry; the season job, weekly, Mondays 03:00 UTC
 SCHEDULE_FILE, SEASON_JOB, DEFAULT_CRON = 'schedule.sqlite', 'season', '0 3 * * 1'
-SEASON_GAP_S = 3600.0 # seasons start at least this far apart (a season at the stable settings takes 10-50 minutes here)
+SEASON_GAP_S = 3600.0 # seasons start at least this far apart (a schedule firing during a season only waits on its lock)
 
 class CronSchedule(BaseTrigger):
     """An APScheduler trigger at a cron expression's times by cron's own rules (croniter: a day-of-month and a

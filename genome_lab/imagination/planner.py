@@ -45,10 +45,10 @@ def copy_map(src:SnakeArena, i:int, # the map copied: map `i` of `src`
     b.log, b.tick, b.rng = a.log, a.tick, a.rng if rng is None else rng
 
 # %% ../../nbs/74_planner.ipynb #3759085a
-def blocked_moves(obs:torch.Tensor)->torch.Tensor: # obs (n, 11, 11) cell codes -> (n, 4) bool
+def blocked_moves(obs)->torch.Tensor: # obs (n, 11, 11) cell codes (a tensor or an array) -> (n, 4) bool
     "The moves of each snake view into a wall or a snake cell (`SNAKE_MOVES` order); none where every move is (the snake is doomed either way)."
-    v = (obs.shape[-1] - 1) // 2
-    blocked = torch.stack([torch.as_tensor(obs)[:, v + dr, v + dc] for dr, dc in SNAKE_MOVES], -1).long() >= SNAKE_WALL
+    obs = torch.as_tensor(obs); v = (obs.shape[-1] - 1) // 2
+    blocked = torch.stack([obs[:, v + dr, v + dc] for dr, dc in SNAKE_MOVES], -1).long() >= SNAKE_WALL
     return blocked & ~blocked.all(-1, keepdim=True)
 
 class ShieldedLSTM(LinearLSTM):
@@ -169,7 +169,7 @@ def planner_game(student:Policy, planner:SimPlanner, seed:int, steps:int, **aren
         for _ in range(steps):
             a, state = student.act(obs, state)
             moves = a.copy(); planner.search(arena, every, moves)
-            target = torch.softmax(planner.last_logits - 1e4 * blocked_moves(torch.as_tensor(obs)), -1).numpy()   # safe moves only
+            target = torch.softmax(planner.last_logits - 1e4 * blocked_moves(obs), -1).numpy()   # safe moves only
             changed = moves != target.argmax(-1)
             target[changed] = np.eye(target.shape[1], dtype=np.float32)[moves[changed]]
             out.append((np.asarray(obs, np.int8).copy(), target, a.astype(np.int64)))

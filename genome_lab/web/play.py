@@ -141,13 +141,16 @@ def token_player(registry_root:str|Path, token:str|None)->str|None:
 # %% ../../nbs/82_play.ipynb #dbf90b6f
 def _claim_file(registry_root:str|Path, player:str)->Path: return Path(registry_root)/CLAIMS_DIR/hashlib.sha256(player.encode()).hexdigest()[:32]
 
+def _parse_claim(text:str)->dict|None: # a claim file's {'player', 'nonce', 'played'}; a plain name: a claim made before its JSON form
+    try: claim = json.loads(text)
+    except ValueError: return dict(player=text, nonce='', played=True)
+    return claim if isinstance(claim, dict) and {'player', 'nonce', 'played'} <= set(claim) else None
+
 def player_claim(registry_root:str|Path, player:str)->dict|None: # {'player', 'nonce', 'played'}; None: not claimed
     "The claim of `player` (a file of `CLAIMS_DIR`, its time the last use); a claim made before its JSON form counts as played, its nonce ''."
-    try: text = _claim_file(registry_root, player).read_text()
+    try: claim = _parse_claim(_claim_file(registry_root, player).read_text())
     except OSError: return None
-    try: claim = json.loads(text)
-    except ValueError: claim = dict(player=text, nonce='', played=True)
-    return claim if isinstance(claim, dict) and claim.get('player') == player else None
+    return claim if claim and claim['player'] == player else None
 
 def release_names(registry_root:str|Path, limits:PlayLimits=PlayLimits())->list: # the names released
     """Release every claimed name unused too long: one that started no recorded game within `play_name_unplayed_s` of
@@ -157,10 +160,9 @@ def release_names(registry_root:str|Path, limits:PlayLimits=PlayLimits())->list:
     for f in (claims.iterdir() if claims.exists() else ()):
         try: text, age = f.read_text(), now - f.stat().st_mtime
         except OSError: continue   # released meanwhile
-        try: played, name = json.loads(text)['played'], json.loads(text)['player']
-        except (ValueError, KeyError, TypeError): played, name = True, text
-        if age > (limits.play_name_idle_days * 86400 if played else limits.play_name_unplayed_s):
-            f.unlink(missing_ok=True); out.append(name)
+        claim = _parse_claim(text) or dict(player=text, played=True)   # an unreadable claim: kept as long as a played one
+        if age > (limits.play_name_idle_days * 86400 if claim['played'] else limits.play_name_unplayed_s):
+            f.unlink(missing_ok=True); out.append(claim['player'])
     return out
 
 def claim_player(registry_root:str|Path, player:str,
