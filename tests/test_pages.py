@@ -131,3 +131,15 @@ def test_a_real_runs_pages_work(tmp_path):
     print(f"walked {len(w['seen'])} pages of {root} ({len(kinds)} kinds of genome); screenshots in {shots}")
     assert w['bad'] == [] and errors == [], (w['bad'], errors)
     assert all(s == 200 for k, s in w['seen'].items() if k != '/schedule'), {k: s for k, s in w['seen'].items() if s != 200}
+
+def test_a_mistyped_genome_is_an_html_page_with_the_names_near_it(quick_registry, tmp_path):
+    "Issue 58: `/genome/<typo>` and unknown paths answered raw JSON in a browser; now a page in the site's frame, with did-you-mean."
+    with serve_in_thread(create_app(quick_registry)) as url, Page(tmp_path/'chromium', 1280, 700) as p:
+        r = p.page.goto(f'{url}/genome/PufferSnak', wait_until='load')
+        p.page.screenshot(path=screenshots(tmp_path)/'not-found.png', full_page=True)
+        shown = p.js("[document.querySelector('h1').textContent, document.querySelectorAll('nav.site a').length, "
+                     "[...document.querySelectorAll('main a')].map(a => a.getAttribute('href'))]")
+        other = p.page.goto(f'{url}/no/such/page', wait_until='load')
+        nav = p.js("document.querySelectorAll('nav.site a').length")
+    assert r.status == 404 and shown[0] == 'Not found' and shown[1] > 5 and '/genome/PufferSnake' in shown[2], shown
+    assert other.status == 404 and nav == shown[1]

@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 
 # %% ../../nbs/42_server.ipynb #e04185e0
 from __future__ import annotations
-import argparse, contextlib, hashlib, importlib, json, os, sqlite3, sys, threading, time
+import argparse, contextlib, difflib, hashlib, html, importlib, json, os, sqlite3, sys, threading, time
 from pathlib import Path
 from typing import Callable, Literal, Optional
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response, Depends, Path as PathParam
@@ -20,17 +20,17 @@ from ..registry.store import Registry, GenomeFormatError, seed_founders
 from ..registry.sqlite_store import RegistryError, utcnow
 from ..tournaments.selection import tournament_job
 from .web_kit import RegistryPool, retry_busy, _finite, ID_PATTERN, ERRORS, BINARY, registry_pool, require_token, TokenRoute
-from .site_pages import pages
+from .site_pages import pages, page
 from .submission import SubmissionError, check_submission
 from .server_jobs import JobRunner, jobs
 
 # %% auto #0
 __all__ = ['reads', 'writes', 'HEADER_GUARD', 'SOCKET_EXTENSION', 'ManifestCache', 'FileCache', 'BodyGuard', 'validation_error',
-           'genome_row', 'StatsOut', 'ParentOut', 'RatingOut', 'PerformanceOut', 'GenomeOut', 'ManifestOut',
-           'get_genome_manifest', 'get_genome', 'HealthOut', 'health', 'GameResult', 'StatsUpdate', 'StatsUpdated',
-           'update_genome_stats', 'Submitted', 'submit_genome', 'retire_genome', 'installed_routers', 'serve_options',
-           'create_app', 'connection_socket', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread', 'port_number',
-           'log_config', 'serve_cli', 'app_from_environment']
+           'not_found', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut', 'PerformanceOut', 'GenomeOut',
+           'ManifestOut', 'get_genome_manifest', 'get_genome', 'HealthOut', 'health', 'GameResult', 'StatsUpdate',
+           'StatsUpdated', 'update_genome_stats', 'Submitted', 'submit_genome', 'retire_genome', 'installed_routers',
+           'serve_options', 'create_app', 'connection_socket', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread',
+           'port_number', 'log_config', 'serve_cli', 'app_from_environment']
 
 # %% ../../nbs/42_server.ipynb #9f99e108
 class ManifestCache:
@@ -99,6 +99,26 @@ class BodyGuard:
 async def validation_error(request:Request, exc:RequestValidationError)->JSONResponse:
     "422 with each error's type, location and message: never the input, which may hold NaN or infinities JSON cannot carry."
     return JSONResponse({'detail': [{k: e[k] for k in ('type', 'loc', 'msg') if k in e} for e in exc.errors()]}, 422)
+
+# %% ../../nbs/42_server.ipynb #6370065b
+from fastapi.exception_handlers import http_exception_handler
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from fastapi.responses import HTMLResponse
+
+# %% ../../nbs/42_server.ipynb #92b4b54a
+async def not_found(request:Request, exc:StarletteHTTPException)->Response:
+    """A 404 asked for by a browser (`Accept: text/html`) as a page in the site's frame, its navigation bar and a link
+    home, and for `/genome/<name>` the stored genomes whose names are closest (`difflib`); any other HTTP error, and a
+    404 asked for by a client, FastAPI's JSON (`{"detail": ...}`)."""
+    if exc.status_code != 404 or 'text/html' not in request.headers.get('accept', ''): return await http_exception_handler(request, exc)
+    near, path = '', request.url.path
+    if path.startswith('/genome/') and (pool := getattr(request.app.state, 'pool', None)) is not None:
+        names = {g['name'] for g in await run_in_threadpool(lambda: retry_busy(Registry.genome_rows, pool.get()))}
+        if close := difflib.get_close_matches(path.removeprefix('/genome/'), sorted(names), n=5, cutoff=0.6):
+            near = '<p>Did you mean ' + ', '.join(f'<a href="/genome/{html.escape(n)}">{html.escape(n)}</a>' for n in close) + '?</p>'
+    body = (f'<h1>Not found</h1><p class="muted">{html.escape(str(exc.detail))}</p>{near}'
+            '<p><a href="/">Home</a> · <a href="/leaderboard">the leaderboard</a> lists every rated genome.</p>')
+    return HTMLResponse(page('Not found', body), 404)
 
 # %% ../../nbs/42_server.ipynb #104cad22
 def genome_row(reg:Registry, gid:str)->dict:
@@ -330,6 +350,7 @@ def create_app(registry:str|Path, # registry folder
     app.state.options = {}   # {settings dataclass: its value}: `genome-lab serve` fills it from `serve_options()`
     app.add_middleware(BodyGuard, max_body_bytes=max_body_bytes)
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, not_found)
     app.router.add_event_handler('shutdown', app.state.runner.stop_all)   # jobs end before their connections close
     app.router.add_event_handler('shutdown', pool.close)
     for r in (reads, writes, jobs, pages, *(installed_routers() if routers is None else routers)): app.include_router(r)
