@@ -23,7 +23,7 @@ def root(tmp_path):
     return tmp_path/'reg'
 
 def test_leaderboard_sorts_filters_and_links_genome_pages(root, tmp_path):
-    "Names are short and unique; a header click sorts, the filter hides rows, a name opens the genome page, which shows the rating over both seasons."
+    "Names are short and unique; a header click sorts, the filter asks the server (every rated row, says when none matches), a name opens the genome page, which shows the rating over both seasons."
     with Registry(root, read_only=True) as reg:
         names = {reg.genome(i)['name'] for i in reg.ids()}
         assert len(names) == len(reg.ids()) and max(len(n) for n in names) <= max(NAME_MAX, len('HeuristicSnake'))
@@ -37,9 +37,14 @@ def test_leaderboard_sorts_filters_and_links_genome_pages(root, tmp_path):
         up = [float(v) for v in col(4)]
         p.js(f"{table}.querySelectorAll('th')[4].click()")
         down = [float(v) for v in col(4)]
-        p.page.fill('#filter', '-tun')
+        p.js("document.body.dataset.rendered = 'no'"); p.page.fill('#filter', '-tun')   # the server filters: wait for its answer
+        p.wait("document.body.dataset.rendered === 'yes'")
         kept = p.js(f"[...{table}.querySelectorAll('tr.genome-row')].filter(r => !r.hidden).map(r => r.children[1].textContent)")
         p.screenshot(tmp_path/'leaderboard.png')
+        p.js("document.body.dataset.rendered = 'no'"); p.page.fill('#filter', 'no-such-genome')
+        p.wait("document.body.dataset.rendered === 'yes'"); none = p.js("document.getElementById('no-rows').textContent")
+        p.screenshot(tmp_path/'leaderboard-none.png')
+        p.js("document.body.dataset.rendered = 'no'"); p.page.fill('#filter', '-tun'); p.wait("document.body.dataset.rendered === 'yes'")
         width = p.js('document.documentElement.scrollWidth')
         p.page.click(f"tr.genome-row >> text={kept[0]}")
         p.wait("document.getElementById('genome-name')")
@@ -50,6 +55,7 @@ def test_leaderboard_sorts_filters_and_links_genome_pages(root, tmp_path):
         data = httpx.get(f"{url}{shown['href']}").content
     assert by_rank == sorted(by_rank, key=int) and up == sorted(up) and down == sorted(up, reverse=True)
     assert sorted(kept) == sorted(n for n in names if '-tune' in n)
+    assert none == 'No rated genome\'s name, type or status contains "no-such-genome".', none
     assert len(kept) == 2 and len(set(kept)) == 2 and width <= 1280   # two hybrids, two names, the table fits the window
     gid = shown['path'].rsplit('/', 1)[1]
     assert shown['name'] == kept[0] and shown['points'] == 2 and shown['rows'] == 2 and gid in rt

@@ -21,8 +21,9 @@ from ..core import first_sentence
 from .web_kit import RegistryPool, registry_pool, retry_busy, _finite
 
 # %% ../../nbs/42_server.ipynb #3df0dd98
-def _rated(registry:Registry, top:int)->dict: # {arena: [rows]}: active genomes in rating order, then candidates
-    "The rated genomes of each arena, the active ones and the candidates apart, each best ordinal first and ranked from 1, at most `top` of each."
+def _rated(registry:Registry, top:int, q:str='')->dict: # {arena: [rows]}: active genomes in rating order, then candidates
+    """The rated genomes of each arena, the active ones and the candidates apart, each best ordinal first and ranked from 1
+    among all of its arena and status; with `q`, only those whose name, type or status contains it (any case); at most `top` of each."""
     rt, tour, arenas = registry.ratings(), registry.stats(kind='tournament'), {}
     for g in registry.genome_rows(('active', 'candidate')):
         if (r := rt.get(g['id'])) is None: continue
@@ -30,8 +31,10 @@ def _rated(registry:Registry, top:int)->dict: # {arena: [rows]}: active genomes 
         arenas.setdefault(g['arena'], []).append(dict({k: g[k] for k in ('id', 'name', 'type', 'arena', 'status', 'source', 'created')},
             mu=r['mu'], sigma=r['sigma'], ordinal=r['ordinal'], games=r['games'], win_rate=_finite(s.get('win_rate')),
             avg_score=_finite(s.get('avg_score'))))
-    rank = lambda gs: [dict(g, rank=k) for k, g in enumerate(sorted(gs, key=lambda g: -g['ordinal'])[:top], 1)]
-    return {a: [r for st in ('active', 'candidate') for r in rank([g for g in gs if g['status'] == st])] for a, gs in arenas.items()}
+    hit = lambda g: q.lower() in f"{g['name']} {g['type']} {g['status']}".lower()
+    rank = lambda gs: [g for g in [dict(g, rank=k) for k, g in enumerate(sorted(gs, key=lambda g: -g['ordinal']), 1)] if hit(g)][:top]
+    ranked = {a: [r for st in ('active', 'candidate') for r in rank([g for g in gs if g['status'] == st])] for a, gs in arenas.items()}
+    return {a: rows for a, rows in ranked.items() if rows}   # an arena none of whose genomes match `q` is left out
 
 # %% ../../nbs/42_server.ipynb #02294425
 def arena_note(registry:Registry, arena:str, rows:list)->str|None: # a line for the page, or None
@@ -67,11 +70,11 @@ def family_graph(registry:Registry)->tuple: # (nodes, edges)
     return sorted(nodes.values(), key=lambda n: (n['kind'] != 'player', n['name'], n['id'])), edges
 
 # %% ../../nbs/42_server.ipynb #c800949a
-def leaderboard(registry:Registry, top:int=10, seasons:int=3)->dict: # {'arenas', 'notes', 'replacements', 'players', 'nodes', 'edges', 'top'}
-    "Per arena its rated genomes (active, then candidates) and a note where a baseline leads, the last `seasons` seasons' replacements, player contributions and the family tree of the active genomes."
+def leaderboard(registry:Registry, top:int=10, seasons:int=3, q:str='')->dict: # {'arenas', 'notes', 'replacements', 'players', 'nodes', 'edges', 'top'}
+    "Per arena its rated genomes (active, then candidates) and a note where a baseline leads, the last `seasons` seasons' replacements, player contributions and the family tree of the active genomes; `q` filters the rated genomes (`_rated`), not the notes."
     nodes, edges = family_graph(registry)
-    arenas = _rated(registry, top)
-    notes = {a: n for a, rows in arenas.items() if (n := arena_note(registry, a, rows))}
+    arenas = _rated(registry, top, q)
+    notes = {a: n for a, rows in (_rated(registry, 1) if q else arenas).items() if (n := arena_note(registry, a, rows))}
     return dict(arenas=arenas, notes=notes, replacements=_replacements(registry, seasons), players=registry.players(),
                 nodes=nodes, edges=edges, top=top)
 
@@ -160,9 +163,11 @@ class LeaderboardOut(BaseModel):
 
 # %% ../../nbs/42_server.ipynb #e6801564
 @pages.get('/api/leaderboard', response_model=LeaderboardOut, operation_id='leaderboard_data')
-def leaderboard_data(top:int=Query(10, ge=1, le=100, description='rows per arena and status'), pool:RegistryPool=Depends(registry_pool))->LeaderboardOut:
-    "The leaderboard's data: top genomes per arena, player contributions, lineage graph."
-    return retry_busy(leaderboard, pool.get(), top)
+def leaderboard_data(top:int=Query(10, ge=1, le=100, description='rows per arena and status'),
+                     q:str=Query('', max_length=100, description='only the genomes whose name, type or status contains this (any case)'),
+                     pool:RegistryPool=Depends(registry_pool))->LeaderboardOut:
+    "The leaderboard's data: top genomes per arena (each ranked among all), player contributions, lineage graph."
+    return retry_busy(leaderboard, pool.get(), top, q=q)
 
 # %% ../../nbs/42_server.ipynb #346a3a48
 @pages.get('/leaderboard', response_class=HTMLResponse, operation_id='leaderboard_page')
