@@ -20,7 +20,7 @@ from genome_lab.broadcast.highlights import HighlightStore, HighlightConfig, rec
 from genome_lab.web.server import create_app, serve_in_thread
 from loopback import Page
 
-OUTSIDE = 'https://cdn.redoc.ly/redoc/logo-mini.svg' # ReDoc's own "API docs by Redocly" logo: the one request that leaves the server (tests/test_home.py)
+OUTSIDE = 'https://cdn.redoc.ly/redoc/logo-mini.svg' # ReDoc's own "API docs by Redocly" logo: its page's policy refuses it, a console line (tests/test_home.py)
 
 @pytest.fixture(scope='module')
 def quick_registry(tmp_path_factory):

@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['NAV', 'ASSET_TYPES', 'pages', 'API_DOCS', 'arena_note', 'family_graph', 'leaderboard', 'page', 'json_script', 'page_part', 'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'leaderboard_data', 'leaderboard_page', 'home_links', 'home_page']
+__all__ = ['NAV', 'ASSET_TYPES', 'pages', 'API_DOCS', 'arena_note', 'family_graph', 'leaderboard', 'page', 'json_script', 'page_part', 'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'leaderboard_data', 'leaderboard_page', 'home_links', 'redoc', 'home_page']
 
 # %% ../../nbs/42_server.ipynb #7f2935c6
 import html, importlib.resources, json
@@ -191,6 +191,20 @@ def home_links(app:FastAPI)->tuple: # ([(path, summary)] of the HTML pages, [(pa
         html_page = 'text/html' in ops['get'].get('responses', {}).get('200', {}).get('content', {})
         (pages if html_page else data).append((path, first_sentence(ops['get'].get('description')).replace('`', '')))
     return pages, data
+
+# %% ../../nbs/42_server.ipynb #1ab5e21b
+from fastapi.openapi.docs import get_redoc_html
+
+@pages.get('/redoc', include_in_schema=False)
+def redoc(request:Request)->HTMLResponse:
+    """ReDoc over this server's OpenAPI schema, its script served here (fastapi-offline's copy, as `/docs`' are). The
+    bundle shows an "API docs by Redocly" logo from cdn.redoc.ly whatever its options: the page's policy allows images
+    from this server only, so a browser never asks for it and ReDoc leaves the link as text."""
+    root = request.scope.get('root_path', '')
+    r = get_redoc_html(openapi_url=f'{root}/openapi.json', title=f'{request.app.title} - ReDoc', with_google_fonts=False,
+                       redoc_js_url=f'{root}/static-offline-docs/redoc.standalone.js', redoc_favicon_url=f'{root}/static-offline-docs/favicon.png')
+    r.headers['Content-Security-Policy'] = "img-src 'self' data:"
+    return r
 
 # %% ../../nbs/42_server.ipynb #b4dad776
 @pages.get('/', response_class=HTMLResponse, operation_id='home_page')
