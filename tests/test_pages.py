@@ -113,6 +113,8 @@ def screenshots(tmp_path)->Path: # `GENOME_LAB_SCREENSHOTS` if set (made), else 
 def test_every_page_a_newcomer_reaches_works(quick_registry, tmp_path):
     with serve_in_thread(create_app(quick_registry)) as url, Page(tmp_path/'chromium', 1280, 900) as p:
         w, kinds = check_walk(url, p, screenshots(tmp_path), quick_registry)
+        w['visit']('/stream?mode=mjpeg', "window.streamStats && window.streamStats.painted >= 3", shot='stream-mjpeg.png')   # no clock stamp: frames still count
+        mjpeg = p.js("[document.getElementById('mode').textContent, document.getElementById('frames').textContent]")
         errors = [e for e in p.errors if OUTSIDE not in e]
         notes = p.js("fetch('/api/leaderboard').then(r => r.json()).then(d => d.notes)")
     assert {'/leaderboard', '/dashboard', '/viewer', '/stream', '/stream/playlist', '/docs', '/health'} <= set(w['home']), w['home']
@@ -120,6 +122,7 @@ def test_every_page_a_newcomer_reaches_works(quick_registry, tmp_path):
     assert all(s == 200 for k, s in w['seen'].items() if k != '/schedule'), {k: s for k, s in w['seen'].items() if s != 200}
     assert {('program', 'candidate'), ('baseline', 'active'), ('rl', 'active'), ('hybrid', 'candidate')} <= set(kinds), sorted(kinds)
     assert w['games'] and w['clips'] and any('/viewer?evaluation=' in h for h in w['seen']), w['seen']
+    assert mjpeg[0] == 'MJPEG' and int(mjpeg[1].removeprefix('frames: ')) >= 3, mjpeg   # issue 58: it said "frames: 0" while playing
     assert 'random reference' not in notes.get('creatures', ''), notes   # the gait founder is not random: no such note
 
 @pytest.mark.skipif(not os.environ.get('GENOME_LAB_WALK_REGISTRY'), reason='set GENOME_LAB_WALK_REGISTRY to walk a real run')
