@@ -462,6 +462,7 @@ def test_leaderboard_page_in_headless_chromium(root, tmp_path):
     assert all(re.fullmatch(r'-?\d+\.\d\d ± \d+\.\d\d', e['text']) for e in find('td', **{'class': 'num rating'}))
     reps = find('tr', **{'class': 'replacement-row', 'data-season': '1'})
     assert len(reps) == 2 and all(any(n in e['text'] for e in reps) for n in added)   # the season's swaps, by name
+    assert all(sum(e['attrs'].get('href') == f'genome/{a}' for e in find('a')) == 2 for _, a in plan.changes)   # its row and its swap (issue 58)
     players = {e['attrs']['data-player']: e['text'] for e in find('tr', **{'class': 'player-row'})}
     assert set(players) == {'ada', 'bob'} and players['ada'] == 'ada61' and players['bob'] == 'bob60'   # games reported, genomes with the player as parent
     nodes = [e for e in dom.items if e['tag'] == 'g' and 'node' in e['attrs'].get('class', '')]

@@ -38,13 +38,13 @@ def _rated(registry:Registry, top:int, q:str='')->dict: # {arena: [rows]}: activ
 
 # %% ../../nbs/42_server.ipynb #02294425
 def arena_note(registry:Registry, arena:str, rows:list)->str|None: # a line for the page, or None
-    "Say so when the best active genome of `arena` (`rows` as `_rated` gives them) is a random reference or a hand-written baseline."
+    "Say so when the best active genome of `arena` (`rows` as `_rated` gives them) is a random reference or a hand-written baseline (its description as text: no Markdown backticks)."
     top = next((r for r in rows if r['status'] == 'active'), None)
     if top is None or top['type'] != 'baseline': return None
     g = registry.genome(top['id'])
     random = g['arch'] == 'random' or g['description'].lower().startswith(('random', 'uniform random'))
     return (f"In {arena}, no evolved or trained genome beats {'a random reference' if random else 'a hand-written baseline'} yet: "
-            f"{top['name']} ({'random play' if random else g['description'] or 'hand-written'}) leads.")
+            f"{top['name']} ({'random play' if random else g['description'].replace('`', '') or 'hand-written'}) leads.")
 
 # %% ../../nbs/42_server.ipynb #757e6ffa
 def _replacements(registry:Registry, seasons:int)->list: # rows, newest first
