@@ -87,9 +87,25 @@ def _body(g:dict)->str: # what the genome is: a program's source, or its archite
     if g['arch'] == 'program' and isinstance(g['config'].get('source'), str):
         return (f"<h2>Program</h2><p class=\"muted\">What it plays: Python source run in the sandbox (sha256 "
                 f"<code>{html.escape(str(g['config'].get('sha256', ''))[:16])}</code>...).</p>{program_html(g['config']['source'])}")
-    rows = ''.join(f"<tr><td>{html.escape(str(k))}</td><td><code>{html.escape(json.dumps(v)[:200])}</code></td></tr>"
-                   for k, v in g['config'].items())
-    return f"<h2>Architecture</h2><p><code>{html.escape(g['arch'])}</code></p>" + (f'<table id="config">{rows}</table>' if rows else '')
+    return f"<h2>Architecture</h2><p><code>{html.escape(g['arch'])}</code></p>" + (_table(g['config'], 'config') if g['config'] else '')
+
+def _value(v, depth:int=0)->str: # a setting as HTML: numbers to 4 significant digits, a small dict as a nested table, a long one cut
+    if isinstance(v, float): return f'{v:.4g}'
+    if isinstance(v, (bool, int)): return str(v)
+    if isinstance(v, dict) and 0 < len(v) <= 24 and depth < 2: return _table(v, None, depth + 1)
+    if isinstance(v, list) and len(v) <= 8 and all(isinstance(x, (int, float, str, bool)) for x in v): return ', '.join(_value(x) for x in v) or '[]'
+    text = v if isinstance(v, str) else json.dumps(v)
+    return f'<code>{html.escape(text[:200])}</code>' + ('...' if len(text) > 200 else '')
+
+def _description(text:str)->str: # a producer's record (a JSON object, as the ppo producer writes) as a table, else its first line
+    try: d = json.loads(text)
+    except ValueError: d = None
+    if isinstance(d, dict) and d: return _table(d, 'metadata')
+    return f"<p>{html.escape(text.splitlines()[0] if text else '')}</p>"
+
+def _table(d:dict, id:str|None, depth:int=0)->str: # one row per key, its value as `_value` writes it
+    rows = ''.join(f"<tr><td>{html.escape(str(k))}</td><td>{_value(v, depth)}</td></tr>" for k, v in d.items())
+    return (f'<table id="{id}">' if id else '<table class="nested">') + rows + '</table>'
 
 # %% ../../nbs/84_genome_page.ipynb #d83e9c10
 def _games_html(games:list, shown:int=12)->str: # the newest stored tournament games, snake's linked to the viewer
@@ -125,7 +141,7 @@ def genome_page_html(rep:dict)->str:
     return page(g['name'], f"""<h1 id="genome-name">{e(g['name'])}</h1>
 <p class="muted"><code>{e(g['id'])}</code> · {e(g['type'])} · arena {e(g['arena'])} · {e(g['arch'])} ·
 {e(g['status'])} · made by {e(g['source'])} on {e(g['created'])}</p>
-<p>{e(g['description'].splitlines()[0] if g['description'] else '')}</p>
+{_description(g['description'])}
 <p><a class="download" id="download" href="{e(rep['download'])}" download="{e(g['name'])}.safetensors">download
 (safetensors, {g['size_bytes']:,} bytes)</a></p>
 <h2>Rating</h2><p id="rating-now">{now}</p>
