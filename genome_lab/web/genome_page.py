@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/genome_page.html.md"""
 # %% ../../nbs/84_genome_page.ipynb #30aa90d4
 from __future__ import annotations
 import html, json
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import HTMLResponse
 from fastapi import Path as PathParam
 from ..registry.store import Registry, KINDS
@@ -52,8 +52,10 @@ def rating_svg(ratings:list, # rows {'season', 'mu', 'sigma', 'ordinal'} of `gen
     x = lambda k: L + (width - L - R) * (k + 0.5) / len(ratings)
     y = lambda v: T + (height - T - B) * (hi - v) / (hi - lo)
     pts = lambda vals: ' '.join(f'{x(k):.1f},{y(v):.1f}' for k, v in enumerate(vals))
-    band = pts([r['mu'] + r['sigma'] for r in ratings]) + ' ' + ' '.join(
-        f'{x(k):.1f},{y(r["mu"] - r["sigma"]):.1f}' for k, r in reversed(list(enumerate(ratings))))
+    line = ([(x(k), r) for k, r in enumerate(ratings)] if len(ratings) > 1   # one season: a short band and mu, not lines of no width
+            else [(x(0) - 16, ratings[0]), (x(0) + 16, ratings[0])])
+    at = lambda key, rows: ' '.join(f'{u:.1f},{y(key(r)):.1f}' for u, r in rows)
+    band = at(lambda r: r['mu'] + r['sigma'], line) + ' ' + at(lambda r: r['mu'] - r['sigma'], line[::-1])
     ticks = ''.join(f'<text x="{L - 6}" y="{y(v):.1f}" text-anchor="end" class="tick">{v:.1f}</text>'
                     f'<line x1="{L}" x2="{width - R}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
                     for v in (lo, (lo + hi) / 2, hi))
@@ -65,7 +67,7 @@ def rating_svg(ratings:list, # rows {'season', 'mu', 'sigma', 'ordinal'} of `gen
                    for k, r in enumerate(ratings))
     return (f'<svg id="rating-plot" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="rating after each tournament">{ticks}'
-            f'<polygon points="{band}" class="band"/><polyline points="{pts([r["mu"] for r in ratings])}" class="mu"/>'
+            f'<polygon points="{band}" class="band"/><polyline points="{at(lambda r: r["mu"], line)}" class="mu"/>'
             f'<polyline points="{pts([r["ordinal"] for r in ratings])}" class="ordinal"/>{dots}{labels}'
             f'<text x="{L}" y="{height - 4}" class="tick">season · ordinal (solid), mu (dashed), mu ± sigma (band)'
             '</text></svg>')
@@ -108,9 +110,9 @@ def _table(d:dict, id:str|None, depth:int=0)->str: # one row per key, its value 
     return (f'<table id="{id}">' if id else '<table class="nested">') + rows + '</table>'
 
 # %% ../../nbs/84_genome_page.ipynb #d83e9c10
-def _games_html(games:list, shown:int=12)->str: # the newest stored tournament games, snake's linked to the viewer
+def _games_html(games:list, shown:int=12)->str: # the newest `shown` stored tournament games, snake's linked to the viewer; a link to all
     if not games: return '<p class="muted" id="stored-games">No stored tournament game yet.</p>'
-    more = f'<p class="muted">and {len(games) - shown} more (<code>/api/genome/...</code> lists them)</p>' if len(games) > shown else ''
+    more = f'<p><a id="more-games" href="?games={len(games)}#stored-games">and {len(games) - shown} more</a></p>' if len(games) > shown else ''
     games = games[:shown]
     item = lambda x: (f'<a href="/viewer?evaluation={x["evaluation"]}&amp;game={x["game"]}">tournament {x["evaluation"]}, game '
                       f'{x["game"]}</a>' if x['arena'] == 'snake' else f'tournament {x["evaluation"]}, game {x["game"]}')
@@ -118,7 +120,7 @@ def _games_html(games:list, shown:int=12)->str: # the newest stored tournament g
             f'<span class="muted">({html.escape(x["created"])})</span></li>' for x in games) + '</ol>' + more)
 
 # %% ../../nbs/84_genome_page.ipynb #da2a7666
-def genome_page_html(rep:dict)->str:
+def genome_page_html(rep:dict, listed:int=12)->str: # stored games listed, newest first
     "The genome page of a `genome_report`: header, what it is (a program's source), rating plot and table, games by kind, stored games, lineage, download."
     g, e = rep['genome'], html.escape
     fmt = lambda v, d=2: '' if v is None else f'{v:.{d}f}'
@@ -151,7 +153,7 @@ def genome_page_html(rep:dict)->str:
 <h2>Games</h2><table id="games-table"><thead><tr><th>kind</th><th>games</th><th>avg score</th><th>avg survival</th>
 <th>kill ratio</th><th>win rate</th></tr></thead>
 <tbody>{games or '<tr><td colspan="6" class="muted">no games yet</td></tr>'}</tbody></table>
-<h3>Stored tournament games</h3>{_games_html(rep['games'])}
+<h3>Stored tournament games</h3>{_games_html(rep['games'], listed)}
 {_body(g)}
 <h2>Lineage</h2><h3>Parents</h3><ul id="parents">{par}</ul><h3>Children</h3><ul id="children">{kids}</ul>{root}""")
 
@@ -165,9 +167,10 @@ def _report(pool:RegistryPool, ref:str)->dict:
 
 # %% ../../nbs/84_genome_page.ipynb #88a5563e
 @router.get('/genome/{genome_ref:path}', response_class=HTMLResponse, operation_id='genome_page')
-def genome_page(genome_ref:str=GENOME_REF, pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
+def genome_page(genome_ref:str=GENOME_REF, games:int=Query(12, ge=1, le=100_000, description='stored games listed, newest first'),
+                pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
     "One genome's page: its rating over the seasons' tournaments, games, parents and children, and its file."
-    return HTMLResponse(genome_page_html(_report(pool, genome_ref)))
+    return HTMLResponse(genome_page_html(_report(pool, genome_ref), games))
 
 # %% ../../nbs/84_genome_page.ipynb #08676b2b
 @router.get('/api/genome/{genome_ref:path}', operation_id='genome_data')
