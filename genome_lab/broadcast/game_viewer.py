@@ -69,7 +69,10 @@ def game_data(evaluation:int=PathParam(**EVALUATION), game:int=PathParam(**GAME)
 @router.get('/viewer', response_class=HTMLResponse, operation_id='game_viewer')
 def game_viewer(evaluation:int|None=Query(None, **EVALUATION), game:int|None=Query(None, **GAME),
                 pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
-    "The game viewer: pick a stored tournament game or highlight, scrub it step by step, click a snake to follow it."
+    """The game viewer: pick a stored tournament game or highlight, scrub it step by step, click a snake to follow it. The
+    page answers at once and says it is waiting while its script fetches the replay (`game_data`, seconds for a long game)."""
     if evaluation is None or game is None: return HTMLResponse(retry_busy(viewer_index_html, pool.get(), stored_clips(pool)))
-    data = game_data(evaluation, game, pool)
-    return HTMLResponse(page(f'tournament {evaluation}, game {game}', json_script(data) + page_part('viewer.html'), current='/viewer'))
+    n = len(retry_busy(tournament_games, pool.get(), evaluation))   # the page at once; its script asks `game_data` for the replay
+    if not 0 <= game < n: raise HTTPException(404, f"tournament {evaluation} has games 0 to {n - 1}, not {game}")
+    want = json_script(dict(evaluation=evaluation, game=game), id='want')
+    return HTMLResponse(page(f'tournament {evaluation}, game {game}', want + page_part('viewer.html'), current='/viewer'))
