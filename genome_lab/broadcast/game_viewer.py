@@ -72,7 +72,8 @@ def game_viewer(evaluation:int|None=Query(None, **EVALUATION), game:int|None=Que
     """The game viewer: pick a stored tournament game or highlight, scrub it step by step, click a snake to follow it. The
     page answers at once and says it is waiting while its script fetches the replay (`game_data`, seconds for a long game)."""
     if evaluation is None or game is None: return HTMLResponse(retry_busy(viewer_index_html, pool.get(), stored_clips(pool)))
-    n = len(retry_busy(tournament_games, pool.get(), evaluation))   # the page at once; its script asks `game_data` for the replay
+    try: n = len(retry_busy(tournament_games, pool.get(), evaluation))   # the page at once; its script asks `game_data` for the replay
+    except ValueError as err: raise HTTPException(404, str(err)) from None
     if not 0 <= game < n: raise HTTPException(404, f"tournament {evaluation} has games 0 to {n - 1}, not {game}")
     want = json_script(dict(evaluation=evaluation, game=game), id='want')
     return HTMLResponse(page(f'tournament {evaluation}, game {game}', want + page_part('viewer.html'), current='/viewer'))
