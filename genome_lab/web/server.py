@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 
 # %% ../../nbs/42_server.ipynb #e04185e0
 from __future__ import annotations
-import argparse, contextlib, difflib, hashlib, html, importlib, json, os, sqlite3, sys, threading, time
+import argparse, contextlib, difflib, hashlib, html, importlib, json, os, sqlite3, sys, threading, time, urllib.parse
 from pathlib import Path
 from typing import Callable, Literal, Optional
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response, Depends, Path as PathParam
@@ -115,7 +115,7 @@ async def not_found(request:Request, exc:StarletteHTTPException)->Response:
     if path.startswith('/genome/') and (pool := getattr(request.app.state, 'pool', None)) is not None:
         names = {g['name'] for g in await run_in_threadpool(lambda: retry_busy(Registry.genome_rows, pool.get()))}
         if close := difflib.get_close_matches(path.removeprefix('/genome/'), sorted(names), n=5, cutoff=0.6):
-            near = '<p>Did you mean ' + ', '.join(f'<a href="/genome/{html.escape(n)}">{html.escape(n)}</a>' for n in close) + '?</p>'
+            near = '<p>Did you mean ' + ', '.join(f'<a href="/genome/{html.escape(urllib.parse.quote(n))}">{html.escape(n)}</a>' for n in close) + '?</p>'
     body = (f'<h1>Not found</h1><p class="muted">{html.escape(str(exc.detail))}</p>{near}'
             '<p><a href="/">Home</a> · <a href="/leaderboard">the leaderboard</a> lists every rated genome.</p>')
     return HTMLResponse(page('Not found', body), 404)
