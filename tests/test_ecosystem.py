@@ -102,7 +102,10 @@ def test_a_sigkilled_ecosystem_takes_its_workers_with_it_and_the_rerun_counts_it
     # the killed call's seconds count (as far as its clock wrote them) and the rerun's (its start-up and exit aside):
     # before, the total was the rerun's alone
     assert state['seconds'] >= counted + rerun - 12, (state['seconds'], counted, rerun)
-    assert rerun < hours*3600 - counted + 60, (rerun, counted)   # the hours kept, within one cycle
+    # the hours kept, within one cycle: a worker finishes the step it is in when its budget (--work-s 20) ends (`_work`),
+    # so the rerun may run over by that step (its first PuffeRL step took 41-53 s on a loaded host)
+    over = max(0.0, state['history'][-1]['workers']['ppo']['seconds'] - 20)
+    assert rerun < hours*3600 - counted + 60 + over, (rerun, counted, over)
 
 def test_a_kill_after_a_season_ends_does_not_play_another_for_the_same_cycle(tmp_path, monkeypatch):
     """Issue 57: killed between a season's end and the ecosystem's checkpoint, the rerun played another season for the
