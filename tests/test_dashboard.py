@@ -1,7 +1,8 @@
 """The run dashboard (`/dashboard`) in headless Chromium (tests/loopback.py): the producers' runs, logged through
 `genome_lab.core.log_scalars` as TensorBoard event files, drawn by the vendored uPlot as TensorBoard's scalars page
 draws them (runs overlaid on their own step axes, smoothing, hover values, log axis, run picker, markers for short runs,
-readable ticks, live refresh); the policy-ops table lists each producer's versions and its mute switch writes to the
+readable ticks, a flat series with ticks that tell its values apart, a wall-time axis, TensorBoard's regex tag filter,
+producers that fold, live refresh that keeps the view, each producer's offered genomes linked); the policy-ops table lists each producer's versions and its mute switch writes to the
 registry; the home page links the dashboard."""
 import math
 from genome_lab.core import log_scalars, producer_names
@@ -40,11 +41,23 @@ def test_dashboard_draws_runs_as_tensorboard_does_and_mutes_a_producer(tmp_path)
     log_scalars(root, 'ppo', 'season-2', [{'round': r, 'charts/agent_steps': 250_000.0 * r} for r in (1, 2, 3)], 'round')
     # a producer whose seasons go on counting its generations (season 2 starts at generation 3)
     for s, g0 in ((1, 0), (2, 3)): log_scalars(root, 'creatures', f'season-{s}', [{'generation': g, 'charts/fitness_best': 1.0 + g} for g in range(g0, g0 + 3)], 'generation')
+    # a nearly flat series: before, a learning rate held near 1e-4 drew an empty chart with no y labels
+    log_scalars(root, 'replicator', 'main', [{'generation': g, 'charts/learning_rate': 1e-4 * (1 + 1e-4 * g)} for g in range(6)], 'generation')
     with serve_in_thread(create_app(root, token='dashboard-token')) as url, Page(tmp_path/'chromium', 1280, 900) as p:
         p.goto(f'{url}/')
         linked = p.js("[...document.querySelectorAll('#pages a')].map(a => a.getAttribute('href'))")
         p.goto(f'{url}/dashboard')
-        p.wait("Number(document.body.dataset.charts) === 4")
+        p.wait("Number(document.body.dataset.charts) === 5")
+        offered_links = p.js("[...document.querySelectorAll('#runs-hybrids .offered a')].map(a => a.getAttribute('href'))")
+        p.page.fill('#tag-filter', 'LOSS')   # TensorBoard's filter: a regular expression, case-insensitive
+        filtered = p.js("({shown: [...document.querySelectorAll('#runs .chart:not([hidden])')].map(c => c.dataset.tag),"
+                        " producers: [...document.querySelectorAll('#runs .producer:not([hidden])')].map(s => s.dataset.producer),"
+                        " said: document.getElementById('filter-said').textContent})")
+        p.page.fill('#tag-filter', 'loss|(')
+        bad_regex = p.js("[document.getElementById('filter-said').textContent, document.querySelectorAll('#runs .chart[hidden]').length]")
+        p.page.fill('#tag-filter', '')
+        p.page.select_option('#x-axis', 'wall'); walls = p.js("window.charts.find(u => u.producer === 'ppo').data[0]")
+        p.page.select_option('#x-axis', 'relative')
         xs = lambda: p.js("window.charts.find(u => u.producer === 'creatures').data[0]")
         overlaid = xs()
         p.page.select_option('#x-axis', 'step'); logged_x = xs(); p.page.select_option('#x-axis', 'relative')
@@ -62,7 +75,9 @@ def test_dashboard_draws_runs_as_tensorboard_does_and_mutes_a_producer(tmp_path)
         p.js("document.querySelector('#runs-picker input[data-run=\"hybrids/season-1\"]').click()")
         picked = p.js(CHARTS)
         log_scalars(root, 'ppo', 'season-3', [{'round': 1, 'charts/agent_steps': 1e6}], 'round')   # a producer at work
+        p.page.click('#runs-creatures > summary')   # folded; a redraw keeps it folded
         p.js("refresh()"); p.wait("window.charts.some(u => u.series.some(s => s.label === 'season-3'))")
+        folds = p.js("[...document.querySelectorAll('#runs details.producer')].map(d => [d.dataset.producer, d.open])")
         p.screenshot(tmp_path/'dashboard-picked.png')
         ops = p.js("[...document.querySelectorAll('#ops tbody tr')].map(r => [...r.cells].map(c => c.textContent.trim()))")
         p.js("const t = document.getElementById('token'); t.value = 'dashboard-token'; "
@@ -73,7 +88,15 @@ def test_dashboard_draws_runs_as_tensorboard_does_and_mutes_a_producer(tmp_path)
     assert '/dashboard' in linked and errors == [], errors
     by = lambda charts: {(c['producer'], c['tag']): c for c in charts}
     s = by(smoothed)
-    assert sorted(s) == [('creatures', 'charts/fitness_best'), ('hybrids', 'charts/accuracy'), ('hybrids', 'losses/bc'), ('ppo', 'charts/agent_steps')]
+    assert sorted(s) == [('creatures', 'charts/fitness_best'), ('hybrids', 'charts/accuracy'), ('hybrids', 'losses/bc'),
+                         ('ppo', 'charts/agent_steps'), ('replicator', 'charts/learning_rate')]
+    flat = s[('replicator', 'charts/learning_rate')]['yticks']
+    assert len(flat) >= 2 and len(set(flat)) == len(flat) and all(t for t in flat), flat   # labelled, and told apart
+    assert filtered == dict(shown=['losses/bc'], producers=['hybrids'], said='1 of 5 charts match'), filtered
+    assert bad_regex[0].startswith('not a regular expression') and bad_regex[1] == 0, bad_regex   # every tag shown
+    assert len(walls) == 4 and all(1.7e9 < t < 4e9 for t in walls), walls   # the wall-time axis: UNIX seconds
+    assert offered_links == [f'/genome/{g.id}'], offered_links
+    assert dict(folds) == {'creatures': False, 'hybrids': True, 'ppo': True, 'replicator': True}, folds
     assert overlaid == [0, 1, 2] and logged_x == [0, 1, 2, 3, 4, 5], (overlaid, logged_x)   # seasons overlaid, not end to end
     loss = s[('hybrids', 'losses/bc')]
     # each run on its own step axis (both from epoch 1), smoothed (default 0.6) over its faint raw curve
@@ -108,5 +131,5 @@ def test_a_step_logged_again_keeps_its_last_value_and_nothing_is_lost(tmp_path):
     row = lambda e, v: {'epoch': e, 'losses/bc': v}
     log_scalars(tmp_path, 'ppo', 'season-1', [row(1, 1.0), row(2, 2.0)], 'epoch')
     log_scalars(tmp_path, 'ppo', 'season-1', [row(2, 2.5), row(3, 3.0)], 'epoch')   # the resumed round: step 2 again
-    assert read_scalars(tmp_path)['ppo']['season-1']['losses/bc'] == [(1, 1.0), (2, 2.5), (3, 3.0)]
+    assert [(s, v) for s, v, _ in read_scalars(tmp_path)['ppo']['season-1']['losses/bc']] == [(1, 1.0), (2, 2.5), (3, 3.0)]
     assert len(list((tmp_path/'scalars'/'ppo'/'season-1').glob('events.out.tfevents.*'))) == 2

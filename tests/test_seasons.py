@@ -176,7 +176,7 @@ def test_ppo_producer_continues_its_run_each_season_the_same_in_any_registry(tmp
             assert reg.genome(made[name][1])['parents'] == [dict(id=made[name][0], relation='self-play')]
             sc = read_scalars(reg.root)['ppo']   # one run of the producer's steps, as they ended
             assert sorted(sc) == ['main'] and {'losses/policy_loss', 'charts/SPS'} <= set(sc['main'])
-            assert [s for s, _ in sc['main']['charts/length_at_death']] == [4608, 9216]
+            assert [s for s, *_ in sc['main']['charts/length_at_death']] == [4608, 9216]
             made[name] = [reg.load(i)[1] for i in made[name]]
     assert all(torch.equal(pa[k], pb[k]) for pa, pb in zip(made['a'], made['b']) for k in pa)   # a function of seed and settings
 

@@ -21,26 +21,27 @@ __all__ = ['router', 'read_scalars', 'policy_ops', 'policy_ops_html', 'dashboard
            'MuteIn', 'mute_producer']
 
 # %% ../../nbs/83_dashboard.ipynb #0cc2e0cc
-def read_scalars(root:str|Path)->dict: # {producer: {run: {tag: [(step, value)] by step}}}
-    """Every producer's runs under the registry folder `root` (`<root>/scalars/<producer>/<run>/`), with their scalars.
-    A step written again (a producer's round killed after it logged, then resumed) keeps its last value."""
+def read_scalars(root:str|Path)->dict: # {producer: {run: {tag: [(step, value, wall_time)] by step}}}
+    """Every producer's runs under the registry folder `root` (`<root>/scalars/<producer>/<run>/`), with their scalars
+    and each point's wall time (UNIX seconds). A step written again (a producer's round killed after it logged, then
+    resumed) keeps its last value."""
     out = {}
     for f in sorted(Path(root, SCALARS_DIR).glob('*/*/events.out.tfevents.*')):   # in the order written (`log_scalars`)
         tags = out.setdefault(f.parent.parent.name, {}).setdefault(f.parent.name, {})
-        for tag, step, v in read_events(f): tags.setdefault(tag, {})[step] = v
-    return {p: {r: {t: sorted(s.items()) for t, s in tags.items()} for r, tags in runs.items()} for p, runs in out.items()}
+        for tag, step, v, wall in read_events(f, wall=True): tags.setdefault(tag, {})[step] = (v, wall)
+    return {p: {r: {t: [(k, *s[k]) for k in sorted(s)] for t, s in tags.items()} for r, tags in runs.items()} for p, runs in out.items()}
 
 # %% ../../nbs/83_dashboard.ipynb #4b4daa6e
 def policy_ops(registry:Registry)->list: # one dict per producer, by name
-    """Each producer's policy-ops row: `versions` offered, the `newest`, how many are `active`,
-    the `best` rated one and its `ordinal`, `last_offer` (UTC ISO time of its newest version) and `muted`."""
+    """Each producer's policy-ops row: `versions` offered, the `newest` (name; `newest_id`), how many are `active`,
+    the `best` rated one (`best_id`) and its `ordinal`, `last_offer` (UTC ISO time of its newest version) and `muted`."""
     rt, muted, offered = registry.ratings(), registry.muted_producers(), {}
     for o in registry.offers(): offered.setdefault(o['producer'], []).append(o)
     rows = []
     for p in sorted(set(producer_names()) | set(offered)):
         gs = [registry.genome(o['genome']) for o in offered.get(p, [])]
         best = max((g for g in gs if g['id'] in rt), key=lambda g: rt[g['id']]['ordinal'], default=None)
-        rows.append(dict(producer=p, versions=len(gs), newest=gs[-1]['name'] if gs else None,
+        rows.append(dict(producer=p, versions=len(gs), newest=gs[-1]['name'] if gs else None, newest_id=gs[-1]['id'] if gs else None,
                          active=sum(g['status'] == 'active' for g in gs), best=best and best['name'],
                          ordinal=best and rt[best['id']]['ordinal'], best_id=best and best['id'],
                          last_offer=offered[p][-1]['offered'] if gs else None, muted=p in muted))
@@ -74,8 +75,11 @@ def policy_ops_html(rows:list, # `policy_ops`' answer
 def dashboard_html(scalars:dict, # `read_scalars`' answer
                    ops:list=(), # `policy_ops`' answer
                    writable:bool=False)->str: # the page; `writable`: can the mute switches write?
-    "The run dashboard: each producer's curves drawn by uPlot (the part `pages/dashboard.html`), then the policy-ops table (`policy_ops_html`)."
-    return page('runs', f'<h1>Runs</h1>{json_script(scalars, "scalars")}{page_part("dashboard.html")}'
+    """The run dashboard: each producer's curves drawn by uPlot (the part `pages/dashboard.html`), with the genomes it
+    offered linked (its newest and best rated, from `ops`), then the policy-ops table (`policy_ops_html`)."""
+    offered = {r['producer']: dict(versions=r['versions'], newest=r['newest'] and dict(name=r['newest'], id=r['newest_id']),
+                                   best=r['best'] and dict(name=r['best'], id=r['best_id'])) for r in ops}
+    return page('runs', f'<h1>Runs</h1>{json_script(scalars, "scalars")}{json_script(offered, "offered")}{page_part("dashboard.html")}'
                 f'{policy_ops_html(ops, writable) if ops else ""}', head='<link rel="stylesheet" href="/assets/uPlot.min.css">',
                 current='/dashboard')
 
@@ -91,7 +95,7 @@ def dashboard_page(request:Request, pool:RegistryPool=Depends(registry_pool))->H
 # %% ../../nbs/83_dashboard.ipynb #81501ee0
 @router.get('/api/scalars', operation_id='scalars_data')
 def scalars_data(pool:RegistryPool=Depends(registry_pool))->dict:
-    "Every producer's logged scalars: {producer: {run: {tag: [[step, value], ...]}}}."
+    "Every producer's logged scalars: {producer: {run: {tag: [[step, value, wall_time], ...]}}} (wall time in UNIX seconds)."
     return read_scalars(pool.root)
 
 # %% ../../nbs/83_dashboard.ipynb #bf361e49

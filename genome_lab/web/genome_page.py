@@ -28,7 +28,7 @@ def find_genome(registry:Registry, ref:str)->str: # the genome's id
     raise RegistryError(f"no genome with id or name {ref!r} in the registry")
 
 # %% ../../nbs/84_genome_page.ipynb #e32fa6c7
-def genome_report(registry:Registry, ref:str)->dict: # genome, rating, ratings, stats, games, parents, children, root, download
+def genome_report(registry:Registry, ref:str)->dict: # genome, rating, ratings, stats, games, parents, children, root, offered_by, download
     "What the genome page shows of the genome `ref` (an id or a name, `find_genome`); raises `RegistryError` for an unknown one."
     gid = find_genome(registry, ref)
     g = registry.genome(gid)
@@ -39,6 +39,7 @@ def genome_report(registry:Registry, ref:str)->dict: # genome, rating, ratings, 
     ratings = rh[rh.genome == gid][['season', 'version', 'mu', 'sigma', 'ordinal']].to_dict('records')
     return dict(genome=g, rating=registry.ratings().get(gid), ratings=ratings, stats=stats, games=registry.games_played(gid),
                 parents=parents, children=registry.children(gid), root=dict(id=(r := registry.lineage_root(gid)), name=name(r)),
+                offered_by=next((o['producer'] for o in registry.offers() if o['genome'] == gid), None),   # its producer's runs
                 download=f'/get_genome/{gid}')
 
 # %% ../../nbs/84_genome_page.ipynb #6c25fa23
@@ -138,11 +139,13 @@ def genome_page_html(rep:dict, listed:int=12)->str: # stored games listed, newes
     kids = (''.join(f"<li>{_link(c['id'], c['name'])}: {e(c['relation'])}, {e(c['status'])}</li>"
                     for c in rep['children'])
             or '<li class="muted">none yet</li>')
+    by = rep.get('offered_by')
+    offered = f' · offered by <a id="offered-by" href="/dashboard#runs-{e(by)}">{e(by)} (its training curves)</a>' if by else ''
     r0 = rep['root']
     root = '' if r0['id'] == g['id'] else f"<p>Lineage root (first parents up): {_link(r0['id'], r0['name'])}</p>"
     return page(g['name'], f"""<h1 id="genome-name">{e(g['name'])}</h1>
 <p class="muted"><code>{e(g['id'])}</code> · {e(g['type'])} · arena {e(g['arena'])} · {e(g['arch'])} ·
-{e(g['status'])} · made by {e(g['source'])} on {e(g['created'])}</p>
+{e(g['status'])} · made by {e(g['source'])} on {e(g['created'])}{offered}</p>
 {_description(g['description'])}
 <p><a class="download" id="download" href="{e(rep['download'])}" download="{e(g['name'])}.safetensors">download
 (safetensors, {g['size_bytes']:,} bytes)</a></p>
