@@ -4,7 +4,7 @@ import urllib.parse
 import httpx, pytest
 from genome_lab.registry.store import Registry, seed_founders
 from genome_lab.web.server import create_app, serve_in_thread
-from genome_lab.web.site_pages import home_links, API_DOCS
+from genome_lab.web.site_pages import home_links, API_DOCS, NAV
 from loopback import Page
 
 @pytest.fixture
@@ -39,9 +39,11 @@ def test_home_page_links_every_page(root, tmp_path):
     assert all(d for _, d in pages + data), shown
     assert answers == {h: 200 for h in answers} and len(answers) >= 6, answers
 
+NAV_LINKS = "[...document.querySelectorAll('nav.site a')].map(a => a.getAttribute('href'))"
+
 def test_api_docs_render_offline(root, tmp_path):
     """Swagger UI at /docs shows every operation with no request leaving 127.0.0.1 (others are refused); ReDoc at /redoc
-    too, ReDoc's own "API docs by Redocly" logo image included (issue 58)."""
+    too, ReDoc's own "API docs by Redocly" logo image included (issue 58); both under the site's navigation bar."""
     app = create_app(root)
     ops = sorted(op['operationId'] for ops in app.openapi()['paths'].values() for op in ops.values())
     with serve_in_thread(app) as url, Page(tmp_path/'chromium', 1280, 1000) as p:
@@ -49,13 +51,16 @@ def test_api_docs_render_offline(root, tmp_path):
         p.goto(f'{url}/docs')
         p.wait("document.querySelectorAll('.opblock').length > 0")
         shown = p.js("[...document.querySelectorAll('.opblock')].map(e => e.id)")
+        nav = {'docs': p.js(NAV_LINKS)}
         p.screenshot(tmp_path/'docs.png')
         swagger_refused = list(refused)
         p.goto(f'{url}/redoc')
         p.wait("document.querySelectorAll('[data-section-id^=\"operation/\"]').length > 0")
         redoc = p.js("[...document.querySelectorAll('[data-section-id^=\"operation/\"]')].map(e => e.dataset.sectionId)")
+        nav['redoc'] = p.js(NAV_LINKS)
         p.screenshot(tmp_path/'redoc.png')
     assert swagger_refused == [], swagger_refused
     assert refused == [], refused   # ReDoc's logo too: its page allows no outside image
     assert sorted(i.split('-', 2)[2] for i in shown) == ops, (shown, ops)   # Swagger UI's ids: operations-<tag>-<operationId>
     assert sorted(s.split('/', 1)[1] for s in redoc) == ops, redoc
+    assert nav == {k: ['/', *(path for path, _ in NAV)] for k in nav}, nav   # the site's navigation bar on both (issue 58)

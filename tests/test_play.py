@@ -54,6 +54,7 @@ def test_play_a_scripted_game(root, tmp_path):
         names = {g['name']: g for g in reg.manifest()['genomes'] if g['arena'] == 'snake'}
     with serve_in_thread(app) as url, Page(tmp_path/'chromium', 1280, 800) as p:
         p.goto(f'{url}/play?seed=5')
+        nav = p.js("[...document.querySelectorAll('nav.site a')].map(a => [a.getAttribute('href'), a.getAttribute('aria-current')])")
         p.page.fill('#player', 'ivy'); p.page.check('#consent'); p.page.click('#start')
         deaths = []
         for game in range(3):   # a stale key can make the script run into itself: then it plays again
@@ -84,6 +85,7 @@ def test_play_a_scripted_game(root, tmp_path):
         p.wait("document.querySelectorAll('#contrib li').length > 0")
         panel = p.js("[...document.querySelectorAll('#contrib li')].map(li => [li.dataset.genome, li.innerText])")
         p.screenshot(tmp_path/'contribution.png')
+    assert nav[0] == ['/', None] and ['/play', 'page'] in nav and len(nav) > 5, nav   # the site's navigation bar, this page marked
     assert 1 <= len(labels) <= 8 and set(labels) <= set(names), labels   # names near the person's head only
     assert boxes[0]['text'] == 'you: ivy' and len(boxes) == len(labels) + 1, boxes
     assert not any(a['x'] < b['x'] + b['w'] and b['x'] < a['x'] + a['w'] and a['y'] < b['y'] + b['h'] and b['y'] < a['y'] + a['h']

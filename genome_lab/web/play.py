@@ -19,6 +19,7 @@ from ..core import check_config, atomic_write_json
 from ..players.sessions import session_bytes, uploaded_sessions, list_sessions
 from .player_loop import PLAYER_NAME
 from .web_kit import RegistryPool, registry_pool, retry_busy
+from .site_pages import with_nav
 from .play_game import PlayConfig, Enemies, PlayGame, Recording, player_contributions
 
 # %% auto #0
@@ -54,8 +55,8 @@ router = APIRouter(tags=['play'], lifespan=_play_lifespan)   # the games' thread
 
 # %% ../../nbs/82_play.ipynb #d6223d62
 def play_page_html()->str:
-    "The game page, package data `genome_lab/pages/play.html`."
-    return importlib.resources.files('genome_lab').joinpath('pages/play.html').read_text()
+    "The game page, package data `genome_lab/pages/play.html`, under the site's navigation bar (`with_nav`)."
+    return with_nav(importlib.resources.files('genome_lab').joinpath('pages/play.html').read_text(), '/play')
 
 # %% ../../nbs/82_play.ipynb #fc06851b
 @router.get('/play', response_class=HTMLResponse, operation_id='play_page')

@@ -341,7 +341,7 @@ def create_app(registry:str|Path, # registry folder
     and the chapters' own. Without a token the registry is opened read-only (SQLite `mode=ro`: nothing is ever written)."""
     if token is not None and len(token) < 8: raise ValueError("the token must have at least 8 characters")
     pool = RegistryPool(registry, read_only=token is None)
-    app = FastAPIOffline(redoc_url=None, title="genome_lab genome server", version="1",
+    app = FastAPIOffline(docs_url=None, redoc_url=None, title="genome_lab genome server", version="1",
                   description="The registry over HTTP: the manifest and genome files for game clients (reads are open), "
                               "game results, submissions and tournaments (writes need the bearer token).")
     app.state.pool, app.state.runner, app.state.files, app.state.manifest = pool, JobRunner(pool, job), FileCache(cache_bytes), ManifestCache()

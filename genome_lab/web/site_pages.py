@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['NAV', 'ASSET_TYPES', 'pages', 'API_DOCS', 'arena_note', 'family_graph', 'leaderboard', 'page', 'json_script', 'page_part', 'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'leaderboard_data', 'leaderboard_page', 'home_links', 'redoc', 'home_page']
+__all__ = ['NAV', 'ASSET_TYPES', 'pages', 'API_DOCS', 'arena_note', 'family_graph', 'leaderboard', 'site_nav', 'with_nav', 'page', 'json_script', 'page_part', 'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'leaderboard_data', 'leaderboard_page', 'home_links', 'swagger', 'redoc', 'home_page']
 
 # %% ../../nbs/42_server.ipynb #7f2935c6
 import html, importlib.resources, json
@@ -82,17 +82,29 @@ def leaderboard(registry:Registry, top:int=10, seasons:int=3, q:str='')->dict: #
 NAV = (('/leaderboard', 'leaderboard'), ('/dashboard', 'dashboard'), ('/viewer', 'games'), ('/stream', 'live'),
        ('/stream/playlist', 'highlights'), ('/play', 'play'), ('/docs', 'API')) # the navigation bar's links after 'genome_lab' (home)
 
+def site_nav(current:str|None=None)->str: # a <nav class="site"> element; its style is /assets/nav.css
+    "The navigation bar of every page (`NAV`), the link of path `current` marked; pages not made by `page` (the game, the API docs) put it in with `with_nav`."
+    links = ''.join(f'<a href="{p}"' + (' aria-current="page"' if p == current else '') + f'>{t}</a>' for p, t in NAV)
+    return f'<nav class="site"><a class="brand" href="/">genome_lab</a>{links}</nav>'
+
+def with_nav(doc:str, # a whole HTML document with a <head> and a <body ...> tag
+             current:str|None=None)->str: # the document with the navigation bar first in its body
+    "Put the site's navigation bar (`site_nav`) and its stylesheet into a page made elsewhere; `ValueError` for a document without <head> or <body>."
+    head, body = doc.find('</head>'), doc.find('<body')
+    if head < 0 or body < 0: raise ValueError("with_nav needs a document with </head> and <body>")
+    end = doc.index('>', body) + 1
+    return (doc[:head] + '<link rel="stylesheet" href="/assets/nav.css">' + doc[head:end] + site_nav(current) + doc[end:])
+
 def page(title:str, # the page's title (escaped here)
          body:str, # the page's markup inside <main> (HTML, trusted: escape what came from data)
          head:str='', # more markup for <head> (a page's own script or stylesheet)
          dark:bool=False, # a dark page around a video (the live stream, the playlist)?
          current:str|None=None)->str: # the path of the navigation link to mark as this page
     "A page of the server: `body` in the shared frame (navigation bar, `/assets/style.css`, icon)."
-    nav = ''.join(f'<a href="{p}"' + (' aria-current="page"' if p == current else '') + f'>{t}</a>' for p, t in NAV)
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, '
             f'initial-scale=1"><title>{html.escape(title)} · genome_lab</title><link rel="icon" href="/assets/favicon.svg" '
-            f'type="image/svg+xml"><link rel="stylesheet" href="/assets/style.css">{head}</head><body'
-            f'{" class=dark" if dark else ""}><nav class="site"><a class="brand" href="/">genome_lab</a>{nav}</nav>'
+            f'type="image/svg+xml"><link rel="stylesheet" href="/assets/style.css"><link rel="stylesheet" href="/assets/nav.css">{head}</head><body'
+            f'{" class=dark" if dark else ""}>{site_nav(current)}'
             f'<main>{body}</main></body></html>')
 
 # %% ../../nbs/42_server.ipynb #2185647c
@@ -193,18 +205,27 @@ def home_links(app:FastAPI)->tuple: # ([(path, summary)] of the HTML pages, [(pa
     return pages, data
 
 # %% ../../nbs/42_server.ipynb #1ab5e21b
-from fastapi.openapi.docs import get_redoc_html
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+
+@pages.get('/docs', include_in_schema=False)
+def swagger(request:Request)->HTMLResponse:
+    "Swagger UI over this server's OpenAPI schema, its files served here (fastapi-offline's copies), under the site's navigation bar."
+    root = request.scope.get('root_path', '')
+    r = get_swagger_ui_html(openapi_url=f'{root}/openapi.json', title=f'{request.app.title} - Swagger UI',
+                            swagger_js_url=f'{root}/static-offline-docs/swagger-ui-bundle.js',
+                            swagger_css_url=f'{root}/static-offline-docs/swagger-ui.css',
+                            swagger_favicon_url=f'{root}/static-offline-docs/favicon.png')
+    return HTMLResponse(with_nav(r.body.decode(), '/docs'))
 
 @pages.get('/redoc', include_in_schema=False)
 def redoc(request:Request)->HTMLResponse:
     """ReDoc over this server's OpenAPI schema, its script served here (fastapi-offline's copy, as `/docs`' are). The
     bundle shows an "API docs by Redocly" logo from cdn.redoc.ly whatever its options: the page's policy allows images
-    from this server only, so a browser never asks for it and ReDoc leaves the link as text."""
+    from this server only, so a browser never asks for it and ReDoc leaves the link as text. Under the site's navigation bar."""
     root = request.scope.get('root_path', '')
     r = get_redoc_html(openapi_url=f'{root}/openapi.json', title=f'{request.app.title} - ReDoc', with_google_fonts=False,
                        redoc_js_url=f'{root}/static-offline-docs/redoc.standalone.js', redoc_favicon_url=f'{root}/static-offline-docs/favicon.png')
-    r.headers['Content-Security-Policy'] = "img-src 'self' data:"
-    return r
+    return HTMLResponse(with_nav(r.body.decode(), '/docs'), headers={'Content-Security-Policy': "img-src 'self' data:"})
 
 # %% ../../nbs/42_server.ipynb #b4dad776
 @pages.get('/', response_class=HTMLResponse, operation_id='home_page')
