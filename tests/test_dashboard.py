@@ -3,7 +3,7 @@
 draws them (runs overlaid on their own step axes, smoothing, hover values, log axis, run picker, markers for short runs,
 readable ticks, a flat series with ticks that tell its values apart, a wall-time axis, TensorBoard's regex tag filter,
 producers that fold, live refresh that keeps the view, each producer's offered genomes linked); the policy-ops table lists each producer's versions and its mute switch writes to the
-registry; the home page links the dashboard."""
+registry for a writer signed in at /login; the home page links the dashboard."""
 import math
 from genome_lab.core import log_scalars, producer_names
 from genome_lab.registry.store import Registry, Genome
@@ -80,8 +80,11 @@ def test_dashboard_draws_runs_as_tensorboard_does_and_mutes_a_producer(tmp_path)
         folds = p.js("[...document.querySelectorAll('#runs details.producer')].map(d => [d.dataset.producer, d.open])")
         p.screenshot(tmp_path/'dashboard-picked.png')
         ops = p.js("[...document.querySelectorAll('#ops tbody tr')].map(r => [...r.cells].map(c => c.textContent.trim()))")
-        p.js("const t = document.getElementById('token'); t.value = 'dashboard-token'; "
-             "t.dispatchEvent(new Event('change')); document.querySelector('input.mute[data-producer=ppo]').click()")
+        signed_out = p.js("[document.querySelector('input.mute[data-producer=ppo]').disabled, "
+                          "document.querySelector('#sign-in a').getAttribute('href')]")
+        p.page.click('#sign-in a'); p.page.fill('#login-token', 'dashboard-token'); p.page.click('#login')   # a writer signs in
+        p.page.wait_for_url(f'{url}/dashboard'); p.wait("Number(document.body.dataset.charts) >= 5")
+        p.js("document.querySelector('input.mute[data-producer=ppo]').click()")
         said = p.wait("document.getElementById('ops-status').textContent")
         muted_row = p.js("document.querySelector('#ops tr[data-producer=ppo]').className")
         errors = p.errors
@@ -120,7 +123,8 @@ def test_dashboard_draws_runs_as_tensorboard_does_and_mutes_a_producer(tmp_path)
     assert hidden == {(t, l): l != 'season-1' for t, l in hidden}, hidden                   # the picker hides season 1 everywhere
     rows = {r[0]: r for r in ops}
     assert sorted(rows) == producer_names() and rows['hybrids'][2:4] == ['1', 'Hybrid1'], rows['hybrids']
-    assert said == 'ppo muted' and muted_row == 'is-muted'
+    assert signed_out == [True, '/login?next=/dashboard'], signed_out   # signed out: shown, not changed
+    assert said == 'ppo muted' and muted_row == 'is-muted'   # signed in (the session cookie, no token in the page)
     with Registry(root) as reg: assert reg.muted_producers() == {'ppo'}
 
 def test_a_step_logged_again_keeps_its_last_value_and_nothing_is_lost(tmp_path):

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 from ..core import SCALARS_DIR, log_scalars, read_events, producer_names
 from ..registry.store import Registry
-from .web_kit import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ERRORS
+from .web_kit import RegistryPool, registry_pool, require_token, retry_busy, TokenRoute, ERRORS, SESSION_COOKIE, session_valid
 from .site_pages import page, page_part, json_script
 
 # %% auto #0
@@ -59,13 +59,15 @@ def _ops_row(r:dict, off:str)->str: # one <tr>; `off`: the switch's disabling at
 
 # %% ../../nbs/83_dashboard.ipynb #f376116f
 def policy_ops_html(rows:list, # `policy_ops`' answer
-                    writable:bool)->str: # can the switches write (a server with a token)?
-    "The policy-ops table: a row per producer, its mute switch a checkbox (disabled on a read-only server)."
-    off = '' if writable else ' disabled title="read-only server: start it with a token"'
-    token = ('<p><label>token <input type="password" id="token" autocomplete="off"></label> '
-             '<span class="muted">(the server\'s bearer token; the switches write with it)</span></p>' if writable else
-             '<p class="muted">Read-only server: the switches are shown, not changed.</p>')
-    return (f'<section id="ops"><h2>Policy ops</h2>{token}<table class="ops"><thead><tr><th>producer</th><th>muted</th>'
+                    writable:bool, # can the switches write (a writer signed in)?
+                    can_sign_in:bool=False)->str: # signed out of a server that has writers (a token)?
+    "The policy-ops table: a row per producer, its mute switch a checkbox (disabled unless a writer is signed in)."
+    off = '' if writable else ' disabled title="sign in as a writer to change it"'
+    note = ('<p class="muted">Signed in as a writer: the switches write.</p>' if writable else
+            '<p class="muted" id="sign-in">The switches are shown, not changed: <a href="/login?next=/dashboard">sign in</a> '
+            'as a writer to change them.</p>' if can_sign_in else
+            '<p class="muted">Read-only server: the switches are shown, not changed.</p>')
+    return (f'<section id="ops"><h2>Policy ops</h2>{note}<table class="ops"><thead><tr><th>producer</th><th>muted</th>'
             '<th>versions</th><th>newest</th><th>active</th><th>best rated (ordinal)</th>'
             f'<th>last new version (UTC)</th></tr></thead><tbody>{"".join(_ops_row(r, off) for r in rows)}'
             '</tbody></table>'
@@ -74,13 +76,14 @@ def policy_ops_html(rows:list, # `policy_ops`' answer
 # %% ../../nbs/83_dashboard.ipynb #defecb94
 def dashboard_html(scalars:dict, # `read_scalars`' answer
                    ops:list=(), # `policy_ops`' answer
-                   writable:bool=False)->str: # the page; `writable`: can the mute switches write?
+                   writable:bool=False, # can the mute switches write (a writer signed in)?
+                   can_sign_in:bool=False)->str: # the page; `can_sign_in`: signed out of a server with writers
     """The run dashboard: each producer's curves drawn by uPlot (the part `pages/dashboard.html`), with the genomes it
     offered linked (its newest and best rated, from `ops`), then the policy-ops table (`policy_ops_html`)."""
     offered = {r['producer']: dict(versions=r['versions'], newest=r['newest'] and dict(name=r['newest'], id=r['newest_id']),
                                    best=r['best'] and dict(name=r['best'], id=r['best_id'])) for r in ops}
     return page('runs', f'<h1>Runs</h1>{json_script(scalars, "scalars")}{json_script(offered, "offered")}{page_part("dashboard.html")}'
-                f'{policy_ops_html(ops, writable) if ops else ""}', head='<link rel="stylesheet" href="/assets/uPlot.min.css">',
+                f'{policy_ops_html(ops, writable, can_sign_in) if ops else ""}', head='<link rel="stylesheet" href="/assets/uPlot.min.css">',
                 current='/dashboard')
 
 # %% ../../nbs/83_dashboard.ipynb #a7020e25
@@ -89,8 +92,9 @@ router = APIRouter(tags=['pages'], route_class=TokenRoute)   # its write checks 
 @router.get('/dashboard', response_class=HTMLResponse, operation_id='dashboard_page')
 def dashboard_page(request:Request, pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
     "The run dashboard: each producer's curves, one chart per scalar with its runs overlaid (as TensorBoard's scalars page), then the policy-ops table."
-    writable = request.app.state.token is not None
-    return HTMLResponse(dashboard_html(read_scalars(pool.root), policy_ops(pool.get()), writable))
+    token = request.app.state.token
+    signed_in = token is not None and session_valid(token, request.cookies.get(SESSION_COOKIE, ''))
+    return HTMLResponse(dashboard_html(read_scalars(pool.root), policy_ops(pool.get()), signed_in, token is not None and not signed_in))
 
 # %% ../../nbs/83_dashboard.ipynb #81501ee0
 @router.get('/api/scalars', operation_id='scalars_data')

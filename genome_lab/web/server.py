@@ -20,7 +20,7 @@ from ..registry.store import Registry, GenomeFormatError, seed_founders
 from ..registry.sqlite_store import RegistryError, utcnow
 from ..tournaments.selection import tournament_job
 from .web_kit import RegistryPool, retry_busy, _finite, ID_PATTERN, ERRORS, BINARY, registry_pool, require_token, TokenRoute
-from .site_pages import pages, page
+from .site_pages import pages, page, LoginLimiter
 from .submission import SubmissionError, check_submission
 from .server_jobs import JobRunner, jobs
 
@@ -346,6 +346,7 @@ def create_app(registry:str|Path, # registry folder
                               "game results, submissions and tournaments (writes need the bearer token).")
     app.state.pool, app.state.runner, app.state.files, app.state.manifest = pool, JobRunner(pool, job), FileCache(cache_bytes), ManifestCache()
     app.state.token, app.state.read_only, app.state.max_upload_bytes = token, token is None, max_upload_bytes
+    app.state.logins = LoginLimiter()   # the sign-in's flood limit (`/login`)
     app.state.body_caps = {'/submit_genome': max_upload_bytes}
     app.state.options = {}   # {settings dataclass: its value}: `genome-lab serve` fills it from `serve_options()`
     app.add_middleware(BodyGuard, max_body_bytes=max_body_bytes)

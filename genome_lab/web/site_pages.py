@@ -7,18 +7,19 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['NAV', 'ASSET_TYPES', 'pages', 'API_DOCS', 'arena_note', 'family_graph', 'leaderboard', 'site_nav', 'with_nav', 'page', 'json_script', 'page_part', 'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'leaderboard_data', 'leaderboard_page', 'home_links', 'swagger', 'redoc', 'home_page']
+__all__ = ['NAV', 'ASSET_TYPES', 'pages', 'API_DOCS', 'arena_note', 'family_graph', 'leaderboard', 'site_nav', 'with_nav', 'page', 'json_script', 'page_part', 'asset', 'favicon', 'LeaderRow', 'ReplacementOut', 'PlayerOut', 'NodeOut', 'EdgeOut', 'LeaderboardOut', 'leaderboard_data', 'leaderboard_page', 'home_links', 'swagger', 'redoc', 'home_page', 'LoginLimiter', 'login_page', 'login', 'logout']
 
 # %% ../../nbs/42_server.ipynb #7f2935c6
-import html, importlib.resources, json
+import hmac, html, importlib.resources, json, math, threading, time
 from pathlib import Path
 from typing import Literal, Optional
+from urllib.parse import parse_qs
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response, Depends, Path as PathParam, Query
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import BaseModel, Field
 from ..registry.store import Registry
 from ..core import first_sentence
-from .web_kit import RegistryPool, registry_pool, retry_busy, _finite
+from .web_kit import RegistryPool, registry_pool, retry_busy, _finite, SESSION_COOKIE, SESSION_HOURS, session_cookie, session_valid
 
 # %% ../../nbs/42_server.ipynb #3df0dd98
 def _rated(registry:Registry, top:int, q:str='')->dict: # {arena: [rows]}: active genomes in rating order, then candidates
@@ -80,7 +81,7 @@ def leaderboard(registry:Registry, top:int=10, seasons:int=3, q:str='')->dict: #
 
 # %% ../../nbs/42_server.ipynb #38f839c7
 NAV = (('/leaderboard', 'leaderboard'), ('/dashboard', 'dashboard'), ('/viewer', 'games'), ('/stream', 'live'),
-       ('/stream/playlist', 'highlights'), ('/play', 'play'), ('/docs', 'API')) # the navigation bar's links after 'genome_lab' (home)
+       ('/stream/playlist', 'highlights'), ('/play', 'play'), ('/docs', 'API'), ('/login', 'sign in')) # the navigation bar's links after 'genome_lab' (home)
 
 def site_nav(current:str|None=None)->str: # a <nav class="site"> element; its style is /assets/nav.css
     "The navigation bar of every page (`NAV`), the link of path `current` marked; pages not made by `page` (the game, the API docs) put it in with `with_nav`."
@@ -234,9 +235,71 @@ def home_page(request:Request)->HTMLResponse:
     items = lambda links: ''.join(f'<li><a href="{html.escape(p)}">{html.escape(p)}</a> {html.escape(d)}</li>' for p, d in links)
     pg, data = home_links(request.app)
     mode = ("read-only: every write answers 403" if request.app.state.read_only
-            else "writes need the bearer token (Authorization: Bearer ...)")
+            else 'writes need the bearer token (Authorization: Bearer ...), or a writer <a href="/login">signed in</a>')
     return HTMLResponse(page('home', f'<h1>genome_lab genome server</h1><p>{html.escape(request.app.description)}</p>'
         f'<p class="muted" id="mode">{mode}</p><h2>Pages</h2><ul id="pages" class="links">{items(pg)}</ul>'
         f'<h2>API documentation</h2><ul id="api-docs" class="links">{items(API_DOCS)}</ul><h2>Data</h2><p class="muted">'
         f'JSON answers a browser can open; the API documentation lists every operation.</p><ul id="data" class="links">'
         f'{items(data)}</ul>', current='/'))
+
+# %% ../../nbs/42_server.ipynb #0805f05f
+class LoginLimiter:
+    "At most `tries` failed sign-ins from one address within `window_s` seconds; `wait_s` says how long it must wait."
+    def __init__(self, tries:int=5, window_s:float=60.0):
+        self.tries, self.window_s, self.failures, self.lock = tries, window_s, {}, threading.Lock()
+    def _recent(self, who:str, now:float)->list:
+        kept = self.failures[who] = [t for t in self.failures.get(who, []) if now - t < self.window_s]
+        return kept
+    def wait_s(self, who:str, now:float|None=None)->float: # 0: it may try
+        now = time.monotonic() if now is None else now
+        with self.lock: recent = self._recent(who, now)
+        return 0.0 if len(recent) < self.tries else self.window_s - (now - recent[0])
+    def failed(self, who:str, now:float|None=None):
+        now = time.monotonic() if now is None else now
+        with self.lock: self._recent(who, now).append(now)
+
+# %% ../../nbs/42_server.ipynb #9ce1b0a9
+def _local(path:str)->str: # a path on this site, else '/' (no open redirect)
+    return path if path.startswith('/') and not path.startswith('//') and '\\' not in path else '/'
+
+def _login_html(request:Request, next:str, said:str='')->str:
+    e, token, value = html.escape, request.app.state.token, request.cookies.get(SESSION_COOKIE, '')
+    if token is None: body = '<p id="login-state">This server is read-only (started without a token): there is nothing to sign in to.</p>'
+    elif session_valid(token, value):
+        end = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(int(value.partition('.')[0])))
+        body = (f'<p id="login-state">Signed in as a writer until {end}.</p><form method="post" action="/logout">'
+                '<button id="logout">sign out</button></form>')
+    else:
+        body = ('<p id="login-state">Writers sign in with the server\'s token (the one <code>genome-lab serve --token</code> or the '
+                'deployment\'s <code>.env</code> was given); reading needs no sign-in.</p><form method="post" action="/login" id="login-form">'
+                f'<input type="hidden" name="next" value="{e(_local(next))}"><label>token <input type="password" name="token" '
+                'id="login-token" autocomplete="current-password" required></label> <button id="login">sign in</button></form>')
+    return page('sign in', f'<h1>Sign in</h1>{body}<p id="login-said" class="note">{e(said)}</p>', current='/login')
+
+@pages.get('/login', response_class=HTMLResponse, operation_id='login_page')
+def login_page(request:Request, next:str='/')->HTMLResponse:
+    "The writers' sign-in: the server's token exchanged for a session cookie (`SESSION_COOKIE`), or the session's end and a sign-out."
+    return HTMLResponse(_login_html(request, next))
+
+@pages.post('/login', include_in_schema=False)
+async def login(request:Request)->Response:
+    "Check the form's token: 303 to its `next` with the session cookie, 403 for a wrong one, 429 in a flood (`LoginLimiter`)."
+    form = {k: v[0] for k, v in parse_qs((await request.body()).decode('utf-8', 'replace')).items()}
+    nxt, token, who = _local(form.get('next', '/')), request.app.state.token, request.client.host if request.client else '?'
+    if token is None: return HTMLResponse(_login_html(request, nxt), 403)
+    if (wait := request.app.state.logins.wait_s(who)) > 0:
+        return HTMLResponse(_login_html(request, nxt, f'Too many wrong tokens: try again in {wait:.0f} s.'), 429,
+                            headers={'Retry-After': str(math.ceil(wait))})
+    if not hmac.compare_digest(form.get('token', '').encode(), token.encode()):
+        request.app.state.logins.failed(who)
+        return HTMLResponse(_login_html(request, nxt, 'Wrong token.'), 403)
+    r = RedirectResponse(nxt, 303)
+    r.set_cookie(SESSION_COOKIE, session_cookie(token, int(time.time()) + SESSION_HOURS * 3600), max_age=SESSION_HOURS * 3600,
+                 path='/', httponly=True, secure=True, samesite='strict')
+    return r
+
+@pages.post('/logout', include_in_schema=False)
+def logout()->Response:
+    "End this browser's session: 303 to /login without the cookie."
+    r = RedirectResponse('/login', 303); r.delete_cookie(SESSION_COOKIE, path='/', httponly=True, secure=True, samesite='strict')
+    return r

@@ -7,11 +7,12 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['ID_PATTERN', 'ERRORS', 'BINARY', 'RegistryPool', 'retry_busy', 'ErrorOut', 'registry_pool', 'token_refusal', 'require_token', 'TokenRoute']
+__all__ = ['ID_PATTERN', 'ERRORS', 'BINARY', 'SESSION_COOKIE', 'SESSION_HOURS', 'RegistryPool', 'retry_busy', 'ErrorOut', 'registry_pool', 'session_cookie', 'session_valid', 'token_refusal', 'write_refusal', 'require_token', 'TokenRoute']
 
 # %% ../../nbs/42_server.ipynb #bd4c77ae
 import hmac, random, sqlite3, threading, time
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Callable, Optional
 from fastapi import HTTPException, Request, Response, Depends
 from fastapi.responses import JSONResponse
@@ -78,20 +79,49 @@ async def registry_pool(request:Request)->RegistryPool:
     return request.app.state.pool
 
 # %% ../../nbs/42_server.ipynb #1630294b
+SESSION_COOKIE = 'genome_lab_session' # the signed-in writer's cookie (`session_cookie`)
+SESSION_HOURS = 8 # how long a sign-in lasts
+
+def session_cookie(token:str, # the server's token: the session is signed with it (a new token ends every session)
+                   expires:int)->str: # UNIX seconds when it ends -> "<expires>.<HMAC-SHA256 hex>"
+    "A writer's session: its end and an HMAC of it under the server's token (nothing kept on the server)."
+    return f"{expires}.{hmac.new(token.encode(), f'session:{expires}'.encode(), 'sha256').hexdigest()}"
+
+def session_valid(token:str, value:str, now:float|None=None)->bool:
+    "Is `value` a `session_cookie` of `token` that has not ended?"
+    end, _, _ = value.partition('.')
+    return (end.isdigit() and int(end) > (time.time() if now is None else now)
+            and hmac.compare_digest(value.encode(), session_cookie(token, int(end)).encode()))
+
 def token_refusal(token:str|None, # the server's token (None: read-only)
-                  authorization:str)->HTTPException|None: # the request's `Authorization` header ('' when absent)
-    "Why a write is refused: 403 on a read-only server, 401 without `Authorization: Bearer`, 403 for a wrong token; None when allowed."
+                  authorization:str, # the request's `Authorization` header ('' when absent)
+                  session:str='', # its `SESSION_COOKIE` ('' when absent)
+                  cross_site:bool=False)->HTTPException|None: # did a browser send it from another site (its Origin)?
+    """Why a write is refused: 403 on a read-only server, 401 with neither `Authorization: Bearer` nor a signed-in
+    session (`/login`), 403 for a wrong token, 401 for a session that ended, 403 for a session's write from another
+    site; None when allowed."""
     if token is None: return HTTPException(403, "this server is read-only: it was started without a token")
     scheme, _, cred = authorization.partition(' ')
-    if scheme.lower() != 'bearer' or not cred.strip():
-        return HTTPException(401, "this endpoint needs the header 'Authorization: Bearer <token>'", headers={'WWW-Authenticate': 'Bearer'})
-    if not hmac.compare_digest(cred.strip().encode(), token.encode()): return HTTPException(403, "wrong token")
-    return None
+    if scheme.lower() == 'bearer' and cred.strip():
+        return None if hmac.compare_digest(cred.strip().encode(), token.encode()) else HTTPException(403, "wrong token")
+    if session:
+        if not session_valid(token, session):
+            return HTTPException(401, "your sign-in has ended: sign in again at /login")
+        return HTTPException(403, "a signed-in write must come from this site's pages") if cross_site else None
+    return HTTPException(401, "this endpoint needs the header 'Authorization: Bearer <token>', or a writer signed in at /login",
+                         headers={'WWW-Authenticate': 'Bearer'})
+
+def write_refusal(request:Request)->HTTPException|None:
+    "`token_refusal` of a request: its header, its session cookie, and whether its Origin is another host than its own."
+    origin = request.headers.get('origin')
+    cross = origin is not None and urlsplit(origin).netloc != request.headers.get('host', '')
+    return token_refusal(request.app.state.token, request.headers.get('authorization', ''),
+                         request.cookies.get(SESSION_COOKIE, ''), cross)
 
 # %% ../../nbs/42_server.ipynb #1623e304
 def require_token(request:Request, cred:Optional[HTTPAuthorizationCredentials]=Depends(_bearer)):
-    "FastAPI dependency of every write (`token_refusal`); a `TokenRoute` applies the same check before the body is read."
-    if (e := token_refusal(request.app.state.token, request.headers.get('authorization', ''))) is not None: raise e
+    "FastAPI dependency of every write (`write_refusal`); a `TokenRoute` applies the same check before the body is read."
+    if (e := write_refusal(request)) is not None: raise e
 
 # %% ../../nbs/42_server.ipynb #a1fed249
 def _depends_on(dependant, call)->bool:
@@ -107,7 +137,7 @@ class TokenRoute(APIRoute):
         handler = super().get_route_handler()
         if not _depends_on(self.dependant, require_token): return handler
         async def guarded(request:Request)->Response:
-            if (e := token_refusal(request.app.state.token, request.headers.get('authorization', ''))) is not None:
+            if (e := write_refusal(request)) is not None:
                 return JSONResponse({'detail': e.detail}, e.status_code, headers=e.headers)
             return await handler(request)
         return guarded
