@@ -345,8 +345,7 @@ def log_scalars(root:str|Path, producer:str, run:str, # as `scalar_writer`'s
     return Path(root)/SCALARS_DIR/producer/run
 
 # %% ../nbs/00_core.ipynb #cf27fa71
-def read_events(path:str|Path, # one event file
-                wall:bool=False)->list: # [(tag, step, value)] in the file's order; with `wall`, (tag, step, value, wall_time)
+def read_events(path:str|Path, wall:bool=False)->list: # [(tag, step, value)] in the file's order; `wall`: (tag, step, value, wall_time)
     """The scalars of one TensorBoard event file (TFRecord framing; the CRCs are not checked); `wall`: each with its
     event's wall time (UNIX seconds, as the writer stamped it). A last record cut short (a writer still at work) ends the list."""
     from tensorboardX.proto.event_pb2 import Event   # imported on first use, as the writer
@@ -355,8 +354,7 @@ def read_events(path:str|Path, # one event file
         n = struct.unpack('<Q', data[i:i + 8])[0]
         if i + 16 + n > len(data): break
         ev = Event.FromString(data[i + 12:i + 12 + n]); i += 16 + n
-        out += [(v.tag, ev.step, v.simple_value, *([ev.wall_time] if wall else [])) for v in ev.summary.value
-                if v.HasField('simple_value')]
+        out += [(v.tag, ev.step, v.simple_value, *[ev.wall_time][:wall]) for v in ev.summary.value if v.HasField('simple_value')]
     return out
 
 # %% ../nbs/00_core.ipynb #7438c3b9

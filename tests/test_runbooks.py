@@ -147,6 +147,9 @@ def test_recover_registry(tmp_path, registry):
     assert rb.run('Check the database').stdout.strip() == 'ok'
     with Registry(registry) as reg:
         assert reg.by_name('PufferSnake') == snake and reg.by_name('LateChild') is None   # as the backup had it
+    told = json.loads(rb.run('Restore the backup into a new registry folder').stdout)
+    with Registry(f'{registry}-restored') as reg, Registry(registry) as now:
+        assert told['integrity'] == 'ok' and sorted(reg.ids()) == sorted(now.ids()) and told['genomes'] == len(now.ids())
     rb.check_all_ran()
 
 def test_evaluate(tmp_path, registry):
