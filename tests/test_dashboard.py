@@ -5,6 +5,7 @@ readable ticks, a flat series with ticks that tell its values apart, a wall-time
 producers that fold, live refresh that keeps the view, each producer's offered genomes linked); the policy-ops table lists each producer's versions and its mute switch writes to the
 registry for a writer signed in at /login; the home page links the dashboard."""
 import math
+import httpx
 from genome_lab.core import log_scalars, producer_names
 from genome_lab.registry.store import Registry, Genome
 from genome_lab.arenas.policies import RandomPolicy
@@ -85,6 +86,10 @@ def test_dashboard_draws_runs_as_tensorboard_does_and_mutes_a_producer(tmp_path)
         p.page.click('#sign-in a'); p.page.fill('#login-token', 'dashboard-token'); p.page.click('#login')   # a writer signs in
         p.page.wait_for_url(f'{url}/dashboard'); p.wait("Number(document.body.dataset.charts) >= 5")
         p.js("document.querySelector('input.mute[data-producer=ppo]').click()")
+        p.wait("!document.getElementById('schedule-form').hidden")
+        p.page.fill('#cron', '0 5 * * 2'); p.page.click('#schedule-save')   # the season schedule, changed signed in
+        saved = p.wait("document.getElementById('schedule-said').textContent")
+        schedule_now = httpx.get(f'{url}/schedule').json()['cron']
         said = p.wait("document.getElementById('ops-status').textContent")
         muted_row = p.js("document.querySelector('#ops tr[data-producer=ppo]').className")
         errors = p.errors
@@ -125,6 +130,7 @@ def test_dashboard_draws_runs_as_tensorboard_does_and_mutes_a_producer(tmp_path)
     assert sorted(rows) == producer_names() and rows['hybrids'][2:4] == ['1', 'Hybrid1'], rows['hybrids']
     assert signed_out == [True, '/login?next=/dashboard'], signed_out   # signed out: shown, not changed
     assert said == 'ppo muted' and muted_row == 'is-muted'   # signed in (the session cookie, no token in the page)
+    assert saved == 'saved: "0 5 * * 2"' and schedule_now == '0 5 * * 2', (saved, schedule_now)
     with Registry(root) as reg: assert reg.muted_producers() == {'ppo'}
 
 def test_a_step_logged_again_keeps_its_last_value_and_nothing_is_lost(tmp_path):

@@ -79,10 +79,12 @@ def dashboard_html(scalars:dict, # `read_scalars`' answer
                    writable:bool=False, # can the mute switches write (a writer signed in)?
                    can_sign_in:bool=False)->str: # the page; `can_sign_in`: signed out of a server with writers
     """The run dashboard: each producer's curves drawn by uPlot (the part `pages/dashboard.html`), with the genomes it
-    offered linked (its newest and best rated, from `ops`), then the policy-ops table (`policy_ops_html`)."""
+    offered linked (its newest and best rated, from `ops`), the season schedule (`GET /schedule`, changed with
+    `PUT /schedule` by a writer signed in), then the policy-ops table (`policy_ops_html`)."""
     offered = {r['producer']: dict(versions=r['versions'], newest=r['newest'] and dict(name=r['newest'], id=r['newest_id']),
                                    best=r['best'] and dict(name=r['best'], id=r['best_id'])) for r in ops}
-    return page('runs', f'<h1>Runs</h1>{json_script(scalars, "scalars")}{json_script(offered, "offered")}{page_part("dashboard.html")}'
+    writer = json_script(dict(writable=writable, can_sign_in=can_sign_in), 'writer')
+    return page('runs', f'<h1>Runs</h1>{json_script(scalars, "scalars")}{json_script(offered, "offered")}{writer}{page_part("dashboard.html")}'
                 f'{policy_ops_html(ops, writable, can_sign_in) if ops else ""}', head='<link rel="stylesheet" href="/assets/uPlot.min.css">',
                 current='/dashboard')
 
