@@ -111,3 +111,20 @@ def test_play_a_scripted_game(root, tmp_path):
     assert len(panel) == 1 and panel[0][0] == clone['id'], panel
     assert f"Ivy-clone1 learned from {len(deaths)} of your sessions (its lineage names you)" in panel[0][1], (panel, deaths)
     assert f"season {season['id']}: rating" in panel[0][1], (panel, season)   # rated in the season's tournament
+
+def test_play_on_a_phone(root, tmp_path):
+    "On a phone's screen (390x844) the Play button is on the first screen and the map fits the width (issue 58)."
+    app = create_app(root, token='play-test-token')
+    app.state.play_config = PlayConfig(enemies=6, fps=15, map=dict(width=32, height=20, num_food=20))
+    with serve_in_thread(app) as url, Page(tmp_path/'chromium', 390, 844) as p:
+        p.goto(f'{url}/play?seed=5')
+        start = p.js("(() => { const r = document.getElementById('start').getBoundingClientRect(); return [r.top, r.bottom]; })()")
+        p.page.fill('#player', 'kim'); p.page.click('#start')
+        p.wait("document.getElementById('status').textContent.startsWith('press')"); p.page.keyboard.press('ArrowUp')   # the game starts on a move
+        p.wait('window.play.frames >= 2')
+        canvas = p.js("(() => { const r = document.getElementById('map').getBoundingClientRect(); return [r.left, r.right, r.width, r.height]; })()")
+        p.screenshot(tmp_path/'phone.png')
+        errors = p.errors
+    assert 0 < start[0] and start[1] <= 844, start   # Play without scrolling
+    assert canvas[0] >= 0 and canvas[1] <= 390 and canvas[3] <= 844 - 60, canvas   # the view fits the screen, its bar below it
+    assert errors == [], errors
