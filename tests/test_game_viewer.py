@@ -19,6 +19,8 @@ def test_viewer_picks_scrubs_and_follows(tmp_path):
         p.goto(f'{url}/viewer')
         p.page.click(f'a[href="/viewer?evaluation={t.evaluation}&game=0"]')
         p.wait("document.body.dataset.rendered === 'yes'")
+        first_ms = int(p.js("document.body.dataset.firstFrameMs"))   # the first frame, drawn while the rest is replayed
+        p.wait("document.body.dataset.complete === 'yes'")
         board = "document.getElementById('board')"
         first = p.screenshot(element=board)
         p.page.fill('#scrub', '20'); p.js("document.getElementById('scrub').dispatchEvent(new Event('input'))")
@@ -40,6 +42,7 @@ def test_viewer_picks_scrubs_and_follows(tmp_path):
         p.screenshot(tmp_path/'viewer-camera.png')
         p.page.select_option('#speed', '8'); p.page.click('#play'); p.page.wait_for_timeout(500); p.page.click('#play')
         fast, frames = int(p.js(f"{board}.dataset.step")), p.js("viewer.D.frames.length")   # 8x: 80 steps a second
+    assert first_ms < 2000, first_ms   # issue 58: a game's first frame within 2 s of opening it
     assert step == '21' and first != later   # scrubbed to step 20, one more with the arrow key: the map changed
     assert followed == '0' and panel.startswith(f'{name} · snake 0 · length ') and probs == 4, (followed, panel)
     assert name in ('PufferSnake', 'HeuristicSnake', 'RandomSnake')

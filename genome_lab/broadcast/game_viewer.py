@@ -6,36 +6,76 @@ Docs: https://genome-lab.github.io/genome_lab/game_viewer.html.md"""
 
 # %% ../../nbs/93_game_viewer.ipynb #e92d6501
 from __future__ import annotations
-import html, json
+import html, json, queue, threading
 import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Query, Path as PathParam
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, StreamingResponse
 from ..registry.store import Registry
-from .highlights import tournament_games, replay
+from .highlights import tournament_games
+from .streaming import snake_frame, kill_events
+from ..tournaments.tournament import play_game
 from .streaming import genome_colours
 from ..web.web_kit import RegistryPool, registry_pool, retry_busy
 from ..web.site_pages import page, page_part, json_script
 from .stream_server import stored_clips
 
 # %% auto #0
-__all__ = ['router', 'EVALUATION', 'GAME', 'game_view', 'viewer_index_html', 'game_data', 'game_viewer']
+__all__ = ['router', 'EVALUATION', 'GAME', 'game_lines', 'game_view', 'viewer_index_html', 'game_data', 'game_lines_data',
+           'game_viewer']
 
 # %% ../../nbs/93_game_viewer.ipynb #8f903a42
-def game_view(registry:Registry, evaluation:int, # a snake tournament's evaluation id
-              game:int)->dict: # the game's index in it; {'frames': [...], 'names', 'colours', 'genome', 'events', ...}
-    """Stored game `game` of snake tournament `evaluation` replayed for the viewer; `ValueError` for an unknown one.
-    A frame holds `grid` (a digit per cell, row-major), `owner` ('.' or chr(48 + snake) per cell), `head`, `length`,
-    `probs` (up, down, left, right)."""
+def _frame(f, own)->dict: # one step for the page
+    return dict(grid=''.join(map(str, f.grid.ravel().clip(0, 9).tolist())), owner=own(f.owner), head=f.head.tolist(),
+                length=f.length.tolist(), probs=np.round(f.probs.astype(float), 3).tolist())
+
+def game_lines(registry:Registry, evaluation:int, # a snake tournament's evaluation id
+               game:int): # the game's index in it -> yields dicts: 'head', then a 'frame' per step, then 'end'
+    """Stored game `game` of snake tournament `evaluation` replayed for the viewer, one line per step as it is played
+    (the replay runs in a thread of its own): `head` (names, ids, colours, each snake's genome, the map's size),
+    `frame` (`grid`: a digit per cell, row-major; `owner`: '.' or chr(48 + snake) per cell; `head`, `length`, `probs`
+    (up, down, left, right); `events`: the step's kills [step, victim, killer]), then `end` (`verified`: the replay's
+    scores are the stored ones). `ValueError` for an unknown game, before anything is played."""
     games = tournament_games(registry, evaluation)
     if not 0 <= game < len(games): raise ValueError(f"tournament {evaluation} has games 0 to {len(games) - 1}, not {game}")
-    rec = replay(registry, games[game]); sg = rec.stored
-    H, W = rec.frames[0].grid.shape
+    sg, out, stop = games[game], queue.Queue(maxsize=64), threading.Event()
+    policies = [registry.policy(i) for i in sg.ids]
     own = lambda o: ''.join('.' if k < 0 else chr(48 + k) for k in o.ravel().tolist())
-    frames = [dict(grid=''.join(map(str, f.grid.ravel().clip(0, 9).tolist())), owner=own(f.owner), head=f.head.tolist(),
-                   length=f.length.tolist(), probs=np.round(f.probs.astype(float), 3).tolist()) for f in rec.frames]
-    return dict(evaluation=sg.evaluation, game=sg.game, seed=sg.seed, ids=sg.ids, names=sg.names, width=W, height=H,
-                colours=['#%02x%02x%02x' % tuple(c) for c in genome_colours(sg.ids).tolist()], genome=rec.genome.tolist(),
-                events=[[int(x) for x in e] for e in rec.events], frames=frames, verified=rec.verified)
+    def send(line:dict):   # wait for the reader; it left: the replay ends
+        while not stop.is_set():
+            try: return out.put(line, timeout=0.5)
+            except queue.Full: pass
+        raise InterruptedError
+    def record(g):
+        f = snake_frame(g)
+        if g.t == 1: send(dict(type='head', evaluation=sg.evaluation, game=sg.game, seed=sg.seed, ids=sg.ids, names=sg.names,
+                                  width=f.grid.shape[1], height=f.grid.shape[0], steps=sg.steps, genome=g.owner.tolist(),
+                                  colours=['#%02x%02x%02x' % tuple(c) for c in genome_colours(sg.ids).tolist()]))
+        send(dict(type='frame', **_frame(f, own), events=[[int(x) for x in e] for e in kill_events(g)]))
+    def play():
+        try:
+            res = play_game(policies, sg.seed, sg.snakes_per_genome, sg.steps, on_step=record, **sg.settings)
+            send(dict(type='end', verified=bool(np.allclose(res.score, sg.scores, rtol=1e-9, atol=1e-9))))
+        except InterruptedError: pass
+        except Exception as e: out.put(dict(type='error', detail=f'{type(e).__name__}: {e}'))   # the reader waits for it
+    threading.Thread(target=play, daemon=True, name=f'replay-{evaluation}-{game}').start()
+    try:
+        while True:
+            line = out.get(); kind = line['type']   # before the reader sees (and may change) it
+            yield line
+            if kind in ('end', 'error'): return
+    finally: stop.set()
+
+def game_view(registry:Registry, evaluation:int, # a snake tournament's evaluation id
+              game:int)->dict: # the game's index in it; {'frames': [...], 'names', 'colours', 'genome', 'events', ...}
+    """Stored game `game` of snake tournament `evaluation` replayed whole (`game_lines` gathered): the head's fields,
+    `frames`, `events` (every kill, [step, victim, killer]) and `verified`; `ValueError` for an unknown one."""
+    view, frames, events = {}, [], []
+    for line in game_lines(registry, evaluation, game):
+        kind = line.pop('type')
+        if kind == 'error': raise RuntimeError(line['detail'])
+        if kind == 'frame': events += line.pop('events'); frames.append(line)
+        else: view |= line
+    return dict(view, frames=frames, events=events)
 
 # %% ../../nbs/93_game_viewer.ipynb #c7650e1b
 def viewer_index_html(registry:Registry, clips:list, # the highlight store's clips (`stream_server.stored_clips`: `ClipOut`s)
@@ -64,6 +104,18 @@ def game_data(evaluation:int=PathParam(**EVALUATION), game:int=PathParam(**GAME)
     "A stored snake tournament game replayed, step by step (`game_view`): the viewer's data."
     try: return retry_busy(game_view, pool.get(), evaluation, game)
     except ValueError as err: raise HTTPException(404, str(err)) from None
+
+@router.get('/api/game/{evaluation}/{game}/lines', operation_id='game_lines', responses={404: {'description': 'no such tournament or game'}},
+            response_class=StreamingResponse)
+def game_lines_data(evaluation:int=PathParam(**EVALUATION), game:int=PathParam(**GAME), pool:RegistryPool=Depends(registry_pool)):
+    "The same replay as newline-delimited JSON, a line per step as it is played (`game_lines`): what the viewer reads, its first frame at once."
+    lines = retry_busy(game_lines, pool.get(), evaluation, game)
+    try: first = next(lines)   # an unknown game: 404 before the answer starts
+    except ValueError as err: raise HTTPException(404, str(err)) from None
+    def body():
+        yield json.dumps(first) + '\n'
+        for line in lines: yield json.dumps(line) + '\n'
+    return StreamingResponse(body(), media_type='application/x-ndjson')
 
 # %% ../../nbs/93_game_viewer.ipynb #bc427635
 @router.get('/viewer', response_class=HTMLResponse, operation_id='game_viewer')
