@@ -19,12 +19,11 @@ from ..tournaments.tournament import SnakeGame, KILL_WALL, KILL_UNKNOWN, body_ce
 
 # %% auto #0
 __all__ = ['STAMP_COLS', 'STAMP_ROWS', 'STAMP_CELL', 'GENOME_COLOURS', 'MAP_COLOURS', 'INK', 'DIM', 'PANEL', 'BACK', 'MOVE_NAMES',
-           'HEADER', 'SIDEBAR', 'FEED', 'LABEL_SIZE', 'DREAM_WRONG', 'rgb_to_yuv', 'yuv_of', 'text_mask', 'Sprite',
-           'sprite', 'text_sprite', 'Canvas', 'fit_text', 'stamp_bits', 'draw_stamp', 'read_stamp', 'SnakeFrame',
-           'snake_mind', 'snake_frame', 'genome_colours', 'Scene', 'scene_of', 'longest_snakes', 'name_tags',
-           'leaderboard_rows', 'view_colours', 'render_snake', 'kill_events', 'render_dream', 'tetris_boards',
-           'render_tetris', 'render_creatures', 'EncoderConfig', 'LiveEncoder', 'JpegEncoder', 'write_clip',
-           'video_html']
+           'HEADER', 'SIDEBAR', 'FEED', 'DREAM_WRONG', 'rgb_to_yuv', 'yuv_of', 'text_mask', 'Sprite', 'sprite',
+           'text_sprite', 'Canvas', 'fit_text', 'stamp_bits', 'draw_stamp', 'read_stamp', 'SnakeFrame', 'snake_mind',
+           'snake_frame', 'genome_colours', 'Scene', 'scene_of', 'longest_snakes', 'leaderboard_rows', 'view_colours',
+           'render_snake', 'kill_events', 'render_dream', 'tetris_boards', 'render_tetris', 'render_creatures',
+           'EncoderConfig', 'LiveEncoder', 'JpegEncoder', 'write_clip', 'video_html']
 
 # %% ../../nbs/45_streaming.ipynb #921d90e4
 def rgb_to_yuv(rgb)->np.ndarray: # (..., 3) uint8: Y, U (Cb), V (Cr)
@@ -309,33 +308,25 @@ def longest_snakes(frame:SnakeFrame, scene:Scene)->list: # [agent], one per geno
             for g in range(len(scene.names)) if (scene.genome == g).any()]
 
 # %% ../../nbs/45_streaming.ipynb #5280fda8
-LABEL_SIZE = 15 # pixels: a snake's name tag on the map (legible at 720p)
-
-def name_tags(frame:SnakeFrame, scene:Scene, agents:list, # the snakes to label, the first placed first
-              x:int, y:int, s:int, r0:int, c0:int, rows:int, cols:int)->list: # [(agent, box x, y, w, h)]
-    """Name tags above (else below) each head of `agents` in view: a box in the genome's colour with black or white
-    text (whichever contrasts more), kept inside the map, a tag that would overlap one already placed left out."""
+_TAG_SIZE = 15 # pixels: a snake's name tag on the map (legible at 720p)
+def _name_tags(frame, scene, agents, x, y, s, r0, c0, rows, cols)->list: # [(agent, box x, y, w, h)]; `_map_layout`'s view
+    "Name tags above (else below) the heads of `agents` in view, the followed first, inside the map; one over another is left out."
     out = []
-    for a in agents:
-        hr, hc = frame.head[a] - (r0, c0)
-        if not (0 <= hr < rows and 0 <= hc < cols): continue
-        h, w = (d + 4 for d in text_mask(scene.names[scene.genome[a]], LABEL_SIZE).shape)
+    for a in sorted(agents, key=lambda a: a != scene.follow):
+        (hr, hc), (h, w) = frame.head[a] - (r0, c0), (d + 4 for d in text_mask(scene.names[scene.genome[a]], _TAG_SIZE).shape)
         bx = min(max(x, x + hc*s + s//2 - w//2), x + cols*s - w) & ~1
-        for by in (y + hr*s - h - 2, y + (hr + 1)*s + 2):
-            by = min(max(y, by), y + rows*s - h) & ~1
-            if not any(bx < ox + ow and ox < bx + w and by < oy + oh and oy < by + h for _, ox, oy, ow, oh in out):
-                out.append((a, bx, by, w, h)); break
+        free = [by for by in (min(max(y, b), y + rows*s - h) & ~1 for b in (y + hr*s - h - 2, y + (hr + 1)*s + 2))
+                if not any(bx < ox + ow and ox < bx + w and by < oy + oh and oy < by + h for _, ox, oy, ow, oh in out)]
+        if 0 <= hr < rows and 0 <= hc < cols and free: out.append((a, bx, free[0], w, h))
     return out
 
 def _draw_map(canvas, frame, scene, view):
     x, y, s, r0, c0, rows, cols = _map_layout(canvas, frame, scene, view)
     canvas.cells(x, y, _cell_colours(frame, scene)[r0:r0+rows, c0:c0+cols], s, gap=1 if s >= 6 else 0, gap_colour=BACK)
     agents = range(len(frame.length)) if view == 'follow' else longest_snakes(frame, scene)
-    first = [scene.follow] if scene.follow is not None and scene.follow in agents else []
-    for a, bx, by, w, h in name_tags(frame, scene, first + [a for a in agents if a not in first], x, y, s, r0, c0, rows, cols):
-        c = scene.colours[scene.genome[a]]
-        canvas.fill(bx, by, w, h, c)
-        canvas.text(bx + 2, by + 2, scene.names[scene.genome[a]], LABEL_SIZE, (0, 0, 0) if yuv_of(c)[0] > 140 else (255, 255, 255))
+    for a, bx, by, w, h in _name_tags(frame, scene, agents, x, y, s, r0, c0, rows, cols):
+        c = scene.colours[scene.genome[a]]   # black or white text on the genome's colour, whichever contrasts more
+        canvas.fill(bx, by, w, h, c); canvas.text(bx + 2, by + 2, scene.names[scene.genome[a]], _TAG_SIZE, (0,) * 3 if yuv_of(c)[0] > 140 else (255,) * 3)
     if scene.follow is not None:
         hr, hc = frame.head[scene.follow] - (r0, c0)
         if 0 <= hr < rows and 0 <= hc < cols:
