@@ -11,9 +11,7 @@ import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Query, Path as PathParam
 from fastapi.responses import HTMLResponse, StreamingResponse
 from ..registry.store import Registry
-from .highlights import tournament_games
-from .streaming import snake_frame, kill_events
-from ..tournaments.tournament import play_game
+from .highlights import tournament_games, replay
 from .streaming import genome_colours
 from ..web.web_kit import RegistryPool, registry_pool, retry_busy
 from ..web.site_pages import page, page_part, json_script
@@ -45,16 +43,14 @@ def game_lines(registry:Registry, evaluation:int, # a snake tournament's evaluat
             try: return out.put(line, timeout=0.5)
             except queue.Full: pass
         raise InterruptedError
-    def record(g):
-        f = snake_frame(g)
+    def record(g, f, kills):
         if g.t == 1: send(dict(type='head', evaluation=sg.evaluation, game=sg.game, seed=sg.seed, ids=sg.ids, names=sg.names,
                                   width=f.grid.shape[1], height=f.grid.shape[0], steps=sg.steps, genome=g.owner.tolist(),
                                   colours=['#%02x%02x%02x' % tuple(c) for c in genome_colours(sg.ids).tolist()]))
-        send(dict(type='frame', **_frame(f, own), events=[[int(x) for x in e] for e in kill_events(g)]))
+        send(dict(type='frame', **_frame(f, own), events=[[int(x) for x in e] for e in kills]))
     def play():
         try:
-            res = play_game(policies, sg.seed, sg.snakes_per_genome, sg.steps, on_step=record, **sg.settings)
-            send(dict(type='end', verified=bool(np.allclose(res.score, sg.scores, rtol=1e-9, atol=1e-9))))
+            send(dict(type='end', verified=replay(registry, sg, policies, on_frame=record).verified))
         except InterruptedError: pass
         except Exception as e: out.put(dict(type='error', detail=f'{type(e).__name__}: {e}'))   # the reader waits for it
     threading.Thread(target=play, daemon=True, name=f'replay-{evaluation}-{game}').start()

@@ -68,13 +68,17 @@ class GameRecord:
     verified: bool # equal to the stored scores?
 
 # %% ../../nbs/91_highlights.ipynb #480c56d9
-def replay(registry:Registry, sg:StoredGame)->GameRecord:
+def replay(registry:Registry, sg:StoredGame,
+           policies:list|None=None, # the genomes' policies in `sg.ids` order, if loaded already (None: from `registry`)
+           on_frame=None)->GameRecord: # called as on_frame(game, frame, kills) after every step (a viewer that streams it)
     "Play `sg` again, recording every step."
     frames, events, owner = [], [], []
     def record(game:SnakeGame):
         if not owner: owner.append(game.owner.copy())
-        frames.append(snake_frame(game)); events.extend(kill_events(game))
-    res = play_game([registry.policy(i) for i in sg.ids], sg.seed, sg.snakes_per_genome, sg.steps, on_step=record, **sg.settings)
+        f, kills = snake_frame(game), kill_events(game)
+        frames.append(f); events.extend(kills)
+        if on_frame is not None: on_frame(game, f, kills)
+    res = play_game(policies or [registry.policy(i) for i in sg.ids], sg.seed, sg.snakes_per_genome, sg.steps, on_step=record, **sg.settings)
     return GameRecord(sg, frames, events, owner[0], res.score, bool(np.allclose(res.score, sg.scores, rtol=1e-9, atol=1e-9)))
 
 # %% ../../nbs/91_highlights.ipynb #df660d0d
