@@ -25,12 +25,12 @@ from .submission import SubmissionError, check_submission
 from .server_jobs import JobRunner, jobs
 
 # %% auto #0
-__all__ = ['reads', 'writes', 'HEADER_GUARD', 'SOCKET_EXTENSION', 'ManifestCache', 'FileCache', 'BodyGuard', 'validation_error',
-           'not_found', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut', 'PerformanceOut', 'GenomeOut',
-           'ManifestOut', 'get_genome_manifest', 'get_genome', 'HealthOut', 'health', 'GameResult', 'StatsUpdate',
-           'StatsUpdated', 'update_genome_stats', 'Submitted', 'submit_genome', 'retire_genome', 'installed_routers',
-           'serve_options', 'create_app', 'connection_socket', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread',
-           'port_number', 'log_config', 'serve_cli', 'app_from_environment']
+__all__ = ['reads', 'writes', 'MAX_UPLOAD_BYTES', 'HEADER_GUARD', 'SOCKET_EXTENSION', 'ManifestCache', 'FileCache', 'BodyGuard',
+           'validation_error', 'not_found', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut', 'PerformanceOut',
+           'GenomeOut', 'ManifestOut', 'get_genome_manifest', 'get_genome', 'HealthOut', 'health', 'GameResult',
+           'StatsUpdate', 'StatsUpdated', 'update_genome_stats', 'Submitted', 'submit_genome', 'retire_genome',
+           'installed_routers', 'serve_options', 'create_app', 'connection_socket', 'HeaderTimeoutProtocol',
+           'free_port', 'serve_in_thread', 'port_number', 'log_config', 'serve_cli', 'app_from_environment']
 
 # %% ../../nbs/42_server.ipynb #9f99e108
 class ManifestCache:
@@ -329,9 +329,11 @@ def serve_options()->list: # [config dataclass]
     return [o for r in installed_routers() if (o := getattr(r, 'serve_options', None)) is not None]
 
 # %% ../../nbs/42_server.ipynb #267120b6
+MAX_UPLOAD_BYTES = 8 << 20 # the default size cap of a submitted genome file (`create_app`, `genome-lab serve --max-upload-mb`, the proxy's request buffer)
+
 def create_app(registry:str|Path, # registry folder
                token:str|None=None, # bearer token for writes; None makes the server read-only
-               max_upload_bytes:int=8 << 20, # size cap of a submitted genome file
+               max_upload_bytes:int=MAX_UPLOAD_BYTES, # size cap of a submitted genome file
                job:Callable=tournament_job, # the `run_tournament` job: job(registry, TournamentRequest, progress)->dict
                static_dir:str|Path|None=None, # mounted at /static when given
                cache_bytes:int=256 << 20, # memory for recently served genome files
@@ -452,7 +454,7 @@ def serve_cli(argv:list)->int: # exit status
     ap.add_argument('--host', default='127.0.0.1', help='interface to listen on (default: loopback only)')
     ap.add_argument('--token-file', default=None, help='file holding the bearer token for writes (else the environment variable GENOME_LAB_TOKEN); at least 8 characters')
     ap.add_argument('--read-only', action='store_true', help='serve without a token: every write answers 403')
-    ap.add_argument('--max-upload-mb', type=float, default=8.0, help='size cap of a submitted genome file in MiB')
+    ap.add_argument('--max-upload-mb', type=float, default=MAX_UPLOAD_BYTES / 2**20, help='size cap of a submitted genome file in MiB')
     ap.add_argument('--seed-founders', action='store_true', help="add the founding genomes the registry lacks, as active")
     ap.add_argument('--job', default='genome_lab.tournaments.selection:tournament_job', help='run_tournament job as module:function (default: a snake tournament, then selection)')
     ap.add_argument('--workers', type=int, default=1, help='server processes (more than 1 needs --read-only: tournament jobs live in one process)')
