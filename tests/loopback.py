@@ -1,7 +1,7 @@
 """Loopback services for the tests: a static file server and headless Chromium (Debian's `chromium`, installed by
 tools/setup_debian.sh) driven by Playwright (no browser download): open a page, evaluate JavaScript in it, wait for
 a condition, take a screenshot. Ports and the app server come from `genome_lab.web.server` (`free_port`, `serve_in_thread`)."""
-import contextlib, functools, http.server, shutil, threading
+import contextlib, functools, http.server, os, shutil, threading
 from pathlib import Path
 import pytest
 
@@ -59,3 +59,7 @@ class Page:
         "Capture the page as PNG (written to `path` when given); `element`: a JavaScript expression for one element."
         target = self.page.evaluate_handle(element).as_element() if element else self.page
         return target.screenshot(path=path)
+
+def screenshots(tmp_path)->Path: # `GENOME_LAB_SCREENSHOTS` if set (made), else the test's own folder
+    d = Path(os.environ.get('GENOME_LAB_SCREENSHOTS') or tmp_path); d.mkdir(parents=True, exist_ok=True)
+    return d

@@ -7,7 +7,6 @@ more and on any console error or uncaught exception. `GENOME_LAB_WALK_REGISTRY=r
 registry too (copied, served read-only). `GENOME_LAB_SCREENSHOTS=<folder>` keeps the screenshots there (home,
 leaderboard, dashboard, viewer index, a game in the viewer, the game at /play, a program's page), not in the test's own folder."""
 import os, shutil, urllib.parse
-from pathlib import Path
 import httpx, pytest
 from genome_lab.core import log_scalars
 from genome_lab.registry.store import Registry, Genome, seed_founders
@@ -18,7 +17,7 @@ from genome_lab.programs.program_policy import program_genome
 from genome_lab.tournaments.tournament import run_tournament
 from genome_lab.broadcast.highlights import HighlightStore, HighlightConfig, record_highlights, HIGHLIGHTS_DIR
 from genome_lab.web.server import create_app, serve_in_thread
-from loopback import Page
+from loopback import Page, screenshots
 
 OUTSIDE = 'https://cdn.redoc.ly/redoc/logo-mini.svg' # ReDoc's own "API docs by Redocly" logo: its page's policy refuses it, a console line (tests/test_home.py)
 
@@ -105,10 +104,6 @@ def check_walk(url:str, p:Page, shots, registry):
         if played: w['visit'](played[0], "document.body.dataset.rendered === 'yes'")
     for h in w['games'][:2] + w['clips'][:1]: w['visit'](h, "document.body.dataset.rendered === 'yes'", shot='viewer-game.png')
     return w, kinds
-
-def screenshots(tmp_path)->Path: # `GENOME_LAB_SCREENSHOTS` if set (made), else the test's own folder
-    d = Path(os.environ.get('GENOME_LAB_SCREENSHOTS') or tmp_path); d.mkdir(parents=True, exist_ok=True)
-    return d
 
 def test_every_page_a_newcomer_reaches_works(quick_registry, tmp_path):
     with serve_in_thread(create_app(quick_registry)) as url, Page(tmp_path/'chromium', 1280, 900) as p:

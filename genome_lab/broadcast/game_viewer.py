@@ -1,4 +1,4 @@
-"""Any stored snake tournament game or highlight, replayed in the browser: scrub it step by step, click a snake to follow it with its mind.
+"""Any stored snake, tetris or creatures tournament game or highlight, replayed in the browser by its arena's own simulator: scrub it step by step, click a snake to follow it with its mind.
 
 Docs: https://genome-lab.github.io/genome_lab/game_viewer.html.md"""
 
@@ -6,51 +6,132 @@ Docs: https://genome-lab.github.io/genome_lab/game_viewer.html.md"""
 
 # %% ../../nbs/93_game_viewer.ipynb #e92d6501
 from __future__ import annotations
-import html, json, queue, threading
+import ctypes, html, json, queue, threading
 import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Query, Path as PathParam
 from fastapi.responses import HTMLResponse, StreamingResponse
 from ..registry.store import Registry
-from .highlights import tournament_games, replay
+from ..arenas.arena import CTetrisStruct
+from ..arenas.evaluation import torch_threads
+from ..arenas.physics import FPS, SELECTION_DEVICE, simulate, stack_policies, pellet_course
+from ..tournaments.tournament import play_side_by_side
+from .highlights import StoredGame, tournament_games, replay
 from .streaming import genome_colours
 from ..web.web_kit import RegistryPool, registry_pool, retry_busy
 from ..web.site_pages import page, page_part, json_script
 from .stream_server import stored_clips
 
 # %% auto #0
-__all__ = ['router', 'EVALUATION', 'GAME', 'game_lines', 'game_view', 'viewer_index_html', 'game_data', 'game_lines_data',
-           'game_viewer']
+__all__ = ['REPLAYS', 'router', 'EVALUATION', 'GAME', 'MISSING', 'game_lines', 'game_view', 'viewer_index_html', 'game_data',
+           'game_lines_data', 'game_viewer']
+
+# %% ../../nbs/93_game_viewer.ipynb #88f73b4d
+def _head(sg:StoredGame, fps:float, # steps a second played at 1x
+          genome:list, # the genome index (into `sg.ids`) of each snake, board or creature
+          **drawn)->dict: # what the arena's drawing needs (the map's size, ...)
+    "The first line of a replay: the game, its genomes (ids, names, stream colours, stored scores), its pace and `drawn`."
+    return dict(type='head', arena=sg.arena, evaluation=sg.evaluation, game=sg.game, seed=sg.seed, ids=sg.ids, names=sg.names,
+                colours=['#%02x%02x%02x' % tuple(c) for c in genome_colours(sg.ids).tolist()], stored=sg.scores.tolist(),
+                steps=sg.steps, fps=fps, genome=[int(g) for g in genome], **drawn)
 
 # %% ../../nbs/93_game_viewer.ipynb #8f903a42
 def _frame(f, own)->dict: # one step for the page
     return dict(grid=''.join(map(str, f.grid.ravel().clip(0, 9).tolist())), owner=own(f.owner), head=f.head.tolist(),
                 length=f.length.tolist(), probs=np.round(f.probs.astype(float), 3).tolist())
 
-def game_lines(registry:Registry, evaluation:int, # a snake tournament's evaluation id
-               game:int): # the game's index in it -> yields dicts: 'head', then a 'frame' per step, then 'end'
-    """Stored game `game` of snake tournament `evaluation` replayed for the viewer, one line per step as it is played
-    (the replay runs in a thread of its own): `head` (names, ids, colours, each snake's genome, the map's size),
-    `frame` (`grid`: a digit per cell, row-major; `owner`: '.' or chr(48 + snake) per cell; `head`, `length`, `probs`
-    (up, down, left, right); `events`: the step's kills [step, victim, killer]), then `end` (`verified`: the replay's
-    scores are the stored ones). `ValueError` for an unknown game, before anything is played."""
-    games = tournament_games(registry, evaluation)
-    if not 0 <= game < len(games): raise ValueError(f"tournament {evaluation} has games 0 to {len(games) - 1}, not {game}")
-    sg, out, stop = games[game], queue.Queue(maxsize=64), threading.Event()
-    policies = [registry.policy(i) for i in sg.ids]
+def _snake_lines(registry:Registry, sg:StoredGame, policies:list, # the genomes' policies in `sg.ids` order
+                 send)->np.ndarray: # send(line) takes each line; returns the replay's scores (G,)
+    """A snake game played again (`replay`), a line per step to `send`: `head` with the map's `width` and `height`
+    (cells), then a `frame` per step (`grid`: a digit per cell, row-major; `owner`: '.' or chr(48 + snake) per cell;
+    `head` [row, col], `length`, `probs` (up, down, left, right); `events`: the step's kills [step, victim, killer])."""
     own = lambda o: ''.join('.' if k < 0 else chr(48 + k) for k in o.ravel().tolist())
+    def record(g, f, kills):
+        if g.t == 1: send(_head(sg, 10, g.owner.tolist(), width=f.grid.shape[1], height=f.grid.shape[0]))
+        send(dict(type='frame', **_frame(f, own), events=[[int(x) for x in e] for e in kills]))
+    return replay(registry, sg, policies, on_frame=record).score
+
+# %% ../../nbs/93_game_viewer.ipynb #f136b48e
+def _tetris_cells(arena, # a `TetrisArena` (its C mirror checked by `running()` first)
+                  i:int)->str: # board i's n_rows * n_cols cells, row-major
+    "Board `i`'s cells, a character each: '0' empty, '1'..'7' a locked piece (O I S Z T L J, PufferLib's order), 'A'..'G' the falling one."
+    c, size = CTetrisStruct.from_address(arena._handles[i]), arena.config['n_rows'] * arena.config['n_cols']
+    grid = np.ctypeslib.as_array(ctypes.cast(c.grid, ctypes.POINTER(ctypes.c_int)), (size,)).tolist()
+    falling = (arena.obs[i, :size] == 2).tolist()
+    return ''.join(chr(65 + c.cur_tetromino) if f else str(g) for g, f in zip(grid, falling))
+
+# %% ../../nbs/93_game_viewer.ipynb #1556eebf
+def _tetris_lines(registry:Registry, sg:StoredGame, policies:list, # the genomes' policies in `sg.ids` order
+                  send)->np.ndarray: # send(line) takes each line; returns the replay's scores (G,)
+    """A tetris game played again side by side (`play_side_by_side`), a line per tick to `send`: `head` with the boards'
+    `rows` and `cols` (cells; `genome` has a genome's boards after each other), then a `frame` per tick with `boards`:
+    each board's `cells` (`_tetris_cells`), `lines` cleared and `score` so far, and `over` (its first game ended: the
+    board as it ended, with the lines and score that count)."""
+    n, last = sg.agents_per_genome, {}
+    def record(arenas, first, ended):
+        if not last: send(_head(sg, 20, np.repeat(np.arange(len(arenas)), n), rows=arenas[0].config['n_rows'], cols=arenas[0].config['n_cols']))
+        boards = []
+        for e, a in enumerate(arenas):
+            now = a.running()   # every board's game so far (and the check of the C mirror `_tetris_cells` reads)
+            for i in range(n):
+                over = bool(ended[e, i])
+                if not over or (e, i) not in last: last[e, i] = _tetris_cells(a, i)   # an ended board stays as it ended
+                lines, score = (first['lines'][e, i], first['score'][e, i]) if over else (now.lines[i], now.score[i])
+                boards.append(dict(cells=last[e, i], lines=float(lines), score=float(score), over=over))
+        send(dict(type='frame', boards=boards))
+    return play_side_by_side(sg.arena, [policies], [sg.seed], n, sg.steps, on_step=record, **sg.settings)[0].score
+
+# %% ../../nbs/93_game_viewer.ipynb #3f2a9a55
+def _creature_lines(registry:Registry, sg:StoredGame, policies:list, # the genomes' `CreaturePolicy`s in `sg.ids` order
+                    send)->np.ndarray: # send(line) takes each line; returns the replay's fitness (G,)
+    """A creature race run again on the arena's own simulator (`simulate` recording), a line per frame to `send`:
+    `head` with each creature's `node_mask` and `muscles` ([node a, node b] pairs), the `course` (the pellets reached and
+    the next, [x, y] m) and the drawing's `extent` ([x min, x max, y max] m over the race), then a `frame` per 1/15 s:
+    each creature's `nodes` ([x, y] m, all `MAX_NODES`), `pellets` collected and `gap` (m from its centre of mass to its
+    current pellet)."""
+    pop, course = stack_policies(policies), pellet_course(sg.seed)
+    race = simulate(pop, course, record=True, device=SELECTION_DEVICE, **sg.settings)
+    mask, xy, G = pop['node_mask'].bool().numpy(), race.frames.astype(float), len(policies)   # (G, N); (F, G, N, 2)
+    mass = pop['node_mass'].numpy() * mask
+    reached = course.double().numpy()[:int(race.frame_pellets.max()) + 1]
+    gap = np.linalg.norm(reached[race.frame_pellets] - (xy * mass[..., None]).sum(2) / mass.sum(1)[:, None], axis=-1)   # (F, G)
+    ends = zip(*(pop[k].tolist() for k in ('muscle_a', 'muscle_b', 'muscle_mask')))
+    pts = np.concatenate([xy[:, mask].reshape(-1, 2), reached])
+    send(_head(sg, FPS, range(G), node_mask=mask.tolist(), muscles=[[[a, b] for a, b, m in zip(*e) if m] for e in ends],
+               course=np.round(reached, 3).tolist(), extent=[float(pts[:, 0].min()), float(pts[:, 0].max()), float(pts[:, 1].max())]))
+    for f in range(len(xy)):
+        send(dict(type='frame', nodes=np.round(xy[f], 3).tolist(), pellets=race.frame_pellets[f].tolist(), gap=np.round(gap[f], 2).tolist()))
+    return race.fitness
+
+# %% ../../nbs/93_game_viewer.ipynb #1f1f982a
+REPLAYS = dict(snake=_snake_lines, tetris=_tetris_lines, creatures=_creature_lines) # arena -> its replay, a line at a time
+
+def _stored_game(registry:Registry, evaluation:int, game:int)->StoredGame:
+    "Game `game` of tournament `evaluation`; `ValueError` for no such game, or one of an arena the viewer cannot replay."
+    games = tournament_games(registry, evaluation, arena=None)
+    if games and games[0].arena not in REPLAYS:
+        raise ValueError(f"tournament {evaluation} is a {games[0].arena} tournament: the viewer replays {', '.join(REPLAYS)} games, not {games[0].arena}")
+    if not 0 <= game < len(games): raise ValueError(f"tournament {evaluation} has games 0 to {len(games) - 1}, not {game}")
+    return games[game]
+
+# %% ../../nbs/93_game_viewer.ipynb #5e3bd6ef
+def game_lines(registry:Registry, evaluation:int, # a snake, tetris or creatures tournament's evaluation id
+               game:int): # the game's index in it -> yields dicts: 'head', then a 'frame' per step, then 'end'
+    """Stored game `game` of tournament `evaluation` replayed for the viewer by its arena's own simulator (`REPLAYS`),
+    one line per step as it is played (the replay runs in a thread of its own, on one torch thread as the tournament):
+    `head` (`_head`), a `frame` per step (the arena's: `_snake_lines`, `_tetris_lines`, `_creature_lines`), then `end`
+    (`scores`: the replay's, (G,); `verified`: they are the stored ones). `ValueError` for an unknown game or one of an
+    arena the viewer cannot replay, before anything is played."""
+    sg, out, stop = _stored_game(registry, evaluation, game), queue.Queue(maxsize=64), threading.Event()
+    policies = [registry.policy(i) for i in sg.ids]
     def send(line:dict):   # wait for the reader; it left: the replay ends
         while not stop.is_set():
             try: return out.put(line, timeout=0.5)
             except queue.Full: pass
         raise InterruptedError
-    def record(g, f, kills):
-        if g.t == 1: send(dict(type='head', evaluation=sg.evaluation, game=sg.game, seed=sg.seed, ids=sg.ids, names=sg.names,
-                                  width=f.grid.shape[1], height=f.grid.shape[0], steps=sg.steps, genome=g.owner.tolist(),
-                                  colours=['#%02x%02x%02x' % tuple(c) for c in genome_colours(sg.ids).tolist()]))
-        send(dict(type='frame', **_frame(f, own), events=[[int(x) for x in e] for e in kills]))
     def play():
         try:
-            send(dict(type='end', verified=replay(registry, sg, policies, on_frame=record).verified))
+            with torch_threads(1): score = REPLAYS[sg.arena](registry, sg, policies, send)
+            send(dict(type='end', verified=sg.matches(score), scores=[float(s) for s in score]))
         except InterruptedError: pass
         except Exception as e: out.put(dict(type='error', detail=f'{type(e).__name__}: {e}'))   # the reader waits for it
     threading.Thread(target=play, daemon=True, name=f'replay-{evaluation}-{game}').start()
@@ -61,48 +142,50 @@ def game_lines(registry:Registry, evaluation:int, # a snake tournament's evaluat
             if kind in ('end', 'error'): return
     finally: stop.set()
 
-def game_view(registry:Registry, evaluation:int, # a snake tournament's evaluation id
+# %% ../../nbs/93_game_viewer.ipynb #466be1ba
+def game_view(registry:Registry, evaluation:int, # a snake, tetris or creatures tournament's evaluation id
               game:int)->dict: # the game's index in it; {'frames': [...], 'names', 'colours', 'genome', 'events', ...}
-    """Stored game `game` of snake tournament `evaluation` replayed whole (`game_lines` gathered): the head's fields,
-    `frames`, `events` (every kill, [step, victim, killer]) and `verified`; `ValueError` for an unknown one."""
+    """Stored game `game` of tournament `evaluation` replayed whole (`game_lines` gathered): the head's fields, `frames`,
+    `events` (a snake game's kills, [step, victim, killer]), `scores` and `verified`; `ValueError` for an unknown one."""
     view, frames, events = {}, [], []
     for line in game_lines(registry, evaluation, game):
         kind = line.pop('type')
         if kind == 'error': raise RuntimeError(line['detail'])
-        if kind == 'frame': events += line.pop('events'); frames.append(line)
+        if kind == 'frame': events += line.pop('events', []); frames.append(line)
         else: view |= line
     return dict(view, frames=frames, events=events)
 
 # %% ../../nbs/93_game_viewer.ipynb #c7650e1b
 def viewer_index_html(registry:Registry, clips:list, # the highlight store's clips (`stream_server.stored_clips`: `ClipOut`s)
                       tournaments:int=5)->str: # the page
-    "The viewer's index: the highlights and the games of the latest `tournaments` snake tournaments, as links."
+    """The viewer's index: the highlights and the games of the latest `tournaments` tournaments of each arena the viewer
+    replays (`REPLAYS`), newest first, as links."""
     e, out = html.escape, []
-    for r in registry.evaluations('tournament', 'snake', limit=tournaments):
+    for r in sorted((r for a in REPLAYS for r in registry.evaluations('tournament', a, limit=tournaments)), key=lambda r: -r['id']):
         links = ''.join(f'<li><a href="/viewer?evaluation={g.evaluation}&amp;game={g.game}">game {g.game}</a>: '
-                        f'{e(" vs ".join(g.names))}</li>' for g in tournament_games(registry, r['id']))
-        out.append(f'<details{" open" if not out else ""}><summary><b>tournament {r["id"]}</b> <span class="muted">({e(r["created"])}, '
-                   f'{links.count("<li>")} games)</span></summary><ol class="games">{links}</ol></details>')   # the newest open
+                        f'{e(" vs ".join(g.names))}</li>' for g in tournament_games(registry, r['id'], r['arena']))
+        out.append(f'<details{" open" if not out else ""}><summary><b>{e(r["arena"])} tournament {r["id"]}</b> <span class="muted">'
+                   f'({e(r["created"])}, {links.count("<li>")} games)</span></summary><ol class="games">{links}</ol></details>')   # the newest open
     hl = ''.join(f'<li><a href="/viewer?evaluation={c.evaluation}&amp;game={c.game}&amp;t={c.t0 or 0}">'
                  f'{e(c.kind)}: {e(c.title)}</a></li>' for c in clips if c.evaluation is not None and c.game is not None)
-    return page('games', f'<h1>Games</h1><p class="muted">Every stored snake tournament game can be played again here, step '
-                f'by step: a game is its genomes, seed and settings.</p><h2>Highlights</h2><ul id="highlights">'
+    return page('games', f'<h1>Games</h1><p class="muted">Every stored {", ".join(REPLAYS)} tournament game can be played again '
+                f'here, step by step: a game is its genomes, seed and settings.</p><h2>Highlights</h2><ul id="highlights">'
                 f'{hl or "<li class=muted>none kept yet</li>"}</ul><h2>Tournament games</h2>'
-                f'{"".join(out) or "<p class=muted>No snake tournament yet.</p>"}', current='/viewer')
+                f'{"".join(out) or "<p class=muted>No tournament yet.</p>"}', current='/viewer')
 
 # %% ../../nbs/93_game_viewer.ipynb #2be63e40
 router = APIRouter(tags=['pages'])
-EVALUATION = dict(ge=1, le=2**63 - 1, description='a snake tournament (its evaluation id)') # SQLite's integers: a larger id is a 422, not an overflow
+EVALUATION = dict(ge=1, le=2**63 - 1, description='a snake, tetris or creatures tournament (its evaluation id)') # SQLite's integers: a larger id is a 422, not an overflow
 GAME = dict(ge=0, le=2**31 - 1, description='a game of it, from 0')
+MISSING = {404: {'description': 'no such tournament or game, or a game of an arena the viewer cannot replay'}}
 
-@router.get('/api/game/{evaluation}/{game}', operation_id='game_data', responses={404: {'description': 'no such tournament or game'}})
+@router.get('/api/game/{evaluation}/{game}', operation_id='game_data', responses=MISSING)
 def game_data(evaluation:int=PathParam(**EVALUATION), game:int=PathParam(**GAME), pool:RegistryPool=Depends(registry_pool))->dict:
-    "A stored snake tournament game replayed, step by step (`game_view`): the viewer's data."
+    "A stored tournament game replayed, step by step (`game_view`): the viewer's data."
     try: return retry_busy(game_view, pool.get(), evaluation, game)
     except ValueError as err: raise HTTPException(404, str(err)) from None
 
-@router.get('/api/game/{evaluation}/{game}/lines', operation_id='game_lines', responses={404: {'description': 'no such tournament or game'}},
-            response_class=StreamingResponse)
+@router.get('/api/game/{evaluation}/{game}/lines', operation_id='game_lines', responses=MISSING, response_class=StreamingResponse)
 def game_lines_data(evaluation:int=PathParam(**EVALUATION), game:int=PathParam(**GAME), pool:RegistryPool=Depends(registry_pool)):
     "The same replay as newline-delimited JSON, a line per step as it is played (`game_lines`): what the viewer reads, its first frame at once."
     lines = retry_busy(game_lines, pool.get(), evaluation, game)
@@ -114,14 +197,13 @@ def game_lines_data(evaluation:int=PathParam(**EVALUATION), game:int=PathParam(*
     return StreamingResponse(body(), media_type='application/x-ndjson')
 
 # %% ../../nbs/93_game_viewer.ipynb #bc427635
-@router.get('/viewer', response_class=HTMLResponse, operation_id='game_viewer')
+@router.get('/viewer', response_class=HTMLResponse, operation_id='game_viewer', responses=MISSING)
 def game_viewer(evaluation:int|None=Query(None, **EVALUATION), game:int|None=Query(None, **GAME),
                 pool:RegistryPool=Depends(registry_pool))->HTMLResponse:
-    """The game viewer: pick a stored tournament game or highlight, scrub it step by step, click a snake to follow it. The
-    page answers at once and says it is waiting while its script fetches the replay (`game_data`, seconds for a long game)."""
+    """The game viewer: pick a stored tournament game or highlight, scrub it step by step (a snake clicked on is followed).
+    The page answers at once and says it is waiting while its script reads the replay (`game_lines`, its first frame at once)."""
     if evaluation is None or game is None: return HTMLResponse(retry_busy(viewer_index_html, pool.get(), stored_clips(pool)))
-    try: n = len(retry_busy(tournament_games, pool.get(), evaluation))   # the page at once; its script asks `game_data` for the replay
+    try: retry_busy(_stored_game, pool.get(), evaluation, game)   # the page at once; its script asks `game_lines` for the replay
     except ValueError as err: raise HTTPException(404, str(err)) from None
-    if not 0 <= game < n: raise HTTPException(404, f"tournament {evaluation} has games 0 to {n - 1}, not {game}")
     want = json_script(dict(evaluation=evaluation, game=game), id='want')
     return HTMLResponse(page(f'tournament {evaluation}, game {game}', want + page_part('viewer.html'), current='/viewer'))

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from ..registry.store import Registry
 from ..registry.sqlite_store import SQLiteStore, utcnow
-from ..tournaments.tournament import play_game, SnakeGame
+from ..tournaments.tournament import play_game, SnakeGame, game_seed
 from ..tournaments.ranking import MODEL
 from .streaming import Canvas, Scene, SnakeFrame, snake_frame, render_snake, kill_events, genome_colours, write_clip
 
@@ -27,10 +27,15 @@ class StoredGame:
     "A tournament game stored in a registry: its genomes in the game's order, seed, settings, stored scores and pre-game ratings."
     evaluation: int; game: int; seed: int
     ids: list; names: list
-    scores: np.ndarray # (G,) stored mean snake lengths
+    scores: np.ndarray # (G,) stored scores (the arena's `score` statistic: mean snake lengths, tetris points, creature fitness)
     ratings: list # [(mu, sigma)] of each genome before the game
-    snakes_per_genome: int; steps: int
-    settings: dict = field(default_factory=dict) # `SnakeArena` arguments
+    agents_per_genome: int; steps: int # snakes (tetris boards, ...) of each genome; steps of the game
+    settings: dict = field(default_factory=dict) # the arena's arguments (`SnakeArena`'s map size, a race's seconds)
+    arena: str = 'snake'
+
+    def matches(self, score:np.ndarray)->bool: # score: (G,) a replay's scores, in the game's genome order
+        "Are a replay's scores the stored ones (to 1e-9: a replay of the same game is the same to the last bit)?"
+        return bool(np.allclose(score, self.scores, rtol=1e-9, atol=1e-9))
 
 # %% ../../nbs/91_highlights.ipynb #ad801b22
 def _rating_before(registry:Registry, gid:str, evaluation:int, game:int)->tuple: # (mu, sigma)
@@ -39,10 +44,11 @@ def _rating_before(registry:Registry, gid:str, evaluation:int, game:int)->tuple:
     d = MODEL.rating(); return d.mu, d.sigma
 
 # %% ../../nbs/91_highlights.ipynb #152d7b8b
-def tournament_games(registry:Registry, evaluation:int|None=None)->list: # [StoredGame]
-    "The games of snake tournament `evaluation` (default: the latest); `ValueError` if there is none."
-    found = registry.evaluations('tournament', 'snake', limit=1, evaluation=evaluation)
-    if not found: raise ValueError(f"no snake tournament {evaluation or ''} in the registry: run one first (`run_tournament`)")
+def tournament_games(registry:Registry, evaluation:int|None=None, # default: the latest of `arena`
+                     arena:str|None='snake')->list: # None: a tournament of any arena. Returns [StoredGame]
+    "The games of `arena` tournament `evaluation`; `ValueError` if there is none."
+    found = registry.evaluations('tournament', arena, limit=1, evaluation=evaluation)
+    if not found: raise ValueError(f"no {arena + ' ' if arena else ''}tournament {evaluation or ''} in the registry: run one first (`run_tournament`)")
     s, eid = found[0]['settings'], found[0]['id']
     rows = registry.evaluation_results(eid)
     G = s['genomes_per_game']
@@ -52,8 +58,9 @@ def tournament_games(registry:Registry, evaluation:int|None=None)->list: # [Stor
     for k in range(len(rows) // G):
         part = rows[k*G:(k+1)*G]
         ids = [r['genome'] for r in part]
-        games.append(StoredGame(eid, k, s['seed']*100003 + k, ids, [names[i] for i in ids], np.array([r['score'] for r in part]),
-                                [_rating_before(registry, i, eid, k) for i in ids], s['agents_per_genome'], s['steps'], s.get('settings') or {}))
+        games.append(StoredGame(eid, k, game_seed(s['seed'], k), ids, [names[i] for i in ids], np.array([r['score'] for r in part]),
+                                [_rating_before(registry, i, eid, k) for i in ids], s['agents_per_genome'], s['steps'],
+                                s.get('settings') or {}, found[0]['arena']))
     return games
 
 # %% ../../nbs/91_highlights.ipynb #64fde4d0
@@ -71,15 +78,15 @@ class GameRecord:
 def replay(registry:Registry, sg:StoredGame,
            policies:list|None=None, # the genomes' policies in `sg.ids` order, if loaded already (None: from `registry`)
            on_frame=None)->GameRecord: # called as on_frame(game, frame, kills) after every step (a viewer that streams it)
-    "Play `sg` again, recording every step."
+    "Play the snake game `sg` again, recording every step."
     frames, events, owner = [], [], []
     def record(game:SnakeGame):
         if not owner: owner.append(game.owner.copy())
         f, kills = snake_frame(game), kill_events(game)
         frames.append(f); events.extend(kills)
         if on_frame is not None: on_frame(game, f, kills)
-    res = play_game(policies or [registry.policy(i) for i in sg.ids], sg.seed, sg.snakes_per_genome, sg.steps, on_step=record, **sg.settings)
-    return GameRecord(sg, frames, events, owner[0], res.score, bool(np.allclose(res.score, sg.scores, rtol=1e-9, atol=1e-9)))
+    res = play_game(policies or [registry.policy(i) for i in sg.ids], sg.seed, sg.agents_per_genome, sg.steps, on_step=record, **sg.settings)
+    return GameRecord(sg, frames, events, owner[0], res.score, sg.matches(res.score))
 
 # %% ../../nbs/91_highlights.ipynb #df660d0d
 @dataclass

@@ -246,17 +246,19 @@ def play_side_by_side(arena:str, # an arena whose genomes do not share a map (`s
                       games:list, # one list of policies per game
                       seeds:list, # one seed per game
                       agents_per_genome:int=4, steps:int=10_000, greedy:bool=True, # boards (carts, ...) each; step cap
+                      on_step=None, # called as `on_step(arenas, first, ended)` after every step (a viewer that streams it)
                       **settings)->list: # the arena's arguments; default its `game_settings`. Returns [GameResult]
     """Several side-by-side games as one batch: every genome of a game plays its own copy of `arena` reset with the game's
     seed (the same boards as its opponents); all copies step together. A genome is measured by the means of its agents'
     first episodes, those still running at `steps` with their statistics so far (left out where the arena cannot tell:
-    a genome with nothing counted has NaN and ranks last)."""
+    a genome with nothing counted has NaN and ranks last). `on_step` sees the arena copies (one per genome, game by game),
+    `first` ({statistic: (copies, agents)}, NaN until an agent's first episode ends) and `ended` ((copies, agents) bool)."""
     cls = find_arena(arena)
     if cls.shared_map: raise ValueError(f"{arena} is a shared-map arena: its genomes meet in `play_maps`")
     kw, boards = {**cls.game_settings, **settings, cls.agents_arg: agents_per_genome}, []
     try:
         for g in games: boards += [make_arena(arena, **kw) for _ in g]
-        return _play_side_by_side(cls, games, seeds, boards, agents_per_genome, steps, greedy)
+        return _play_side_by_side(cls, games, seeds, boards, agents_per_genome, steps, greedy, on_step)
     finally:
         for b in boards: b.close()
 
@@ -269,7 +271,7 @@ def _keep_first(eps:Episodes, first:dict, seen:np.ndarray, e:int):
         for k in first: first[k][e, a] = getattr(eps, k)[i]
 
 # %% ../../nbs/40_tournament.ipynb #a8c76dbb
-def _play_side_by_side(cls, games, seeds, boards, n, steps, greedy)->list:
+def _play_side_by_side(cls, games, seeds, boards, n, steps, greedy, on_step=None)->list:
     group, gens = GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
     obs = [b.reset(s) for b, s in zip(boards, [s for g, s in zip(games, seeds) for _ in g])]
     first, ended = {k: np.full((len(boards), n), np.nan) for k in cls.stats}, np.zeros((len(boards), n), bool)
@@ -281,6 +283,7 @@ def _play_side_by_side(cls, games, seeds, boards, n, steps, greedy)->list:
                 obs[e], _, done = b.step(a[e*n:(e+1)*n])
                 if done.any(): _keep_first(b.pop_episodes(), first, ended, e)
             played += 1
+            if on_step is not None: on_step(boards, first, ended)
     finally: group.release(state)
     seen = ended.copy()
     for e, b in enumerate(boards): _keep_first(b.running(), first, seen, e)   # still running: statistics so far

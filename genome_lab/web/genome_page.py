@@ -111,12 +111,11 @@ def _table(d:dict, id:str|None, depth:int=0)->str: # one row per key, its value 
     return (f'<table id="{id}">' if id else '<table class="nested">') + rows + '</table>'
 
 # %% ../../nbs/84_genome_page.ipynb #d83e9c10
-def _games_html(games:list, shown:int=12)->str: # the newest `shown` stored tournament games, snake's linked to the viewer; a link to all
+def _games_html(games:list, shown:int=12)->str: # the newest `shown` stored tournament games, each linked to the game viewer; a link to all
     if not games: return '<p class="muted" id="stored-games">No stored tournament game yet.</p>'
     more = f'<p><a id="more-games" href="?games={len(games)}#stored-games">and {len(games) - shown} more</a></p>' if len(games) > shown else ''
     games = games[:shown]
-    item = lambda x: (f'<a href="/viewer?evaluation={x["evaluation"]}&amp;game={x["game"]}">tournament {x["evaluation"]}, game '
-                      f'{x["game"]}</a>' if x['arena'] == 'snake' else f'tournament {x["evaluation"]}, game {x["game"]}')
+    item = lambda x: f'<a href="/viewer?evaluation={x["evaluation"]}&amp;game={x["game"]}">tournament {x["evaluation"]}, game {x["game"]}</a>'
     return ('<ol id="stored-games">' + ''.join(f'<li>{item(x)}: score {x["score"]:.1f}, place {(x["place"] or 0) + 1} '
             f'<span class="muted">({html.escape(x["created"])})</span></li>' for x in games) + '</ol>' + more)
 
