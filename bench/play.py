@@ -10,7 +10,11 @@ default game, next to the first version's default measured in the same run.
    another thread of this process (it shares the cores).
 3. Baseline: the tournament's `SnakeGame` (40_tournament) on the same map with the same 51 snakes (3 founders of 17
    snakes), steps per second: what the arena and the genomes cost without the game around them.
-4. Survival: a scripted person, the founders' `SnakeHeuristic` on the person's 11x11 view, plays `--survival-games`
+4. Browser: Debian's headless Chromium plays the default game at its own pace (`PlayConfig().fps` steps a second;
+   spawn protection for the whole measurement, so that the person, steering in a square, lives through it): the
+   frames per second the page draws (`requestAnimationFrame` paints: the view slides between two steps) next to the
+   steps per second its socket delivers.
+5. Survival: a scripted person, the founders' `SnakeHeuristic` on the person's 11x11 view, plays `--survival-games`
    games (seeds 0, 1, ...) of `PlayConfig()` (the default: enemies by map size, spawn protection) and the same seeds
    with the first version's default (`PlayConfig(enemies=50, protect_s=0)`); the median steps to its death (a game
    that reaches `max_steps` counts its length).
@@ -44,6 +48,29 @@ def heuristic_key(m:dict, W:int, H:int)->int:
     codes = np.pad(np.where(cells >= PLAYER_CELL, 4, cells).astype(np.int8), SNAKE_VISION, constant_values=SNAKE_WALL)
     (r, c), w = m['you'], 2*SNAKE_VISION + 1
     return int(SnakeHeuristic().act(codes[None, r:r + w, c:c + w])[0][0])
+
+def browser(url:str, seconds:float)->dict: # {'browser_draws_per_s', 'browser_steps_per_s', 'browser_seconds'}
+    "Open `url`/play in headless Chromium, start a game, steer in a square for `seconds`; the page's paints and steps per second."
+    import shutil
+    from playwright.sync_api import sync_playwright
+    from live_view import CHROMIUM_FLAGS
+    count = "({t: performance.now(), draws: window.play.draws, frames: window.play.frames})"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=shutil.which('chromium'), args=CHROMIUM_FLAGS)
+        page = b.new_page(viewport={'width': 1280, 'height': 820})
+        page.goto(f'{url}/play', wait_until='load'); page.fill('#player', 'bench'); page.click('#start')
+        page.wait_for_function('window.play.frames >= 1', timeout=30_000); page.keyboard.press('ArrowUp')
+        page.wait_for_function('window.play.last && window.play.last.t > 0', timeout=30_000)
+        first, t0 = page.evaluate(count), time.perf_counter()
+        for i in range(1, 10**6):
+            if time.perf_counter() - t0 >= seconds: break
+            page.wait_for_timeout(700); page.keyboard.press(['ArrowRight', 'ArrowDown', 'ArrowLeft', 'ArrowUp'][i % 4])
+        last, dead = page.evaluate(count), page.evaluate('window.play.death')
+        b.close()
+    span = (last['t'] - first['t']) / 1000
+    if dead: raise RuntimeError(f"the browser's player died during the measurement: {dead}")
+    return dict(browser_draws_per_s=(last['draws'] - first['draws']) / span, browser_steps_per_s=(last['frames'] - first['frames']) / span,
+                browser_seconds=span)
 
 def survival(enemies, cfg, seeds:list)->list: # steps the scripted person survived in each game
     "Games of `cfg` on `seeds`, the person steered by `SnakeHeuristic` on its view (the engine: no socket, no pacing)."
@@ -118,6 +145,8 @@ def main(argv=None):
         shown = sum(n for n, _ in spans)   # frames after each game's first
         out['socket_fps'], out['socket_frames'] = shown / total, shown + len(spans)
         out['socket_games'] = len(spans)
+        app.state.play_config = PlayConfig(enemies=a.enemies, protect_s=a.seconds + 10, max_steps=10**9)   # the default pace
+        out.update(browser(url, a.seconds))
     pols = [client.policies[by_name[name]] for name in ('PufferSnake', 'HeuristicSnake', 'RandomSnake')]
     n_each = (a.enemies + 1) // 3
     arena = SnakeArena(**{**SnakeArena.game_settings, 'num_snakes': 3*n_each})
@@ -138,6 +167,8 @@ def main(argv=None):
           f"{out['engine_games']} games)  goal 30")
     print(f"socket (frames received, unthrottled): {out['socket_fps']:8.1f} frames/s  ({out['socket_frames']} frames, "
           f"{out['socket_games']} games)  goal 30")
+    print(f"browser (paints, game at its pace):   {out['browser_draws_per_s']:8.1f} frames/s  (its socket: "
+          f"{out['browser_steps_per_s']:.1f} steps/s, {out['browser_seconds']:.1f} s)  goal 30")
     print(f"baseline SnakeGame, {out['baseline_snakes']} snakes:      {out['baseline_steps_per_s']:8.1f} steps/s   "
           f"({out['baseline_steps']} steps)")
     print(f"survival, scripted person (median steps, {a.survival_games} games): default ({out['survival_enemies']} enemies, "

@@ -57,6 +57,12 @@ def walk(url:str, p:Page, shots)->dict: # {path: status} of every page opened
     "Open every page `/` links, then those a person goes on to; `shots`: where the screenshots go."
     bad, seen = [], {}
     p.page.on('response', lambda r: bad.append((r.status, r.url)) if r.status >= 500 else None)
+    here = urllib.parse.urlsplit(url).netloc
+    def outside(r, failed:bool):   # offline: no request leaves for another host (one the page's policy blocks is never sent)
+        u = urllib.parse.urlsplit(r.url)
+        if u.scheme in ('http', 'https', 'ws', 'wss') and u.netloc != here and not (failed and 'csp' in (r.failure or '').lower()):
+            bad.append(('outside', r.url))
+    p.page.on('requestfinished', lambda r: outside(r, False)); p.page.on('requestfailed', lambda r: outside(r, True))
     def visit(path:str, ready:str="document.readyState === 'complete'", shot:str|None=None):
         if path in seen: return
         r = p.page.goto(url + path, wait_until='load', timeout=60_000)
