@@ -37,7 +37,7 @@ def watch_live(page, url:str, a, out:Path)->dict:
     import httpx
     page.goto(f'{url}/stream' + ('?mode=mjpeg' if a.mode == 'mjpeg' else ''))
     t0, res = time.time(), {}
-    page.wait_for_function('() => window.streamStats && window.streamStats.frames > 0', timeout=20_000)
+    page.wait_for_function(f"() => window.streamStats && window.streamStats.{'frames' if a.stamp else 'painted'} > 0", timeout=20_000)
     res['first_frame_s'] = time.time() - t0
     vt = lambda: page.evaluate("() => document.getElementById('screen').currentTime")
     res['video_time'] = [vt()]
@@ -53,7 +53,8 @@ def watch_live(page, url:str, a, out:Path)->dict:
     st = page.evaluate('() => window.streamStats')
     lat = st['latencies'][len(st['latencies']) // 4:]   # the first quarter: the connection settling
     res.update(mode=st['mode'], connected=st['connected'], frames=st['frames'], errors=st['errors'], clock_offset_ms=st['offset'],
-               rtt_ms=st.get('rtt'), latency_ms=summary(lat), screenshots=[str(out/f'live-{a.mode}-{k}.png') for k in (1, 2)])
+               rtt_ms=st.get('rtt'), latency_ms=summary(lat), painted=st.get('painted', 0), estimate_ms=summary(st['estimates'][len(st['estimates']) // 4:]),
+               latency_text=page.evaluate("() => document.getElementById('latency').textContent"), screenshots=[str(out/f'live-{a.mode}-{k}.png') for k in (1, 2)])
     if injected is not None:   # the first frame drawn after the fault that reached the screen
         later = [(shown, stamp) for shown, stamp in st['shown'] if stamp > injected % 2**32]
         res['recovery_s'] = (later[0][0] - injected) / 1000 if later else None
@@ -88,6 +89,7 @@ class LiveViewBench:
     seconds: Annotated[float, 'how long to watch'] = 6.0
     inject_codec_at: Annotated[float, 'inject a codec error this many seconds in (0: none)'] = 0.0
     fps: Annotated[int, 'frames per second of the stream'] = 30
+    stamp: Annotated[bool, "the server draws its clock into the frames (the page reads glass-to-glass latency from it); without, the page estimates its part"] = True
 
     def __post_init__(self):
         if self.page not in ('live', 'playlist'): raise ValueError(f"--page {self.page!r}: choose live or playlist")
@@ -102,7 +104,7 @@ def main(argv=None):
     from genome_lab.broadcast.live import StreamConfig
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     app = create_app(a.registry, token=TOKEN)
-    app.state.stream_config = StreamConfig(fps=a.fps, idle_seconds=3.0, stamp=True)   # the latency is read from the stamps
+    app.state.stream_config = StreamConfig(fps=a.fps, idle_seconds=3.0, stamp=a.stamp)   # the latency is read from the stamps
     chromium = shutil.which('chromium')
     if chromium is None: raise SystemExit("chromium is not installed: run tools/setup_chromium.sh")
     with serve_in_thread(app) as url, sync_playwright() as p:   # on exit the app's shutdown stops its broadcast and waits for its threads

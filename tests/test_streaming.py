@@ -46,6 +46,14 @@ def test_live_page_plays_over_webrtc(registry, tmp_path):
     assert r['health']['viewers']['h264'] == 1 and r['health']['encode_ms'] is not None
     shows_the_arena(r['screenshots'][-1], registry)   # the first may show the card of a game still loading
 
+def test_webrtc_without_a_clock_stamp_shows_its_latency(registry, tmp_path):
+    "Issue 58: a server that draws no clock stamp (the default) left WebRTC's latency at '-'; the page now estimates its part."
+    r = live_view(registry, tmp_path, '--seconds', 4, '--no-stamp')
+    assert r['mode'] == 'webrtc' and r['frames'] == 0 and r['painted'] >= 20 and not r['errors'], r   # no stamp read, frames shown
+    est = r['estimate_ms']
+    assert est and est['n'] >= 10 and 0 < est['median'] < 1000, r
+    assert r['latency_text'].startswith('latency ≈ ') and r['latency_text'].endswith(' ms (network and player; encoding not included)'), r
+
 def test_mjpeg_fallback_plays(registry, tmp_path):
     r = live_view(registry, tmp_path, '--mode', 'mjpeg', '--seconds', 3)
     assert r['mode'] == 'mjpeg' and r['frames'] >= 10 and not r['errors'], r
