@@ -1,7 +1,8 @@
 """The game viewer (`/viewer`) in headless Chromium (tests/loopback.py): a stored tournament game is picked from the
 index, scrubbed step by step, and a snake clicked on is followed (its length and move probabilities shown); the legend
 links each genome, the snakes' panel says each snake's length, kills and deaths and highlights it on hover, names
-are drawn on the board (none over another), the camera follows the snake, and the speed menu plays faster (issue 58).
+are drawn on the board (none over another), the camera follows the snake, the speed menu plays faster, and a genome's
+page plays its newest game in place when asked (issue 58).
 Tetris and creature tournament games replay in the same viewer: their boards and races are drawn, named and played,
 and the replay (the arena's own simulator) ends on the stored results; an arena the viewer cannot replay is a 404."""
 import json, re
@@ -49,6 +50,12 @@ def test_viewer_picks_scrubs_and_follows(tmp_path):
         p.screenshot(tmp_path/'viewer-camera.png')
         p.page.select_option('#speed', '8'); p.page.click('#play'); p.page.wait_for_timeout(500); p.page.click('#play')
         fast, frames = int(p.js(f"{board}.dataset.step")), p.js("viewer.D.frames.length")   # 8x: 80 steps a second
+        p.goto(f"{url}/genome/{ids['PufferSnake']}"); p.page.click('#watch')   # its page plays its newest game in place, when asked
+        p.page.wait_for_selector('#replay')
+        inner = next(f for f in p.page.frames if 'embed' in f.url)
+        inner.wait_for_function("document.body.dataset.rendered === 'yes' && Number(document.getElementById('board').dataset.step) >= 5", timeout=30_000)
+        embedded = inner.evaluate("[getComputedStyle(document.querySelector('nav.site')).display, new URL(location.href).searchParams.get('evaluation')]")
+        p.screenshot(tmp_path/'genome-watch.png')
     assert first_ms < 2000, first_ms   # issue 58: a game's first frame within 2 s of opening it
     assert step == '21' and first != later   # scrubbed to step 20, one more with the arrow key: the map changed
     assert followed == '0' and panel.startswith(f'{name} · snake 0 · length ') and probs == 4, (followed, panel)
@@ -63,6 +70,7 @@ def test_viewer_picks_scrubs_and_follows(tmp_path):
                    for i, a in enumerate(labels) for b in labels[i + 1:]), labels   # none over another
     assert hovered == '1' and (view['cols'], view['rows'], view['cell']) == (12, 8, 2 * cell), (hovered, view)   # half the map, twice the size
     assert fast == frames - 1, (fast, frames)   # 8x: played to the last frame within half a second
+    assert embedded == ['none', str(t.evaluation)], embedded   # the genome page's replay: it plays by itself, without the site's bar
     assert kills and all(re.fullmatch(r'step \d+: \w+ \(snake \d+\) (killed \w+ \(snake \d+\)|hit a wall or itself)', k) for k in kills), kills
 
 def arena_registry(root)->tuple: # ({'tetris', 'creatures', 'cartpole'}: each tournament's evaluation id, {arena: the game to watch})

@@ -116,8 +116,13 @@ def _games_html(games:list, shown:int=12)->str: # the newest `shown` stored tour
     more = f'<p><a id="more-games" href="?games={len(games)}#stored-games">and {len(games) - shown} more</a></p>' if len(games) > shown else ''
     games = games[:shown]
     item = lambda x: f'<a href="/viewer?evaluation={x["evaluation"]}&amp;game={x["game"]}">tournament {x["evaluation"]}, game {x["game"]}</a>'
+    watch = (f'<p><button id="watch" data-src="/viewer?evaluation={games[0]["evaluation"]}&amp;game={games[0]["game"]}&amp;embed&amp;autoplay">'
+             'watch its newest game here</button></p>'   # the server replays a game on demand: only when asked
+             '<script>document.getElementById("watch").onclick = e => { const f = document.createElement("iframe");'
+             ' Object.assign(f, {id: "replay", src: e.target.dataset.src, title: "its newest game, replayed"});'
+             ' f.style.cssText = "width:100%;height:620px;border:1px solid #ccc"; e.target.parentNode.replaceWith(f); };</script>')
     return ('<ol id="stored-games">' + ''.join(f'<li>{item(x)}: score {x["score"]:.1f}, place {(x["place"] or 0) + 1} '
-            f'<span class="muted">({html.escape(x["created"])})</span></li>' for x in games) + '</ol>' + more)
+            f'<span class="muted">({html.escape(x["created"])})</span></li>' for x in games) + '</ol>' + more + watch)
 
 # %% ../../nbs/84_genome_page.ipynb #da2a7666
 def genome_page_html(rep:dict, listed:int=12)->str: # stored games listed, newest first
