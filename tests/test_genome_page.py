@@ -61,3 +61,20 @@ def test_leaderboard_sorts_filters_and_links_genome_pages(root, tmp_path):
     assert shown['name'] == kept[0] and shown['points'] == 2 and shown['rows'] == 2 and gid in rt
     assert 'PufferSnake' in shown['parents'] and 'finetune' in shown['parents']
     with Registry(root, read_only=True) as reg: assert data == reg.genome_file(gid).read_bytes()
+
+def test_the_leaderboard_filter_finds_a_genome_below_the_top_10(tmp_path):
+    "Issue 58: the filter searched only the rows shown (the top 10 per arena and status); it asks the server for every rated genome."
+    with Registry(tmp_path/'reg') as reg:
+        rnd = dict(type='rl', arena='snake', arch='random', config=dict(num_actions=4), source='test')
+        ids = [reg.add(Genome(name=f'Walker{k:02d}', **rnd), RandomPolicy(4).state_dict(), status='active').id for k in range(12)]
+        run_tournament(reg, ids, arena='snake', genomes_per_game=3, agents_per_genome=1, steps=20, seed=0, progress=False,
+                       settings=dict(width=24, height=16, num_food=12))
+        order = [reg.genome(i)['name'] for i in sorted(ids, key=lambda i: -reg.ratings()[i]['ordinal'])]
+    with serve_in_thread(create_app(tmp_path/'reg')) as url, Page(tmp_path/'chromium', 1280, 900) as p:
+        p.goto(f'{url}/leaderboard'); p.wait("document.body.dataset.rendered === 'yes'")
+        rows = "[...document.querySelectorAll('table.top[data-arena=snake] tr.genome-row')].filter(r => !r.hidden).map(r => r.children[1].textContent)"
+        shown = p.js(rows)
+        p.js("document.body.dataset.rendered = 'no'"); p.page.fill('#filter', order[-1]); p.wait("document.body.dataset.rendered === 'yes'")
+        found = p.js(rows)
+    assert len(shown) == 10 and order[-1] not in shown, shown   # the last of 12 is not among the rows shown at first
+    assert found == [order[-1]], found

@@ -2,8 +2,8 @@
 pipeline makes: every arena's founders and baselines rated by a tournament tagged as a season, an evolved program, a
 league-named genome, candidates beside the active genomes, a highlight clip, producers' scalars of 1 to 3 points.
 The walk opens every page the home page links, then what those pages link a person on to (a genome page of each kind,
-by id and by name, a stored game and a highlight in the viewer, a genome's games), and fails on any answer of 500 or
-more and on any console error or uncaught exception. `GENOME_LAB_WALK_REGISTRY=runs/<id>/registry` walks a real run's
+by id and by name, a highlight and a game of each arena (snake, tetris, creatures) in the viewer, a genome's games),
+and fails on any answer of 500 or more, any console error or uncaught exception, and any request that leaves for another host. `GENOME_LAB_WALK_REGISTRY=runs/<id>/registry` walks a real run's
 registry too (copied, served read-only). `GENOME_LAB_SCREENSHOTS=<folder>` keeps the screenshots there (home,
 leaderboard, dashboard, viewer index, a game in the viewer, the game at /play, a program's page), not in the test's own folder."""
 import os, shutil, urllib.parse
@@ -92,9 +92,12 @@ def walk(url:str, p:Page, shots)->dict: # {path: status} of every page opened
             started = shown and until("window.play.frames >= 5 && window.play.last.t > 0")
             p.page.screenshot(path=shots/'play.png', full_page=True)
             if not started: bad.append(('no frame in 30 s', url + h))
-        if h == '/viewer': games = links(p, '#highlights a') + links(p, 'ol.games a')[:1]
+        if h == '/viewer':   # a highlight, then the first game of each arena's newest tournament (snake, tetris, creatures)
+            arenas = dict(reversed(p.js("[...document.querySelectorAll('details')].map(d => [d.querySelector('summary b').textContent.split(' ')[0],"
+                                         " d.querySelector('ol.games a').getAttribute('href')])")))
+            games = links(p, '#highlights a')[:1] + list(arenas.values())
         if h == '/stream/playlist': clips = links(p, '#list a')
-    return dict(seen=seen, bad=bad, home=home + data, genomes=genomes, games=games, clips=clips, visit=visit)
+    return dict(seen=seen, bad=bad, home=home + data, genomes=genomes, games=games, arenas=arenas, clips=clips, visit=visit)
 
 def check_walk(url:str, p:Page, shots, registry):
     w = walk(url, p, shots)
@@ -108,7 +111,7 @@ def check_walk(url:str, p:Page, shots, registry):
         played = links(p, '#stored-games a')   # its games, in the viewer
         w['visit'](f'/genome/{urllib.parse.quote(g["name"])}')   # the page by name too
         if played: w['visit'](played[0], "document.body.dataset.rendered === 'yes'")
-    for h in w['games'][:2] + w['clips'][:1]: w['visit'](h, "document.body.dataset.rendered === 'yes'", shot='viewer-game.png')
+    for h in w['games'] + w['clips'][:1]: w['visit'](h, "document.body.dataset.rendered === 'yes'", shot='viewer-game.png')
     return w, kinds
 
 def test_every_page_a_newcomer_reaches_works(quick_registry, tmp_path):
@@ -123,6 +126,7 @@ def test_every_page_a_newcomer_reaches_works(quick_registry, tmp_path):
     assert all(s == 200 for k, s in w['seen'].items() if k != '/schedule'), {k: s for k, s in w['seen'].items() if s != 200}
     assert {('program', 'candidate'), ('baseline', 'active'), ('rl', 'active'), ('hybrid', 'candidate')} <= set(kinds), sorted(kinds)
     assert w['games'] and w['clips'] and any('/viewer?evaluation=' in h for h in w['seen']), w['seen']
+    assert set(w['arenas']) == {'snake', 'tetris', 'creatures'} and all(h in w['seen'] for h in w['arenas'].values()), w['arenas']   # each replayed
     assert mjpeg[0] == 'MJPEG' and int(mjpeg[1].removeprefix('frames: ')) >= 3, mjpeg   # issue 58: it said "frames: 0" while playing
     assert 'random reference' not in notes.get('creatures', ''), notes   # the gait founder is not random: no such note
 
