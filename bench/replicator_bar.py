@@ -193,8 +193,10 @@ def main():
             g, t0 = min(g, o.generations), time.perf_counter()
             ppo, rep = advance_round(o, pool, g)
             runs = {k: v['curve'] for k, v in rep.items()}
-            try: bar = replicator_bar(runs, ppo, factor=o.factor, window=BAR_SMOOTHING, generations=g)   # pending below BAR_GENERATIONS
-            except ValueError as e: bar = dict(error=str(e))
+            if not ppo: bar = dict(error='no PPO runs (--ppo-seeds 0): this run measures the loop over its generations, not the bar')
+            else:
+                try: bar = replicator_bar(runs, ppo, factor=o.factor, window=BAR_SMOOTHING, generations=g)   # pending below BAR_GENERATIONS
+                except ValueError as e: bar = dict(error=str(e))
             res['rounds'].append(dict(generations=g, seconds=time.perf_counter() - t0, load=os.getloadavg()))
             res.update(generations=g, ppo_curves=ppo, replicator_curves=runs, bar=bar,
                        diagnostics=diagnostics({k: v['history'] for k, v in rep.items()}),
