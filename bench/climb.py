@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Annotated
 from genome_lab.core import measured_dir, find_producer
 from genome_lab.registry.store import Registry
-from genome_lab.ecosystem.seasons import SeasonConfig, ratings_by_season
+from genome_lab.ecosystem.seasons import SeasonConfig
 from genome_lab.ecosystem.loop import EcosystemConfig, run_ecosystem, founders, climb_check, bars
 from genome_lab.tournaments.ranking import LEAD_GAMES
 from kit import Memo, parse, write_figures
@@ -65,7 +65,7 @@ def standalone_rates(c:Climb, sets:dict, reg:Registry)->dict: # {producer: agent
 
 def season_tops(reg:Registry, eco_history:list, made:dict)->list: # per season: wall-seconds, per arena the ordinals
     "Each season of the ecosystem: its wall-seconds and, per arena, the top producer-made genome and every founder."
-    rh, out = ratings_by_season(reg), []
+    rh, out = reg.ratings_by_season(), []
     for h in eco_history:
         r, arenas = rh[rh.season == h['season']], {}
         for arena, g in r.groupby('arena'):

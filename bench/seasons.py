@@ -45,7 +45,7 @@ BETWEEN = dict(replicator_generations=16, program_generations=4, creature_genera
 MAX_OFFERS = 2
 
 def arena_report(reg, row:dict, ratings)->dict: # {arena: {...}}
-    "One season's figures per arena, from its row in `season_table` and `ratings_by_season`."
+    "One season's figures per arena, from its row in `season_table` and `Registry.ratings_by_season`."
     out = {}
     for arena, st in row['stability'].items():
         cands = [c for c in row['candidates'] if c['arena'] == arena]
@@ -73,7 +73,7 @@ def main():
     from genome_lab.web.player_loop import bot_players
     from genome_lab.registry.store import Registry, seed_founders
     from genome_lab.web.server import create_app
-    from genome_lab.ecosystem.seasons import SeasonConfig, run_season, season_table, ratings_by_season
+    from genome_lab.ecosystem.seasons import SeasonConfig, run_season, season_table
     from genome_lab.ecosystem.workers import spawn_worker
     from genome_lab.programs.tetris_players import tetris_baselines
     from genome_lab.evolution.creature_store import creature_baselines
@@ -116,7 +116,7 @@ def main():
         print(json.dumps(state['between'][n]), flush=True)
     if a.until == 'between': return
     season(2, second)
-    table, ratings = season_table(reg), ratings_by_season(reg)
+    table, ratings = season_table(reg), reg.ratings_by_season()
     seasons = [dict(season=int(s), seconds=state.get(f'season{s}_seconds'),
                     arenas=arena_report(reg, row.to_dict(), ratings[ratings.season == s]))
                for s, row in table.iterrows() if s <= 2]

@@ -35,7 +35,7 @@ from genome_lab.arenas.arena import SNAKE_CELLS
 from genome_lab.players.cloning import CloneConfig, session_sequences, compare_scores
 from genome_lab.players.sessions import load_sessions
 from genome_lab.registry.store import Registry, seed_founders
-from genome_lab.ecosystem.seasons import SeasonConfig, run_season, ratings_by_season
+from genome_lab.ecosystem.seasons import SeasonConfig, run_season
 from genome_lab.players.watching import (ClipConfig, film, decode_clip, clip_dataset, train_idm,
                                  video_to_trajectory, failure_modes, clone_sequences, FAILURE_MODES)
 from genome_lab.imagination.video_models import (TetrisClipConfig, TETRIS_ACTIONS, TETRIS_MODES, SKILL_LEN, film_tetris,
@@ -309,7 +309,7 @@ def season_figures(a, root)->tuple: # (figures, seconds)
                            steps=a.season_steps, agents=4, width=a.width, height=a.height, num_food=a.food)),
                        producer_settings=dict(videos=dict(video_games=a.season_games, video_steps=a.season_steps)))
     row = run_season(reg, cfg, log=lambda m: print(m, flush=True))
-    r = ratings_by_season(reg)
+    r = reg.ratings_by_season()
     r = r[(r.season == row['id']) & (r.arena == 'snake')].sort_values('ordinal', ascending=False)
     table = [dict(rank=k + 1, name=x.name, ordinal=float(x.ordinal), mu=float(x.mu), sigma=float(x.sigma),
                   status=reg.genome(x.genome)['status'], source=reg.genome(x.genome)['source'])

@@ -17,7 +17,7 @@ from ..core import (config_fields, config_parser, config_from_args, config_argv,
                              ProducerContext, run_lock, RunLocked, after_season_hooks, advance, CommandParser)
 from .workers import spawn_worker, spawn_workers, sigterm_interrupts, exit_with_parent
 from ..arenas.arena import ArenaSeason, arena_season
-from ..registry.store import Registry, ORDINAL_Z
+from ..registry.store import Registry
 from ..registry.sqlite_store import RegistryError
 from ..arenas.evaluation import torch_threads
 from ..tournaments.tournament import GENOMES_PER_GAME, run_tournament
@@ -27,7 +27,7 @@ from ..tournaments.selection import SelectionRules, select
 # %% auto #0
 __all__ = ['SEASON_LOCK', 'SeasonConfig', 'season_config', 'season_parser', 'season_config_from_args', 'arena_setting_flags',
            'work', 'ProducerActor', 'ray_workers', 'produce_cli', 'arena_plan', 'run_season', 'season_table',
-           'abandon_season', 'ratings_by_season', 'success_metrics', 'season_cli']
+           'abandon_season', 'success_metrics', 'season_cli']
 
 # %% ../../nbs/80_seasons.ipynb #362f9d26
 @dataclass
@@ -452,13 +452,6 @@ def abandon_season(registry:Registry, why:str='closed by hand')->int|None: # the
         registry.finish_season_step(r['id'], 'abandoned', dict(why=why))
         _close_season(registry, r['id'])
         return r['id']
-
-# %% ../../nbs/80_seasons.ipynb #5dfde085
-def ratings_by_season(registry:Registry)->pd.DataFrame: # season, arena, version, genome, name, mu, sigma, ordinal
-    "Each genome's rating after each season's tournament in its arena (its last update in that tournament)."
-    cols = ['season', 'arena', 'version', 'genome', 'name', 'mu', 'sigma', 'game']
-    h = pd.DataFrame(registry.rating_history('season'), columns=cols).groupby(['season', 'genome']).tail(1)
-    return h.drop(columns='game').assign(ordinal=h.mu - ORDINAL_Z*h.sigma).reset_index(drop=True)
 
 # %% ../../nbs/80_seasons.ipynb #73654f05
 def success_metrics(registry:Registry)->pd.DataFrame: # rows: metric, target, measured, met

@@ -60,6 +60,10 @@ class SQLiteStore:
         except BaseException: self.db.execute('ROLLBACK'); raise
         else: self.db.execute('COMMIT')
 
+    def has_table(self, name:str)->bool:
+        "Does the database hold table `name` (some are created by the first write of the family that owns them)?"
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+
     def close(self): self.db.close()
     def __enter__(self): return self
     def __exit__(self, *a): self.close()

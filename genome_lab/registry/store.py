@@ -12,18 +12,19 @@ from pathlib import Path
 import numpy as np
 from safetensors import SafetensorError
 from safetensors.torch import save as st_save, load as st_load
-from fastcore.basics import patch
 from ..arenas.policies import Policy, build_policy, param_shapes, load_pufferlib_policy, pufferlib_config, RandomPolicy, SnakeHeuristic
 from ..core import atomic_write
 from ..arenas.arena import arena_version, arena_names, find_arena
 from .sqlite_store import utcnow, SQLiteStore, RegistryError
-from .records import RegistryRecords
+from .ratings import RatingTables
+from .games import GameTables, KINDS
+from .season_record import CandidateQueue, SeasonTables
+from .policy_ops import PolicyOpsTables
 
 # %% auto #0
-__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'KINDS', 'METHODS', 'NAMING', 'NAME_MAX', 'STATUSES',
-           'NEUTRAL_ENGAGEMENT', 'ORDINAL_Z', 'GenomeFormatError', 'Genome', 'genome_types', 'shape_mismatch',
-           'check_params', 'genome_to_bytes', 'genome_from_bytes', 'Registry', 'family_word', 'founding_genomes',
-           'seed_founders']
+__all__ = ['GENOME_TYPES', 'RELATIONS', 'FORMAT', 'SCHEMA', 'VERSIONED', 'METHODS', 'NAMING', 'NAME_MAX', 'STATUSES',
+           'GenomeFormatError', 'Genome', 'genome_types', 'shape_mismatch', 'check_params', 'genome_to_bytes',
+           'genome_from_bytes', 'family_word', 'GenomeTables', 'Registry', 'founding_genomes', 'seed_founders']
 
 # %% ../../nbs/10_registry.ipynb #c80bf9bc
 GENOME_TYPES = ('behavioral', 'rl', 'cluster', 'hybrid', 'creature', 'program', 'baseline')
@@ -141,10 +142,193 @@ VERSIONED = ('genomes', 'lineage', 'results', 'manifest', 'ratings', 'game_repor
 SCHEMA += ''.join(f"CREATE TRIGGER IF NOT EXISTS {t}_{op.lower()}_version AFTER {op} ON {t} BEGIN UPDATE version SET n = n + 1; END;\n"
                   for t in VERSIONED for op in ('INSERT', 'UPDATE', 'DELETE'))
 
-KINDS = ('evaluation', 'tournament', 'client') # kinds of evaluations: measured alone, tournament games, games reported by clients
+
+# %% ../../nbs/10_registry.ipynb #08a73c31
+METHODS = {'ppo': 'PPO fine-tune or self-play (50, producer `ppo`)', 'pbt': 'population-based training (50)',
+           'league': 'a league learner\'s snapshot (51, `league`)', 'tune': 'fine-tuned on players\' sessions (21, `hybrids`)',
+           'merge': 'a merge of genomes: TIES, averaging (21 `hybrids`, 84)', 'clone': 'a player\'s behaviour clone (23, `clones`)',
+           'cluster': 'a behaviour cluster\'s clone (23, `clusters`)', 'video': 'cloned from video by an IDM (22, `videos`)',
+           'rep': 'developed by the replicator\'s hypernetwork (30, 31, `replicator`)', 'ga': 'the creature GA (33, `creatures`)',
+           'prog': 'program search (63, `programs`)', 'dm': 'the Dungeon Master\'s curriculum and students (73)',
+           'plan': 'a planner over a world model (70) or the arena\'s own simulator (74)',
+           'distil': 'a planner distilled into a policy (70, 74)', 'shield': 'a policy with a one-step safety shield (74)',
+           'mut': 'a mutation (41)'
+          } # method tag -> what makes the genomes that carry it
+NAMING = re.compile(rf"(?P<family>[A-Z][A-Za-z0-9]*)-(?P<method>{'|'.join(METHODS)})(?P<n>[1-9][0-9]*)") # a producer's genome name
+NAME_MAX = 24 # characters of a name: the longest built-in family (HeuristicSnake) with the longest method and n < 100
+
+def family_word(name:str)->str: # letters and digits, a capital first
+    "The family a genome's name stands for: the part before the first '-', letters and digits only ('creature-f7-g5' -> 'Creature')."
+    w = ''.join(c for c in name.split('-')[0] if c.isascii() and c.isalnum())
+    w = w if w[:1].isalpha() else 'Genome' + w
+    return w[0].upper() + w[1:]
+
+# %% ../../nbs/10_registry.ipynb #a18a287d
+STATUSES = ('candidate', 'active', 'retired')
+
+class GenomeTables:
+    """The registry's genomes: their rows and files (`genomes`, `genomes/<id>.safetensors`), lineage (`lineage`), names
+    (`NAMING`) and the manifest (`manifest`, and the `performance` block it shows from the game and rating families'
+    reads: `stats`, `engagement`, `ratings`). A table family of `Registry`, which gives it the store (`self.db`,
+    `self.transaction()`) and the genome folder (`self.genome_dir`)."""
+
+    def _genome_path(self, gid:str)->Path:
+        if not gid or not all(c.isalnum() or c in '-_' for c in gid): raise RegistryError(f"bad genome id {gid!r}")
+        return self.genome_dir/f'{gid}.safetensors'
+
+    def unique_name(self, name:str)->str:
+        """`name` if no genome has it; else a `NAMING` name with the next free n of its family and method, any other name
+        with `-2`, `-3`, ... (a name within `NAME_MAX` is cut to keep the suffix within it); raises `RegistryError` for an
+        empty name."""
+        if not name.strip(): raise RegistryError("a genome needs a name: give `Genome(name=...)` a few letters")
+        taken = lambda n: self.db.execute('SELECT 1 FROM genomes WHERE name=?', (n,)).fetchone() is not None
+        if (m := NAMING.fullmatch(name)) and taken(name): return self.genome_name(m['method'], family=m['family'])
+        for k in itertools.count(1):
+            sfx = f'-{k}' if k > 1 else ''
+            n = (name[:NAME_MAX - len(sfx)] if len(name) <= NAME_MAX else name) + sfx
+            if not taken(n): return n
+
+    def add(self,
+             genome:Genome, params:dict, # metadata and parameters (name -> tensor)
+             status:str='candidate')->Genome: # 'candidate' (the tournament decides) or 'active'
+        """Store a new genome under a name no other genome has (`unique_name`: the returned genome carries it); raises
+        `RegistryError` (nothing stored) if its id exists, or `GenomeFormatError`."""
+        if status not in STATUSES: raise RegistryError(f"status must be one of {STATUSES}")
+        final = self._genome_path(genome.id)
+        with self.transaction() as db:   # the file is written last: a failed write rolls the rows back
+            if db.execute('SELECT 1 FROM genomes WHERE id=?', (genome.id,)).fetchone() or final.exists():
+                raise RegistryError(f"genome {genome.id} is already in the registry")
+            genome = replace(genome, name=self.unique_name(genome.name))
+            data = genome_to_bytes(genome, params)
+            db.execute('INSERT INTO genomes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)',
+                       (genome.id, genome.name, genome.type, genome.arena, genome.arch, json.dumps(genome.config),
+                        genome.source, genome.created, genome.description, status,
+                        hashlib.sha256(data).hexdigest(), len(data)))
+            db.executemany('INSERT INTO lineage VALUES (?,?,?)', [(genome.id, p['id'], p['relation']) for p in genome.parents])
+            atomic_write(final, data)
+        return genome
+
+    def load(self, gid:str)->tuple: # (Genome, params)
+        "Read a genome's file; raises `RegistryError` if unknown, `GenomeFormatError` if the file is corrupt."
+        row = self.db.execute('SELECT sha256 FROM genomes WHERE id=?', (gid,)).fetchone()
+        if row is None: raise RegistryError(f"no genome {gid!r} in the registry")
+        data = self._genome_path(gid).read_bytes()
+        if hashlib.sha256(data).hexdigest() != row['sha256']:
+            raise GenomeFormatError(f"{self._genome_path(gid)} does not match its recorded sha256: the file was changed or damaged")
+        return genome_from_bytes(data)
+
+    def policy(self, gid:str)->Policy:
+        "The genome's policy, ready to `act`."
+        genome, params = self.load(gid)
+        pol = build_policy(genome.arch, genome.config)
+        pol.load_state_dict(params)
+        return pol.eval()
+
+    def set_status(self, gid:str, status:str):
+        "Mark a genome 'candidate', 'active' or 'retired'."
+        if status not in STATUSES: raise RegistryError(f"status must be one of {STATUSES}")
+        with self.transaction() as db:
+            if db.execute('UPDATE genomes SET status=? WHERE id=?', (status, gid)).rowcount != 1:
+                raise RegistryError(f"no genome {gid!r} in the registry")
+
+    def ids(self, status:str|None=None)->list:
+        q = 'SELECT id FROM genomes' + (' WHERE status=?' if status else '') + ' ORDER BY created, rowid'
+        return [r['id'] for r in self.db.execute(q, (status,) if status else ())]
+
+    def genome_rows(self, statuses:tuple=STATUSES)->list: # [row dict (no `parents`, `config` as JSON text)], oldest first
+        "The genomes' rows whose status is one of `statuses`, in the order they were created."
+        q = f"SELECT * FROM genomes WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY created, rowid"
+        return [dict(r) for r in self.db.execute(q, tuple(statuses))]
+
+    def genome_file(self, gid:str)->Path: # the genome's safetensors file
+        "The stored file of genome `gid`; `RegistryError` for an unknown genome or a missing file."
+        path = self._genome_path(gid)
+        if not self.has(gid) or not path.is_file(): raise RegistryError(f"no file of genome {gid!r} in the registry")
+        return path
+
+    def has(self, gid:str)->bool: return self.db.execute('SELECT 1 FROM genomes WHERE id=?', (gid,)).fetchone() is not None
+
+    def named(self, prefix:str, type:str|None=None)->list: # [(id, name)] in creation order
+        "Genomes whose name starts with `prefix` (and of `type`, if given): versioned names such as `Hunter-cluster1`, `Hunter-cluster2`."
+        q = "SELECT id, name FROM genomes WHERE substr(name, 1, ?) = ?" + (" AND type=?" if type else '') + " ORDER BY created, rowid"
+        return [(r['id'], r['name']) for r in self.db.execute(q, (len(prefix), prefix) + ((type,) if type else ()))]
+
+    def by_name(self, name:str)->str|None: # id of the newest genome called `name`, or None
+        "Id of the most recently created genome named `name`."
+        r = self.db.execute('SELECT id FROM genomes WHERE name=? ORDER BY created DESC, rowid DESC LIMIT 1', (name,)).fetchone()
+        return r['id'] if r else None
+
+    def genome(self, gid:str)->dict: # the row as a dict, with `parents`
+        r = self.db.execute('SELECT * FROM genomes WHERE id=?', (gid,)).fetchone()
+        if r is None: raise RegistryError(f"no genome {gid!r} in the registry")
+        d = dict(r); d['config'] = json.loads(d['config'])
+        d['parents'] = [dict(id=p['parent'], relation=p['relation'])
+                        for p in self.db.execute('SELECT parent, relation FROM lineage WHERE child=? ORDER BY rowid', (gid,))]
+        return d
+
+    def children(self, gid:str)->list: # [{'id', 'name', 'relation', 'status'}], oldest first
+        "The genomes with `gid` among their parents, and how each was made from it."
+        q = """SELECT l.child id, g.name, l.relation, g.status FROM lineage l JOIN genomes g ON g.id = l.child
+               WHERE l.parent = ? ORDER BY g.created, g.rowid"""
+        return [dict(r) for r in self.db.execute(q, (gid,))]
+
+    def lineage_root(self, gid:str)->str: # genome id
+        "The first ancestor of `gid` through first parents that are genomes here (players are not followed); `gid` if none."
+        while ps := [p['id'] for p in self.genome(gid)['parents'] if self.has(p['id'])]: gid = ps[0]
+        return gid
+
+    def genome_name(self, method:str, # what made the genome: a key of `METHODS` ('ppo', 'ga', 'prog', ...)
+                    parent:str|None=None, # the genome id it descends from (its first parent); None or not here: `family`
+                    family:str|None=None, # the family of a genome without a genome parent: 'Creature', a player's style ('Farmer')
+                   )->str: # `<Family>-<method><n>`, e.g. 'PufferSnake-ppo3'
+        """The one name of every producer's genomes (`NAMING`, see above): the family (`family_word` of the lineage root's
+        name, or `family`), the method, and one more than the highest n of that family and method here. Raises
+        `ValueError` for a method not in `METHODS` or a genome with neither a parent here nor a family."""
+        if method not in METHODS: raise ValueError(f"method {method!r} is not one of {sorted(METHODS)}: add it to `METHODS`, saying what makes it")
+        if parent is not None and self.has(parent): fam = family_word(self.genome(self.lineage_root(parent))['name'])
+        elif family: fam = family_word(family)
+        else: raise ValueError("a genome without a parent in this registry needs a `family`: e.g. 'Creature', a player's style")
+        fam = fam[:NAME_MAX - len(method) - 3]   # only a family longer than every built-in one is cut
+        ns = [int(m['n']) for (n,) in self.db.execute('SELECT name FROM genomes WHERE name LIKE ?', (f'{fam}-{method}%',))
+              if (m := NAMING.fullmatch(n)) and (m['family'], m['method']) == (fam, method)]
+        return f"{fam}-{method}{max(ns, default=0) + 1}"
+
+    def set_manifest(self, **kw): # max_active=int, last_tournament=ISO time or None
+        "Update manifest fields."
+        bad = set(kw) - {'max_active', 'last_tournament'}
+        if bad: raise RegistryError(f"unknown manifest fields {sorted(bad)}")
+        if 'max_active' in kw and not (isinstance(kw['max_active'], int) and kw['max_active'] >= 1):
+            raise RegistryError("max_active must be a positive integer")
+        with self.transaction() as db:
+            db.executemany('INSERT OR REPLACE INTO manifest VALUES (?,?)', [(k, json.dumps(v)) for k, v in kw.items()])
+
+    def performance(self)->dict: # {genome id: the design's performance block}, every genome
+        "Each genome's `performance`: the design's names from its tournament games, engagement, rating and statistics by kind."
+        kinds, eng, rt = {k: self.stats(kind=k) for k in KINDS}, self.engagement(), self.ratings()
+        out = {}
+        for g in self.ids():
+            t = kinds['tournament'].get(g) or {}
+            out[g] = dict(avg_score=t.get('avg_score'), avg_survival_time=t.get('avg_survival'), kill_ratio=t.get('kill_ratio'),
+                          win_rate=t.get('win_rate'), games_played=t.get('games', 0), player_engagement=eng[g]['player_engagement'],
+                          engagement_source=eng[g]['source'], engagement_reports=eng[g]['reports'], rating=rt.get(g),
+                          by_kind={k: v[g] for k, v in kinds.items() if g in v})
+        return out
+
+    def manifest(self)->dict: # {'genomes': [...], 'max_active': int, 'last_tournament': str|None}
+        """The manifest (docs/design.md, Registry and manifest): active genomes with metadata, `performance` and `rank`,
+        arena by arena in rating order."""
+        meta = {r['key']: json.loads(r['value']) for r in self.db.execute('SELECT * FROM manifest')}
+        perf = self.performance()
+        gs = [dict(self.genome(i), performance=perf[i], rank=None) for i in self.ids('active')]
+        for arena in {g['arena'] for g in gs}:
+            rated = sorted((g for g in gs if g['arena'] == arena and g['performance']['rating']), key=lambda g: -g['performance']['rating']['ordinal'])
+            for k, g in enumerate(rated, 1): g['rank'] = k
+        gs.sort(key=lambda g: (g['arena'], g['rank'] is None, g['rank'] or 0))
+        return dict(genomes=gs, max_active=meta['max_active'], last_tournament=meta['last_tournament'])
+
 
 # %% ../../nbs/10_registry.ipynb #838bf0ca
-class Registry(SQLiteStore, RegistryRecords):
+class Registry(SQLiteStore, GenomeTables, RatingTables, GameTables, CandidateQueue, SeasonTables, PolicyOpsTables):
     """Genomes, their results and lineage in `root/registry.sqlite` + `root/genomes/*.safetensors`. `version()` grows with
     every committed change of what the manifest shows (triggers on `VERSIONED`), whichever process wrote it. `root` is
     resolved to an absolute path once, here, so every path derived from it (genome files, sessions, producers' work)
@@ -170,361 +354,24 @@ class Registry(SQLiteStore, RegistryRecords):
         "A number that changes whenever a committed write changes what the manifest shows."
         return self.db.execute('SELECT n FROM version').fetchone()[0]
 
+    def _migrate_versions(self):
+        "Give a registry written before arena versions its `version` columns: its evaluations and ratings become `<arena>-v1`."
+        cols = lambda t: {r['name'] for r in self.db.execute(f'PRAGMA table_info({t})')}
+        if 'version' not in cols('evaluations'):
+            with self.transaction() as db:
+                db.execute('ALTER TABLE evaluations ADD COLUMN version TEXT')
+                db.execute("UPDATE evaluations SET version = arena || '-v1'")
+        if 'version' not in cols('ratings'):
+            with self.transaction() as db:
+                db.execute(SCHEMA[SCHEMA.index('CREATE TABLE IF NOT EXISTS ratings'):].split(';')[0]
+                           .replace('CREATE TABLE IF NOT EXISTS ratings', 'CREATE TABLE ratings_v'))
+                db.execute("""INSERT INTO ratings_v SELECT r.genome, g.arena || '-v1', r.mu, r.sigma, r.games, r.updated
+                              FROM ratings r JOIN genomes g ON g.id = r.genome""")
+                db.execute('DROP TABLE ratings'); db.execute('ALTER TABLE ratings_v RENAME TO ratings')
+                db.execute('UPDATE version SET n = n + 1')   # what the manifest shows changed
+            self.db.executescript(SCHEMA)   # the dropped table's version triggers, on the new one
+
     def __repr__(self): return f"Registry({str(self.root)!r}, {len(self.ids())} genomes)"
-
-# %% ../../nbs/10_registry.ipynb #686caa04
-@patch
-def _migrate_versions(self:Registry):
-    "Give a registry written before arena versions its `version` columns: its evaluations and ratings become `<arena>-v1`."
-    cols = lambda t: {r['name'] for r in self.db.execute(f'PRAGMA table_info({t})')}
-    if 'version' not in cols('evaluations'):
-        with self.transaction() as db:
-            db.execute('ALTER TABLE evaluations ADD COLUMN version TEXT')
-            db.execute("UPDATE evaluations SET version = arena || '-v1'")
-    if 'version' not in cols('ratings'):
-        with self.transaction() as db:
-            db.execute(SCHEMA[SCHEMA.index('CREATE TABLE IF NOT EXISTS ratings'):].split(';')[0]
-                       .replace('CREATE TABLE IF NOT EXISTS ratings', 'CREATE TABLE ratings_v'))
-            db.execute("""INSERT INTO ratings_v SELECT r.genome, g.arena || '-v1', r.mu, r.sigma, r.games, r.updated
-                          FROM ratings r JOIN genomes g ON g.id = r.genome""")
-            db.execute('DROP TABLE ratings'); db.execute('ALTER TABLE ratings_v RENAME TO ratings')
-            db.execute('UPDATE version SET n = n + 1')   # what the manifest shows changed
-        self.db.executescript(SCHEMA)   # the dropped table's version triggers, on the new one
-
-# %% ../../nbs/10_registry.ipynb #08a73c31
-METHODS = {'ppo': 'PPO fine-tune or self-play (50, producer `ppo`)', 'pbt': 'population-based training (50)',
-           'league': 'a league learner\'s snapshot (51, `league`)', 'tune': 'fine-tuned on players\' sessions (21, `hybrids`)',
-           'merge': 'a merge of genomes: TIES, averaging (21 `hybrids`, 84)', 'clone': 'a player\'s behaviour clone (23, `clones`)',
-           'cluster': 'a behaviour cluster\'s clone (23, `clusters`)', 'video': 'cloned from video by an IDM (22, `videos`)',
-           'rep': 'developed by the replicator\'s hypernetwork (30, 31, `replicator`)', 'ga': 'the creature GA (33, `creatures`)',
-           'prog': 'program search (63, `programs`)', 'dm': 'the Dungeon Master\'s curriculum and students (73)',
-           'plan': 'a planner over a world model (70) or the arena\'s own simulator (74)',
-           'distil': 'a planner distilled into a policy (70, 74)', 'shield': 'a policy with a one-step safety shield (74)',
-           'mut': 'a mutation (41)'
-          } # method tag -> what makes the genomes that carry it
-NAMING = re.compile(rf"(?P<family>[A-Z][A-Za-z0-9]*)-(?P<method>{'|'.join(METHODS)})(?P<n>[1-9][0-9]*)") # a producer's genome name
-NAME_MAX = 24 # characters of a name: the longest built-in family (HeuristicSnake) with the longest method and n < 100
-
-def family_word(name:str)->str: # letters and digits, a capital first
-    "The family a genome's name stands for: the part before the first '-', letters and digits only ('creature-f7-g5' -> 'Creature')."
-    w = ''.join(c for c in name.split('-')[0] if c.isascii() and c.isalnum())
-    w = w if w[:1].isalpha() else 'Genome' + w
-    return w[0].upper() + w[1:]
-
-# %% ../../nbs/10_registry.ipynb #4b6164fb
-@patch
-def unique_name(self:Registry, name:str)->str:
-    """`name` if no genome has it; else a `NAMING` name with the next free n of its family and method, any other name
-    with `-2`, `-3`, ... (a name within `NAME_MAX` is cut to keep the suffix within it); raises `RegistryError` for an
-    empty name."""
-    if not name.strip(): raise RegistryError("a genome needs a name: give `Genome(name=...)` a few letters")
-    taken = lambda n: self.db.execute('SELECT 1 FROM genomes WHERE name=?', (n,)).fetchone() is not None
-    if (m := NAMING.fullmatch(name)) and taken(name): return self.genome_name(m['method'], family=m['family'])
-    for k in itertools.count(1):
-        sfx = f'-{k}' if k > 1 else ''
-        n = (name[:NAME_MAX - len(sfx)] if len(name) <= NAME_MAX else name) + sfx
-        if not taken(n): return n
-
-# %% ../../nbs/10_registry.ipynb #0178c9ad
-STATUSES = ('candidate', 'active', 'retired')
-
-@patch
-def _genome_path(self:Registry, gid:str)->Path:
-    if not gid or not all(c.isalnum() or c in '-_' for c in gid): raise RegistryError(f"bad genome id {gid!r}")
-    return self.genome_dir/f'{gid}.safetensors'
-
-# %% ../../nbs/10_registry.ipynb #a18a287d
-@patch
-def add(self:Registry,
-         genome:Genome, params:dict, # metadata and parameters (name -> tensor)
-         status:str='candidate')->Genome: # 'candidate' (the tournament decides) or 'active'
-    """Store a new genome under a name no other genome has (`unique_name`: the returned genome carries it); raises
-    `RegistryError` (nothing stored) if its id exists, or `GenomeFormatError`."""
-    if status not in STATUSES: raise RegistryError(f"status must be one of {STATUSES}")
-    final = self._genome_path(genome.id)
-    with self.transaction() as db:   # the file is written last: a failed write rolls the rows back
-        if db.execute('SELECT 1 FROM genomes WHERE id=?', (genome.id,)).fetchone() or final.exists():
-            raise RegistryError(f"genome {genome.id} is already in the registry")
-        genome = replace(genome, name=self.unique_name(genome.name))
-        data = genome_to_bytes(genome, params)
-        db.execute('INSERT INTO genomes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)',
-                   (genome.id, genome.name, genome.type, genome.arena, genome.arch, json.dumps(genome.config),
-                    genome.source, genome.created, genome.description, status,
-                    hashlib.sha256(data).hexdigest(), len(data)))
-        db.executemany('INSERT INTO lineage VALUES (?,?,?)', [(genome.id, p['id'], p['relation']) for p in genome.parents])
-        atomic_write(final, data)
-    return genome
-
-# %% ../../nbs/10_registry.ipynb #f9f91d9f
-@patch
-def load(self:Registry, gid:str)->tuple: # (Genome, params)
-    "Read a genome's file; raises `RegistryError` if unknown, `GenomeFormatError` if the file is corrupt."
-    row = self.db.execute('SELECT sha256 FROM genomes WHERE id=?', (gid,)).fetchone()
-    if row is None: raise RegistryError(f"no genome {gid!r} in the registry")
-    data = self._genome_path(gid).read_bytes()
-    if hashlib.sha256(data).hexdigest() != row['sha256']:
-        raise GenomeFormatError(f"{self._genome_path(gid)} does not match its recorded sha256: the file was changed or damaged")
-    return genome_from_bytes(data)
-
-# %% ../../nbs/10_registry.ipynb #5040fbea
-@patch
-def policy(self:Registry, gid:str)->Policy:
-    "The genome's policy, ready to `act`."
-    genome, params = self.load(gid)
-    pol = build_policy(genome.arch, genome.config)
-    pol.load_state_dict(params)
-    return pol.eval()
-
-# %% ../../nbs/10_registry.ipynb #f762e034
-@patch
-def set_status(self:Registry, gid:str, status:str):
-    "Mark a genome 'candidate', 'active' or 'retired'."
-    if status not in STATUSES: raise RegistryError(f"status must be one of {STATUSES}")
-    with self.transaction() as db:
-        if db.execute('UPDATE genomes SET status=? WHERE id=?', (status, gid)).rowcount != 1:
-            raise RegistryError(f"no genome {gid!r} in the registry")
-
-# %% ../../nbs/10_registry.ipynb #4d6fd835
-@patch
-def ids(self:Registry, status:str|None=None)->list:
-    q = 'SELECT id FROM genomes' + (' WHERE status=?' if status else '') + ' ORDER BY created, rowid'
-    return [r['id'] for r in self.db.execute(q, (status,) if status else ())]
-
-# %% ../../nbs/10_registry.ipynb #415b3842
-@patch
-def genome_rows(self:Registry, statuses:tuple=STATUSES)->list: # [row dict (no `parents`, `config` as JSON text)], oldest first
-    "The genomes' rows whose status is one of `statuses`, in the order they were created."
-    q = f"SELECT * FROM genomes WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY created, rowid"
-    return [dict(r) for r in self.db.execute(q, tuple(statuses))]
-
-# %% ../../nbs/10_registry.ipynb #73eb8abe
-@patch
-def genome_file(self:Registry, gid:str)->Path: # the genome's safetensors file
-    "The stored file of genome `gid`; `RegistryError` for an unknown genome or a missing file."
-    path = self._genome_path(gid)
-    if not self.has(gid) or not path.is_file(): raise RegistryError(f"no file of genome {gid!r} in the registry")
-    return path
-
-# %% ../../nbs/10_registry.ipynb #60ffd74b
-@patch
-def record(self:Registry, gid:str, result, # an `EvalResult` (or anything with `.arena`, `.episodes`, `.settings`)
-            kind:str='evaluation', kills=None)->int: # kills per episode (tournaments); zeros if None
-    "Store `result`'s episodes as games of genome `gid`; returns the evaluation id. All or nothing."
-    if kind not in KINDS: raise RegistryError(f"kind must be one of {KINDS}, not {kind!r}")
-    eps = result.episodes
-    kills = np.zeros(len(eps), np.int64) if kills is None else np.asarray(kills)
-    if len(kills) != len(eps): raise RegistryError(f"{len(kills)} kill counts for {len(eps)} episodes")
-    with self.transaction() as db:
-        if not self.has(gid): raise RegistryError(f"no genome {gid!r} in the registry")
-        cur = db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) '
-                         'VALUES (?,?,?,?,?,?,?,?)',
-                         (kind, result.arena, arena_version(result.arena), json.dumps(result.settings), getattr(result, 'steps', None),
-                          getattr(result, 'seconds', None), getattr(result, 'censored', 0), utcnow()))
-        eid = cur.lastrowid
-        db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines) VALUES (?,?,?,?,?,?,1,?)',
-                       [(eid, gid, float(s), float(r), float(l), int(k), float(li))
-                        for s, r, l, k, li in zip(eps.score, eps.ret, eps.length, kills, eps.lines)])
-    return eid
-
-# %% ../../nbs/10_registry.ipynb #7857db9c
-def _current_version(arena:str)->str|None: # None: the arena is not installed here
-    try: return arena_version(arena)
-    except ValueError: return None
-
-# %% ../../nbs/10_registry.ipynb #320aba51
-@patch
-def stats(self:Registry,
-          gid:str|None=None, # this genome only
-          kind:str|None=None, # games of this kind of `KINDS` only; None pools every kind
-          all_versions:bool=False)->dict: # pool the games of every version of an arena, not only its current one?
-    "Aggregated statistics of every genome with at least one game: {genome id: {'games', 'avg_score', 'std_score', 'avg_survival', 'kill_ratio', 'avg_lines', 'std_lines', 'win_rate'}}."
-    if kind is not None and kind not in KINDS: raise RegistryError(f"kind must be one of {KINDS}, not {kind!r}")
-    where = [c for c, v in (('r.genome=?', gid), ('e.kind=?', kind)) if v is not None]
-    if not all_versions:   # `arena_version`: games of another version of the rules or maps are not pooled in
-        arenas = [r[0] for r in self.db.execute('SELECT DISTINCT arena FROM evaluations')]
-        current = [v for a in arenas if (v := _current_version(a))]
-        where.append(f"e.version IN ({','.join('?' * len(current))})")
-    rows = self.db.execute("""SELECT r.genome, COUNT(*) n, AVG(r.score) ms, AVG(r.score*r.score) m2, AVG(r.survival) sv,
-        SUM(r.kills) k, SUM(r.deaths) d, AVG(r.lines) ml, AVG(r.lines*r.lines) l2, AVG(r.place = 0) wr
-        FROM results r JOIN evaluations e ON e.id = r.evaluation""" + (" WHERE " + " AND ".join(where) if where else "") +
-        " GROUP BY r.genome", (*(v for v in (gid, kind) if v is not None), *([] if all_versions else current)))
-    sd = lambda n, m, m2: float(np.sqrt(max(m2 - m*m, 0) * n/(n-1))) if n > 1 else float('nan')
-    return {r['genome']: dict(games=r['n'], avg_score=r['ms'], std_score=sd(r['n'], r['ms'], r['m2']),
-                              avg_survival=r['sv'], kill_ratio=r['k']/max(r['d'], 1),
-                              avg_lines=r['ml'], std_lines=sd(r['n'], r['ml'], r['l2']), win_rate=r['wr']) for r in rows}
-
-# %% ../../nbs/10_registry.ipynb #11adca57
-@patch
-def has(self:Registry, gid:str)->bool: return self.db.execute('SELECT 1 FROM genomes WHERE id=?', (gid,)).fetchone() is not None
-
-# %% ../../nbs/10_registry.ipynb #b9307ee8
-@patch
-def named(self:Registry, prefix:str, type:str|None=None)->list: # [(id, name)] in creation order
-    "Genomes whose name starts with `prefix` (and of `type`, if given): versioned names such as `Hunter-cluster1`, `Hunter-cluster2`."
-    q = "SELECT id, name FROM genomes WHERE substr(name, 1, ?) = ?" + (" AND type=?" if type else '') + " ORDER BY created, rowid"
-    return [(r['id'], r['name']) for r in self.db.execute(q, (len(prefix), prefix) + ((type,) if type else ()))]
-
-# %% ../../nbs/10_registry.ipynb #48235d1d
-@patch
-def record_games(self:Registry,
-                 gid:str, # the genome that played
-                 games:list, # dicts with 'score', 'survival' (steps alive) and optional 'ret', 'kills', 'lines'
-                 player:str|None=None, # who reported the games (counted on the leaderboard)
-                 kind:str='client')->int: # the evaluation id
-    "Store `games` of genome `gid` as one evaluation; raises `RegistryError` (nothing stored) for an unknown genome or no games."
-    if not games: raise RegistryError("no games to record")
-    if kind not in KINDS: raise RegistryError(f"kind must be one of {KINDS}, not {kind!r}")
-    rows = [(float(g['score']), float(g.get('ret', 0.0)), float(g['survival']), int(g.get('kills', 0)), float(g.get('lines', 0.0)))
-            for g in games]
-    with self.transaction() as db:
-        row = db.execute('SELECT arena FROM genomes WHERE id=?', (gid,)).fetchone()
-        if row is None: raise RegistryError(f"no genome {gid!r} in the registry")
-        eid = db.execute('INSERT INTO evaluations (kind, arena, version, settings, steps, seconds, censored, created) '
-                         'VALUES (?,?,?,?,?,?,?,?)', (kind, row['arena'], arena_version(row['arena']),
-                         json.dumps(dict(player=player, source='client')), None, None, 0, utcnow())).lastrowid
-        db.executemany('INSERT INTO results (evaluation, genome, score, ret, survival, kills, deaths, lines) VALUES (?,?,?,?,?,?,1,?)',
-                       [(eid, gid, s, r, l, k, li) for s, r, l, k, li in rows])
-    return eid
-
-# %% ../../nbs/10_registry.ipynb #60ce35ac
-@patch
-def games(self:Registry, gid:str)->int:
-    "Number of recorded games of genome `gid`."
-    return self.db.execute('SELECT COUNT(*) FROM results WHERE genome=?', (gid,)).fetchone()[0]
-
-# %% ../../nbs/10_registry.ipynb #5a7d3550
-@patch
-def players(self:Registry)->list: # [{'player', 'games', 'genomes'}] most games first
-    "Each player's contributions: games reported (`record_games(player=...)` results and `record_report` game reports) and genomes with the player as a parent."
-    out = {}
-    for r in self.db.execute("""SELECT json_extract(e.settings, '$.player') p, COUNT(*) n FROM results r
-                                JOIN evaluations e ON e.id = r.evaluation
-                                WHERE json_extract(e.settings, '$.player') IS NOT NULL GROUP BY p"""):
-        out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['games'] = r['n']
-    for r in self.db.execute('SELECT player p, COUNT(DISTINCT report) n FROM game_reports GROUP BY player'):
-        out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['games'] += r['n']
-    for r in self.db.execute("SELECT parent p, COUNT(*) n FROM lineage WHERE relation='player' GROUP BY parent"):
-        out.setdefault(r['p'], dict(player=r['p'], games=0, genomes=0))['genomes'] = r['n']
-    return sorted(out.values(), key=lambda d: (-d['games'], -d['genomes'], d['player']))
-
-# %% ../../nbs/10_registry.ipynb #a319b021
-NEUTRAL_ENGAGEMENT = 0.5 # the engagement of a genome no report names (the design's neutral value: docs/design.md, Fitness)
-
-@patch
-def record_report(self:Registry,
-                  report:str, # the client's id of this game report (a repeat with the same id is ignored)
-                  player:str, # who played
-                  genomes:list, # ids of the genomes the player met in the game
-                  played_again:bool)->bool: # True: stored; False: this report was stored before (ignored)
-    "Store one game report; raises `RegistryError` (nothing stored) for unknown genomes, no genomes, or a reused id with other content."
-    genomes = list(dict.fromkeys(genomes))
-    if not genomes: raise RegistryError("a game report names the genomes the player met: none given")
-    with self.transaction() as db:
-        old = db.execute('SELECT genome, player, played_again FROM game_reports WHERE report=? ORDER BY genome', (report,)).fetchall()
-        if old:
-            if [(r['genome'], r['player'], bool(r['played_again'])) for r in old] != [(g, player, bool(played_again)) for g in sorted(genomes)]:
-                raise RegistryError(f"report {report!r} was stored before with other content: a report id names one game")
-            return False
-        if missing := [g for g in genomes if not self.has(g)]: raise RegistryError(f"no genomes {missing} in the registry")
-        now = utcnow()
-        db.executemany('INSERT INTO game_reports VALUES (?,?,?,?,?)', [(report, g, player, int(bool(played_again)), now) for g in genomes])
-    return True
-
-# %% ../../nbs/10_registry.ipynb #03e64eea
-@patch
-def engagement(self:Registry)->dict: # {genome id: {'player_engagement', 'reports', 'source'}}, every genome
-    "Each genome's `player_engagement`: the share of reports naming it after which the player played again (`source` 'reports'), or `NEUTRAL_ENGAGEMENT` where none exist (`source` 'neutral')."
-    got = {r['genome']: (r['e'], r['n']) for r in self.db.execute(
-        'SELECT genome, AVG(played_again) e, COUNT(*) n FROM game_reports GROUP BY genome')}
-    return {g: dict(player_engagement=got[g][0], reports=got[g][1], source='reports') if g in got else
-               dict(player_engagement=NEUTRAL_ENGAGEMENT, reports=0, source='neutral') for g in self.ids()}
-
-# %% ../../nbs/10_registry.ipynb #b5697674
-@patch
-def genome(self:Registry, gid:str)->dict: # the row as a dict, with `parents`
-    r = self.db.execute('SELECT * FROM genomes WHERE id=?', (gid,)).fetchone()
-    if r is None: raise RegistryError(f"no genome {gid!r} in the registry")
-    d = dict(r); d['config'] = json.loads(d['config'])
-    d['parents'] = [dict(id=p['parent'], relation=p['relation'])
-                    for p in self.db.execute('SELECT parent, relation FROM lineage WHERE child=? ORDER BY rowid', (gid,))]
-    return d
-
-# %% ../../nbs/10_registry.ipynb #eda48971
-@patch
-def set_manifest(self:Registry, **kw): # max_active=int, last_tournament=ISO time or None
-    "Update manifest fields."
-    bad = set(kw) - {'max_active', 'last_tournament'}
-    if bad: raise RegistryError(f"unknown manifest fields {sorted(bad)}")
-    if 'max_active' in kw and not (isinstance(kw['max_active'], int) and kw['max_active'] >= 1):
-        raise RegistryError("max_active must be a positive integer")
-    with self.transaction() as db:
-        db.executemany('INSERT OR REPLACE INTO manifest VALUES (?,?)', [(k, json.dumps(v)) for k, v in kw.items()])
-
-# %% ../../nbs/10_registry.ipynb #eff1dd9f
-ORDINAL_Z = 3.0 # OpenSkill's ordinal: mu - 3 sigma (openskill's `ordinal()` default)
-
-@patch
-def ratings(self:Registry)->dict: # {genome id: {'mu', 'sigma', 'ordinal', 'games', 'version'}}
-    """The stored OpenSkill ratings (tournaments write them) at the current version of each genome's arena
-    (`arena_version`; rows of older versions are kept, not shown; an arena not installed shows none), with the
-    ordinal `mu - ORDINAL_Z * sigma`."""
-    rows = self.db.execute('SELECT r.*, g.arena FROM ratings r JOIN genomes g ON g.id = r.genome').fetchall()
-    current = {a: _current_version(a) for a in {r['arena'] for r in rows}}
-    return {r['genome']: dict(mu=r['mu'], sigma=r['sigma'], ordinal=r['mu'] - ORDINAL_Z*r['sigma'], games=r['games'],
-                              version=r['version']) for r in rows if r['version'] == current[r['arena']]}
-
-# %% ../../nbs/10_registry.ipynb #60e77ec9
-@patch
-def performance(self:Registry)->dict: # {genome id: the design's performance block}, every genome
-    "Each genome's `performance`: the design's names from its tournament games, engagement, rating and statistics by kind."
-    kinds, eng, rt = {k: self.stats(kind=k) for k in KINDS}, self.engagement(), self.ratings()
-    out = {}
-    for g in self.ids():
-        t = kinds['tournament'].get(g) or {}
-        out[g] = dict(avg_score=t.get('avg_score'), avg_survival_time=t.get('avg_survival'), kill_ratio=t.get('kill_ratio'),
-                      win_rate=t.get('win_rate'), games_played=t.get('games', 0), player_engagement=eng[g]['player_engagement'],
-                      engagement_source=eng[g]['source'], engagement_reports=eng[g]['reports'], rating=rt.get(g),
-                      by_kind={k: v[g] for k, v in kinds.items() if g in v})
-    return out
-
-# %% ../../nbs/10_registry.ipynb #b677c982
-@patch
-def manifest(self:Registry)->dict: # {'genomes': [...], 'max_active': int, 'last_tournament': str|None}
-    """The manifest (docs/design.md, Registry and manifest): active genomes with metadata, `performance` and `rank`,
-    arena by arena in rating order."""
-    meta = {r['key']: json.loads(r['value']) for r in self.db.execute('SELECT * FROM manifest')}
-    perf = self.performance()
-    gs = [dict(self.genome(i), performance=perf[i], rank=None) for i in self.ids('active')]
-    for arena in {g['arena'] for g in gs}:
-        rated = sorted((g for g in gs if g['arena'] == arena and g['performance']['rating']), key=lambda g: -g['performance']['rating']['ordinal'])
-        for k, g in enumerate(rated, 1): g['rank'] = k
-    gs.sort(key=lambda g: (g['arena'], g['rank'] is None, g['rank'] or 0))
-    return dict(genomes=gs, max_active=meta['max_active'], last_tournament=meta['last_tournament'])
-
-# %% ../../nbs/10_registry.ipynb #e4148c5b
-@patch
-def lineage_root(self:Registry, gid:str)->str: # genome id
-    "The first ancestor of `gid` through first parents that are genomes here (players are not followed); `gid` if none."
-    while ps := [p['id'] for p in self.genome(gid)['parents'] if self.has(p['id'])]: gid = ps[0]
-    return gid
-
-# %% ../../nbs/10_registry.ipynb #37d94f4f
-@patch
-def genome_name(self:Registry, method:str, # what made the genome: a key of `METHODS` ('ppo', 'ga', 'prog', ...)
-                parent:str|None=None, # the genome id it descends from (its first parent); None or not here: `family`
-                family:str|None=None, # the family of a genome without a genome parent: 'Creature', a player's style ('Farmer')
-               )->str: # `<Family>-<method><n>`, e.g. 'PufferSnake-ppo3'
-    """The one name of every producer's genomes (`NAMING`, see above): the family (`family_word` of the lineage root's
-    name, or `family`), the method, and one more than the highest n of that family and method here. Raises
-    `ValueError` for a method not in `METHODS` or a genome with neither a parent here nor a family."""
-    if method not in METHODS: raise ValueError(f"method {method!r} is not one of {sorted(METHODS)}: add it to `METHODS`, saying what makes it")
-    if parent is not None and self.has(parent): fam = family_word(self.genome(self.lineage_root(parent))['name'])
-    elif family: fam = family_word(family)
-    else: raise ValueError("a genome without a parent in this registry needs a `family`: e.g. 'Creature', a player's style")
-    fam = fam[:NAME_MAX - len(method) - 3]   # only a family longer than every built-in one is cut
-    ns = [int(m['n']) for (n,) in self.db.execute('SELECT name FROM genomes WHERE name LIKE ?', (f'{fam}-{method}%',))
-          if (m := NAMING.fullmatch(n)) and (m['family'], m['method']) == (fam, method)]
-    return f"{fam}-{method}{max(ns, default=0) + 1}"
 
 # %% ../../nbs/10_registry.ipynb #2cf4638d
 def founding_genomes()->list: # [(Genome, Policy)]
@@ -542,13 +389,6 @@ def founding_genomes()->list: # [(Genome, Policy)]
                        config=dict(vision=5), source='baseline', description='seeks food, avoids collisions'),
                 SnakeHeuristic()))
     return out
-
-# %% ../../nbs/10_registry.ipynb #89e6dbe4
-@patch
-def by_name(self:Registry, name:str)->str|None: # id of the newest genome called `name`, or None
-    "Id of the most recently created genome named `name`."
-    r = self.db.execute('SELECT id FROM genomes WHERE name=? ORDER BY created DESC, rowid DESC LIMIT 1', (name,)).fetchone()
-    return r['id'] if r else None
 
 # %% ../../nbs/10_registry.ipynb #035244f9
 def seed_founders(registry:Registry, status:str='active')->dict: # {name: id}

@@ -10,11 +10,11 @@ import html, json
 from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import HTMLResponse
 from fastapi import Path as PathParam
-from ..registry.store import Registry, KINDS
+from ..registry.store import Registry
+from ..registry.games import KINDS
 from ..registry.sqlite_store import RegistryError
 from .web_kit import RegistryPool, registry_pool, retry_busy
 from .site_pages import page
-from ..ecosystem.seasons import ratings_by_season
 
 # %% auto #0
 __all__ = ['router', 'GENOME_REF', 'find_genome', 'genome_report', 'rating_svg', 'program_html', 'genome_page_html',
@@ -35,7 +35,7 @@ def genome_report(registry:Registry, ref:str)->dict: # genome, rating, ratings, 
     name = lambda i: registry.genome(i)['name'] if registry.has(i) else None
     parents = [dict(p, name=name(p['id']), kind='genome' if registry.has(p['id']) else 'player') for p in g['parents']]
     stats = {k: v[gid] for k in KINDS if gid in (v := registry.stats(gid, kind=k))}
-    rh = ratings_by_season(registry)
+    rh = registry.ratings_by_season()
     ratings = rh[rh.genome == gid][['season', 'version', 'mu', 'sigma', 'ordinal']].to_dict('records')
     return dict(genome=g, rating=registry.ratings().get(gid), ratings=ratings, stats=stats, games=registry.games_played(gid),
                 parents=parents, children=registry.children(gid), root=dict(id=(r := registry.lineage_root(gid)), name=name(r)),

@@ -26,7 +26,6 @@ from ..tournaments.tournament import KillTracker, KILL_WALL, KILL_NONE, body_cel
 from .client import GenomeClient
 from ..players.cloning import training_record
 from .player_loop import SessionOpen, session_lock
-from ..ecosystem.seasons import ratings_by_season
 from ..tournaments.selection import is_protected
 
 # %% ../../nbs/82_play.ipynb #a38189e5
@@ -325,7 +324,7 @@ def player_contributions(registry:Registry, player:str)->dict: # {'player', 'ses
     root = uploaded_sessions(registry.root)
     ss = list_sessions(root) if root.exists() else pd.DataFrame(columns=['player', 'steps', 'closed'])
     mine = ss[ss.player == player]
-    last = ratings_by_season(registry).groupby('genome').tail(1).set_index('genome')   # empty before a tournament
+    last = registry.ratings_by_season().groupby('genome').tail(1).set_index('genome')   # empty before a tournament
     rows = []
     for gid in registry.ids():
         r = registry.genome(gid)
