@@ -9,7 +9,7 @@ rate over the policy-only rate of the same repeat; figures are medians over the 
 Settings: 'before' is `PPOConfig()` (float32, today's and still the default), 'after' is `PPOConfig()` with
 `precision='bfloat16'` (collect and train under torch.autocast): faster, but not the default, since in three 1.5M
 agent-step runs from scratch its greedy policies scored 7.03, 7.03, 6.77 against float32's 19.78, 11.34, 19.75
-(50_training, Speed). Profiled and left (CPU time, one run each, against today's ~44-49k/s): 4 maps of 256 snakes
+(50_training, Speed); on a CPU without native bfloat16 (`check_precision`) it is skipped and `skipped` says why. Profiled and left (CPU time, one run each, against today's ~44-49k/s): 4 maps of 256 snakes
 ~50k, bptt 32 ~49k, minibatch 16384 ~41k, torch.compile of the policy ~44k.
 Writes --out (default nbs/measured/ppo_speed_DATE.json).
 Usage: OMP_NUM_THREADS=1 python bench/ppo_speed.py [--speed-steps 327680] [--repeats 2]
@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Annotated
 import torch
 from genome_lab.arenas.policies import load_pufferlib_policy
-from genome_lab.rl.training import PPOConfig, PPOHyper
+from genome_lab.rl.training import PPOConfig, PPOHyper, check_precision
 from genome_lab.core import machine
 from kit import parse
 from genome_lab.core import atomic_write_json, measured_dir
@@ -42,9 +42,13 @@ def main():
     load0 = os.getloadavg()
     print(f"machine: {json.dumps(machine())}; torch {torch.__version__}, 1 thread, OMP_NUM_THREADS="
           f"{os.environ.get('OMP_NUM_THREADS')}; load {load0} (2 cores shared with other processes)", flush=True)
-    policy, runs = load_pufferlib_policy('snake'), {k: [] for k in SETTINGS}
+    settings, skipped = {}, {}
+    for name, cfg in SETTINGS.items():
+        try: check_precision(cfg.hyper.precision, 'cpu'); settings[name] = cfg
+        except ValueError as e: skipped[name] = str(e); print(f"{name}: skipped: {e}", flush=True)
+    policy, runs = load_pufferlib_policy('snake'), {k: [] for k in settings}
     for rep in range(s.repeats):
-        for name, cfg in SETTINGS.items():
+        for name, cfg in settings.items():
             r = rates(policy, s.speed_steps, cfg=cfg)
             r['fraction'] = r['puffer_train'] / r['policy_only']
             r['fraction_cpu'] = r['puffer_train_cpu'] / r['policy_only_cpu']
@@ -59,7 +63,7 @@ def main():
               f"fraction {m['fraction']:.3f} (cpu {m['fraction_cpu']:.3f})")
     record = dict(machine=machine(), date=str(datetime.date.today()), settings=asdict(s), load_before=load0,
                   load_after=os.getloadavg(), configs={k: asdict(v) for k, v in SETTINGS.items()}, runs=runs,
-                  median=med)
+                  median=med, skipped=skipped)
     out = s.out or str(measured_dir()/f'ppo_speed_{datetime.date.today()}.json')
     atomic_write_json(out, record)
     print(f"wrote {out}")

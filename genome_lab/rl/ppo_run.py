@@ -25,7 +25,7 @@ from ..registry.store import Registry
 from ..registry.sqlite_store import RegistryError
 from ..core import (advance, load_state, settings_diff, run_lock, RunLocked, config_parser, config_from_args,
                              CommandParser)
-from .training import (SnakeVecEnv, PPOConfig, PPOHyper, PFSP_WEIGHTINGS, PPO_LOSSES, CHECKPOINT_FILE,
+from .training import (SnakeVecEnv, PPOConfig, PPOHyper, check_precision, PFSP_WEIGHTINGS, PPO_LOSSES, CHECKPOINT_FILE,
                                  snake_model, to_linear_lstm, load_linear_lstm, resolve_device, config_from_dict,
                                  puffer_vecenv, PuffeRLTrainer, TrainingLog, checkpoint_meta, stored_config,
                                  resolve_genome, register_kept)
@@ -53,6 +53,7 @@ class PPORun:
             raise ValueError("fine-tuning and league play read genomes from a registry: pass one")
         state = self._read(resume)
         self.device = resolve_device(cfg.device)
+        check_precision(cfg.hyper.precision, self.device)   # before any process or map is made
         self.run_id, self.curve, self.seconds, self.pending = uuid.uuid4().hex[:8], [], 0.0, None
         self.start_id = resolve_genome(registry, cfg.start) if cfg.start else None
         self.league = self._league(None) if cfg.mode == 'league' else None

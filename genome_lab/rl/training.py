@@ -25,9 +25,9 @@ from ..core import checkpoint_header, STATE_FORMAT, settings_diff
 __all__ = ['pufferl', 'PUFFER_NAMES', 'PRECISIONS', 'MODES', 'PFSP_WEIGHTINGS', 'BACKENDS', 'PPO_LOSSES', 'LOG_KEYS',
            'CHECKPOINT_FILE', 'import_pufferl', 'snake_spaces', 'SnakeVecEnv', 'snake_arena_state',
            'load_snake_arena_state', 'snake_model', 'to_linear_lstm', 'load_linear_lstm', 'pufferlib_train_config',
-           'PPOHyper', 'resolve_device', 'is_cuda', 'PPOConfig', 'config_from_dict', 'finetune_recipe',
-           'TournamentMaps', 'tournament_maps', 'puffer_vecenv', 'PuffeRLTrainer', 'TrainingLog', 'checkpoint_meta',
-           'stored_config', 'resolve_genome', 'register_kept']
+           'PPOHyper', 'check_precision', 'resolve_device', 'is_cuda', 'PPOConfig', 'config_from_dict',
+           'finetune_recipe', 'TournamentMaps', 'tournament_maps', 'puffer_vecenv', 'PuffeRLTrainer', 'TrainingLog',
+           'checkpoint_meta', 'stored_config', 'resolve_genome', 'register_kept']
 
 # %% ../../nbs/50_training.ipynb #ef9b7e1f
 def import_pufferl()->types.ModuleType:
@@ -281,6 +281,18 @@ class PPOHyper:
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
+
+# %% ../../nbs/50_training.ipynb #6c1f0e3a
+def check_precision(precision:str, # one of `PRECISIONS`
+                    device:str): # the run's device, resolved ('cpu', 'cuda', 'cuda:N')
+    """Refuse 'bfloat16' on a CPU without native bfloat16 (AVX512-BF16 or AMX, as oneDNN reports it:
+    `torch.ops.mkldnn._is_mkldnn_bf16_supported`) with a `ValueError` that says what to use: oneDNN has no bfloat16
+    LSTM there, and PuffeRL's first step failed deep in the LSTM ('could not create a primitive descriptor for the LSTM
+    forward propagation primitive', an AMD EPYC of family 25 model 1, AVX2 only: 2026-12-07)."""
+    if precision == 'bfloat16' and torch.device(device).type == 'cpu' and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        raise ValueError("precision 'bfloat16' needs a CPU with native bfloat16 (AVX512-BF16 or AMX), and this one has "
+                         "none: use precision='float32' (the default)")
+
 
 # %% ../../nbs/50_training.ipynb #19c9c113
 def resolve_device(device:str='auto')->str: # 'cpu', 'cuda' or 'cuda:N'
