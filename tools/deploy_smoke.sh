@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fresh=${1:-}
 bash tools/setup.sh
-bash tools/setup_debian.sh podman:podman runc:runc mmdebstrap:mmdebstrap
+bash tools/setup_debian.sh podman:podman runc:runc mmdebstrap:mmdebstrap catatonit:catatonit
 export CONTAINERS_CONF="$PWD/deploy/containers.conf" PATH="$PWD/.venv/bin:$PATH"
 work=$(mktemp -d)
 export ENV_FILE="$work/smoke.env" WORK="$work/deploy"

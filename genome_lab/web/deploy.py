@@ -301,8 +301,9 @@ def deploy_cli(argv:list)->int: # exit status
     c = config_from_args(DeployCommand, a)
     try: stack = Stack(read_env(c.env_file), c.work)
     except (ValueError, FileNotFoundError) as e: print(f"genome-lab deploy: error: {e}", file=sys.stderr); return 2
-    if shutil.which('podman') is None:
-        print("genome-lab deploy: error: podman is missing: apt-get install podman runc mmdebstrap (tools/deploy_smoke.sh does)", file=sys.stderr)
+    if missing := [c for c in ('podman', 'catatonit') if shutil.which(c) is None]:   # catatonit: the pause process of a pod
+        print(f"genome-lab deploy: error: {' and '.join(missing)} missing: apt-get install podman runc mmdebstrap catatonit "
+              "(tools/deploy_smoke.sh does)", file=sys.stderr)
         return 2
     try:
         out = {'up': stack.up, 'down': lambda: stack.down(c.purge), 'status': stack.status, 'check': lambda: check(stack),
