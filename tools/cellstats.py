@@ -28,10 +28,11 @@ def exported_cells(nbs:Path=ROOT/'nbs')->list: # [{'nb', 'index', 'id', 'lines',
         for k, c in enumerate(json.loads(p.read_text())['cells']):
             src = ''.join(c['source'])
             if c['cell_type'] != 'code' or not is_exported(src): continue
-            try: defs = [n.name for n in ast.parse(src).body if isinstance(n, DEFS)]
+            try: body = ast.parse(src).body
             except SyntaxError as e: raise SystemExit(f"{p} cell {k} ({c.get('id')}) does not parse: {e}")
             name = str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
-            one_class = len(defs) == 1 and any(isinstance(n, ast.ClassDef) for n in ast.parse(src).body)
+            defs = [n.name for n in body if isinstance(n, DEFS)]
+            one_class = len(defs) == 1 and any(isinstance(n, ast.ClassDef) for n in body)
             out.append(dict(nb=name, index=k, id=c.get('id'), lines=len(src.splitlines()), defs=defs, one_class=one_class))
     return out
 

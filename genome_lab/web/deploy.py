@@ -301,7 +301,7 @@ def deploy_cli(argv:list)->int: # exit status
     c = config_from_args(DeployCommand, a)
     try: stack = Stack(read_env(c.env_file), c.work)
     except (ValueError, FileNotFoundError) as e: print(f"genome-lab deploy: error: {e}", file=sys.stderr); return 2
-    if missing := [c for c in ('podman', 'catatonit') if shutil.which(c) is None]:   # catatonit: the pause process of a pod
+    if missing := [cmd for cmd in ('podman', 'catatonit') if shutil.which(cmd) is None]:   # catatonit: the pause process of a pod
         print(f"genome-lab deploy: error: {' and '.join(missing)} missing: apt-get install podman runc mmdebstrap catatonit "
               "(tools/deploy_smoke.sh does)", file=sys.stderr)
         return 2
