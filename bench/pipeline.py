@@ -1,7 +1,8 @@
 """Where a pipeline run's time went: each notebook's seconds and share of the total, from the run's `run.json`.
 
 Reads `runs/<run_id>/run.json` (written by `genome-lab run`, `genome_lab.pipeline`), prints one line per notebook,
-slowest first (seconds, share, status), the total against a budget, and the notebooks not finished.
+slowest first (seconds, share, status), the run's notebook time against a budget (the wall clock, `wall_seconds`, where
+the run ran its two lanes side by side; else the notebooks' seconds summed), and the notebooks not finished.
 Usage: python bench/pipeline.py runs/<run_id> [--budget 600]   (a run folder or its run.json; default: the newest run)
 """
 import json
@@ -38,9 +39,11 @@ def main():
     if not path.exists(): raise SystemExit(f"{path} not found: name a run folder under runs/ (it holds run.json)")
     record = json.loads(path.read_text())
     rows = shares(record)
-    total = sum(s for _, s, _, _ in rows)
+    summed = sum(s for _, s, _, _ in rows)
+    total = record.get('wall_seconds', summed)
+    lanes = f"; {summed:.1f} s summed over {record['lanes']} lanes" if record.get('lanes', 1) > 1 else ''
     print(f"run {record.get('run_id')} (preset {record.get('preset')}, status {record.get('status')}): "
-          f"{total:.1f} s of notebooks, budget {a.budget:.0f} s ({total / a.budget:.2f}x)")
+          f"{total:.1f} s of notebooks{lanes}, budget {a.budget:.0f} s ({total / a.budget:.2f}x)")
     for n, s, share, st in rows: print(f"  {n:28s} {s:8.1f} s {100 * share:6.1f}%  {st}")
     if left := [n for n, _, _, st in rows if st != 'ok']: print(f"not finished: {', '.join(left)}")
 

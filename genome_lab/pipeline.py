@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 # %% ../nbs/99_pipeline.ipynb #dc2279ef
 from __future__ import annotations
 import argparse, ast, contextlib, functools, itertools, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
-import getpass, tempfile, textwrap, time, uuid
+import getpass, tempfile, textwrap, threading, time, uuid
 from unittest import mock
 from datetime import datetime, timezone
 from importlib import metadata
@@ -20,9 +20,9 @@ from .core import (notebooks_dir, atomic_write, run_lock, RunLocked, first_sente
 __all__ = ['PRESETS', 'RUN_INJECTED', 'BUDGETS', 'FLAGS', 'RERUN_REFUSED', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'list_notebooks',
            'notebook_parameters', 'parse_override', 'run_caches', 'cache_states', 'resolve_parameters', 'cell_flags',
            'skip_flagged', 'NotebookFailed', 'new_run_id', 'run_kernel_manager', 'kernel_config', 'run_pipeline',
-           'work_folders', 'snapshot_registry', 'restore_registry', 'noisy_outputs', 'run_summary', 'run_cli',
-           'commands', 'command_summary', 'usage', 'usage_spec', 'check_usage', 'help_cache', 'source_digest',
-           'help_text', 'command_help', 'cached_usage', 'main']
+           'work_folders', 'snapshot_registry', 'restore_registry', 'notebook_lane', 'noisy_outputs', 'run_summary',
+           'run_cli', 'commands', 'command_summary', 'usage', 'usage_spec', 'check_usage', 'help_cache',
+           'source_digest', 'help_text', 'command_help', 'cached_usage', 'main']
 
 # %% ../nbs/99_pipeline.ipynb #5391a4d6
 def list_notebooks(nbs:Path|None=None)->list: # names without '.ipynb', in run order
@@ -88,7 +88,7 @@ def parse_override(text:str)->tuple: # (name, value)
     return name.strip(), value
 
 # %% ../nbs/99_pipeline.ipynb #26c03961
-BUDGETS = {'quick': 600.0} # seconds of notebooks a preset's run keeps within on 2 CPU cores from empty caches (README)
+BUDGETS = {'quick': 600.0} # wall-clock seconds of notebooks a preset's run keeps within on 2 CPU cores from empty caches (README)
 
 def run_caches()->dict: # {name: folder}
     """The folders a run fills outside `runs/` that change its time, each settable by its variable: the pretrained
@@ -218,7 +218,8 @@ def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: 
                  runs_dir:str|Path='runs', run_id:str|None=None, # output: `runs_dir/run_id/`
                  resume:bool=False, # continue run `run_id`, skipping notebooks that finished (or run `notebooks` again on it)?
                  flags:list=(), # nbdev flags to run ('slow', 'cuda'); 'cuda' is added when torch sees a GPU
-                 progress:bool=True)->Path: # the run folder
+                 progress:bool=True, # a line per notebook on stdout?
+                 lanes:int|None=None)->Path: # the run folder; `lanes`: 2 runs the free lane beside the registry lane, 1 all in order (default: 2 where 2+ cores)
     """Execute `notebooks` with papermill into a run folder; raises `NotebookFailed` naming the notebook and cell, `RunLocked`
     while another process works on the run, `ValueError` for notebooks named to run again on a run that has not finished
     or that refuse it (`RERUN_REFUSED`), or for a `run_dir` outside the run folder. A resumed run keeps its preset and
@@ -251,7 +252,8 @@ def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: 
     for n in todo: work_folders(params[n])   # checked before anything runs
     (run_dir/'registry').mkdir(parents=True, exist_ok=True)
     with run_lock(run_dir/'.lock'):
-        _run_notebooks(run_dir, todo, params, record, flags, progress, rerun)
+        _run_notebooks(run_dir, todo, params, record, flags, progress, rerun,
+                       lanes or min(2, len(os.sched_getaffinity(0))))
     return run_dir
 
 # %% ../nbs/99_pipeline.ipynb #864df0e4
@@ -294,60 +296,98 @@ try:
 except ImportError: pass
 """ # run by every kernel of a run before its first cell
 
-def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, rerun:list):
-    """Run the notebooks not yet done, and those of `rerun` again. Before each one the registry and the notebook's kept
-    folders (`work_folders`) are snapshotted; a notebook that was running or failed when the run stopped (a SIGKILL
-    included) starts again from the run's state before it. The kernels start with `DISPLAY_SETUP` (an IPython profile
-    in `run_dir/.ipython`)."""
-    def save(): atomic_write(run_dir/'run.json', json.dumps(record, indent=1, default=str))
-    record['status'] = 'running'; save()
+def notebook_lane(declared:dict, # `notebook_parameters` of the notebook
+                  parameters:dict)->str: # its resolved parameters; 'registry' or 'free'
+    """The lane of a run a notebook goes in: 'registry' where it declares `registry_dir` or keeps work folders
+    (`work_folders`), the run's state that notebooks share and a resume restores; 'free' for every other one, which
+    works in temporary folders of its own and can run beside them."""
+    return 'registry' if 'registry_dir' in declared or work_folders(parameters) else 'free'
+
+def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, rerun:list, lanes:int):
+    """Run the notebooks not yet done, and those of `rerun` again. With 2 `lanes`, the registry lane (`notebook_lane`)
+    runs in run order in this thread, each notebook after a snapshot of the registry and its kept folders (one that was
+    running or failed when the run stopped, a SIGKILL included, starts again from the run's state before it), while the
+    free lane runs in run order beside it on the second core (one stopped part way simply runs again); with 1, every
+    notebook runs in order in this thread. A failed notebook stops the other lane before its next notebook and is raised
+    once both stopped. `run.json` keeps each notebook's seconds and the run's wall-clock seconds (`wall_seconds`, summed
+    over resumes; each notebook's `ended_s` is where in them it ended). The kernels start with `DISPLAY_SETUP` (an
+    IPython profile in `run_dir/.ipython`)."""
+    lock, stop, failed, t0, base = threading.RLock(), threading.Event(), [], time.perf_counter(), record.get('wall_seconds', 0.0)
+    def save(ended:str|None=None): # `ended`: a notebook that just finished, whose `ended_s` is now
+        with lock:
+            record['wall_seconds'] = round(base + time.perf_counter() - t0, 2)
+            if ended: record['results'][ended]['ended_s'] = record['wall_seconds']
+            atomic_write(run_dir/'run.json', json.dumps(record, indent=1, default=str))
+    nbs, tty = notebooks_dir(), sys.stdout.isatty()
+    lane = {n: notebook_lane(notebook_parameters(nbs/f'{n}.ipynb'), params[n]) if lanes > 1 else 'registry' for n in notebooks}
+    todo = [(names, l == 'registry') for l in ('registry', 'free') if (names := [n for n in notebooks if lane[n] == l])]
+    inline = tty and len(todo) < 2   # one lane on a terminal: a notebook's line is finished in place; else a line each
+    def say(n:str, text:str, last:bool=True):
+        if not progress: return
+        with lock: print(('\r' if inline and last else '') + f"[genome-lab] {notebooks.index(n) + 1}/{len(notebooks)} {n}{text}",
+                         end='' if inline and not last else '\n', flush=True)
+    def run_lane(names:list, snapshots:bool):
+        try: _run_each(run_dir, names, params, record, flags, say, save, rerun, lock, stop, snapshots)
+        except NotebookFailed as e: failed.append(e); stop.set()
+    with lock: record.update(status='running', lanes=lanes); save()
     ipython = run_dir/'.ipython'
     atomic_write(ipython/'profile_default'/'startup'/'00-display.py', DISPLAY_SETUP)
     with mock.patch.dict(os.environ, TQDM_DISABLE=os.environ.get('TQDM_DISABLE', '1'), IPYTHONDIR=str(ipython.resolve())):   # kernels inherit both: no bars
-        _run_each(run_dir, notebooks, params, record, flags, progress, save, rerun)
-    record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
+        side = threading.Thread(target=run_lane, args=todo[1], daemon=True) if len(todo) > 1 else None   # daemon: Ctrl-C here ends the run
+        if side: side.start()
+        try:
+            if todo: run_lane(*todo[0])
+            while side and side.is_alive(): side.join(0.5)   # joined in steps, so that Ctrl-C still reaches this thread
+        finally: stop.set()
+    if failed: raise failed[0]
+    with lock: record.update(status='ok', finished=datetime.now(timezone.utc).isoformat()); save()
+
 
 # %% ../nbs/99_pipeline.ipynb #697f8077
-def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, save, rerun:list):
-    "`_run_notebooks`' loop: each notebook not done yet or in `rerun`, its snapshot first; `save()` writes `run.json`."
+def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, say, save, rerun:list, lock, stop,
+              snapshots:bool): # `say(name, text, last)`: a progress line; `save(ended)` writes `run.json`
+    """One lane of `_run_notebooks`: each notebook of `notebooks` not done yet or in `rerun`, in order, until `stop` is
+    set; with `snapshots` (the registry lane) each one after its snapshot (`snapshot_registry`, or `restore_registry`
+    where it stopped part way). Changes to `record` are made holding `lock`."""
     import papermill as pm, nbformat
-    nbs, tty = notebooks_dir(), sys.stdout.isatty()
-    say = lambda text, last=True: print(('\r' if tty and last else '') + text, end='' if tty and not last else '\n', flush=True)
-    for k, n in enumerate(notebooks, 1):
+    nbs = notebooks_dir()
+    for n in notebooks:
+        if stop.is_set(): return
         last = record['results'].get(n, {})
         if last.get('status') == 'ok' and n not in rerun: continue
         p, declared = dict(params[n]), notebook_parameters(nbs/f'{n}.ipynb')
         if 'registry_dir' in declared: p['registry_dir'] = str((run_dir/'registry').resolve())
         defaults = {name: d['default'] for name, d in declared.items()}
-        work = last.get('work', []) if last.get('snapshot') else work_folders(defaults | p)
-        (restore_registry if last.get('snapshot') else snapshot_registry)(run_dir, work)   # the snapshot's folders, or new ones
-        record['results'][n] = dict(status='running', parameters=p, snapshot=True, work=work); save()
+        work = (last.get('work', []) if last.get('snapshot') else work_folders(defaults | p)) if snapshots else []
+        if snapshots: (restore_registry if last.get('snapshot') else snapshot_registry)(run_dir, work)   # the snapshot's folders, or new ones
+        with lock: record['results'][n] = dict(status='running', parameters=p, snapshot=snapshots, work=work); save()
         t0, kernel_log = time.perf_counter(), run_dir/f'{n}.kernel.log'
         out = run_dir/(f'{n}.rerun.ipynb' if n in rerun else f'{n}.ipynb')   # run again: replaces the notebook once done
-        line = f"[genome-lab] {k}/{len(notebooks)} {n}"
-        if progress: say(f"{line} ...", last=False)   # on a terminal the line is finished in place; in a log, a line each
+        say(n, " ...", last=False)
         try:
             nb = nbformat.read(nbs/f'{n}.ipynb', as_version=4)
-            record['results'][n]['skipped_cells'] = skip_flagged(nb, flags)
+            skipped = skip_flagged(nb, flags)
+            with lock: record['results'][n]['skipped_cells'] = skipped
             pm.execute_notebook(nb, str(out), parameters=p, cwd=str(run_dir), progress_bar=False,
                                 kernel_name='python3', log_output=False, config=kernel_config(kernel_log.absolute()),   # the kernel starts in run_dir
                                 request_save_on_cell_execute=False)   # written when it ends or fails, not rewritten whole at every cell
         except pm.PapermillExecutionError as e:
             msg = f"notebook {n} failed in cell {e.exec_count} (cell index {e.cell_index}): {e.ename}: {e.evalue}"
-            if progress: say(f"{line} failed")
+            say(n, " failed")
             if n in rerun:   # undone: the finished run stays as it was
-                restore_registry(run_dir, work); record['results'][n] = last; record['status'] = 'ok'; save()
+                if snapshots: restore_registry(run_dir, work)
+                with lock: record['results'][n] = last; record['status'] = 'ok'; save()
                 raise NotebookFailed(f"{msg}\nthe run is as it was before; the failed notebook is kept at {out}, its kernel's "
                                      f"output at {kernel_log}") from None
-            record['results'][n].update(status='failed', seconds=time.perf_counter()-t0, error=msg)
-            record['status'] = 'failed'; save()
+            with lock: record['results'][n].update(status='failed', seconds=time.perf_counter()-t0, error=msg); record['status'] = 'failed'; save()
             raise NotebookFailed(f"{msg}\nexecuted notebook kept at {out}, its kernel's output at {kernel_log}") from None
         out.replace(run_dir/f'{n}.ipynb')
         noise = noisy_outputs(run_dir/f'{n}.ipynb', kernel_log)
         if kernel_log.exists() and not kernel_log.stat().st_size: kernel_log.unlink()   # kept where the kernel wrote something
-        record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False, noise=noise); save()
+        with lock: record['results'][n].update(status='ok', seconds=round(time.perf_counter()-t0, 2), snapshot=False, noise=noise); save(n)
         kinds = ', '.join(sorted({'kernel output' if i is None else kind for i, kind in noise}))
-        if progress: say(f"{line} done in {record['results'][n]['seconds']} s" + (f"; noise: {kinds} (run.json)" if noise else ''))
+        say(n, f" done in {record['results'][n]['seconds']} s" + (f"; noise: {kinds} (run.json)" if noise else ''))
+
 
 # %% ../nbs/99_pipeline.ipynb #f971b761
 NOISE = {'FutureWarning': r'\b(Future|Pandas\d+)Warning\b', 'UserWarning': r'\bUserWarning\b',
@@ -381,15 +421,18 @@ def run_summary(run_dir:str|Path)->str: # lines for the console
     from genome_lab.registry.sqlite_store import RegistryError
     run_dir = Path(run_dir); rec = json.loads((run_dir/'run.json').read_text())
     res = rec['results']; ok = [n for n in rec['notebooks'] if res.get(n, {}).get('status') == 'ok']
-    secs = sum(res[n].get('seconds') or 0 for n in ok)
+    summed = sum(res[n].get('seconds') or 0 for n in ok)
+    secs = rec.get('wall_seconds', summed)   # a run from before lanes ran its notebooks one after another
     slow = sorted(ok, key=lambda n: -(res[n].get('seconds') or 0))[:3]
     slowest = ', '.join(f"{n} {_minutes(res[n].get('seconds') or 0)}" for n in slow)
+    lanes = f" ({_minutes(summed)} of notebook time in {rec['lanes']} lanes)" if rec.get('lanes', 1) > 1 else ''
     out = [f"[genome-lab] run {rec['run_id']} ({rec['preset']} preset): {len(ok)} of {len(rec['notebooks'])} notebooks ran "
-           f"in {_minutes(secs)}" + (f"; the slowest: {slowest}" if slow else '')]
+           f"in {_minutes(secs)}{lanes}" + (f"; the slowest: {slowest}" if slow else '')]
     if (budget := BUDGETS.get(rec['preset'])) and secs > budget:
-        spent = dict(zip(ok, itertools.accumulate(res[n].get('seconds') or 0 for n in ok)))
+        spent = {n: res[n].get('ended_s') for n in ok} if 'wall_seconds' in rec else \
+                dict(zip(ok, itertools.accumulate(res[n].get('seconds') or 0 for n in ok)))
         out.append(f"  over budget: {secs:.1f} s of notebooks against the {rec['preset']} preset's {budget:.0f} s (caches "
-                   f"{rec.get('caches', 'not recorded')}); it ran out in {next(n for n in ok if spent[n] > budget)}")
+                   f"{rec.get('caches', 'not recorded')}); it ran out in {min((n for n in ok if (spent[n] or 0) > budget), key=lambda n: spent[n])}")
     try: reg = Registry(run_dir/'registry', read_only=True)
     except (FileNotFoundError, RegistryError): reg = None
     if reg is not None:
