@@ -368,8 +368,9 @@ def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set,
             nb = nbformat.read(nbs/f'{n}.ipynb', as_version=4)
             skipped = skip_flagged(nb, flags)
             with lock: record['results'][n]['skipped_cells'] = skipped
-            pm.execute_notebook(nb, str(out), parameters=p, cwd=str(run_dir), progress_bar=False,
-                                kernel_name='python3', log_output=False, config=kernel_config(kernel_log.absolute()),   # the kernel starts in run_dir
+            pm.execute_notebook(nb, str(out), parameters=p, progress_bar=False, kernel_name='python3', log_output=False,
+                                resources=dict(metadata=dict(path=str(run_dir.resolve()))),   # the kernel starts in run_dir (papermill's
+                                config=kernel_config(kernel_log.absolute()),                  # `cwd` would move this process, both lanes)
                                 request_save_on_cell_execute=False)   # written when it ends or fails, not rewritten whole at every cell
         except pm.PapermillExecutionError as e:
             msg = f"notebook {n} failed in cell {e.exec_count} (cell index {e.cell_index}): {e.ename}: {e.evalue}"

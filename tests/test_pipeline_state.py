@@ -133,3 +133,17 @@ def test_a_kernel_message_outside_a_cell_is_noise_not_a_console_line(nbs):
     assert 'a line of the cell' in (run/'20_talk.kernel.log').read_text()   # the cell's line is in the log too, not noise
     assert '20_talk done in' in r.stdout and r.stdout.count('noise: kernel output (run.json)') == 1, r.stdout
     assert 'ERROR' not in r.stdout + r.stderr and 'Traceback' not in r.stdout + r.stderr, r.stdout + r.stderr
+
+def test_two_lanes_beside_each_other_with_a_relative_runs_folder(nbs):
+    """Both lanes run at once with `--runs-dir` relative to where the command starts. Papermill's `cwd` changed the whole
+    process's working directory, so the other lane's relative paths missed: the first quick run on a fresh clone stopped
+    at once ("No such file or directory: 'runs/20261207-063419-c49d5e'"). The kernels now start in the run folder
+    themselves, and the process stays where it started."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith('GL_') and k != 'PYTEST_CURRENT_TEST'}
+    r = subprocess.run([sys.executable, '-c', RUN, nbs, '10_train', '20_talk', '--runs-dir', 'runs', '--run-id', 'r'],
+                       cwd=nbs.parent, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    record = json.loads((nbs.parent/'runs'/'r'/'run.json').read_text())
+    assert record['lanes'] == min(2, len(os.sched_getaffinity(0))), record
+    assert {n: v['status'] for n, v in record['results'].items()} == {'10_train': 'ok', '20_talk': 'ok'}, record
+    consistent(nbs.parent/'runs'/'r')
