@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/pipeline.html.md"""
 # %% ../nbs/99_pipeline.ipynb #dc2279ef
 from __future__ import annotations
 import argparse, ast, contextlib, functools, itertools, hashlib, importlib, importlib.util, io, json, os, platform, re, shutil, subprocess, sys
-import getpass, tempfile, textwrap, threading, time, uuid
+import getpass, tempfile, textwrap, threading, time, tomllib, uuid
 from unittest import mock
 from datetime import datetime, timezone
 from importlib import metadata
@@ -45,38 +45,7 @@ def notebook_parameters(path:Path)->dict: # {name: {'type': 'int'|'float'|'str'|
     return out
 
 # %% ../nbs/99_pipeline.ipynb #c112236c
-PRESETS = {
-    'quick': {'31_hypernetwork': dict(run_dir='replicator'),  # keep training runs inside the run folder
-              '50_training': dict(run_dir='ppo'),
-              '63_llm_evolution': dict(run_dir='llm_evolution')},
-    'full': {
-        '10_registry': dict(maps=4, tetris_envs=1024, max_steps=50_000),
-        '20_sessions': dict(per_style=16, steps=1000, chunk_rows=1024),
-        '21_cloning': dict(preset='full', width=640, height=360, num_snakes=256, num_food=4096, record_steps=2000,
-                           eval_max_steps=20_000, player_steps=1000),
-        '23_clustering': dict(per_style=16, steps=1000, genome_epochs=8),
-        '31_hypernetwork': dict(run_dir='replicator', generations=1800, lr_drop_at=1200, population=32, hidden=16, steps=2048,
-                                agents_each=4, eval_snakes=256),  # the headline run of 31_hypernetwork's measured section
-        '04_physics': dict(population=64),
-        '33_creature_store': dict(population=20, generations=10, run_population=64, run_generations=100, use_compile=True),
-        '40_tournament': dict(snakes_per_genome=16, game_steps=1000, meetings=3, width=160, height=90, num_food=800, ladder_games=60),
-        '41_selection': dict(snakes_per_genome=16, game_steps=1000),
-        '42_server': dict(job_agents=64, job_max_steps=2000),
-        '43_client': dict(draws=100_000),
-        '44_player_loop': dict(games=20, game_steps=500),
-        '50_training': dict(run_dir='ppo', steps=100_000_000, keep_every=5_000_000, league_steps=20_000_000),  # bench/ppo_curve.py's run
-        '61_tetris_players': dict(demo_ticks=10_000),
-        '63_llm_evolution': dict(run_dir='llm_evolution', generations=10, children_per_generation=8, games_per_eval=4,
-                                 max_ticks=10_000, heldout_games=64, heldout_ticks=10_000),
-        '80_seasons': dict(seasons=3, bot_games=20, max_meetings=16, max_candidates=0, tetris_agents=8,  # more games, the same stable ones
-                           small_producers=False),  # every producer at its own settings (the replicator: the design's decoder)
-        '81_ecosystem': dict(tetris_agents=8),
-        '82_play': dict(enemies=50, steps=300),
-        '45_streaming': dict(game_steps=300, clip_seconds=10.0),
-        '90_broadcast': dict(fps=30, seconds=5.0),
-        '91_highlights': dict(clip_width=1280, clip_height=720, max_clips=50, max_games=0),
-        '92_stream_server': dict(seconds=3.0)},
-}
+PRESETS = tomllib.loads((Path(genome_lab.__file__).parent/'presets.toml').read_text()) # {preset: {notebook: {name: value}}}
 RUN_INJECTED = ('registry_dir',)  # set by the pipeline itself: the run's shared registry
 
 def parse_override(text:str)->tuple: # (name, value)
@@ -298,30 +267,24 @@ except ImportError: pass
 
 def notebook_lane(declared:dict, # `notebook_parameters` of the notebook
                   parameters:dict)->str: # its resolved parameters; 'registry' or 'free'
-    """The lane of a run a notebook goes in: 'registry' where it declares `registry_dir` or keeps work folders
-    (`work_folders`), the run's state that notebooks share and a resume restores; 'free' for every other one, which
-    works in temporary folders of its own and can run beside them."""
+    """'registry' for a notebook that declares `registry_dir` or keeps work folders (`work_folders`), the run's shared
+    state that a resume restores; 'free' for one that works in temporary folders of its own and can run beside them."""
     return 'registry' if 'registry_dir' in declared or work_folders(parameters) else 'free'
 
 def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, progress:bool, rerun:list, lanes:int):
-    """Run the notebooks not yet done, and those of `rerun` again. With 2 `lanes`, the registry lane (`notebook_lane`)
-    runs in run order in this thread, each notebook after a snapshot of the registry and its kept folders (one that was
-    running or failed when the run stopped, a SIGKILL included, starts again from the run's state before it), while the
-    free lane runs in run order beside it on the second core (one stopped part way simply runs again); with 1, every
-    notebook runs in order in this thread. A failed notebook stops the other lane before its next notebook and is raised
-    once both stopped. `run.json` keeps each notebook's seconds and the run's wall-clock seconds (`wall_seconds`, summed
-    over resumes; each notebook's `ended_s` is where in them it ended). The kernels start with `DISPLAY_SETUP` (an
-    IPython profile in `run_dir/.ipython`)."""
+    """Run the notebooks not yet done, and those of `rerun` again: the registry lane (`notebook_lane`) here, each after
+    its snapshot, and with 2 `lanes` the free lane beside it in a thread (see "A run"). A failure stops the other lane
+    before its next notebook and is raised once both stopped. `run.json` keeps `wall_seconds` (summed over resumes) and
+    each notebook's `ended_s` in them. The kernels start with `DISPLAY_SETUP` (an IPython profile in `run_dir/.ipython`)."""
     lock, stop, failed, t0, base = threading.RLock(), threading.Event(), [], time.perf_counter(), record.get('wall_seconds', 0.0)
     def save(ended:str|None=None): # `ended`: a notebook that just finished, whose `ended_s` is now
         with lock:
             record['wall_seconds'] = round(base + time.perf_counter() - t0, 2)
             if ended: record['results'][ended]['ended_s'] = record['wall_seconds']
             atomic_write(run_dir/'run.json', json.dumps(record, indent=1, default=str))
-    nbs, tty = notebooks_dir(), sys.stdout.isatty()
-    lane = {n: notebook_lane(notebook_parameters(nbs/f'{n}.ipynb'), params[n]) if lanes > 1 else 'registry' for n in notebooks}
+    lane = {n: notebook_lane(notebook_parameters(notebooks_dir()/f'{n}.ipynb'), params[n]) if lanes > 1 else 'registry' for n in notebooks}
     todo = [(names, l == 'registry') for l in ('registry', 'free') if (names := [n for n in notebooks if lane[n] == l])]
-    inline = tty and len(todo) < 2   # one lane on a terminal: a notebook's line is finished in place; else a line each
+    inline = sys.stdout.isatty() and len(todo) < 2   # one lane on a terminal: a notebook's line is finished in place; else a line each
     def say(n:str, text:str, last:bool=True):
         if not progress: return
         with lock: print(('\r' if inline and last else '') + f"[genome-lab] {notebooks.index(n) + 1}/{len(notebooks)} {n}{text}",
@@ -330,8 +293,7 @@ def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags
         try: _run_each(run_dir, names, params, record, flags, say, save, rerun, lock, stop, snapshots)
         except NotebookFailed as e: failed.append(e); stop.set()
     with lock: record.update(status='running', lanes=lanes); save()
-    ipython = run_dir/'.ipython'
-    atomic_write(ipython/'profile_default'/'startup'/'00-display.py', DISPLAY_SETUP)
+    atomic_write((ipython := run_dir/'.ipython')/'profile_default'/'startup'/'00-display.py', DISPLAY_SETUP)
     with mock.patch.dict(os.environ, TQDM_DISABLE=os.environ.get('TQDM_DISABLE', '1'), IPYTHONDIR=str(ipython.resolve())):   # kernels inherit both: no bars
         side = threading.Thread(target=run_lane, args=todo[1], daemon=True) if len(todo) > 1 else None   # daemon: Ctrl-C here ends the run
         if side: side.start()
@@ -346,16 +308,14 @@ def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags
 # %% ../nbs/99_pipeline.ipynb #697f8077
 def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set, say, save, rerun:list, lock, stop,
               snapshots:bool): # `say(name, text, last)`: a progress line; `save(ended)` writes `run.json`
-    """One lane of `_run_notebooks`: each notebook of `notebooks` not done yet or in `rerun`, in order, until `stop` is
-    set; with `snapshots` (the registry lane) each one after its snapshot (`snapshot_registry`, or `restore_registry`
-    where it stopped part way). Changes to `record` are made holding `lock`."""
+    """One lane of `_run_notebooks`: its notebooks not done yet or in `rerun`, in order, until `stop` is set; with
+    `snapshots` each after `snapshot_registry` (`restore_registry` where it stopped part way). `record` changes under `lock`."""
     import papermill as pm, nbformat
-    nbs = notebooks_dir()
     for n in notebooks:
         if stop.is_set(): return
         last = record['results'].get(n, {})
         if last.get('status') == 'ok' and n not in rerun: continue
-        p, declared = dict(params[n]), notebook_parameters(nbs/f'{n}.ipynb')
+        p, declared = dict(params[n]), notebook_parameters(notebooks_dir()/f'{n}.ipynb')
         if 'registry_dir' in declared: p['registry_dir'] = str((run_dir/'registry').resolve())
         defaults = {name: d['default'] for name, d in declared.items()}
         work = (last.get('work', []) if last.get('snapshot') else work_folders(defaults | p)) if snapshots else []
@@ -365,13 +325,11 @@ def _run_each(run_dir:Path, notebooks:list, params:dict, record:dict, flags:set,
         out = run_dir/(f'{n}.rerun.ipynb' if n in rerun else f'{n}.ipynb')   # run again: replaces the notebook once done
         say(n, " ...", last=False)
         try:
-            nb = nbformat.read(nbs/f'{n}.ipynb', as_version=4)
-            skipped = skip_flagged(nb, flags)
-            with lock: record['results'][n]['skipped_cells'] = skipped
+            nb = nbformat.read(notebooks_dir()/f'{n}.ipynb', as_version=4)
+            with lock: record['results'][n]['skipped_cells'] = skip_flagged(nb, flags)
             pm.execute_notebook(nb, str(out), parameters=p, progress_bar=False, kernel_name='python3', log_output=False,
-                                resources=dict(metadata=dict(path=str(run_dir.resolve()))),   # the kernel starts in run_dir (papermill's
-                                config=kernel_config(kernel_log.absolute()),                  # `cwd` would move this process, both lanes)
-                                request_save_on_cell_execute=False)   # written when it ends or fails, not rewritten whole at every cell
+                                config=kernel_config(kernel_log.absolute()), request_save_on_cell_execute=False,   # saved once, at its end
+                                resources=dict(metadata=dict(path=str(run_dir.resolve()))))   # its kernel's folder (papermill's cwd moves the process)
         except pm.PapermillExecutionError as e:
             msg = f"notebook {n} failed in cell {e.exec_count} (cell index {e.cell_index}): {e.ename}: {e.evalue}"
             say(n, " failed")
@@ -422,8 +380,7 @@ def run_summary(run_dir:str|Path)->str: # lines for the console
     from genome_lab.registry.sqlite_store import RegistryError
     run_dir = Path(run_dir); rec = json.loads((run_dir/'run.json').read_text())
     res = rec['results']; ok = [n for n in rec['notebooks'] if res.get(n, {}).get('status') == 'ok']
-    summed = sum(res[n].get('seconds') or 0 for n in ok)
-    secs = rec.get('wall_seconds', summed)   # a run from before lanes ran its notebooks one after another
+    secs = rec.get('wall_seconds', summed := sum(res[n].get('seconds') or 0 for n in ok))   # a run before lanes: one after another
     slow = sorted(ok, key=lambda n: -(res[n].get('seconds') or 0))[:3]
     slowest = ', '.join(f"{n} {_minutes(res[n].get('seconds') or 0)}" for n in slow)
     lanes = f" ({_minutes(summed)} of notebook time in {rec['lanes']} lanes)" if rec.get('lanes', 1) > 1 else ''
