@@ -51,8 +51,8 @@ def test_viewer_picks_scrubs_and_follows(tmp_path):
         p.page.select_option('#speed', '8'); p.page.click('#play'); p.page.wait_for_timeout(500); p.page.click('#play')
         fast, frames = int(p.js(f"{board}.dataset.step")), p.js("viewer.D.frames.length")   # 8x: 80 steps a second
         p.goto(f"{url}/genome/{ids['PufferSnake']}"); p.page.click('#watch')   # its page plays its newest game in place, when asked
-        p.page.wait_for_selector('#replay')
-        inner = next(f for f in p.page.frames if 'embed' in f.url)
+        inner = p.page.wait_for_selector('#replay').content_frame()   # the new iframe starts at about:blank:
+        inner.wait_for_url(re.compile('embed'))                         # wait for its own navigation, not the element alone
         inner.wait_for_function("document.body.dataset.rendered === 'yes' && Number(document.getElementById('board').dataset.step) >= 5", timeout=30_000)
         embedded = inner.evaluate("[getComputedStyle(document.querySelector('nav.site')).display, new URL(location.href).searchParams.get('evaluation')]")
         p.screenshot(tmp_path/'genome-watch.png')
