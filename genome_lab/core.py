@@ -71,6 +71,8 @@ def atomic_write_json(path:str|Path, obj, **kw)->Path: # `kw` go to `atomic_writ
 # %% ../nbs/00_core.ipynb #6cc35ec6
 _TYPES = {'int': int, 'float': float, 'str': str, 'bool': bool, 'dict': dict}
 
+def _required(f)->bool: return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
 def _field_type(cls, f)->type:
     t = typing.get_type_hints(cls).get(f.name, f.type)
     if isinstance(t, str): t = _TYPES.get(t, str)
@@ -90,8 +92,8 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
                   parser:argparse.ArgumentParser|None=None, # add to this parser (a new one if None)
                   **kw)->argparse.ArgumentParser: # `kw` go to `ArgumentParser` when it is built here
     """A parser with one `--flag` per int, float, str or bool field of `configs` (a `list[int|float|str]` field takes
-    several values, a number in the dataclass's `RANGES` is refused outside them: `in_range`); flags not given are left
-    out of the parsed namespace."""
+    several values, a number in the dataclass's `RANGES` is refused outside them: `in_range`, a field without a default
+    is a required flag); flags not given are left out of the parsed namespace."""
     from fastcore.docments import docments   # here: `genome-lab` checks a command line with no docments imported
     ap, docs = parser or argparse.ArgumentParser(**kw), {}   # docs: {dataclass: its docments}, read once per dataclass
     for cls in configs:
@@ -99,15 +101,16 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
         for name, (owner, f) in config_fields(cls).items():
             if owner not in docs: docs[owner] = docments(owner)   # each call parses its whole module
             t, doc = _field_type(owner, f), docs[owner].get(f.name) or ''
+            required = _required(f)
             default = f.default if f.default is not dataclasses.MISSING else (
                       f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-            help = f"{doc} (default: {default!r})".replace('%', '%%')
+            help = f"{doc} ({'required' if required else f'default: {default!r}'})".replace('%', '%%')
             flag = '--' + name.replace('_', '-')
             if t is bool: group.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help)
             elif t in (int, float, str):   # a number with a range in its dataclass's `RANGES` is checked as it is parsed
                 rng = getattr(owner, 'RANGES', {}).get(f.name) if t is not str else None
                 group.add_argument(flag, type=in_range(t, *rng) if rng else t, default=argparse.SUPPRESS, help=help,
-                                   metavar=t.__name__.upper())
+                                   metavar=t.__name__.upper(), required=required)
             elif typing.get_origin(t) is list and (e := typing.get_args(t)[0]) in (int, float, str):   # several values
                 group.add_argument(flag, type=e, nargs='+', default=argparse.SUPPRESS, help=help, metavar=e.__name__.upper())
     return ap
@@ -117,7 +120,7 @@ def config_from_args(cls:type, # the config dataclass
                      base=None): # an instance of `cls` whose values stand where a flag was not given; `cls()` if None
     "An instance of `cls` from `base` with the given flags applied (nested dataclasses included); `cls`'s checks run."
     given = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
-    base = base if base is not None else cls()
+    base = base if base is not None else cls(**{f.name: given[f.name] for f in dataclasses.fields(cls) if _required(f)})
     def build(c, obj):
         kw = {}
         for f in dataclasses.fields(c):

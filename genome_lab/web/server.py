@@ -30,7 +30,7 @@ __all__ = ['reads', 'writes', 'MAX_UPLOAD_BYTES', 'HEADER_GUARD', 'SOCKET_EXTENS
            'GenomeOut', 'ManifestOut', 'get_genome_manifest', 'get_genome', 'HealthOut', 'health', 'GameResult',
            'StatsUpdate', 'StatsUpdated', 'update_genome_stats', 'Submitted', 'submit_genome', 'retire_genome',
            'installed_routers', 'serve_options', 'create_app', 'connection_socket', 'HeaderTimeoutProtocol',
-           'free_port', 'serve_in_thread', 'port_number', 'log_config', 'serve_cli', 'app_from_environment']
+           'free_port', 'serve_in_thread', 'ServeConfig', 'log_config', 'serve_cli', 'app_from_environment']
 
 # %% ../../nbs/42_server.ipynb #9f99e108
 class ManifestCache:
@@ -314,7 +314,9 @@ def _submit(pool:RegistryPool, data:bytes, cap:int)->Submitted:
 
 # %% ../../nbs/42_server.ipynb #1e31cc77
 from fastapi_offline import FastAPIOffline
-from ..core import config_parser, config_from_args, CommandParser
+from dataclasses import dataclass
+from typing import ClassVar
+from ..core import config_parser, config_from_args, check_config, CommandParser
 
 # %% ../../nbs/42_server.ipynb #c32e7b71
 def installed_routers()->list: # [APIRouter]
@@ -424,13 +426,23 @@ def _load_job(spec:str)->Callable:
     return getattr(importlib.import_module(mod), fn)
 
 # %% ../../nbs/42_server.ipynb #ac5385ee
-def port_number(text:str)->int: # an argparse `type`
-    "A TCP port to listen on, 1 to 65535 (the socket layer would wrap a larger number round to another port)."
-    p = int(text)
-    if not port_number.bounds[0] <= p <= port_number.bounds[1]:
-        raise argparse.ArgumentTypeError(f"{p} is not a TCP port: give {port_number.bounds[0]} to {port_number.bounds[1]}")
-    return p
-port_number.bounds = (1, 65535)   # read by `genome-lab`'s check of a command line before the command's module is imported
+@dataclass
+class ServeConfig:
+    "Settings of `genome-lab serve` (the installed routers add theirs beside them: `serve_options`)."
+    registry: str # registry folder (created if missing)
+    port: int = 8000 # TCP port to listen on
+    host: str = '127.0.0.1' # interface to listen on (the default: loopback only)
+    token_file: str = '' # file holding the bearer token for writes, at least 8 characters; '': the environment variable GENOME_LAB_TOKEN
+    read_only: bool = False # serve without a token: every write answers 403
+    max_upload_mb: float = MAX_UPLOAD_BYTES / 2**20 # size cap of a submitted genome file in MiB
+    seed_founders: bool = False # add the founding genomes the registry lacks, as active
+    job: str = 'genome_lab.tournaments.selection:tournament_job' # the `run_tournament` job as module:function (a snake tournament, then selection)
+    workers: int = 1 # server processes (more than 1 needs --read-only: tournament jobs live in one process)
+    access_log: bool = True # print a line per request on stdout
+    # a port above 65535 would be wrapped round by the socket layer to another port
+    RANGES: ClassVar[dict] = dict(port=(1, 65535), max_upload_mb=(2.0**-20, 2.0**20), workers=(1, 256))
+    def __post_init__(self): check_config(self, self.RANGES)
+
 
 # %% ../../nbs/42_server.ipynb #4be5d345
 def log_config(access_log:bool=True)->dict: # uvicorn's `log_config`
@@ -449,46 +461,37 @@ def serve_cli(argv:list)->int: # exit status
         'genome-lab serve --registry runs/RUN/registry --read-only',
         'GENOME_LAB_TOKEN=... genome-lab serve --registry reg --port 8000',
         'genome-lab serve --registry reg --token-file token.txt --producers ppo,programs --producer-budget-s 3600'])
-    ap.add_argument('--registry', required=True, help='registry folder (created if missing)')
-    ap.add_argument('--port', type=port_number, default=8000, help='TCP port, 1 to 65535 (default: 8000)')
-    ap.add_argument('--host', default='127.0.0.1', help='interface to listen on (default: loopback only)')
-    ap.add_argument('--token-file', default=None, help='file holding the bearer token for writes (else the environment variable GENOME_LAB_TOKEN); at least 8 characters')
-    ap.add_argument('--read-only', action='store_true', help='serve without a token: every write answers 403')
-    ap.add_argument('--max-upload-mb', type=float, default=MAX_UPLOAD_BYTES / 2**20, help='size cap of a submitted genome file in MiB')
-    ap.add_argument('--seed-founders', action='store_true', help="add the founding genomes the registry lacks, as active")
-    ap.add_argument('--job', default='genome_lab.tournaments.selection:tournament_job', help='run_tournament job as module:function (default: a snake tournament, then selection)')
-    ap.add_argument('--workers', type=int, default=1, help='server processes (more than 1 needs --read-only: tournament jobs live in one process)')
-    ap.add_argument('--access-log', action=argparse.BooleanOptionalAction, default=True, help='print a line per request on stdout')
     options = serve_options()
-    config_parser(*options, parser=ap)
-    a = ap.parse_args(argv)
+    a = config_parser(ServeConfig, *options, parser=ap).parse_args(argv)
     err = lambda m: (print(f"genome-lab serve: error: {m}", file=sys.stderr), 2)[1]
-    try: token = Path(a.token_file).read_text().strip() if a.token_file else os.environ.get('GENOME_LAB_TOKEN') or None
+    try: c = config_from_args(ServeConfig, a)
+    except ValueError as e: return err(str(e))
+    try: token = Path(c.token_file).read_text().strip() if c.token_file else os.environ.get('GENOME_LAB_TOKEN') or None
     except OSError as e: return err(f"cannot read --token-file: {e}")
-    if token is None and not a.read_only:
+    if token is None and not c.read_only:
         return err("no token: set GENOME_LAB_TOKEN or give --token-file for a writable server (never on the command line, where "
                    "every process can read it), or --read-only; there is no default token")
-    if token is not None and a.read_only: return err("--read-only and a token exclude each other")
+    if token is not None and c.read_only: return err("--read-only and a token exclude each other")
     if token is not None and len(token) < 8: return err("the token must have at least 8 characters")
-    if a.workers < 1 or (a.workers > 1 and not a.read_only):
+    if c.workers > 1 and not c.read_only:
         return err("--workers must be 1, or more with --read-only (tournament jobs and their status live in one process's memory)")
     try:
-        settings = {o: config_from_args(o, vars(a)) for o in options}   # checked before anything is opened
-        if a.seed_founders:
-            with Registry(a.registry) as reg: seed_founders(reg)
-        app = create_app(a.registry, token=token, max_upload_bytes=int(a.max_upload_mb * 2**20),
-                         job=_load_job(a.job))
+        settings = {o: config_from_args(o, a) for o in options}   # checked before anything is opened
+        if c.seed_founders:
+            with Registry(c.registry) as reg: seed_founders(reg)
+        app = create_app(c.registry, token=token, max_upload_bytes=int(c.max_upload_mb * 2**20), job=_load_job(c.job))
         app.state.options = settings
     except (ValueError, ImportError, AttributeError, OSError, sqlite3.Error) as e: return err(str(e))
     import uvicorn
-    print(f"genome-lab serve: {a.registry} on http://{a.host}:{a.port} ({'read-only' if token is None else 'writes need the token'})", file=sys.stderr)
-    run = dict(host=a.host, port=a.port, log_config=log_config(a.access_log), log_level=None, access_log=a.access_log,
+    print(f"genome-lab serve: {c.registry} on http://{c.host}:{c.port} ({'read-only' if token is None else 'writes need the token'})", file=sys.stderr)
+    run = dict(host=c.host, port=c.port, log_config=log_config(c.access_log), log_level=None, access_log=c.access_log,
                timeout_graceful_shutdown=5, http=HEADER_GUARD)
-    if a.workers == 1: uvicorn.run(app, **run)
+    if c.workers == 1: uvicorn.run(app, **run)
     else:
-        os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=str(a.registry), max_upload_bytes=int(a.max_upload_mb * 2**20), job=a.job))
-        uvicorn.run('genome_lab.web.server:app_from_environment', factory=True, workers=a.workers, **run)
+        os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=c.registry, max_upload_bytes=int(c.max_upload_mb * 2**20), job=c.job))
+        uvicorn.run('genome_lab.web.server:app_from_environment', factory=True, workers=c.workers, **run)
     return 0
+
 
 # %% ../../nbs/42_server.ipynb #5170b2a5
 def app_from_environment()->FastAPI:
