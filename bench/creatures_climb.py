@@ -194,7 +194,7 @@ def main():
                   producer=dict(out, generations=out.get('steps'), offers=offer_names,
                                 creature_steps_per_s_median=round(float(np.median(steps_per_s)), 1) if steps_per_s else None),
                   references=ref, check=climb, baseline=base, agreement=agree, progression=climbing,
-                  curve={k: v for k, v in scalars.items() if k.startswith(('charts/score', 'offers/'))},
+                  curve={k: v for k, v in scalars.items() if k.startswith(('charts/fitness', 'offers/'))},
                   **lead_record(root/'registry', newest['id'], s.lead_games or None,
                                 dict(seconds=s.seconds) if s.seconds else None))
     path = s.out or str(measured_dir()/'creatures_climb.json')

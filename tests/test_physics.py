@@ -242,7 +242,7 @@ def test_creatures_climb_bench_runs_tiny(tmp_path):
     assert doc['reached'] is False   # 2 games a seed never make a lead
     assert doc['check']['wins'] + doc['check']['losses'] + doc['check']['ties'] == 4
     assert doc['baseline']['genome'] == 'old_round' and doc['producer']['offers'][0] == 'Creature-ga1'
-    assert doc['agreement']['of'] == 3 and 'charts/score_best' in doc['curve']
+    assert doc['agreement']['of'] == 3 and 'charts/fitness_best' in doc['curve']
 
 def test_creature_gait_bench_runs_tiny(tmp_path):
     "bench/creature_gait.py at a smoke test's size: its gait lies inside the genes' ranges, and its rule's record is the rule's."

@@ -215,7 +215,7 @@ class CreatureGA:
             raise ValueError(f"the checkpoint is another GA run's ({diff}): resume with its settings or start a new run")
         self.generation, self.population, self.last = state['generation'], dict(state['population']), None
         if self.store is not None: self.store.trim(self.run_id, self.generation)
-    def step(self)->dict: # {'generation': generations raced, 'charts/score_*': race scores (means over the races), ...}
+    def step(self)->dict: # {'generation': generations raced, 'charts/fitness_*': race scores (means over the races), ...}
         t0, g, c, pop = time.perf_counter(), self.generation, self.config, self.population
         courses = pellet_courses(c['seed'], g * c['races'], c['races'])
         res = simulate_races(pop, courses, c['seconds'], record=self.store is not None and not self.turbo,
@@ -227,7 +227,7 @@ class CreatureGA:
                      disqualified=int((res.dq > 0).any(0).sum()), seconds=s)
         if self.store is not None: self._keep(g, pop, fitness, res, courses[0], stats)
         self.last, self.generation = dict(population=pop, fitness=fitness, score=score), g + 1
-        return {'generation': g + 1, **{f'charts/score_{k}': stats[k] for k in ('best', 'mean', 'worst')},
+        return {'generation': g + 1, **{f'charts/fitness_{k}': stats[k] for k in ('best', 'mean', 'worst')},
                 'charts/disqualified': stats['disqualified'], 'perf/creature_steps_per_s': res.steps * res.fitness.size / s}
     def _keep(self, g:int, pop:dict, fitness, res, course, stats:dict): # the generation's row and replays
         results, order = generation_results(pop, fitness, res)

@@ -25,9 +25,9 @@ from .database import (Program, ProgramDatabase, EvalCache, play_program, migrat
                                  DIFF_BLOCK, apply_diff, code_diversity, tunable_vector, weight_diversity, with_tunables)
 
 # %% auto #0
-__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'CHECKPOINT', 'GENERATION_SCALARS', 'REPL_FUNCTIONS', 'ROOT_SYSTEM_PROMPT',
-           'EvolutionLimitError', 'GenerationLimitExceeded', 'ChildCallLimitExceeded', 'WallTimeExceeded',
-           'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun', 'plot_run']
+__all__ = ['HARD_LIMITS', 'SOFT_PARAMETERS', 'CHECKPOINT', 'HISTORY_RENAMED', 'GENERATION_SCALARS', 'REPL_FUNCTIONS',
+           'ROOT_SYSTEM_PROMPT', 'EvolutionLimitError', 'GenerationLimitExceeded', 'ChildCallLimitExceeded',
+           'WallTimeExceeded', 'BudgetExceeded', 'EvolutionConfig', 'EvolutionRun', 'plot_run']
 
 # %% ../../nbs/63_llm_evolution.ipynb #6512710d
 class EvolutionLimitError(RuntimeError): "A hard limit of the run was reached; the run ends cleanly."
@@ -87,6 +87,7 @@ SOFT_PARAMETERS = ('children_per_generation', 'games_per_eval', 'max_ticks', 'mu
 
 # %% ../../nbs/63_llm_evolution.ipynb #793cf823
 CHECKPOINT = 'evolution.safetensors' # a run's checkpoint in its folder (`save_state` under the key 'evolution')
+HISTORY_RENAMED = {'best_score': 'fitness_best', 'mean_score': 'fitness_mean'} # a generation's figures, renamed: an older checkpoint's history is read with today's names
 
 class EvolutionRun:
     """One program search in `run_dir`, a loop of the house's protocol (`core.Loop`): `step()` plays one generation
@@ -130,7 +131,8 @@ class EvolutionRun:
         if self.repl is not None: self.repl.close(); self.repl = None
         self._configure(EvolutionConfig(**st['config'])); self._given = False
         self.db, self.gen = ProgramDatabase.from_list(st['programs']), st['generation']
-        self.tokens, self.cost, self.history, self.root_turns = st['tokens'], st['cost'], st['history'], st['root_turns']
+        self.tokens, self.cost, self.root_turns = st['tokens'], st['cost'], st['root_turns']
+        self.history = [{HISTORY_RENAMED.get(k, k): v for k, v in h.items()} for h in st['history']]   # a checkpoint from before the rename
         self.rng.bit_generator.state = st['rng']
         self.elapsed0, self.t0, self.cache_counts = st['elapsed'], time.monotonic(), dict(st['cache'])
         self.islands, self.archive = [list(m) for m in st['islands']], MapElites(self.cfg.archive_bins, cells=st['archive'])
@@ -277,7 +279,7 @@ def summary_now(self)->dict: # the REPL's `metrics_summary`
     "Programs, failures, the best so far, the generation, tokens, cost and the cache's hit rate."
     best = self.db.best(1)
     return dict(programs=len(self.db), failed=sum(not p.ok for p in self.db.values()),
-                best_id=best[0].id if best else None, best_score=best[0].score if best else None,
+                best_id=best[0].id if best else None, best_so_far=best[0].score if best else None,
                 generation=self.gen, tokens=self.tokens, cost=round(self.cost, 6), elapsed_s=round(self.elapsed(), 1),
                 cache_hit_rate=self.cache_hit_rate())
 
@@ -340,7 +342,7 @@ def _close_generation(self)->dict: # the generation's summary, one row of `histo
     member_score = {i: self.db[i].score for m in self.islands for i in m}
     moves = migrate(self.islands, member_score, g, self.cfg.migration_interval)
     summ = dict(generation=g, programs=[p.id for p in progs], n=len(progs), failed=sum(not p.ok for p in progs),
-                best_score=max(scores) if scores else None, mean_score=float(np.mean(scores)) if scores else None,
+                fitness_best=max(scores) if scores else None, fitness_mean=float(np.mean(scores)) if scores else None,
                 best_so_far=best_all[0].score if best_all else None, best_id=best_all[0].id if best_all else None,
                 diversity=code_diversity([p.code for p in progs]),
                 weight_diversity=weight_diversity([p.code for p in progs], self.env.tunable_names), tokens=self.tokens,
@@ -351,7 +353,7 @@ def _close_generation(self)->dict: # the generation's summary, one row of `histo
     self.gen, self.child_calls, self.closing = g + 1, 0, False
     return summ
 
-GENERATION_SCALARS = ('best_so_far', 'best_score', 'mean_score', 'failed', 'diversity', 'weight_diversity',
+GENERATION_SCALARS = ('best_so_far', 'fitness_best', 'fitness_mean', 'failed', 'diversity', 'weight_diversity',
                       'archive_coverage') # a generation's figures logged as `charts/<name>` (TensorBoard scalars)
 
 # %% ../../nbs/63_llm_evolution.ipynb #a3d62a23
@@ -394,7 +396,7 @@ def _root_turn(self):
     """One root turn: the root (LLM or offline strategy) is asked for code, which runs in the sandboxed REPL; the
     turn (code, output, error, and the sandbox's verdict if it broke a rule) joins `root_turns`."""
     g, analysis = self.gen, self.get_performance_analysis()
-    trends = [{k: h[k] for k in ('generation', 'best_score', 'mean_score', 'failed', 'diversity')} for h in self.history[-5:]]
+    trends = [{k: h[k] for k in ('generation', 'fitness_best', 'fitness_mean', 'failed', 'diversity')} for h in self.history[-5:]]
     messages = [dict(role='system', content=ROOT_SYSTEM_PROMPT + "\n\n" + self.env.describe()),
                 dict(role='user', content=f"Generation {g}. Performance analysis:\n{json.dumps(analysis, default=float)}\n"
                                           f"Trends:\n{json.dumps(trends, default=float)}")]
@@ -541,8 +543,8 @@ def plot_run(run:EvolutionRun)->list: # paths of the written PNGs
     gens = [x['generation'] for x in h]
     val = lambda x, k: np.nan if x[k] is None else x[k]
     fig = Figure(figsize=(5, 3.5)); ax = fig.subplots()
-    ax.plot(gens, [val(x, 'best_score') for x in h], 'o-', label='best of generation')
-    ax.plot(gens, [val(x, 'mean_score') for x in h], 's--', label='mean of generation')
+    ax.plot(gens, [val(x, 'fitness_best') for x in h], 'o-', label='best of generation')
+    ax.plot(gens, [val(x, 'fitness_mean') for x in h], 's--', label='mean of generation')
     ax.plot(gens, [val(x, 'best_so_far') for x in h], 'k:', label='best so far')
     ax.set(xlabel='generation', ylabel=f'avg score ({run.env.name}, training games)', title='score over generations'); ax.legend()
     figs = [('scores', fig, ax)]
