@@ -44,7 +44,8 @@ from genome_lab.tournaments.ranking import head_to_head, sign_test
 from genome_lab.arenas.arena import SnakeArena
 from genome_lab.arenas.policies import LinearLSTM, load_pufferlib_policy
 from genome_lab.registry.store import Registry
-from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan
+from genome_lab.ecosystem.seasons import SeasonConfig
+from genome_lab.tournaments.selection import arena_plan
 from genome_lab.tournaments.tournament import run_tournament
 from scipy.stats import ttest_1samp
 

@@ -19,7 +19,8 @@ import torch
 from genome_lab.core import advance, atomic_write_json, measured_dir, machine
 from kit import parse
 from genome_lab.registry.store import Registry, seed_founders
-from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan
+from genome_lab.ecosystem.seasons import SeasonConfig
+from genome_lab.tournaments.selection import arena_plan
 from genome_lab.rl.league import AlphaStarLeague, LeagueConfig, rate_league
 
 @dataclass

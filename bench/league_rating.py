@@ -29,7 +29,8 @@ from typing import Annotated
 from genome_lab.core import atomic_write_json, measured_dir
 from kit import parse
 from genome_lab.registry.store import Genome, Registry, seed_founders
-from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan
+from genome_lab.ecosystem.seasons import SeasonConfig
+from genome_lab.tournaments.selection import arena_plan
 from genome_lab.tournaments.tournament import run_tournament
 from genome_lab.core import machine
 from gpu_weights import read_trained

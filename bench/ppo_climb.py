@@ -24,7 +24,8 @@ import numpy as np
 from genome_lab.core import atomic_write_json, config_parser, config_from_args, measured_dir, machine, load_state
 from genome_lab.tournaments.ranking import head_to_head
 from genome_lab.registry.store import Registry, seed_founders
-from genome_lab.ecosystem.seasons import SeasonConfig, arena_plan
+from genome_lab.ecosystem.seasons import SeasonConfig
+from genome_lab.tournaments.selection import arena_plan
 from genome_lab.ecosystem.workers import console_script
 from genome_lab.tournaments.tournament import run_tournament
 from kit import lead_record

@@ -79,11 +79,13 @@ def _field_type(cls, f)->type:
     return t
 
 def config_fields(cls)->dict: # {flag name: (owning dataclass, field)}, nested dataclasses flattened
-    "Every leaf field of dataclass `cls`, nested dataclass fields flattened; raises `ValueError` on a name used twice."
+    """Every leaf field of dataclass `cls`, nested dataclass fields flattened, each with the class that declares it (a
+    base class's field: the base, where its comment and `RANGES` are); raises `ValueError` on a name used twice."""
     out = {}
     for f in dataclasses.fields(cls):
         t = _field_type(cls, f)
-        sub = config_fields(t) if dataclasses.is_dataclass(t) else {f.name: (cls, f)}
+        owner = next(c for c in cls.__mro__ if f.name in c.__dict__.get('__annotations__', {}))
+        sub = config_fields(t) if dataclasses.is_dataclass(t) else {f.name: (owner, f)}
         if clash := set(sub) & set(out): raise ValueError(f"{cls.__name__}: field names {sorted(clash)} appear twice")
         out.update(sub)
     return out

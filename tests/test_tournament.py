@@ -97,3 +97,37 @@ def test_sampled_games_of_networks_and_the_heuristic_are_valid_and_seeded():
     play = lambda: play_game(pols, seed=3, snakes_per_genome=2, steps=60, greedy=False, width=32, height=24, num_food=16)
     a, b = play(), play()
     for f in ('score', 'survival', 'kills', 'deaths'): np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+
+def test_the_server_job_a_season_and_a_lead_check_play_one_game_alike(tmp_path):
+    """Issue 59, one tournament path: PufferSnake and HeuristicSnake alone in a registry. The server's tournament job, a
+    season (no producers) and a lead check each play the arena's season game (`arena_plan`, `season_game`: 6 snakes a
+    genome, its map) with their own way of cutting it to 40 steps, at the same seed: the first game gives each genome the
+    same score in all three."""
+    from genome_lab.registry.store import Registry, founding_genomes
+    from genome_lab.tournaments.selection import tournament_job
+    from genome_lab.tournaments.tournament import check_pair, run_tournament
+    from genome_lab.tournaments.ranking import schedule_games
+    from genome_lab.ecosystem.seasons import SeasonConfig, run_season
+    from genome_lab.web.server_jobs import TournamentRequest
+    with Registry(tmp_path/'reg') as reg:
+        for g, pol in founding_genomes():
+            if g.name in ('PufferSnake', 'HeuristicSnake'): reg.add(g, pol.state_dict(), status='active')
+        seed = 1   # a season's games are seeded with cfg.seed * 1000 + its number: season 1 of seed 0
+        job = tournament_job(reg, TournamentRequest(arena='snake', seed=seed, max_steps=40), lambda *a: None)['snake']
+        run_season(reg, SeasonConfig(producers='', arena_settings=dict(snake=dict(steps=40))))
+        season_eval = reg.tagged_evaluation('tournament', 'snake', 'season', 1)
+        first = {}   # {path: {genome id: its score in game 0}}
+        for path, eid in (('job', job['evaluation']), ('season', season_eval)):
+            ids = reg.tournament(eid)[0]['ids']
+            t = run_tournament(reg, evaluation=eid, progress=False)
+            first[path] = {ids[i]: float(t.results[0].score[j]) for j, i in enumerate(t.games[0])}
+            assert reg.tournament(eid)[0]['steps'] == 40 and reg.tournament(eid)[0]['agents_per_genome'] == 6
+        ids = reg.tournament(job['evaluation'])[0]['ids']
+        a, b = (ids[i] for i in run_tournament(reg, evaluation=job['evaluation'], progress=False).games[0])   # the job's first game, in its order
+        c0, _ = schedule_games(2, 2, 1, seed)[0]   # the lead check's first game seats its entrants in this order
+        pols = [reg.policy(a), reg.policy(b)] if c0 == 0 else [reg.policy(b), reg.policy(a)]
+        check = check_pair(pols, 'snake', seed, games=1, given=dict(steps=40))
+    assert first['job'] == first['season'], first
+    challenger, founder = (a, b) if c0 == 0 else (b, a)
+    assert check['score_diff'] == first['job'][challenger] - first['job'][founder], (check, first)
+    assert any(v > 0 for v in first['job'].values()), first   # a game was played: snakes ate

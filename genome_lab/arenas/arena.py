@@ -19,7 +19,7 @@ __all__ = ['EPISODE_FIELDS', 'ARENAS', 'SNAKE_EMPTY', 'SNAKE_FOOD', 'SNAKE_CORPS
            'SNAKE_LEFT_OF', 'SNAKE_RIGHT_OF', 'SNAKE_CENTER_DIST', 'SnakeState', 'TETRIS_MAX_TICKS', 'tqdm', 'Episodes',
            'ArenaSeason', 'Arena', 'PufferArena', 'register_arena', 'find_arena', 'arena_version', 'arena_names',
            'make_arena', 'view_distances', 'own_body', 'other_snakes', 'SnakeArena', 'CSnakeStruct', 'TetrisArena',
-           'CartPoleArena', 'season_setting_names', 'arena_season', 'CTetrisStruct', 'rollout_random']
+           'CartPoleArena', 'season_setting_names', 'arena_season', 'season_game', 'CTetrisStruct', 'rollout_random']
 
 # %% ../../nbs/01_arenas.ipynb #470bfbb6
 def tqdm(*args, **kwargs): # `tqdm.auto.tqdm`'s arguments
@@ -491,6 +491,17 @@ def arena_season(name:str, # an arena (`arena_names()`: entry points too)
     if not isinstance(s.everyone_plays, bool): bad.append(f"everyone_plays={s.everyone_plays!r} is not a bool")
     if bad: raise ValueError(f"arena {name!r}: " + '; '.join(bad))
     return s
+
+# %% ../../nbs/01_arenas.ipynb #5448f925
+def season_game(arena:str, # an arena (`arena_names()`)
+                agents:int|None=None, steps:int|None=None, # a genome's agents in a game and its steps; None: the season's
+                settings:dict|None=None)->tuple: # arena arguments over the season's; (agents, steps, settings)
+    """A game's agents per genome, steps and arena arguments: those given, else the arena's season settings
+    (`Arena.season`, an `ArenaSeason`), the one default of each wherever a game is played (tournaments, lead checks,
+    the server's jobs); `settings` go over the season's own."""
+    s = find_arena(arena).season
+    return s.agents if agents is None else agents, s.steps if steps is None else steps, {**s.settings, **(settings or {})}
+
 
 # %% ../../nbs/01_arenas.ipynb #4481fc22
 @patch

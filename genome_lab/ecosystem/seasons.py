@@ -16,56 +16,39 @@ import pandas as pd
 from ..core import (config_fields, config_parser, config_from_args, config_argv, check_config, find_producer, producer_names, producer_list,
                              ProducerContext, run_lock, RunLocked, after_season_hooks, advance, CommandParser)
 from .workers import spawn_worker, spawn_workers, sigterm_interrupts, exit_with_parent
-from ..arenas.arena import ArenaSeason, arena_season
 from ..registry.store import Registry
 from ..registry.sqlite_store import RegistryError
 from ..arenas.evaluation import torch_threads
-from ..tournaments.tournament import GENOMES_PER_GAME, run_tournament
-from ..tournaments.ranking import StopRule
-from ..tournaments.selection import SelectionRules, select
+from ..tournaments.tournament import run_tournament
+from ..tournaments.selection import SeasonRules, SelectionRules, arena_plan, select
 
 # %% auto #0
 __all__ = ['SEASON_LOCK', 'SeasonConfig', 'season_config', 'season_parser', 'season_config_from_args', 'arena_setting_flags',
-           'work', 'ProducerActor', 'ray_workers', 'produce_cli', 'arena_plan', 'run_season', 'season_table',
-           'abandon_season', 'success_metrics', 'season_cli']
+           'work', 'ProducerActor', 'ray_workers', 'produce_cli', 'run_season', 'season_table', 'abandon_season',
+           'success_metrics', 'season_cli']
 
 # %% ../../nbs/80_seasons.ipynb #362f9d26
 @dataclass
-class SeasonConfig:
-    """Settings of a season: its producers and their settings, tournament games and selection common to every arena,
-    and the season's overrides of each arena's own settings (`Arena.season`: the stable ones by default); small defaults
-    in a quick run (presets scale them)."""
+class SeasonConfig(SeasonRules):
+    """Settings of a season: its producers and their settings, and the tournament games and selection of every arena
+    (`SeasonRules`, which the server's tournament job shares: each arena's own settings, `Arena.season`, with the
+    season's overrides over them); small defaults in a quick run (presets scale them)."""
     producers: str = 'clones,clusters,hybrids,replicator,creatures,programs,ppo,planner' # comma-separated, '' for none
     seed: int = 0 # seeds season k's games and producers with seed*1000 + k
-    batch: int = 16 # tournament games played and stored as one batch (and between checks of the top's stability)
-    genomes_per_game: int = GENOMES_PER_GAME # genomes meeting in a game
-    meetings: int = 1 # times every pair of an arena's genomes meets at least
-    max_meetings: int = 16 # then games go on until the top is stable (`StopRule`) or every pair met this often
-    stable_tau: float = 0.8 # stable: split-half Kendall tau of the top 3 at least this, the leader a sigma ahead
-    arena_settings: dict = field(default_factory=dict) # {arena: {setting: value}} over the arena's own (`arena_season`)
-    n_replace: int = 2 # bottom active genomes each arena's selection may replace
-    max_per_type: int = 3 # active genomes of one type per arena
     producer_settings: dict = field(default_factory=dict) # {producer: {setting: value}}; those not given: defaults
     max_offers: int = 0 # offers taken from each producer: its newest (older ones retired unplayed); 0: all
     max_candidates: int = 0 # candidates a tournament takes per arena besides each producer's newest offer; 0: all
     producer_timeout_s: float = 0.0 # 0: each producer's round in this process; else a process, killed after this long
-    RANGES: ClassVar[dict] = dict(seed=(0, 10**9), batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000),
-        max_meetings=(1, 1000), stable_tau=(-1.0, 1.0), n_replace=(0, 100), max_offers=(0, 10**6),
-        max_candidates=(0, 10**6), producer_timeout_s=(0.0, 10.0**7), max_per_type=(1, 1000))
+    RANGES: ClassVar[dict] = dict(SeasonRules.RANGES, seed=(0, 10**9), max_offers=(0, 10**6), max_candidates=(0, 10**6),
+                                  producer_timeout_s=(0.0, 10.0**7))
     def __post_init__(self):
-        check_config(self, self.RANGES)
-        for arena, given in self.arena_settings.items():
-            if not isinstance(given, dict):
-                raise ValueError(f"arena_settings[{arena!r}] must be a dict of settings, not {given!r}")
-            self.arena_of(arena)   # ValueError for an unknown arena, setting or value
+        super().__post_init__()   # the checks of `RANGES` and `arena_settings`
         names = self.producer_names()
         if extra := sorted(set(self.producer_settings) - set(names)):
             raise ValueError(f"producer_settings names {extra}, which are not among the season's producers {names}")
         # complete: the season's row records them all
         self.producer_settings = {n: asdict(self.settings_of(n)) for n in names}
     def producer_names(self)->list: return producer_list(self.producers)
-    def arena_of(self, name:str)->ArenaSeason: # arena `name`'s own settings with this season's over them
-        return arena_season(name, self.arena_settings.get(name))
     def settings_of(self, name:str): # an instance of the producer's settings dataclass
         """Producer `name`'s settings: its dataclass with the values `producer_settings` gives; `ValueError` for a
         setting it lacks or a bad value."""
@@ -244,22 +227,6 @@ def produce_cli(argv:list|None=None)->int: # exit status: 0, or 1 when a produce
             if 'offered' in out: out['names'] = [reg.genome(i)['name'] for i in out['offered']]
             print(json.dumps(out, default=str), flush=True)
     return 1 if any('error' in o for o in outs) else 0
-
-# %% ../../nbs/80_seasons.ipynb #9dc9de82
-def arena_plan(cfg:SeasonConfig, arena:str, # the season's settings and an arena
-               entrants:int=2)->tuple: # the genomes its tournament plays; (run_tournament keywords, SelectionRules)
-    """How a season plays and selects in `arena`: the arena's own season settings (`Arena.season`) with `cfg`'s
-    `arena_settings` over them (`SeasonConfig.arena_of`), and `cfg`'s common settings. An arena whose genomes each
-    play alone (`everyone_plays`: creatures never touch in a race, the batch is simulated at once) puts every entrant
-    in every game, the arena's `meetings` of them at least: one game ranks them all."""
-    s = cfg.arena_of(arena)
-    meetings = s.meetings or cfg.meetings
-    kw = dict(genomes_per_game=max(entrants, 2) if s.everyone_plays else cfg.genomes_per_game, meetings=meetings,
-              batch=cfg.batch, agents_per_genome=s.agents, steps=s.steps,
-              until_stable=StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, meetings)),
-              **({'settings': dict(s.settings)} if s.settings else {}))
-    return kw, SelectionRules(n_replace=cfg.n_replace, max_per_type=cfg.max_per_type,
-                              required_types=s.required_types, max_active=s.max_active or cfg.max_per_type)
 
 # %% ../../nbs/80_seasons.ipynb #4e684bc3
 SEASON_LOCK = 'season.lock' # the file a season holds locked in the registry folder: one season at a time

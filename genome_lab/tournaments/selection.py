@@ -8,12 +8,18 @@ Docs: https://genome-lab.github.io/genome_lab/selection.html.md"""
 from __future__ import annotations
 from dataclasses import dataclass, field
 from collections import Counter
+from typing import ClassVar
 import torch
+from ..core import check_config
+from ..arenas.arena import ArenaSeason, arena_season
 from ..registry.store import Registry
+from .tournament import GENOMES_PER_GAME, run_tournament
+from .ranking import StopRule
+
 
 # %% auto #0
-__all__ = ['SelectionRules', 'SelectionPlan', 'is_protected', 'plan_selection', 'select', 'mutate', 'family_tree',
-           'tournament_job']
+__all__ = ['SelectionRules', 'SelectionPlan', 'is_protected', 'plan_selection', 'select', 'mutate', 'family_tree', 'SeasonRules',
+           'arena_plan', 'tournament_job']
 
 # %% ../../nbs/41_selection.ipynb #2cda30c3
 @dataclass
@@ -130,22 +136,69 @@ def family_tree(registry:Registry, ax=None):
     ax.set_axis_off(); ax.set_title('family tree of the active genomes (green active, grey retired)')
     return ax
 
+# %% ../../nbs/41_selection.ipynb #11a27218
+@dataclass
+class SeasonRules:
+    """How a tournament plays and selects in every arena, the design's season contract (docs/design.md, Seasons): what a
+    season (`SeasonConfig` adds its producers) and the server's tournament job share; each arena's own settings
+    (`Arena.season`) with `arena_settings` over them (`arena_of`)."""
+    batch: int = 16 # tournament games played and stored as one batch (and between checks of the top's stability)
+    genomes_per_game: int = GENOMES_PER_GAME # genomes meeting in a game
+    meetings: int = 1 # times every pair of an arena's genomes meets at least
+    max_meetings: int = 16 # then games go on until the top is stable (`StopRule`) or every pair met this often
+    stable_tau: float = 0.8 # stable: split-half Kendall tau of the top 3 at least this, the leader a sigma ahead
+    arena_settings: dict = field(default_factory=dict) # {arena: {setting: value}} over the arena's own (`arena_season`)
+    n_replace: int = 2 # bottom active genomes each arena's selection may replace
+    max_per_type: int = 3 # active genomes of one type per arena
+    RANGES: ClassVar[dict] = dict(batch=(1, 100_000), genomes_per_game=(2, 64), meetings=(1, 1000), max_meetings=(1, 1000),
+                                  stable_tau=(-1.0, 1.0), n_replace=(0, 100), max_per_type=(1, 1000))
+    def __post_init__(self):
+        check_config(self, self.RANGES)
+        for arena, given in self.arena_settings.items():
+            if not isinstance(given, dict):
+                raise ValueError(f"arena_settings[{arena!r}] must be a dict of settings, not {given!r}")
+            self.arena_of(arena)   # ValueError for an unknown arena, setting or value
+    def arena_of(self, name:str)->ArenaSeason: # arena `name`'s own settings with these rules' over them
+        return arena_season(name, self.arena_settings.get(name))
+
+
+# %% ../../nbs/41_selection.ipynb #0acee6a9
+def arena_plan(cfg:SeasonRules, arena:str, # the rules (a `SeasonConfig` is one) and an arena
+               entrants:int=2)->tuple: # the genomes its tournament plays; (run_tournament keywords, SelectionRules)
+    """How a tournament plays and selects in `arena`: the arena's own season settings (`Arena.season`) with `cfg`'s
+    `arena_settings` over them (`SeasonRules.arena_of`), and `cfg`'s common settings. An arena whose genomes each
+    play alone (`everyone_plays`: creatures never touch in a race, the batch is simulated at once) puts every entrant
+    in every game, the arena's `meetings` of them at least: one game ranks them all."""
+    s = cfg.arena_of(arena)
+    meetings = s.meetings or cfg.meetings
+    kw = dict(genomes_per_game=max(entrants, 2) if s.everyone_plays else cfg.genomes_per_game, meetings=meetings,
+              batch=cfg.batch, agents_per_genome=s.agents, steps=s.steps,
+              until_stable=StopRule(top_tau=cfg.stable_tau, max_meetings=max(cfg.max_meetings, meetings)),
+              settings=dict(s.settings))
+    return kw, SelectionRules(n_replace=cfg.n_replace, max_per_type=cfg.max_per_type,
+                              required_types=s.required_types, max_active=s.max_active or cfg.max_per_type)
+
+
 # %% ../../nbs/41_selection.ipynb #1ab4f8bd
 def tournament_job(registry:Registry, req, progress)->dict: # req: `genome_lab.web.server_jobs.TournamentRequest`; {arena: result}
-    """The server's `run_tournament` job: in `req.arena` (or every arena with two genomes or more), `run_tournament`
-    among its active and candidate genomes, then `select`; returns each arena's leaderboard and changes."""
-    from genome_lab.tournaments.tournament import GENOMES_PER_GAME, run_tournament
+    """The server's `run_tournament` job: in `req.arena` (or every arena with two genomes or more), the `arena_plan`
+    tournament of `SeasonRules()` among its active and candidate genomes, with the request's `max_steps`, `agents` and
+    `settings` where it gives them, then the arena's selection; returns each arena's leaderboard and changes."""
+    given = req.model_fields_set
     arenas = [req.arena] if req.arena else sorted({g['arena'] for s in ('active', 'candidate') for g in map(registry.genome, registry.ids(s))})
     out = {}
     for k, arena in enumerate(arenas):
         entrants = [i for s in ('active', 'candidate') for i in registry.ids(s) if registry.genome(i)['arena'] == arena]
         if len(entrants) < 2: continue
+        kw, rules = arena_plan(SeasonRules(), arena, len(entrants))
+        if 'max_steps' in given: kw['steps'] = req.max_steps
+        if 'agents' in given: kw['agents_per_genome'] = max(1, req.agents // min(kw['genomes_per_game'], len(entrants)))
+        if req.arena: kw['settings'] = {**kw['settings'], **req.settings}
         progress(k / len(arenas), f'playing the {arena} tournament')
-        res = run_tournament(registry, entrants, arena=arena, genomes_per_game=GENOMES_PER_GAME, agents_per_genome=max(1, req.agents // GENOMES_PER_GAME),
-                             steps=req.max_steps, meetings=1, seed=req.seed, settings=req.settings if req.arena else None,
+        res = run_tournament(registry, entrants, arena=arena, seed=req.seed, **kw,
                              progress=False,   # progress after each batch: a cancelled job stops there
                              on_batch=lambda n, of: progress((k + n/of) / len(arenas), f'{arena}: {n} of {of} games'))
-        plan = select(registry, res.leaderboard, res.evaluation)
+        plan = select(registry, res.leaderboard, res.evaluation, rules, arena_only=True)
         cols = ['id', 'name', 'type', 'ordinal', 'mu', 'sigma', 'fitness', 'games', 'kills', 'deaths']
         out[arena] = dict(evaluation=res.evaluation, games=len(res.games), leaderboard=res.leaderboard[cols].to_dict('records'),
                           changes=[list(c) for c in plan.changes], skipped=[list(s) for s in plan.skipped], violations=plan.violations)

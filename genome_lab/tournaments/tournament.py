@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from ..arenas.arena import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, arena_season, tqdm
+from ..arenas.arena import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, arena_season, season_game, tqdm
 from ..arenas.policies import GenomeGroup, quantise
 from ..registry.store import Registry
 from ..registry.sqlite_store import utcnow
@@ -118,9 +118,10 @@ def game_generators(games:list, seeds:list)->list: # one `torch.Generator` per g
 # %% ../../nbs/40_tournament.ipynb #de4051ae
 def play_maps(games:list, # one list of policies per game (its genomes)
               seeds:list, # one seed per game
-              snakes_per_genome:int=8, steps:int=400, greedy:bool=True,
-              **settings)->list: # `SnakeArena` arguments (map size, food); default `SnakeArena.game_settings`. Returns [GameResult]
+              snakes_per_genome:int|None=None, steps:int|None=None, greedy:bool=True, # None: the season's (`season_game`)
+              **settings)->list: # `SnakeArena` arguments (map size, food) over the season's and `game_settings`. Returns [GameResult]
     "Play several snake games as one batch: a map per game, all stepped together, every genome of every game in one `GenomeGroup`."
+    snakes_per_genome, steps, settings = season_game('snake', snakes_per_genome, steps, settings)
     maps = [SnakeArena(**{**SnakeArena.game_settings, **settings, 'num_snakes': len(g)*snakes_per_genome}) for g in games]
     try: return _play_maps(games, seeds, maps, snakes_per_genome, steps, greedy)
     finally:
@@ -188,11 +189,12 @@ def _map_result(arena, G, seed, owner, c, n, steps, seconds)->GameResult:
 
 # %% ../../nbs/40_tournament.ipynb #e6f79390
 def play_game(policies:list, # one policy per genome
-              seed:int=0, snakes_per_genome:int=8, steps:int=400, # game seed, snakes each, steps
+              seed:int=0, snakes_per_genome:int|None=None, steps:int|None=None, # game seed, snakes each, steps (None: the season's)
               greedy:bool=True, threads:int|None=1, # torch threads (see `torch_threads`)
               on_step=None, # called as `on_step(game)` after every step with the `SnakeGame` (a recorder of highlights)
-              **settings)->GameResult: # `SnakeArena` arguments (map size, food); default `SnakeArena.game_settings`
+              **settings)->GameResult: # `SnakeArena` arguments (map size, food) over the season's and `game_settings`
     "Play one seeded game of `policies` on one snake map, a `SnakeGame`; see the statistics above."
+    snakes_per_genome, steps, settings = season_game('snake', snakes_per_genome, steps, settings)
     arena = SnakeArena(**{**SnakeArena.game_settings, **settings, 'num_snakes': len(policies)*snakes_per_genome})
     game = None
     try:
@@ -245,7 +247,7 @@ class SnakeGame:
 def play_side_by_side(arena:str, # an arena whose genomes do not share a map (`shared_map` False)
                       games:list, # one list of policies per game
                       seeds:list, # one seed per game
-                      agents_per_genome:int=4, steps:int=10_000, greedy:bool=True, # boards (carts, ...) each; step cap
+                      agents_per_genome:int|None=None, steps:int|None=None, greedy:bool=True, # boards (carts, ...) each; step cap; None: the season's
                       on_step=None, # called as `on_step(arenas, first, ended)` after every step (a viewer that streams it)
                       **settings)->list: # the arena's arguments; default its `game_settings`. Returns [GameResult]
     """Several side-by-side games as one batch: every genome of a game plays its own copy of `arena` reset with the game's
@@ -253,7 +255,7 @@ def play_side_by_side(arena:str, # an arena whose genomes do not share a map (`s
     first episodes, those still running at `steps` with their statistics so far (left out where the arena cannot tell:
     a genome with nothing counted has NaN and ranks last). `on_step` sees the arena copies (one per genome, game by game),
     `first` ({statistic: (copies, agents)}, NaN until an agent's first episode ends) and `ended` ((copies, agents) bool)."""
-    cls = find_arena(arena)
+    cls, (agents_per_genome, steps, settings) = find_arena(arena), season_game(arena, agents_per_genome, steps, settings)
     if cls.shared_map: raise ValueError(f"{arena} is a shared-map arena: its genomes meet in `play_maps`")
     kw, boards = {**cls.game_settings, **settings, cls.agents_arg: agents_per_genome}, []
     try:
@@ -308,10 +310,10 @@ def _own_games(cls, games:list, seeds:list, settings:dict)->list:
 
 # %% ../../nbs/40_tournament.ipynb #6afbf63c
 def play_batch(arena:str, games:list, seeds:list, # one list of policies and one seed per game
-               agents_per_genome:int=8, steps:int=400, greedy:bool=True, threads:int|None=1,
-               **settings)->list: # the arena's arguments; default its `game_settings`. Returns [GameResult], one per game
+               agents_per_genome:int|None=None, steps:int|None=None, greedy:bool=True, threads:int|None=1, # None: the season's
+               **settings)->list: # the arena's arguments over the season's and `game_settings`. Returns [GameResult], one per game
     "Play `games` of `arena` as one batch: snake's shared maps (`play_maps`), side by side (`play_side_by_side`), or the arena's own `game`."
-    cls = find_arena(arena)
+    cls, (agents_per_genome, steps, settings) = find_arena(arena), season_game(arena, agents_per_genome, steps, settings)
     with torch_threads(threads):
         if cls.shared_map:
             if arena != 'snake': raise NotImplementedError(f"shared-map games are played on snake maps, not {arena!r}")
@@ -322,7 +324,7 @@ def play_batch(arena:str, games:list, seeds:list, # one list of policies and one
 # %% ../../nbs/40_tournament.ipynb #994e8fd0
 def play_solo_game(policies:list, # one policy per genome
                    arena:str, # an arena whose genomes do not share a map (`shared_map` False)
-                   seed:int=0, agents_per_genome:int=4, steps:int=10_000, # game seed; boards (carts, ...) each; step cap
+                   seed:int=0, agents_per_genome:int|None=None, steps:int|None=None, # game seed; boards (carts, ...) each; step cap; None: the season's
                    greedy:bool=True, threads:int|None=1,
                    **settings)->GameResult: # the arena's arguments; default its `game_settings`
     "One game of genomes side by side (a batch of one; see `play_side_by_side`); an arena with its own `game` (creatures) plays it instead."
@@ -336,17 +338,17 @@ def game_seed(seed:int, k:int)->int: return seed*100003 + k   # the seed of game
 
 # %% ../../nbs/40_tournament.ipynb #19349c16
 def iter_games(policies:list, games:list, seed:int, # games: tuples of indices into `policies`
-               arena:str='snake', agents_per_genome:int=8, steps:int=400, # each genome's agents (snakes, boards); steps per game
-               settings:dict|None=None, # the arena's arguments; default its `game_settings`
+               arena:str='snake', agents_per_genome:int|None=None, steps:int|None=None, # each genome's agents (snakes, boards); steps per game
+               settings:dict|None=None, # the arena's arguments over the season's (None: `season_game`'s)
                backend:str='local', ray_address:str|None=None,
                batch:int=64, # games played as one batch; the results do not depend on it
                start:int=0): # index of `games[0]` in the tournament (its seed is `game_seed(seed, start)`)
     "Yield `(k, [GameResult])` batch by batch in schedule order (`k`: the index of the batch's first game), played here or as Ray tasks."
     if batch < 1: raise ValueError("batch must be at least 1")
+    agents_per_genome, steps, settings = season_game(arena, agents_per_genome, steps, settings)
     chunks = [list(range(k, min(k + batch, len(games)))) for k in range(0, len(games), batch)]
     args = [(arena, [[policies[i] for i in games[k]] for k in c], [game_seed(seed, start + k) for k in c], agents_per_genome, steps,
              True, 1) for c in chunks]
-    settings = dict(settings or {})
     if backend == 'local':
         for c, a in zip(chunks, args): yield start + c[0], play_batch(*a, **settings)
         return
@@ -358,10 +360,10 @@ def iter_games(policies:list, games:list, seed:int, # games: tuples of indices i
     for c, ref in zip(chunks, refs): yield start + c[0], ray.get(ref)
 
 # %% ../../nbs/40_tournament.ipynb #780c2fcf
-def play_games(policies:list, games:list, seed:int, arena:str='snake', agents_per_genome:int=8, steps:int=400,
+def play_games(policies:list, games:list, seed:int, arena:str='snake', agents_per_genome:int|None=None, steps:int|None=None,
                settings:dict|None=None, backend:str='local', ray_address:str|None=None, progress:bool=True,
                batch:int=64)->list: # [GameResult] in schedule order
-    "Play `games` in `arena` (see `iter_games`), game `k` seeded with `game_seed(seed, k)`, here or as Ray tasks: the same results."
+    "Play `games` in `arena` (see `iter_games`; agents, steps and settings: `season_game`'s where None), game `k` seeded with `game_seed(seed, k)`, here or as Ray tasks: the same results."
     it = iter_games(policies, games, seed, arena, agents_per_genome, steps, settings, backend, ray_address, batch)
     return [r for _, rs in tqdm(it, total=-(-len(games)//batch), desc='batches', disable=not progress, leave=False) for r in rs]
 
@@ -411,11 +413,11 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
                    policies:list|None=None, # with `registry=None`: the entrants' policies (ids name them)
                    arena:str='snake', # the arena of every entrant
                    genomes_per_game:int=GENOMES_PER_GAME, # genomes meeting in one game (fewer when there are fewer entrants)
-                   agents_per_genome:int=8, # each genome's agents in a game (snakes on the map, tetris boards, ...)
-                   steps:int=400, # steps of a game
+                   agents_per_genome:int|None=None, # each genome's agents in a game (snakes, tetris boards, ...); None: the season's
+                   steps:int|None=None, # steps of a game; None: the arena's season (`season_game`)
                    meetings:int=1, # games each pair of entrants meets in, at least
                    seed:int=0, # the schedule's and the games' seed (game k plays `game_seed(seed, k)`)
-                   settings:dict|None=None, # the arena's arguments (map size, ...); default its `game_settings`
+                   settings:dict|None=None, # the arena's arguments (map size, ...) over its season's and `game_settings`
                    backend:str='local', # 'local' (this process) or 'ray' (games spread over a Ray cluster)
                    ray_address:str|None=None, # the Ray cluster to join; None starts a local one (`ray.init()`)
                    progress:bool=True, # show a progress bar of the batches?
@@ -440,6 +442,7 @@ def run_tournament(registry:Registry|None=None, # stores results and ratings; No
         policies = [registry.policy(i) for i in ids]
     elif policies is None or ids is None or len(ids) != len(policies): raise ValueError("without a registry pass ids and policies of equal length")
     if evaluation is None:   # a new tournament: program genomes show their pace first; those that fail stay out
+        agents_per_genome, steps, settings = season_game(arena, agents_per_genome, steps, settings)
         ids, policies = _qualify(list(ids), list(policies), failures, arena, agents_per_genome, steps, settings, seed, registry)
     if quantised: policies = quantise(policies)
     if len(ids) < 2: raise ValueError(f"a tournament needs at least 2 {arena} genomes, got {len(ids)}")

@@ -26,8 +26,10 @@ class TournamentRequest(BaseModel):
     model_config = ConfigDict(extra='forbid', strict=True)
     arena: Optional[str] = Field(None, description="only this arena's genomes; null for every arena (each with its `game_settings`)")
     episodes_per_agent: int = Field(1, ge=1, le=4, description="episodes counted per agent (evaluation jobs)")
-    agents: int = Field(16, ge=1, le=256, description="agents of a game or evaluation: snakes on the map, tetris boards, ...")
-    max_steps: int = Field(1000, ge=1, le=20000)
+    agents: int = Field(16, ge=1, le=256, description="agents of an evaluation, or of a tournament game when given (shared among "
+                        "its genomes; not given: the arena's season value, `ArenaSeason.agents` a genome)")
+    max_steps: int = Field(1000, ge=1, le=20000, description="an evaluation's step cap, or a tournament game's steps when given "
+                           "(not given: the arena's season value, `ArenaSeason.steps`)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
     settings: dict[str, Union[StrictBool, StrictInt, Annotated[float, Field(strict=True, allow_inf_nan=False)]]] = Field(default_factory=dict, max_length=16,
         description="the arena's own settings (snake: width, height, num_food, ...) within its `limits`; needs `arena`")
