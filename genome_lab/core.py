@@ -69,18 +69,14 @@ def atomic_write_json(path:str|Path, obj, **kw)->Path: # `kw` go to `atomic_writ
     return atomic_write(path, json.dumps(obj, indent=1, default=float), **kw)
 
 # %% ../nbs/00_core.ipynb #6cc35ec6
-_TYPES = {'int': int, 'float': float, 'str': str, 'bool': bool, 'dict': dict}
-
-def _required(f)->bool: return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-
+_TYPES = {'int': int, 'float': float, 'str': str, 'bool': bool, 'dict': dict} # annotations written as strings, read back
 def _field_type(cls, f)->type:
     t = typing.get_type_hints(cls).get(f.name, f.type)
     if isinstance(t, str): t = _TYPES.get(t, str)
     return t
 
 def config_fields(cls)->dict: # {flag name: (owning dataclass, field)}, nested dataclasses flattened
-    """Every leaf field of dataclass `cls`, nested dataclass fields flattened, each with the class that declares it (a
-    base class's field: the base, where its comment and `RANGES` are); raises `ValueError` on a name used twice."""
+    "Every leaf field of dataclass `cls` (nested ones flattened) with the class declaring it; `ValueError` on a name used twice."
     out = {}
     for f in dataclasses.fields(cls):
         t = _field_type(cls, f)
@@ -103,9 +99,8 @@ def config_parser(*configs:type, # config dataclasses whose fields become flags
         for name, (owner, f) in config_fields(cls).items():
             if owner not in docs: docs[owner] = docments(owner)   # each call parses its whole module
             t, doc = _field_type(owner, f), docs[owner].get(f.name) or ''
-            required = _required(f)
-            default = f.default if f.default is not dataclasses.MISSING else (
-                      f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+            required = f.default is f.default_factory is dataclasses.MISSING   # no default: a required flag
+            default = None if required else f.default if f.default is not dataclasses.MISSING else f.default_factory()
             help = f"{doc} ({'required' if required else f'default: {default!r}'})".replace('%', '%%')
             flag = '--' + name.replace('_', '-')
             if t is bool: group.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help)
@@ -122,7 +117,7 @@ def config_from_args(cls:type, # the config dataclass
                      base=None): # an instance of `cls` whose values stand where a flag was not given; `cls()` if None
     "An instance of `cls` from `base` with the given flags applied (nested dataclasses included); `cls`'s checks run."
     given = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
-    base = base if base is not None else cls(**{f.name: given[f.name] for f in dataclasses.fields(cls) if _required(f)})
+    base = base if base is not None else cls(**{f.name: given[f.name] for f in dataclasses.fields(cls) if f.default is f.default_factory is dataclasses.MISSING})
     def build(c, obj):
         kw = {}
         for f in dataclasses.fields(c):
