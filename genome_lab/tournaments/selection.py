@@ -182,15 +182,15 @@ def arena_plan(cfg:SeasonRules, arena:str, # the rules (a `SeasonConfig` is one)
 # %% ../../nbs/41_selection.ipynb #1ab4f8bd
 def tournament_job(registry:Registry, req, progress)->dict: # req: `genome_lab.web.server_jobs.TournamentRequest`; {arena: result}
     """The server's `run_tournament` job: in `req.arena` (or every arena with two genomes or more), the `arena_plan`
-    tournament of `SeasonRules()` among its active and candidate genomes, with the request's `max_steps`, `agents` and
-    `settings` where it gives them, then the arena's selection; returns each arena's leaderboard and changes."""
+    tournament of `SeasonRules()` among its active and candidate genomes, with the request's `max_steps`, `agents`,
+    `settings` and `max_meetings` where it gives them, then the arena's selection; returns each arena's leaderboard and changes."""
     given = req.model_fields_set
     arenas = [req.arena] if req.arena else sorted({g['arena'] for s in ('active', 'candidate') for g in map(registry.genome, registry.ids(s))})
     out = {}
     for k, arena in enumerate(arenas):
         entrants = [i for s in ('active', 'candidate') for i in registry.ids(s) if registry.genome(i)['arena'] == arena]
         if len(entrants) < 2: continue
-        kw, rules = arena_plan(SeasonRules(), arena, len(entrants))
+        kw, rules = arena_plan(SeasonRules(**({'max_meetings': req.max_meetings} if req.max_meetings else {})), arena, len(entrants))
         if 'max_steps' in given: kw['steps'] = req.max_steps
         if 'agents' in given: kw['agents_per_genome'] = max(1, req.agents // min(kw['genomes_per_game'], len(entrants)))
         if req.arena: kw['settings'] = {**kw['settings'], **req.settings}

@@ -30,6 +30,8 @@ class TournamentRequest(BaseModel):
                         "its genomes; not given: the arena's season value, `ArenaSeason.agents` a genome)")
     max_steps: int = Field(1000, ge=1, le=20000, description="an evaluation's step cap, or a tournament game's steps when given "
                            "(not given: the arena's season value, `ArenaSeason.steps`)")
+    max_meetings: Optional[int] = Field(None, ge=1, le=1000, description="a tournament's games go on until its top is stable "
+                                        "or every pair met this often (not given: `SeasonRules.max_meetings`, a season's)")
     seed: int = Field(0, ge=0, le=2**31 - 1)
     settings: dict[str, Union[StrictBool, StrictInt, Annotated[float, Field(strict=True, allow_inf_nan=False)]]] = Field(default_factory=dict, max_length=16,
         description="the arena's own settings (snake: width, height, num_food, ...) within its `limits`; needs `arena`")
