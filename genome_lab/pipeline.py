@@ -17,7 +17,7 @@ from .core import (notebooks_dir, atomic_write, run_lock, RunLocked, first_sente
                              cache_dir, in_range)
 
 # %% auto #0
-__all__ = ['PRESETS', 'RUN_INJECTED', 'BUDGETS', 'FLAGS', 'RERUN_REFUSED', 'DISPLAY_SETUP', 'NOISE', 'ACTIONS', 'list_notebooks',
+__all__ = ['PRESETS', 'RUN_INJECTED', 'BUDGETS', 'FLAGS', 'RERUN_REFUSED', 'KERNEL_STARTUP', 'NOISE', 'ACTIONS', 'list_notebooks',
            'notebook_parameters', 'parse_override', 'run_caches', 'cache_states', 'resolve_parameters', 'cell_flags',
            'skip_flagged', 'NotebookFailed', 'new_run_id', 'run_kernel_manager', 'kernel_config', 'run_pipeline',
            'work_folders', 'snapshot_registry', 'restore_registry', 'notebook_lane', 'noisy_outputs', 'run_summary',
@@ -258,12 +258,7 @@ def restore_registry(run_dir:Path, work:list=()): # `work`: the `work_folders` t
     for w in work: _copy_over(run_dir/'work.before'/w, run_dir/w)
 
 # %% ../nbs/99_pipeline.ipynb #af47f2f6
-DISPLAY_SETUP = """# genome_lab.pipeline: how a run's notebooks show numbers (an IPython startup file of the run's kernels)
-try:
-    import pandas as pd
-    pd.set_option('display.precision', 3)   # tables with 3 decimals, not pandas' 6
-except ImportError: pass
-""" # run by every kernel of a run before its first cell
+KERNEL_STARTUP = (Path(genome_lab.__file__).parent/'kernel_startup.ipy').read_text() # run by every kernel of a run before its first cell
 
 def notebook_lane(declared:dict, # `notebook_parameters` of the notebook
                   parameters:dict)->str: # its resolved parameters; 'registry' or 'free'
@@ -275,7 +270,7 @@ def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags
     """Run the notebooks not yet done, and those of `rerun` again: the registry lane (`notebook_lane`) here, each after
     its snapshot, and with 2 `lanes` the free lane beside it in a thread (see "A run"). A failure stops the other lane
     before its next notebook and is raised once both stopped. `run.json` keeps `wall_seconds` (summed over resumes) and
-    each notebook's `ended_s` in them. The kernels start with `DISPLAY_SETUP` (an IPython profile in `run_dir/.ipython`)."""
+    each notebook's `ended_s` in them. The kernels start with `KERNEL_STARTUP` (an IPython profile in `run_dir/.ipython`)."""
     lock, stop, failed, t0, base = threading.RLock(), threading.Event(), [], time.perf_counter(), record.get('wall_seconds', 0.0)
     def save(ended:str|None=None): # `ended`: a notebook that just finished, whose `ended_s` is now
         with lock:
@@ -293,7 +288,7 @@ def _run_notebooks(run_dir:Path, notebooks:list, params:dict, record:dict, flags
         try: _run_each(run_dir, names, params, record, flags, say, save, rerun, lock, stop, snapshots)
         except NotebookFailed as e: failed.append(e); stop.set()
     with lock: record.update(status='running', lanes=lanes); save()
-    atomic_write((ipython := run_dir/'.ipython')/'profile_default'/'startup'/'00-display.py', DISPLAY_SETUP)
+    atomic_write((ipython := run_dir/'.ipython')/'profile_default'/'startup'/'00-genome_lab.ipy', KERNEL_STARTUP)
     with mock.patch.dict(os.environ, TQDM_DISABLE=os.environ.get('TQDM_DISABLE', '1'), IPYTHONDIR=str(ipython.resolve())):   # kernels inherit both: no bars
         side = threading.Thread(target=run_lane, args=todo[1], daemon=True) if len(todo) > 1 else None   # daemon: Ctrl-C here ends the run
         if side: side.start()
