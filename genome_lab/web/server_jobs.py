@@ -24,7 +24,7 @@ from .web_kit import RegistryPool, retry_busy, _finite, require_token, TokenRout
 class TournamentRequest(BaseModel):
     "Settings of a tournament (or evaluation) job: the arena or every arena, agents, steps, seed and the arena's own settings."
     model_config = ConfigDict(extra='forbid', strict=True)
-    arena: Optional[str] = Field(None, description="only this arena's genomes; null for every arena (each with its `game_settings`)")
+    arena: Optional[str] = Field(None, description="only this arena's genomes; null for every arena (each at its own season settings, `Arena.season`)")
     episodes_per_agent: int = Field(1, ge=1, le=4, description="episodes counted per agent (evaluation jobs)")
     agents: int = Field(16, ge=1, le=256, description="agents of an evaluation, or of a tournament game when given (shared among "
                         "its genomes; not given: the arena's season value, `ArenaSeason.agents` a genome)")
