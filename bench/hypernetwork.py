@@ -47,32 +47,22 @@ def habits(s): return f"lives {s['lives']:.0f} steps on average and eats {s['foo
 
 def play(policy, snakes=256, seed=202, steps=PLAY_STEPS)->dict: # {'adjacent_food', 'causes': {cause: share of deaths}, 'deaths', 'steps'}
     """Two habits, from one greedy game on PufferLib's map: how often the snake eats a food (or corpse) lying in exactly
-    one cell next to its head (a random move takes it 1 time in 4), and what each death ran into, read from the C state
-    before the step: 'wall', its own body ('self'), another snake ('other'), or a cell that was free but that a snake
-    moving earlier in the same tick took ('contested')."""
-    from genome_lab.arenas.arena import SnakeArena, SNAKE_FOOD, SNAKE_CORPSE, SNAKE_WALL
+    one cell next to its head (a random move takes it 1 time in 4), and what each death ran into
+    (`KillTracker.death_causes`: a wall, its own body, another snake, or a contested cell)."""
+    from genome_lab.arenas.arena import SnakeArena, SNAKE_FOOD, SNAKE_CORPSE
+    from genome_lab.tournaments.tournament import KillTracker, CAUSES
     arena = SnakeArena(num_snakes=snakes); obs = arena.reset(seed); state = policy.initial_state(snakes)
     c = obs.shape[1] // 2; nb = [(c - 1, c), (c + 1, c), (c, c - 1), (c, c + 1)]   # cells of actions up, down, left, right
-    move = np.array([(-1, 0), (1, 0), (0, -1), (0, 1)])
-    took = seen = 0; causes = dict(wall=0, self=0, other=0, contested=0)
+    took = seen = 0; causes, kt = dict.fromkeys(CAUSES, 0), KillTracker(arena)
     for _ in range(steps):
         act, state = policy.act(obs, state, greedy=True)
         food = np.isin(np.stack([obs[:, r, q] for r, q in nb], 1), (SNAKE_FOOD, SNAKE_CORPSE))
         one = food.sum(1) == 1
         took += int((food[np.arange(snakes), act] & one).sum()); seen += int(one.sum())
-        grid, body, ptr, length = arena.c_state(0)
-        M, i = body.shape[1], np.arange(snakes)
-        head, neck, d = body[i, ptr], body[i, (ptr - 1) % M], move[act]
-        nxt = head + d
-        back = (length > 1) & (neck == nxt).all(1)            # snake.h turns a move into the neck into going straight on
-        nxt[back] = head[back] - d[back]
-        tile = grid[nxt[:, 0], nxt[:, 1]]
-        own, s = np.zeros(snakes, bool), np.flatnonzero(tile > SNAKE_WALL)   # only a move into a snake can hit its own body
-        ring = (ptr[s, None] - np.arange(M)) % M < length[s, None]   # body cells still on the map
-        own[s] = ((body[s] == nxt[s, None]).all(2) & ring).any(1)
-        obs, _, died = arena.step(act)
-        for k, hit in dict(wall=tile == SNAKE_WALL, self=(tile > SNAKE_WALL) & own, other=(tile > SNAKE_WALL) & ~own, contested=tile < SNAKE_WALL).items():
-            causes[k] += int((died & hit).sum())
+        kt.before()
+        obs, rew, died = arena.step(act)
+        if died.any():
+            for k, v in kt.death_causes(kt.after(act, rew)[0][died], np.flatnonzero(died)).items(): causes[k] += v
     arena.close()
     n = sum(causes.values())
     return dict(adjacent_food=took / seen if seen else float("nan"), causes={k: v / max(n, 1) for k, v in causes.items()}, deaths=n, steps=steps)

@@ -20,18 +20,18 @@ from .dreaming import (Trajectories, DreamBridgeEnv, DistillConfig, session_traj
                                  greedy_moves)
 from ..tournaments.ranking import sign_test
 from ..players.cloning import merge_genomes
-from ..tournaments.tournament import KillTracker, KILL_WALL, KILL_UNKNOWN
+from ..tournaments.tournament import KillTracker, CAUSES
 from ..rl.training import PPOConfig, PPOHyper, SnakeVecEnv
 from ..rl.ppo_run import PPORun
 from ..programs.llm_backends import OfflineMutator, OpenAIBackend, extract_code
 
 # %% auto #0
-__all__ = ['SETTING_SPACE', 'SEASON_MAP', 'CAUSES', 'FOCUS_KNOBS', 'DM_PROGRAM', 'DM_SYSTEM', 'HELDOUT_SEED', 'ROLES',
-           'ProposalError', 'check_proposal', 'settings_code', 'parse_proposal', 'curriculum_arena', 'probe',
-           'offline_dungeon_master', 'make_backend', 'dm_request', 'dm_stage', 'uniform_settings', 'CurriculumConfig',
-           'curriculum_run', 'swap_maps', 'train_curriculum', 'heldout_settings', 'heldout_scores',
-           'register_curriculum', 'role_trajectories', 'bot_labels', 'dream_game', 'FederatedConfig',
-           'dream_specialist', 'register_specialist', 'federate', 'role_agreement', 'paired_sign']
+__all__ = ['SETTING_SPACE', 'SEASON_MAP', 'FOCUS_KNOBS', 'DM_PROGRAM', 'DM_SYSTEM', 'HELDOUT_SEED', 'ROLES', 'ProposalError',
+           'check_proposal', 'settings_code', 'parse_proposal', 'curriculum_arena', 'probe', 'offline_dungeon_master',
+           'make_backend', 'dm_request', 'dm_stage', 'uniform_settings', 'CurriculumConfig', 'curriculum_run',
+           'swap_maps', 'train_curriculum', 'heldout_settings', 'heldout_scores', 'register_curriculum',
+           'role_trajectories', 'bot_labels', 'dream_game', 'FederatedConfig', 'dream_specialist',
+           'register_specialist', 'federate', 'role_agreement', 'paired_sign']
 
 # %% ../../nbs/73_dungeon_master.ipynb #05b3979a
 SETTING_SPACE = dict(width=(24, 96), height=(24, 64), num_snakes=(4, 64), num_food=(8, 400)) # knob: (low, high)
@@ -81,8 +81,6 @@ def parse_proposal(text:str)->dict: # checked settings (`check_proposal`)
     return check_proposal(raw)
 
 # %% ../../nbs/73_dungeon_master.ipynb #081f0615
-CAUSES = ('wall', 'self', 'other', 'contested') # what a death ran into
-
 def curriculum_arena(settings:dict, agents:int)->SnakeArena:
     "The maps of `settings` that hold `agents` snakes: `agents // num_snakes` of them."
     if agents % settings['num_snakes']:
@@ -106,9 +104,7 @@ def probe(policy:Policy, settings:dict, seed:int=0, steps:int=100, agents:int=64
             obs, r, died = arena.step(a)
             ret, dead = ret + float(r.sum()), dead | died
             if died.any():
-                who, killer = np.flatnonzero(died), kt.after(a, r)[0][died]
-                for k, hit in zip(CAUSES, (killer == KILL_WALL, killer == who, (killer >= 0) & (killer != who),
-                                           killer == KILL_UNKNOWN)): count[k] += int(hit.sum())
+                for k, v in kt.death_causes(kt.after(a, r)[0][died], np.flatnonzero(died)).items(): count[k] += v
     finally: arena.close()
     n, deaths = steps * arena.num_agents, sum(count.values())
     return dict(return_per_step=ret / n, deaths_per_1k=1000 * deaths / n, survival=float(1 - dead.mean()),

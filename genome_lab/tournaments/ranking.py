@@ -7,7 +7,7 @@ Docs: https://genome-lab.github.io/genome_lab/tournament.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['MODEL', 'FITNESS_WEIGHTS', 'CHECK_SEEDS', 'LEAD_GAMES', 'LEAD_P', 'schedule_games', 'rate_game', 'elo_update', 'fit_ratings', 'split_half', 'StopRule', 'fitness_table', 'sign_test', 'head_to_head', 'bootstrap_ci', 'lead_verdict']
+__all__ = ['MODEL', 'FITNESS_WEIGHTS', 'CHECK_SEEDS', 'LEAD_GAMES', 'LEAD_P', 'schedule_games', 'rate_game', 'elo_update', 'fit_ratings', 'split_half', 'StopRule', 'fitness_table', 'ladder_taus', 'games_to_reach', 'sign_test', 'head_to_head', 'bootstrap_ci', 'lead_verdict']
 
 # %% ../../nbs/40_tournament.ipynb #8cb27465
 import itertools, math
@@ -117,6 +117,26 @@ def fitness_table(ids:list, games:list, results:list, steps:int, engagement:dict
     t['engagement'] = [(engagement or {}).get(i, 0.5) for i in ids]
     t['fitness'] = sum(w * t[k] for k, w in FITNESS_WEIGHTS.items())
     return t
+
+# %% ../../nbs/40_tournament.ipynb #ee062996
+def ladder_taus(results:list, games:list, true_order:list)->dict: # {'openskill': [tau per game], 'elo': [...]}
+    "Kendall's tau between rating order and `true_order` (best first) after each game."
+    from scipy.stats import kendalltau
+    rt, el, out = {}, {}, dict(openskill=[], elo=[])
+    truth = {e: -k for k, e in enumerate(true_order)}
+    for g, r in zip(games, results):
+        rate_game(rt, list(g), r.ranks); elo_update(el, list(g), r.ranks)
+        ids = sorted(truth)
+        for key, val in (('openskill', lambda i: rt[i].ordinal() if i in rt else 0), ('elo', lambda i: el.get(i, 1500))):
+            out[key].append(kendalltau([truth[i] for i in ids], [val(i) for i in ids]).statistic)
+    return out
+
+# %% ../../nbs/40_tournament.ipynb #36e41a32
+def games_to_reach(taus:list, level:float=0.9)->int|None: # 1-based game count, or None
+    "Games after which tau stays at or above `level` to the end."
+    for k in range(len(taus)):
+        if all(t >= level for t in taus[k:]): return k + 1
+    return None
 
 # %% ../../nbs/40_tournament.ipynb #8e445f98
 def sign_test(wins:int, losses:int, # games the first placed above, below the second (ties left out)

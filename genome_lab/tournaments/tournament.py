@@ -21,13 +21,14 @@ from .ranking import (MODEL, rate_game, elo_update, split_half, StopRule, fitnes
                                             CHECK_SEEDS, LEAD_GAMES, bootstrap_ci, lead_verdict, head_to_head)
 
 # %% auto #0
-__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'GENOMES_PER_GAME', 'QUALIFY_STEPS', 'body_cells', 'KillTracker',
+__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'CAUSES', 'GENOMES_PER_GAME', 'QUALIFY_STEPS', 'body_cells', 'KillTracker',
            'GameResult', 'game_generators', 'play_maps', 'plan_moves', 'play_game', 'SnakeGame', 'play_side_by_side',
            'play_batch', 'play_solo_game', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
-           'run_tournament', 'ladder_taus', 'games_to_reach', 'rank_stability', 'check_pair', 'lead_check']
+           'run_tournament', 'rank_stability', 'check_pair', 'lead_check']
 
 # %% ../../nbs/40_tournament.ipynb #a4e6971c
 KILL_NONE, KILL_WALL, KILL_UNKNOWN = -1, -2, -3
+CAUSES = ('wall', 'self', 'other', 'contested') # what a snake's death ran into (`death_causes`)
 _MOVES = np.array(SNAKE_MOVES)
 
 def body_cells(body, ptr, length): # (n, m, 2), (n,), (n,) -> cells (sum(length), 2), owners (sum(length),)
@@ -68,6 +69,14 @@ class KillTracker:
             k, h = self._attribute(np.asarray(actions).reshape(-1, self.n), np.asarray(rewards).reshape(-1, self.n), died)
             killer[died.reshape(-1)], head_hit[died.reshape(-1)] = k, h
         return killer, head_hit
+
+    @staticmethod
+    def death_causes(killer:np.ndarray, who:np.ndarray)->dict: # {cause of `CAUSES`: deaths}
+        """What the deaths of agents `who` ran into, from their killers (`after`): a wall, the snake's own body, another
+        snake (that held the cell, or whose head reached it first in the step), or a contested cell (`KILL_UNKNOWN`: its
+        holder moved off or died in the same step). The one count of causes (the Dungeon Master's `probe`, benches)."""
+        hits = (killer == KILL_WALL, killer == who, (killer >= 0) & (killer != who), killer == KILL_UNKNOWN)
+        return {k: int(h.sum()) for k, h in zip(CAUSES, hits)}
 
     def _attribute(self, actions, rewards, died)->tuple: # (killer, head_hit) of each death, map-major
         "The rules above for every death of the step at once (cells as flat indices r*width + c)."
@@ -148,6 +157,7 @@ def _play_maps(games, seeds, maps, n, steps, greedy)->list:
     if len({len(g) for g in games}) > 1: raise ValueError("the games of one batch need the same number of genomes")
     group, gens = GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
     seats = [_seating(len(g), n, s) for g, s in zip(games, seeds)]
+    searching = [any(hasattr(p, 'search') for p in g) for g in games]   # games with a planner (`plan_moves`)
     bounds = np.cumsum([0] + [len(g)*n for g in games])
     counts = [{k: np.zeros(len(g), np.int64) for k in ('kills', 'team_kills', 'deaths')} for g in games]
     obs, kt = [m.reset(s) for m, s in zip(maps, seeds)], KillTracker(*maps)
@@ -160,7 +170,7 @@ def _play_maps(games, seeds, maps, n, steps, greedy)->list:
             for b, (m, (slot, _)) in enumerate(zip(maps, seats)):
                 s = slice(bounds[b], bounds[b+1])
                 acts[s][slot] = a[s]
-                plan_moves(games[b], m, seats[b][1], acts[s])
+                if searching[b]: plan_moves(games[b], m, seats[b][1], acts[s])
                 obs[b], rews[s], dead[s] = m.step(acts[s])
             if dead.any():
                 killer = kt.after(acts, rews)[0]
@@ -538,26 +548,6 @@ def _qualify(ids:list, policies:list, failures:dict, # genome id -> reason, upda
         failures[i] = str(p.failure)
         if registry is not None: registry.set_status(i, 'retired')
     return [i for i, _ in keep], [p for _, p in keep]
-
-# %% ../../nbs/40_tournament.ipynb #ee062996
-def ladder_taus(results:list, games:list, true_order:list)->dict: # {'openskill': [tau per game], 'elo': [...]}
-    "Kendall's tau between rating order and `true_order` (best first) after each game."
-    from scipy.stats import kendalltau
-    rt, el, out = {}, {}, dict(openskill=[], elo=[])
-    truth = {e: -k for k, e in enumerate(true_order)}
-    for g, r in zip(games, results):
-        rate_game(rt, list(g), r.ranks); elo_update(el, list(g), r.ranks)
-        ids = sorted(truth)
-        for key, val in (('openskill', lambda i: rt[i].ordinal() if i in rt else 0), ('elo', lambda i: el.get(i, 1500))):
-            out[key].append(kendalltau([truth[i] for i in ids], [val(i) for i in ids]).statistic)
-    return out
-
-# %% ../../nbs/40_tournament.ipynb #36e41a32
-def games_to_reach(taus:list, level:float=0.9)->int|None: # 1-based game count, or None
-    "Games after which tau stays at or above `level` to the end."
-    for k in range(len(taus)):
-        if all(t >= level for t in taus[k:]): return k + 1
-    return None
 
 # %% ../../nbs/40_tournament.ipynb #e54cdf1c
 def rank_stability(a:TournamentResult, b:TournamentResult)->float: # Kendall's tau in [-1, 1]
