@@ -1,4 +1,4 @@
-"""Bench for 63_llm_evolution (LLM evolution of Tetris players).
+"""Bench for 65_llm_evolution (LLM evolution of Tetris players).
 
 1. Harness throughput: evaluations/s and actions/s of the sandboxed harness on a Tetris player program, against
    the same program played in-process (no sandbox) in the same process: the ratio is the sandbox's cost.
@@ -7,7 +7,7 @@
    template evolution starts from and the best evolved program, all on the same held-out seeds.
 The run's flags are `EvolutionConfig`'s fields (`genome_lab.core.config_parser`); the bench's runs use its defaults
 except `PRESET`. With `--out FILE` the figures are written as JSON: `nbs/measured/llm_evolution.json` is the file
-63_llm_evolution shows.
+65_llm_evolution shows.
 Usage: OMP_NUM_THREADS=1 python bench/llm_evolution.py [--games 16] [--ref-games 16] [--evals 6] [--max-generations 3]
        [--children-per-generation 6] [--run-dir DIR] [--out FILE]
 """
@@ -19,13 +19,13 @@ import torch
 torch.set_num_threads(1)
 from genome_lab.core import config_parser, config_from_args, atomic_write_json
 from genome_lab.programs.llm_evolution import EvolutionConfig, EvolutionRun
-from genome_lab.programs.database import compare_heldout
+from genome_lab.programs.evaluation import compare_heldout
 from genome_lab.programs.sandbox import play_games
 from genome_lab.programs.program_policy import program_env
 from genome_lab.programs.tetris_players import player_source, play_local, TetrisGame, DELLACHERIE_WEIGHTS, EL_TETRIS_WEIGHTS, MAX_TICKS
 
 PRESET = dict(max_generations=3, children_per_generation=6)   # where the bench's run differs from `EvolutionConfig()`, and why:
-PRESET_WHY = "the run of 63_llm_evolution's default parameters (generations 3, children_per_generation 6)"
+PRESET_WHY = "the run of 65_llm_evolution's default parameters (generations 3, children_per_generation 6)"
 
 @dataclass
 class BenchOptions:

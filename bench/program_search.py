@@ -1,4 +1,4 @@
-"""Bench for 63_llm_evolution's program search at the frontier (issue 34): parallel evaluation, the evaluation cache,
+"""Bench for 65_llm_evolution's program search at the frontier (issue 34): parallel evaluation, the evaluation cache,
 and the evolved program against El-Tetris on held-out games.
 
 1. Parallel speedup: one batch of distinct Tetris programs (offline mutations of the El-Tetris player) evaluated by
@@ -22,14 +22,14 @@ from typing import Annotated   # a script's dataclass documents its fields here 
 import numpy as np
 from genome_lab.core import config_parser, config_from_args, atomic_write_json
 from genome_lab.programs.llm_evolution import EvolutionConfig, EvolutionRun
-from genome_lab.programs.database import play_program
+from genome_lab.programs.evaluation import play_program
 from genome_lab.programs.llm_backends import OfflineMutator
 from genome_lab.programs.sandbox import SandboxLimits
 from genome_lab.programs.program_policy import program_env
 from genome_lab.programs.tetris_players import player_source, EL_TETRIS_WEIGHTS
 
 PRESET = dict(max_generations=3, children_per_generation=6, max_ticks=800, seed_references=True)   # where, and why
-PRESET_WHY = ("the run of bench/llm_evolution.py and 63_llm_evolution's defaults (generations 3, children 6), "
+PRESET_WHY = ("the run of bench/llm_evolution.py and 65_llm_evolution's defaults (generations 3, children 6), "
               "with training games of 800 ticks: good players all survive 400, so 400 ticks hardly tell them apart; "
               "the islands start from the reference players too, so the search refines the best known features")
 

@@ -9,7 +9,7 @@ from genome_lab.programs.program_policy import program_env
 from genome_lab.core import advance, load_state
 from genome_lab.programs.llm_evolution import EvolutionConfig, EvolutionRun, CHECKPOINT, ChildCallLimitExceeded
 from genome_lab.programs.llm_backends import OfflineMutator, OFFLINE_ROOT_STRATEGY
-from genome_lab.programs.database import ProgramDatabase
+from genome_lab.programs.program_store import ProgramDatabase
 from genome_lab.programs.program_producer import evolve_cli, register_program
 from genome_lab.registry.store import Registry, NAMING, NAME_MAX
 

@@ -1,5 +1,5 @@
 """bench/programs_climb.py at tiny settings: the producer works as one process for its budget, its best offer is checked
-by the lead rule against the non-random tetris founders, and the figures file holds what 63_llm_evolution quotes."""
+by the lead rule against the non-random tetris founders, and the figures file holds what 65_llm_evolution quotes."""
 import importlib.util, json, sys
 from pathlib import Path
 from genome_lab.ecosystem.loop import climb_check

@@ -297,7 +297,7 @@ def test_the_base_pythons_site_packages_are_hidden():
     with SandboxedPlayer(src, LIM, 7) as p: test = p.act(*CountdownGame(1).reset(0))
     assert test == 0, f"the child sees {'no folder' if test == 6 else f'{test} or more entries'} in the base Python's site-packages"
 
-# --- the sandboxed REPL (model-written code of a root LLM, 63_llm_evolution): the same layers, its calls answered here
+# --- the sandboxed REPL (model-written code of a root LLM, 65_llm_evolution): the same layers, its calls answered here
 
 def test_the_repl_keeps_its_namespace_and_answers_only_its_functions():
     from genome_lab.programs.sandbox import SandboxedREPL
