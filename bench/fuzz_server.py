@@ -79,7 +79,7 @@ def main(argv=None):
     a = parse(FuzzBench, doc=__doc__, argv=argv)
     from genome_lab.registry.store import Registry, seed_founders
     from genome_lab.web.server import create_app, serve_in_thread
-    from genome_lab.web.server_jobs import evaluation_job
+    from genome_lab.web.server_jobs import evaluation_job, job_runner
     work = Path(tempfile.mkdtemp(prefix='genome_lab_fuzz_'))
     root = work/'registry'
     with Registry(root) as reg:
@@ -98,7 +98,7 @@ def main(argv=None):
         r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, 'NO_COLOR': '1'}, cwd=work)  # its .schemathesis cache goes there
         dt = time.perf_counter() - t0
         t1 = time.time()
-        while inner.state.runner.busy() and time.time() - t1 < 300: time.sleep(0.2)  # a tournament job still running ends first
+        while job_runner(inner).busy() and time.time() - t1 < 300: time.sleep(0.2)  # a tournament job still running ends first
     out = r.stdout.splitlines()
     summary = out[out.index(next(l for l in out if 'SUMMARY' in l)):] if any('SUMMARY' in l for l in out) else out[-30:]
     print('\n'.join(l for l in summary if l.strip()))

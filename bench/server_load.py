@@ -32,7 +32,7 @@ TOKEN = 'bench-token-' + os.urandom(6).hex()
 SERVER = """
 import json, os, sys, uvicorn
 from genome_lab.web.server import create_app, ManifestOut
-from genome_lab.web.web_kit import retry_busy
+from genome_lab.web.access import retry_busy
 root, static, port, token, http, workers = sys.argv[1:7]
 if int(workers) > 1:   # read-only processes as `genome-lab serve --workers N --read-only` runs them
     os.environ['GENOME_LAB_SERVE'] = json.dumps(dict(registry=root, max_upload_bytes=8 << 20, job='genome_lab.tournaments.selection:tournament_job'))

@@ -178,8 +178,7 @@ RERUN_REFUSED = { # chapters `run_pipeline` does not run again on a finished run
     '10_registry': "it founds the registry, on an empty one",
     '40_tournament': "its tournaments would rate the finished run's genomes again, and its checks count the ratings 10-33 leave",
     '41_selection': "its selection would replace active genomes the seasons chose, and its checks read the active set 40 leaves",
-    '42_server': "its small tournament would rate the finished run's snakes again, and its checks read the leaderboard 41 leaves",
-    '44_player_loop': "its bots would report games on the finished run's genomes, and its checks count the reports from none"}
+    '45_player_loop': "its bots would report games on the finished run's genomes, and its checks count the reports from none"}
 
 # %% ../nbs/99_pipeline.ipynb #c6afe531
 def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: all numbered notebooks (`resume`: those not done)

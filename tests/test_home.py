@@ -3,8 +3,8 @@ in headless Chromium (Debian's chromium under Playwright, tests/loopback.py); sc
 import urllib.parse
 import httpx, pytest
 from genome_lab.registry.store import Registry, seed_founders
-from genome_lab.web.server import create_app, serve_in_thread
-from genome_lab.web.site_pages import home_links, API_DOCS, NAV
+from genome_lab.web.server import create_app, serve_in_thread, NAV
+from genome_lab.web.site_pages import home_links, API_DOCS
 from loopback import Page
 
 @pytest.fixture

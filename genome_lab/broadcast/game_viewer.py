@@ -17,8 +17,8 @@ from ..arenas.physics import FPS, SELECTION_DEVICE, simulate, stack_policies, pe
 from ..tournaments.tournament import play_side_by_side
 from .highlights import StoredGame, tournament_games, replay
 from .streaming import genome_colours
-from ..web.web_kit import RegistryPool, registry_pool, retry_busy
-from ..web.site_pages import page, page_part, json_script
+from ..web.access import RegistryPool, registry_pool, retry_busy
+from ..web.server import page, page_part, json_script
 from .stream_server import stored_clips
 
 # %% auto #0

@@ -13,9 +13,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Path as PathPara
 from fastapi.responses import HTMLResponse, FileResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from ..registry.store import Registry
-from ..web.web_kit import RegistryPool, registry_pool, require_token, TokenRoute, ERRORS
-from ..web.site_pages import page, page_part
-from ..web.server import connection_socket
+from ..web.access import RegistryPool, registry_pool, require_token, TokenRoute, ERRORS
+from ..web.server import page, page_part, connection_socket
 from .live import Broadcast, StreamConfig, Viewer
 from .highlights import HighlightStore, HighlightConfig, record_highlights, HIGHLIGHTS_DIR
 

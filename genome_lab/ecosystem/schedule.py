@@ -21,7 +21,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from ..core import check_config, producer_list, did_you_mean, CommandParser
 from ..registry.store import Registry
-from ..web.web_kit import require_token, TokenRoute
+from ..web.access import require_token, TokenRoute
 from .seasons import season_config, run_season
 from .workers import spawn_worker, console_script
 

@@ -1,4 +1,4 @@
-"""The registry over HTTP (FastAPI): the manifest and genome files for game clients, token-guarded writes, tournaments as background jobs, and a leaderboard page.
+"""The registry over HTTP (FastAPI): the manifest and genome files for game clients, game results, token-guarded writes, and the frame every page of the site shares.
 
 Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 
@@ -6,7 +6,7 @@ Docs: https://genome-lab.github.io/genome_lab/server.html.md"""
 
 # %% ../../nbs/42_server.ipynb #e04185e0
 from __future__ import annotations
-import argparse, contextlib, difflib, hashlib, html, importlib, json, os, sqlite3, sys, threading, time, urllib.parse
+import argparse, contextlib, difflib, hashlib, html, importlib, importlib.resources, json, os, sqlite3, sys, threading, time, urllib.parse
 from pathlib import Path
 from typing import Callable, Literal, Optional
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response, Depends, Path as PathParam
@@ -17,20 +17,76 @@ from pydantic import BaseModel, Field, ConfigDict, field_validator
 from starlette.concurrency import run_in_threadpool
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from ..registry.store import Registry, GenomeFormatError, seed_founders
-from ..registry.sqlite_store import RegistryError, utcnow
+from ..registry.sqlite_store import RegistryError
 from ..tournaments.selection import tournament_job
-from .web_kit import RegistryPool, retry_busy, _finite, ID_PATTERN, ERRORS, BINARY, registry_pool, require_token, TokenRoute
-from .site_pages import pages, page, LoginLimiter
-from .submission import SubmissionError, check_submission
-from .server_jobs import JobRunner, jobs
+from .access import RegistryPool, retry_busy, _finite, ID_PATTERN, ERRORS, BINARY, registry_pool, require_token, TokenRoute
 
 # %% auto #0
-__all__ = ['reads', 'writes', 'MAX_UPLOAD_BYTES', 'HEADER_GUARD', 'SOCKET_EXTENSION', 'ManifestCache', 'FileCache', 'BodyGuard',
-           'validation_error', 'not_found', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut', 'PerformanceOut',
-           'GenomeOut', 'ManifestOut', 'get_genome_manifest', 'get_genome', 'HealthOut', 'health', 'GameResult',
-           'StatsUpdate', 'StatsUpdated', 'update_genome_stats', 'Submitted', 'submit_genome', 'retire_genome',
-           'installed_routers', 'serve_options', 'create_app', 'connection_socket', 'HeaderTimeoutProtocol',
-           'free_port', 'serve_in_thread', 'ServeConfig', 'log_config', 'serve_cli', 'app_from_environment']
+__all__ = ['NAV', 'ASSET_TYPES', 'assets', 'reads', 'writes', 'MAX_UPLOAD_BYTES', 'HEADER_GUARD', 'SOCKET_EXTENSION', 'site_nav',
+           'with_nav', 'page', 'json_script', 'page_part', 'asset', 'favicon', 'ManifestCache', 'FileCache',
+           'BodyGuard', 'validation_error', 'not_found', 'genome_row', 'StatsOut', 'ParentOut', 'RatingOut',
+           'PerformanceOut', 'GenomeOut', 'ManifestOut', 'get_genome_manifest', 'get_genome', 'HealthOut', 'health',
+           'GameResult', 'StatsUpdate', 'StatsUpdated', 'update_genome_stats', 'retire_genome', 'installed_routers',
+           'serve_options', 'create_app', 'connection_socket', 'HeaderTimeoutProtocol', 'free_port', 'serve_in_thread',
+           'ServeConfig', 'log_config', 'serve_cli', 'app_from_environment']
+
+# %% ../../nbs/42_server.ipynb #38f839c7
+NAV = (('/leaderboard', 'leaderboard'), ('/dashboard', 'dashboard'), ('/viewer', 'games'), ('/stream', 'live'),
+       ('/stream/playlist', 'highlights'), ('/play', 'play'), ('/docs', 'API'), ('/login', 'sign in')) # the navigation bar's links after 'genome_lab' (home)
+
+def site_nav(current:str|None=None)->str: # a <nav class="site"> element; its style is /assets/nav.css
+    "The navigation bar of every page (`NAV`), the link of path `current` marked; pages not made by `page` (the game, the API docs) put it in with `with_nav`."
+    links = ''.join(f'<a href="{p}"' + (' aria-current="page"' if p == current else '') + f'>{t}</a>' for p, t in NAV)
+    return f'<nav class="site"><a class="brand" href="/">genome_lab</a>{links}</nav>'
+
+def with_nav(doc:str, # a whole HTML document with a <head> and a <body ...> tag
+             current:str|None=None)->str: # the document with the navigation bar first in its body
+    "Put the site's navigation bar (`site_nav`) and its stylesheet into a page made elsewhere; `ValueError` for a document without <head> or <body>."
+    head, body = doc.find('</head>'), doc.find('<body')
+    if head < 0 or body < 0: raise ValueError("with_nav needs a document with </head> and <body>")
+    end = doc.index('>', body) + 1
+    return (doc[:head] + '<link rel="stylesheet" href="/assets/nav.css">' + doc[head:end] + site_nav(current) + doc[end:])
+
+def page(title:str, # the page's title (escaped here)
+         body:str, # the page's markup inside <main> (HTML, trusted: escape what came from data)
+         head:str='', # more markup for <head> (a page's own script or stylesheet)
+         dark:bool=False, # a dark page around a video (the live stream, the playlist)?
+         current:str|None=None)->str: # the path of the navigation link to mark as this page
+    "A page of the server: `body` in the shared frame (navigation bar, `/assets/style.css`, icon)."
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, '
+            f'initial-scale=1"><title>{html.escape(title)} · genome_lab</title><link rel="icon" href="/assets/favicon.svg" '
+            f'type="image/svg+xml"><link rel="stylesheet" href="/assets/style.css"><link rel="stylesheet" href="/assets/nav.css">{head}</head><body'
+            f'{" class=dark" if dark else ""}>{site_nav(current)}'
+            f'<main>{body}</main></body></html>')
+
+# %% ../../nbs/42_server.ipynb #2185647c
+def json_script(data, # anything JSON can carry
+                id:str='data')->str: # a <script type="application/json"> element a page's script reads with JSON.parse
+    "`data` as JSON inside a script element, every `<` escaped so no value can close the element."
+    return f'<script id="{id}" type="application/json">{json.dumps(data).replace("<", chr(92) + "u003c")}</script>'
+
+# %% ../../nbs/42_server.ipynb #df06faef
+def page_part(name:str)->str: # the file's text
+    "A page's markup kept as package data, `genome_lab/pages/<name>`."
+    return importlib.resources.files('genome_lab').joinpath(f'pages/{name}').read_text()
+
+# %% ../../nbs/42_server.ipynb #a65fd149
+ASSET_TYPES = {'.css': 'text/css', '.js': 'text/javascript', '.svg': 'image/svg+xml'} # what `/assets/<name>` serves
+assets = APIRouter(tags=['pages'])
+
+@assets.get('/assets/{name}', include_in_schema=False)
+def asset(name:str=PathParam(pattern=r'^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$'))->Response:
+    "A file of `genome_lab/pages/assets/` (the stylesheet, the charting library, the icon); 404 for any other name."
+    f = importlib.resources.files('genome_lab').joinpath(f'pages/assets/{name}')
+    kind = ASSET_TYPES.get(Path(name).suffix)
+    if kind is None or not f.is_file(): raise HTTPException(404, f"no asset {name!r}")
+    return Response(f.read_bytes(), media_type=kind, headers={'Cache-Control': 'public, max-age=3600'})
+
+# %% ../../nbs/42_server.ipynb #57391fa8
+@assets.get('/favicon.ico', include_in_schema=False)
+def favicon()->Response:
+    "The icon browsers ask for by themselves (an SVG: every current browser draws it)."
+    return asset('favicon.svg')
 
 # %% ../../nbs/42_server.ipynb #9f99e108
 class ManifestCache:
@@ -264,30 +320,6 @@ def update_genome_stats(body:StatsUpdate, pool:RegistryPool=Depends(registry_poo
     return StatsUpdated(genome_id=body.genome_id, recorded=len(body.results), evaluation=eid,
                         stats=StatsOut(**reg.stats(body.genome_id)[body.genome_id]))
 
-# %% ../../nbs/42_server.ipynb #0b99e143
-class Submitted(BaseModel):
-    id: str; name: str
-    status: Literal['candidate']
-    sha256: str; size_bytes: int
-
-# %% ../../nbs/42_server.ipynb #ae68b076
-@writes.post('/submit_genome', response_model=Submitted, status_code=201,
-             openapi_extra={'requestBody': {'required': True, 'content': BINARY,
-                                            'description': "a safetensors file as `genome_to_bytes` writes it (metadata in the header)"}},
-             operation_id='submit_genome',
-             responses={**{k: ERRORS[k] for k in (400, 401, 403, 409, 413)},
-                        201: {'links': {'GetSubmitted': {'operationId': 'get_genome', 'parameters': {'genome_id': '$response.body#/id'}}}}})
-async def submit_genome(request:Request)->Submitted:
-    "Submit a candidate genome: safetensors bytes whose header holds the genome metadata; checked, then stored atomically."
-    cap = request.app.state.max_upload_bytes
-    cl = request.headers.get('content-length', '')
-    if cl.isdigit() and int(cl) > cap: raise HTTPException(413, f"the upload has {cl} bytes; the limit is {cap}")
-    buf = bytearray()
-    async for chunk in request.stream():
-        buf += chunk
-        if len(buf) > cap: raise HTTPException(413, f"the upload is over the limit of {cap} bytes")
-    return await run_in_threadpool(_submit, request.app.state.pool, bytes(buf), cap)
-
 # %% ../../nbs/42_server.ipynb #8fef22f5
 @writes.post('/retire_genome/{genome_id}', response_model=GenomeOut, operation_id='retire_genome', responses={k: ERRORS[k] for k in (401, 403, 404)})
 def retire_genome(genome_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool=Depends(registry_pool))->GenomeOut:
@@ -296,21 +328,6 @@ def retire_genome(genome_id:str=PathParam(pattern=ID_PATTERN), pool:RegistryPool
     try: retry_busy(reg.set_status, genome_id, 'retired')
     except RegistryError as e: raise HTTPException(404, str(e)) from None
     return {**genome_row(reg, genome_id), 'performance': reg.performance()[genome_id]}   # as in the manifest
-
-# %% ../../nbs/42_server.ipynb #1635a9c2
-def _submit(pool:RegistryPool, data:bytes, cap:int)->Submitted:
-    reg = pool.get()   # this worker thread's connection
-    try: genome, params = check_submission(data, cap)
-    except SubmissionError as e: raise HTTPException(400, str(e)) from None
-    for p in genome.parents:
-        if p['relation'] != 'player' and not reg.has(p['id']):
-            raise HTTPException(400, f"parent {p['id']!r} is not a genome of this registry (use relation 'player' for a player)")
-    genome.created = utcnow()  # the server's clock orders submissions
-    try: retry_busy(reg.add, genome, params, status='candidate')
-    except RegistryError as e: raise HTTPException(409, str(e)) from None
-    except GenomeFormatError as e: raise HTTPException(400, str(e)) from None
-    g = reg.genome(genome.id)
-    return Submitted(id=g['id'], name=g['name'], status='candidate', sha256=g['sha256'], size_bytes=g['size_bytes'])
 
 # %% ../../nbs/42_server.ipynb #1e31cc77
 from fastapi_offline import FastAPIOffline
@@ -336,29 +353,28 @@ MAX_UPLOAD_BYTES = 8 << 20 # the default size cap of a submitted genome file (`c
 def create_app(registry:str|Path, # registry folder
                token:str|None=None, # bearer token for writes; None makes the server read-only
                max_upload_bytes:int=MAX_UPLOAD_BYTES, # size cap of a submitted genome file
-               job:Callable=tournament_job, # the `run_tournament` job: job(registry, TournamentRequest, progress)->dict
+               job:Callable=tournament_job, # the `run_tournament` job (43_submission's `JobRunner` runs it): job(registry, TournamentRequest, progress)->dict
                static_dir:str|Path|None=None, # mounted at /static when given
                cache_bytes:int=256 << 20, # memory for recently served genome files
                routers:list|None=None, # more `APIRouter`s to mount after the built-in ones; None: every `installed_routers()`
                max_body_bytes:int=1 << 20)->FastAPI: # size cap of any other request body (`BodyGuard`; a router may set its own in `app.state.body_caps`)
-    """The genome server's FastAPI app over the registry folder `registry`: the `reads`, `writes`, `jobs` and `pages` routers,
-    and the chapters' own. Without a token the registry is opened read-only (SQLite `mode=ro`: nothing is ever written)."""
+    """The genome server's FastAPI app over the registry folder `registry`: the `reads`, `writes` and `assets` routers, then
+    the later chapters' own (uploads, jobs, pages, ...). Without a token the registry is opened read-only (SQLite `mode=ro`:
+    nothing is ever written)."""
     if token is not None and len(token) < 8: raise ValueError("the token must have at least 8 characters")
     pool = RegistryPool(registry, read_only=token is None)
     app = FastAPIOffline(docs_url=None, redoc_url=None, title="genome_lab genome server", version="1",
                   description="The registry over HTTP: the manifest and genome files for game clients (reads are open), "
                               "game results, submissions and tournaments (writes need the bearer token).")
-    app.state.pool, app.state.runner, app.state.files, app.state.manifest = pool, JobRunner(pool, job), FileCache(cache_bytes), ManifestCache()
+    app.state.pool, app.state.files, app.state.manifest, app.state.job = pool, FileCache(cache_bytes), ManifestCache(), job
     app.state.token, app.state.read_only, app.state.max_upload_bytes = token, token is None, max_upload_bytes
-    app.state.logins = LoginLimiter()   # the sign-in's flood limit (`/login`)
-    app.state.body_caps = {'/submit_genome': max_upload_bytes}
+    app.state.body_caps = {'/submit_genome': max_upload_bytes}   # the upload route's cap (43_submission)
     app.state.options = {}   # {settings dataclass: its value}: `genome-lab serve` fills it from `serve_options()`
     app.add_middleware(BodyGuard, max_body_bytes=max_body_bytes)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, not_found)
-    app.router.add_event_handler('shutdown', app.state.runner.stop_all)   # jobs end before their connections close
-    app.router.add_event_handler('shutdown', pool.close)
-    for r in (reads, writes, jobs, pages, *(installed_routers() if routers is None else routers)): app.include_router(r)
+    app.router.add_event_handler('shutdown', pool.close)   # after the routers' lifespans: a router's jobs end before their connections close
+    for r in (reads, writes, assets, *(installed_routers() if routers is None else routers)): app.include_router(r)
     if static_dir is not None: app.mount('/static', StaticFiles(directory=static_dir), name='static')
     return app
 
