@@ -577,7 +577,7 @@ def producer_list(text:str)->list: # the names in their order
 def after_season_hooks()->list: # [fn(registry, season)], in entry-point name order
     """What runs at the end of each season, once its selections are made and before its row is written (80_seasons'
     `run_season`, each hook a recorded step; one that raises is reported and passed over): the entry points of the
-    `genome_lab.after_season` group (91_highlights cuts the season's highlights), loaded."""
+    `genome_lab.after_season` group (55_highlights cuts the season's highlights), loaded."""
     return [e.load() for e in sorted(metadata.entry_points(group='genome_lab.after_season'), key=lambda e: e.name)]
 
 # %% ../nbs/00_core.ipynb #876d80de
