@@ -1,4 +1,4 @@
-"""The league's curves on the CPU (issue 31): an AlphaStarLeague (51_league) rated by a season tournament.
+"""The league's curves on the CPU (issue 31): an AlphaStarLeague (52_league) rated by a season tournament.
 
 One main agent, one main exploiter and one league exploiter fine-tune PufferSnake (LeagueConfig's defaults, Adam at
 1e-4, clip 0.2, on the season tournament's 80x48 map with 200 food and --snakes snakes: a main agent drives half of

@@ -1,7 +1,7 @@
 """The ppo producer's climb on this CPU (issue 44): does its fine-tune of PufferSnake pass every non-random founder?
 
 1. The producer at work: `genome-lab produce ppo --registry ROOT/registry --budget-s B --ppo-steps N` (PPOProducer,
-   50_training: PuffeRL fine-tuning the best active snake, PufferSnake in a registry of the founders, with
+   51_ppo_producer: PuffeRL fine-tuning the best active snake, PufferSnake in a registry of the founders, with
    `finetune_recipe`, beside a learner from scratch), in a process of its own; a rerun with --budget-s goes on from its
    checkpoint, --budget-s 0 trains no more. Each session's result line is kept in ROOT/produce.jsonl.
 2. A qualifier picks its best offer: the last --candidates offers of the fine-tune and PufferSnake in a tournament at

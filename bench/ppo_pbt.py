@@ -9,7 +9,7 @@ fixed-seed evaluation ladder with its rank stability.
 3. `evaluation_ladder` of the last members with PufferSnake and RandomSnake as anchors, seeds 101-104 (64 snakes
    each): ranks, and Kendall's tau between the rankings on seeds {101, 102} and {103, 104}, members alone and with
    the anchors; `reward_hacking_guard`.
-Writes --out (JSON, committed under nbs/measured/ and read by 50_training).
+Writes --out (JSON, committed under nbs/measured/ and read by 51_ppo_producer).
 Usage: python bench/ppo_pbt.py --storage runs/ppo-pbt --registry runs/ppo-registry [--resume]
 (flags: BenchOptions' and PPOConfig's fields)
 """

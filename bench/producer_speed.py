@@ -1,7 +1,7 @@
 """A producer at work against the trainer alone (issue 44): the ppo producer's agent-steps/s over its budget beside
 the standalone trainer's with the same settings and threads, measured in the same run.
 
-- The producer: `genome-lab produce ppo --budget-s B` (PPOProducer, 50_training, with `PPOSettings`' defaults or the
+- The producer: `genome-lab produce ppo --budget-s B` (PPOProducer, 51_ppo_producer, with `PPOSettings`' defaults or the
   flags below) in a process of its own, on a fresh registry of the founders, one torch thread: its agent-steps (both
   learners', from its last step's metrics) over the process's wall time, start-up (imports, the first checkpoint's
   reading, PuffeRL's construction), offers (evaluation, checkpoint, registration) and scalars included.

@@ -1,4 +1,4 @@
-"""AlphaStar's league (51_league): PFSP weighting, each role's opponents, the snapshot schedule, resume and the
+"""AlphaStar's league (52_league): PFSP weighting, each role's opponents, the snapshot schedule, resume and the
 producer, at tiny budgets."""
 import re, json, sys
 from pathlib import Path

@@ -214,7 +214,7 @@ def test_the_ppo_producer_fine_tunes_the_best_snake_and_offers_on_schedule(tmp_p
     reg = Registry(tmp_path/'registry')
     puffer = seed_founders(reg)['PufferSnake']
     s = PPOSettings(ppo_maps=2, ppo_steps=4608, ppo_scratch_every=3, ppo_device='cpu', ppo_mode='self-play',
-                    ppo_qualifier_games=0)   # the schedule: league play and the qualifier are 50_training's
+                    ppo_qualifier_games=0)   # the schedule: league play and the qualifier are 51_ppo_producer's
     first = work(reg, 'ppo', s, offers=1)
     assert first['steps'] == 2 and [reg.genome(i)['name'] for i in first['offered']] == ['PufferSnake-ppo1']
     out = work(reg, 'ppo', s, offers=2)   # steps 3 (scratch), 4, 5, 6 (scratch): the fine-tune's second offer, the scratch's first

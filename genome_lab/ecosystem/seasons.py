@@ -1,4 +1,4 @@
-"""One turn of the ecosystem, on a schedule: every producer fills the candidate queue, tournaments rate every arena, selection keeps the best under the diversity rules; each season is a row of the registry, and a season killed halfway resumes without counting a game twice.
+"""One turn of the ecosystem: every producer fills the candidate queue, tournaments rate every arena, selection keeps the best under the diversity rules; each season is a row of the registry, and a season killed halfway resumes without counting a game twice; between seasons producers work in processes of their own, each ending with the process that started it.
 
 Docs: https://genome-lab.github.io/genome_lab/seasons.html.md"""
 

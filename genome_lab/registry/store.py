@@ -144,8 +144,8 @@ SCHEMA += ''.join(f"CREATE TRIGGER IF NOT EXISTS {t}_{op.lower()}_version AFTER 
 
 
 # %% ../../nbs/10_registry.ipynb #08a73c31
-METHODS = {'ppo': 'PPO fine-tune or self-play (50, producer `ppo`)', 'pbt': 'population-based training (50)',
-           'league': 'a league learner\'s snapshot (51, `league`)', 'tune': 'fine-tuned on players\' sessions (21, `hybrids`)',
+METHODS = {'ppo': 'PPO fine-tune or self-play (50; producer `ppo`, 51)', 'pbt': 'population-based training (51)',
+           'league': 'a league learner\'s snapshot (52, `league`)', 'tune': 'fine-tuned on players\' sessions (21, `hybrids`)',
            'merge': 'a merge of genomes: TIES, averaging (21 `hybrids`, 84)', 'clone': 'a player\'s behaviour clone (23, `clones`)',
            'cluster': 'a behaviour cluster\'s clone (23, `clusters`)', 'video': 'cloned from video by an IDM (22, `videos`)',
            'rep': 'developed by the replicator\'s hypernetwork (30, 31, `replicator`)', 'ga': 'the creature GA (33, `creatures`)',

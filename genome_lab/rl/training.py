@@ -1,4 +1,4 @@
-"""PufferLib's own PPO trainer (PuffeRL), on the CPU or on CUDA, trains snake genomes from scratch or from a registry genome, in self-play or against a league of frozen registry opponents drawn by PFSP, and in population-based training with Ray Tune, as loops that resume exactly; the `ppo` producer fine-tunes the best snake with the recipe that passed PufferSnake; every kept checkpoint becomes an `rl` genome with lineage.
+"""PufferLib's own PPO trainer (PuffeRL), on the CPU or on CUDA, trains snake genomes from scratch or from a registry genome, in self-play or against a league of frozen registry opponents drawn by PFSP, as loops that resume exactly; the fine-tune recipe that passed PufferSnake; every kept checkpoint becomes an `rl` genome with lineage.
 
 Docs: https://genome-lab.github.io/genome_lab/training.html.md"""
 
