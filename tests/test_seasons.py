@@ -53,12 +53,12 @@ def season(root:Path)->subprocess.Popen:
     return subprocess.Popen([BIN/'genome-lab', 'season', '--registry', str(root), *FLAGS], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
 
-def test_schedule_refuses_an_unknown_command_and_a_missing_job(tmp_path):
+def test_schedule_refuses_an_unknown_command_and_a_missing_job(tmp_path, cli):
     "`schedule -- rnu` is refused with the commands there are (nothing stored); removing no job is a clear error, status 1."
     store = tmp_path/'schedule.sqlite'
-    run = lambda *a: subprocess.run([BIN/'genome-lab', 'schedule', '--store', str(store), *a], capture_output=True, text=True)
-    subprocess.run([BIN/'genome-lab', 'schedule', '--help'], capture_output=True)   # its usage cached: lines are checked
-    r = run('--cron', '0 4 * * 1', '--id', 'typo', '--', 'rnu')                   # against it before the import
+    run = lambda *a: cli('schedule', '--store', store, *a)
+    cli('schedule', '--help')                                     # its usage cached: lines are checked
+    r = run('--cron', '0 4 * * 1', '--id', 'typo', '--', 'rnu')   # against it before the import
     assert r.returncode == 2 and "unknown command 'rnu': did you mean 'run'?" in r.stderr, r.stderr
     assert 'typo' not in run('--list').stdout
     r = run('--remove', 'no-such-job')
