@@ -75,7 +75,8 @@ def test_a_sigkilled_ecosystem_takes_its_workers_with_it_and_the_rerun_counts_it
     every call's time."""
     root, hours = tmp_path/'reg', 25/3600
     cmd = [str(Path(sys.executable).parent/'genome-lab'), 'ecosystem', '--registry', str(root), '--hours', str(hours),
-           '--work-s', '20', '--workers', 'ppo', '--ppo-device', 'cpu', '--ppo-maps', '64', *TINY[4:]]
+           '--work-s', '20', '--workers', 'ppo', '--ppo-device', 'cpu', '--ppo-maps', '4', *TINY[4:]]   # 4 maps: a PuffeRL step
+    # of 73,728 agent-steps, some seconds (64 maps' step of 1.2M took 80 s on a loaded host, most of the test's time)
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
     proc = subprocess.Popen([*cmd, '--create'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, env=env)
@@ -106,7 +107,7 @@ def test_a_sigkilled_ecosystem_takes_its_workers_with_it_and_the_rerun_counts_it
     # loaded host (2026-12-07: 13.5 s uncounted)
     assert state['seconds'] >= counted + rerun - startup - 5, (state['seconds'], counted, rerun, startup)
     # the hours kept, within one cycle: a worker finishes the step it is in when its budget (--work-s 20) ends (`_work`),
-    # so the rerun may run over by that step (its first PuffeRL step took 41-53 s on a loaded host)
+    # so the rerun may run over by that step (with 64 maps its first PuffeRL step took 41-53 s on a loaded host)
     over = max(0.0, state['history'][-1]['workers']['ppo']['seconds'] - 20)
     assert rerun < hours*3600 - counted + 60 + over, (rerun, counted, over)
 
