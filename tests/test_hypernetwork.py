@@ -148,16 +148,9 @@ def test_registered_genomes_play_in_a_tournament_game(tmp_path, cli):
     desc = json.loads(registry.genome(found[0]['id'])['description'])
     assert desc['generation'] == 2 and len(desc['latent']) == 16
 
-def _bench_module(name:str='hypernetwork'): # bench/NAME.py as a module
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(f'bench_{name}', ROOT/'bench'/f'{name}.py')
-    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench   # registered, so `inspect` finds its source
-    spec.loader.exec_module(bench)
-    return bench
-
-def test_bench_flags_are_the_config_fields_and_its_defaults_the_configs_but_for_its_preset(tmp_path):
+def test_bench_flags_are_the_config_fields_and_its_defaults_the_configs_but_for_its_preset(bench):
     from genome_lab.core import config_fields
-    bench = _bench_module()
+    bench = bench('hypernetwork')
     ap = bench.parser()
     dests = {a.dest for a in ap._actions}
     assert set(config_fields(ReplicatorConfig)) <= dests                      # every field, nested ones included, is a flag
@@ -171,10 +164,10 @@ def test_bench_flags_are_the_config_fields_and_its_defaults_the_configs_but_for_
 
 # numpy's warnings on a tiny run's empty readings, which the bench in a process of its own printed unseen
 @pytest.mark.filterwarnings('ignore:Mean of empty slice', 'ignore:invalid value encountered')
-def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tmp_path, cli):
+def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tmp_path, cli, bench):
     flags = ['--run-dir', tmp_path, '--eval-snakes', '4', '--final-snakes', '4', '--new-genomes', '2', '--max-steps', '30', '--report', '1']
-    bench = lambda *a: cli(*flags, *a, main=_bench_module().main)
-    r = bench('--generations', '2', '--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', '4', '--chunk', '64',
+    run = lambda *a: cli(*flags, *a, main=bench('hypernetwork').main)
+    r = run('--generations', '2', '--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', '4', '--chunk', '64',
               '--width', '32', '--pretrain-steps', '0', '--eval-maps', '1', '--eval-max-steps', '30', '--eval-interval', '1',
               '--no-zero-init', '--out', tmp_path/'final.json')
     assert r.returncode == 0, r.stderr
@@ -185,17 +178,17 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     assert final['config']['hypernet']['zero_init'] is False and final['agent_steps'] == 2 * 8 * 16 and len(final['curve']) == 3   # the start and each generation
     assert f"{final['pufferlib']['play']['adjacent_food']:.3f}" in r.stdout and final['pufferlib']['n'] + final['pufferlib']['censored'] == 4
     assert len(final['new_genomes']['scores']) == 2 and set(final['generation_seconds']) == {'replicator', 'control'}
-    r = bench('--generations', '3', '--control-only')
+    r = run('--generations', '3', '--control-only')
     assert r.returncode == 2 and 'control.safetensors exists' in r.stderr, r.stderr   # refused before any training
     with run_lock(tmp_path/'.lock'):                                    # another process is training in the folder
-        r = bench('--generations', '3', '--resume')
+        r = run('--generations', '3', '--resume')
     assert r.returncode == 2 and 'in use by another process' in r.stderr and _meta(tmp_path)['generation'] == 2, r.stderr
-    r = bench('--generations', '3', '--resume')
+    r = run('--generations', '3', '--resume')
     assert r.returncode == 0, r.stderr                                # the training flags come from the checkpoint
     assert '"zero_init": false' in r.stdout and "the checkpoint's, with the flags given" in r.stdout, r.stdout
     ran = [l for l in r.stdout.splitlines() if l.startswith(('replicator run:', 'control ES:'))]
     assert len(ran) == 2 and all('for generations 2-3' in l for l in ran), ran   # both runs resumed from their checkpoints
-    curves = lambda *a: cli('--out', tmp_path/'runs.json', '--block', '2', *a, main=_bench_module('hypernetwork_curves').main)
+    curves = lambda *a: cli('--out', tmp_path/'runs.json', '--block', '2', *a, main=bench('hypernetwork_curves').main)
     r = curves(f'tiny={tmp_path}')
     assert r.returncode == 0, r.stderr
     tiny = json.loads((tmp_path/'runs.json').read_text())['tiny']
