@@ -1,6 +1,10 @@
 """Fixtures shared by the tests."""
+import importlib.util, subprocess, sys
 from importlib import metadata
+from pathlib import Path
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def install_entry_point(monkeypatch):
@@ -13,3 +17,29 @@ def install_entry_point(monkeypatch):
         return metadata.EntryPoints([*eps, *mine]) if mine else eps
     monkeypatch.setattr(metadata, 'entry_points', entry_points)
     return lambda group, name, value: added.append(metadata.EntryPoint(name=name, value=value, group=group))
+
+@pytest.fixture
+def cli(capsys):
+    """`cli('COMMAND', *args)`: `genome-lab COMMAND ARGS` run in this process by the command's entry point
+    (`genome_lab.pipeline.main`; `main=`: a script's `main(argv)`, a bench's), answered as a finished process (exit
+    status, stdout, stderr): a command's refusals and small runs without the seconds a new process spends importing
+    torch. A run that is killed needs a process of its own."""
+    from genome_lab import pipeline
+    def run(*args, main=None):
+        try: code = (main or pipeline.main)([str(a) for a in args])
+        except SystemExit as e:   # a usage error (argparse), or sys.exit(message)
+            if isinstance(e.code, str): print(e.code, file=sys.stderr)
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(['genome-lab', *args], code if isinstance(code, int) else 0, out.out, out.err)
+    return run
+
+@pytest.fixture
+def bench():
+    "`bench('NAME')`: bench/NAME.py as a module (registered as `bench_NAME`, so that `inspect` finds its source)."
+    def load(name:str):
+        spec = importlib.util.spec_from_file_location(f'bench_{name}', ROOT/'bench'/f'{name}.py')
+        module = importlib.util.module_from_spec(spec); sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+    return load

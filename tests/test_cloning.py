@@ -1,7 +1,6 @@
 """Behaviour cloning: the sequence forward, training, DAgger labels, lineage, fine-tuning and merging."""
-import json, os, subprocess, sys
+import json
 from dataclasses import replace
-from pathlib import Path
 import numpy as np
 import pytest
 import torch
@@ -17,7 +16,6 @@ from hostile import upload
 from genome_lab.core import ProducerContext
 
 torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parent.parent
 KW = dict(width=48, height=48, num_snakes=12, num_food=120)
 
 
@@ -131,13 +129,13 @@ def test_ties_steps():
     with pytest.raises(ValueError): ties_params(base, [t1], density=0)
 
 
-def run_bench(*flags):
-    return subprocess.run([sys.executable, ROOT/'bench'/'cloning.py', '--preset', 'tiny', '--width', '48', '--height', '48', '--snakes', '12',
-                           '--food', '120', '--steps', '80', '--epochs', '1', '--max-steps', '300', *flags],
-                          capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+@pytest.fixture
+def run_bench(cli, bench):
+    return lambda *flags: cli('--preset', 'tiny', '--width', '48', '--height', '48', '--snakes', '12', '--food', '120', '--steps', '80',
+                              '--epochs', '1', '--max-steps', '300', *flags, main=bench('cloning').main)
 
 
-def test_bench_runs_tiny(tmp_path):
+def test_bench_runs_tiny(tmp_path, run_bench):
     r = run_bench('--record-seeds', '1', '--eval-seeds', '2', '3', '--window', '40', '120', '--json', str(tmp_path/'c.json'))
     assert r.returncode == 0, r.stderr
     for protocol in ('first episodes', 'continuous'):
@@ -149,7 +147,7 @@ def test_bench_runs_tiny(tmp_path):
     assert m['ratio']['first episodes'] == pytest.approx(first['clone']['mean'] / first['teacher']['mean'])
 
 
-def test_bench_refuses_to_evaluate_on_training_maps():
+def test_bench_refuses_to_evaluate_on_training_maps(run_bench):
     r = run_bench('--record-seeds', '1', '2', '--eval-seeds', '2', '5')
     assert r.returncode == 2 and 'evaluation seeds [2] are maps the clone trains on' in r.stderr
 

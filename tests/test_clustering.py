@@ -1,7 +1,6 @@
 """Behaviour clustering: features on known sessions, the naming rule, versions of cluster genomes, the ARI bench."""
-import json, os, subprocess, sys
+import json
 from dataclasses import replace
-from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,7 +15,6 @@ from genome_lab.core import ProducerContext
 from hostile import upload
 
 torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _session(tmp_path, sid, turns, moves, obs, deaths=(), food=()):
@@ -86,9 +84,8 @@ def test_cluster_genome_versions(tmp_path, bots):
     assert c['Hunter-cluster2'].sum() == 4 and c['Hunter-cluster1'].sum() == 3
 
 
-def test_bench_runs_tiny():
-    r = subprocess.run([sys.executable, ROOT/'bench'/'clustering.py', '--per-style', '2', '--steps', '60', '--seeds', '0'],
-                       capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+def test_bench_runs_tiny(cli, bench):
+    r = cli('--per-style', '2', '--steps', '60', '--seeds', '0', main=bench('clustering').main)
     assert r.returncode == 0, r.stderr
     assert 'ari_families:' in r.stdout and 'ari_shuffled_baseline:' in r.stdout
 

@@ -28,8 +28,8 @@ def run(tmp_path_factory):
 @pytest.fixture(scope='module')
 def site(run, tmp_path_factory):
     out = tmp_path_factory.mktemp('site')
-    r = subprocess.run([sys.executable, ROOT/'tools'/'docs.py', '--from-run', run, '--out', out, '--work', out.parent/'docs-work'],
-                       capture_output=True, text=True, env=ENV, timeout=900)
+    r = subprocess.run([sys.executable, ROOT/'tools'/'docs.py', '--from-run', run, '--out', out, '--work', out.parent/'docs-work',
+                        '--jobs', '1'], capture_output=True, text=True, env=ENV, timeout=900)   # the suite's workers keep the cores busy
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     said = [l for l in (r.stdout + r.stderr).splitlines() if re.search(r'WARNING|ERROR|CRITICAL|SEVERE', l)]
     assert said == [], f"the docs build printed {len(said)} warnings or errors (a docstring's RST, a broken reference): {said[:10]}"

@@ -112,8 +112,8 @@ def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
     assert ta.keys() == tb.keys() and any(k.startswith('state/hn/') for k in ta)
     for k in ta: torch.testing.assert_close(tb[k], ta[k], rtol=0, atol=0)
 
-def test_cli_refuses_and_keeps_the_checkpoint(tmp_path):
-    run = lambda *a: subprocess.run([BIN/'genome-lab', 'train-replicator', *a], capture_output=True, text=True, env=ENV, timeout=300)
+def test_cli_refuses_and_keeps_the_checkpoint(tmp_path, cli):
+    run = lambda *a: cli('train-replicator', *a)
     assert run('--run-dir', str(tmp_path), '--generations', '1', '--no-progress', *TINY).returncode == 0
     ck = (tmp_path/'checkpoint.safetensors').read_bytes()
     r = run('--run-dir', str(tmp_path), '--generations', '2', '--no-progress', *TINY)
@@ -134,10 +134,9 @@ def test_cli_refuses_and_keeps_the_checkpoint(tmp_path):
     assert r.returncode == 2 and 'earlier genome_lab' in r.stderr, r.stderr
     assert (old/'checkpoint.safetensors').read_bytes() == before
 
-def test_registered_genomes_play_in_a_tournament_game(tmp_path):
+def test_registered_genomes_play_in_a_tournament_game(tmp_path, cli):
     reg = tmp_path/'reg'
-    r = subprocess.run([BIN/'genome-lab', 'train-replicator', '--run-dir', str(tmp_path/'run'), '--generations', '2',
-                        '--no-progress', '--registry', str(reg), '--register', '2', *TINY], capture_output=True, text=True, env=ENV, timeout=300)
+    r = cli('train-replicator', '--run-dir', tmp_path/'run', '--generations', '2', '--no-progress', '--registry', reg, '--register', '2', *TINY)
     assert r.returncode == 0, r.stderr
     registry = Registry(reg)
     found = registry.db.execute("SELECT id FROM genomes WHERE source='replicator'").fetchall()
@@ -149,16 +148,9 @@ def test_registered_genomes_play_in_a_tournament_game(tmp_path):
     desc = json.loads(registry.genome(found[0]['id'])['description'])
     assert desc['generation'] == 2 and len(desc['latent']) == 16
 
-def _bench_module():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location('bench_hypernetwork', ROOT/'bench'/'hypernetwork.py')
-    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench   # registered, so `inspect` finds its source
-    spec.loader.exec_module(bench)
-    return bench
-
-def test_bench_flags_are_the_config_fields_and_its_defaults_the_configs_but_for_its_preset(tmp_path):
+def test_bench_flags_are_the_config_fields_and_its_defaults_the_configs_but_for_its_preset(bench):
     from genome_lab.core import config_fields
-    bench = _bench_module()
+    bench = bench('hypernetwork')
     ap = bench.parser()
     dests = {a.dest for a in ap._actions}
     assert set(config_fields(ReplicatorConfig)) <= dests                      # every field, nested ones included, is a flag
@@ -170,12 +162,14 @@ def test_bench_flags_are_the_config_fields_and_its_defaults_the_configs_but_for_
     assert (cfg.hypernet.zero_init, cfg.use_estimator, cfg.trainer.last_step) == (False, False, False)   # no inverted booleans
     assert (cfg.trainer.lr_drop_at, cfg.hypernet.hidden, cfg.eval_interval) == (5, 8, bench.PRESET['eval_interval'])
 
-def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tmp_path):
-    bench = [sys.executable, ROOT/'bench'/'hypernetwork.py', '--run-dir', tmp_path, '--eval-snakes', '4', '--final-snakes', '4',
-             '--new-genomes', '2', '--max-steps', '30', '--report', '1']
-    r = subprocess.run(bench + ['--generations', '2', '--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', '4',
-                                '--chunk', '64', '--width', '32', '--pretrain-steps', '0', '--eval-maps', '1', '--eval-max-steps', '30',
-                                '--eval-interval', '1', '--no-zero-init', '--out', tmp_path/'final.json'], capture_output=True, text=True, env=ENV, timeout=300)
+# numpy's warnings on a tiny run's empty readings, which the bench in a process of its own printed unseen
+@pytest.mark.filterwarnings('ignore:Mean of empty slice', 'ignore:invalid value encountered')
+def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tmp_path, cli, bench):
+    flags = ['--run-dir', tmp_path, '--eval-snakes', '4', '--final-snakes', '4', '--new-genomes', '2', '--max-steps', '30', '--report', '1']
+    run = lambda *a: cli(*flags, *a, main=bench('hypernetwork').main)
+    r = run('--generations', '2', '--population', '4', '--agents-each', '1', '--steps', '16', '--hidden', '4', '--chunk', '64',
+              '--width', '32', '--pretrain-steps', '0', '--eval-maps', '1', '--eval-max-steps', '30', '--eval-interval', '1',
+              '--no-zero-init', '--out', tmp_path/'final.json')
     assert r.returncode == 0, r.stderr
     for s in ('1. fitness', 'score versus evaluations', 'ratio', 'randomly initialised', 'control ES', 'takes adjacent food', 'ran into wall',
               'moved from where evolution started (init_policy)', '| food |', 'control ES mean   max | food', 'machine: {"cpu": '): assert s in r.stdout, r.stdout
@@ -184,25 +178,25 @@ def test_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tm
     assert final['config']['hypernet']['zero_init'] is False and final['agent_steps'] == 2 * 8 * 16 and len(final['curve']) == 3   # the start and each generation
     assert f"{final['pufferlib']['play']['adjacent_food']:.3f}" in r.stdout and final['pufferlib']['n'] + final['pufferlib']['censored'] == 4
     assert len(final['new_genomes']['scores']) == 2 and set(final['generation_seconds']) == {'replicator', 'control'}
-    r = subprocess.run(bench + ['--generations', '3', '--control-only'], capture_output=True, text=True, env=ENV, timeout=300)
+    r = run('--generations', '3', '--control-only')
     assert r.returncode == 2 and 'control.safetensors exists' in r.stderr, r.stderr   # refused before any training
     with run_lock(tmp_path/'.lock'):                                    # another process is training in the folder
-        r = subprocess.run(bench + ['--generations', '3', '--resume'], capture_output=True, text=True, env=ENV, timeout=300)
+        r = run('--generations', '3', '--resume')
     assert r.returncode == 2 and 'in use by another process' in r.stderr and _meta(tmp_path)['generation'] == 2, r.stderr
-    r = subprocess.run(bench + ['--generations', '3', '--resume'], capture_output=True, text=True, env=ENV, timeout=300)
+    r = run('--generations', '3', '--resume')
     assert r.returncode == 0, r.stderr                                # the training flags come from the checkpoint
     assert '"zero_init": false' in r.stdout and "the checkpoint's, with the flags given" in r.stdout, r.stdout
     ran = [l for l in r.stdout.splitlines() if l.startswith(('replicator run:', 'control ES:'))]
     assert len(ran) == 2 and all('for generations 2-3' in l for l in ran), ran   # both runs resumed from their checkpoints
-    curves = [sys.executable, ROOT/'bench'/'hypernetwork_curves.py', '--out', tmp_path/'runs.json', '--block', '2']
-    r = subprocess.run(curves + [f'tiny={tmp_path}'], capture_output=True, text=True, env=ENV, timeout=300)
+    curves = lambda *a: cli('--out', tmp_path/'runs.json', '--block', '2', *a, main=bench('hypernetwork_curves').main)
+    r = curves(f'tiny={tmp_path}')
     assert r.returncode == 0, r.stderr
     tiny = json.loads((tmp_path/'runs.json').read_text())['tiny']
     assert tiny['generations'] == 3 and [b['generation'] for b in tiny['blocks']] == [0, 2] and len(tiny['curve']) == 4
     assert tiny['config']['hypernet']['zero_init'] is False and all(c['n'] == 2 * 4 and c['censored'] <= 8 for c in tiny['curve'])   # every snake scored, censored ones at their length
     from genome_lab.core import machine
     assert tiny['machine'] == machine()                                    # the kind of CPU the run was on
-    r = subprocess.run(curves + [str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=300)
+    r = curves(tmp_path)
     assert r.returncode == 2 and 'LABEL=RUN_DIR' in r.stderr, r.stderr
 
 def test_replicator_step_is_scaled_by_the_estimators_held_out_r2(tmp_path):
@@ -244,9 +238,8 @@ def test_the_surrogate_option_chooses_what_the_estimator_reads(tmp_path):
     assert current_config(stored)['surrogate'] == 'genome'
     with pytest.raises(ValueError, match='surrogate must be one of'): ReplicatorConfig(surrogate='gp')
 
-def test_resume_takes_the_stored_settings(tmp_path):
-    run = lambda *a: subprocess.run([BIN/'genome-lab', 'train-replicator', '--run-dir', str(tmp_path), '--no-progress', *a],
-                                    capture_output=True, text=True, env=ENV, timeout=300)
+def test_resume_takes_the_stored_settings(tmp_path, cli):
+    run = lambda *a: cli('train-replicator', '--run-dir', tmp_path, '--no-progress', *a)
     assert run('--generations', '1', '--base-lr', '0.05', '--fitness', 'first', '--no-last-step', *TINY).returncode == 0
     r = run('--generations', '2', '--resume', '--base-lr', '0.2')
     assert r.returncode == 2 and 'other settings' in r.stderr   # a setting given must match the stored one
@@ -265,9 +258,8 @@ def _with_config(src, dst, **changes): # a copy of the checkpoint in `src` whose
     save_file(load_file(src/'checkpoint.safetensors'), dst/'checkpoint.safetensors', metadata={'replicator': json.dumps(meta)})
     return (dst/'checkpoint.safetensors').read_bytes()
 
-def test_checkpoints_with_removed_settings_resume_at_todays_behaviour_else_refuse_and_keep_the_file(tmp_path):
-    run = lambda d, *a: subprocess.run([BIN/'genome-lab', 'train-replicator', '--run-dir', str(d), '--no-progress', *a],
-                                       capture_output=True, text=True, env=ENV, timeout=300)
+def test_checkpoints_with_removed_settings_resume_at_todays_behaviour_else_refuse_and_keep_the_file(tmp_path, cli):
+    run = lambda d, *a: cli('train-replicator', '--run-dir', d, '--no-progress', *a)
     assert run(tmp_path/'now', '--generations', '1', *TINY).returncode == 0
     _with_config(tmp_path/'now', tmp_path/'same', trainer=dict(base_decay=0.0), hypernet=dict(tied_codes=False), checkpoint_every=5)   # as an older version wrote them
     r = run(tmp_path/'same', '--generations', '2', '--resume')

@@ -112,10 +112,10 @@ def test_cli_sigkill_then_resume_reaches_the_uninterrupted_result(tmp_path):
     s = CreatureStore(db)
     for k, v in s.checkpoint('A')[1].items(): torch.testing.assert_close(s.checkpoint('B')[1][k], v, rtol=0, atol=0)
 
-def test_cli_export_import_and_errors(tmp_path):
+def test_cli_export_import_and_errors(tmp_path, cli):
     s = CreatureStore(tmp_path/'s.sqlite')
     evolve_run(s, generations=2, population=4, seconds=2, run_id='r', progress=False)
-    run = lambda *a: subprocess.run([BIN/'genome-lab', 'evolve-creatures', *a], capture_output=True, text=True, env=ENV)
+    run = lambda *a: cli('evolve-creatures', *a)
     r = run('--export', 'r', '--store', str(tmp_path/'s.sqlite'))
     assert r.returncode == 0
     doc = json.loads(r.stdout); assert doc['run']['id'] == 'r' and len(doc['generations']) == 2

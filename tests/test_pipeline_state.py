@@ -4,6 +4,7 @@ point, resumes to a consistent run (the registry and the folder from before it),
 import json, os, subprocess, sys
 from pathlib import Path
 import nbformat, pytest
+import genome_lab.pipeline as pl
 from genome_lab.registry.store import Registry
 
 # `genome-lab run ARGS` with the notebooks of folder NBS; GL_STOP=kill:recorded kills it after the notebook ran and
@@ -86,6 +87,18 @@ def genome_lab_run(nbs:Path, *args, **env): # `env`: GL_STOP, GL_MORE_STEPS
     return subprocess.run([sys.executable, '-c', RUN, nbs, *args, '--runs-dir', nbs.parent/'runs', '--run-id', 'r'],
                           capture_output=True, text=True, env=env, timeout=300)
 
+@pytest.fixture
+def run_here(nbs, cli, monkeypatch):
+    """`genome_lab_run` in this process (`cli`), for a run that is not killed (a kill stops the kernel's parent): its
+    kernels see the same variables."""
+    monkeypatch.setattr(pl, 'notebooks_dir', lambda: nbs)
+    def run(*args, **env): # `env`: GL_STOP=fail:POINT, GL_MORE_STEPS
+        assert not env.get('GL_STOP', '').startswith('kill'), 'a killed run needs a process of its own (genome_lab_run)'
+        for k in [k for k in os.environ if k.startswith('GL_') or k == 'PYTEST_CURRENT_TEST']: monkeypatch.delenv(k)
+        for k, v in env.items(): monkeypatch.setenv(k, v)
+        return cli('run', *args, '--runs-dir', nbs.parent/'runs', '--run-id', 'r')
+    return run
+
 def consistent(run:Path): # the run finished with one training run's genomes, each once, as its checkpoint says
     record = json.loads((run/'run.json').read_text())
     assert record['status'] == 'ok' and record['results']['10_train']['status'] == 'ok', record
@@ -95,30 +108,30 @@ def consistent(run:Path): # the run finished with one training run's genomes, ea
     assert names == ['Best', 'Trained1', 'Trained2', 'Trained3'] and trained == ['Trained1', 'Trained2', 'Trained3'], (names, trained)
 
 @pytest.mark.parametrize('stop', ['kill:training', 'kill:trained', 'kill:registered', 'kill:end', 'kill:recorded', 'fail:end'])
-def test_a_late_stop_resumes_from_the_registry_and_kept_folder_before_the_notebook(nbs, stop):
+def test_a_late_stop_resumes_from_the_registry_and_kept_folder_before_the_notebook(nbs, run_here, stop):
     """Before: the resume put back the registry from before the notebook while its folder kept the checkpoint; the rerun
     resumed that checkpoint, and the genomes registered while training were gone ('no genome ... in the registry')."""
-    first = genome_lab_run(nbs, '10_train', GL_STOP=stop)
+    first = genome_lab_run(nbs, '10_train', GL_STOP=stop) if stop.startswith('kill') else run_here('10_train', GL_STOP=stop)
     assert first.returncode == (-9 if stop.startswith('kill') else 1), first.stderr
-    again = genome_lab_run(nbs, '--resume')
+    again = run_here('--resume')
     assert again.returncode == 0, again.stderr
     consistent(nbs.parent/'runs'/'r')
 
-def test_a_killed_restore_is_done_again(nbs):
+def test_a_killed_restore_is_done_again(nbs, run_here):
     assert genome_lab_run(nbs, '10_train', GL_STOP='kill:trained').returncode == -9
     assert genome_lab_run(nbs, '--resume', GL_STOP='kill:restoring').returncode == -9   # the registry back, not the folder
-    assert genome_lab_run(nbs, '--resume').returncode == 0
+    assert run_here('--resume').returncode == 0
     consistent(nbs.parent/'runs'/'r')
 
-def test_a_notebook_runs_again_on_the_finished_run(nbs):
+def test_a_notebook_runs_again_on_the_finished_run(nbs, run_here):
     """`--resume` with a notebook named runs it again on the run as it is: it resumes its finished training, registers
     nothing twice; run again and failing, it is undone."""
-    assert genome_lab_run(nbs, '10_train').returncode == 0
-    again = genome_lab_run(nbs, '10_train', '--resume')
+    assert run_here('10_train').returncode == 0
+    again = run_here('10_train', '--resume')
     assert again.returncode == 0 and '[genome-lab] 1/1 10_train done in' in again.stdout, again.stderr
     consistent(nbs.parent/'runs'/'r')
     run, before = nbs.parent/'runs'/'r', (nbs.parent/'runs'/'r'/'10_train.ipynb').read_bytes()
-    failed = genome_lab_run(nbs, '10_train', '--resume', GL_MORE_STEPS='1')   # it trains a step more, then its checks fail
+    failed = run_here('10_train', '--resume', GL_MORE_STEPS='1')   # it trains a step more, then its checks fail
     assert failed.returncode == 1 and 'the run is as it was before' in failed.stderr, failed.stderr
     consistent(run)   # without the step more: the registry and the checkpoint as they were
     assert (run/'10_train.ipynb').read_bytes() == before and 'Trained4' in (run/'10_train.rerun.ipynb').read_text()

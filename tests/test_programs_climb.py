@@ -1,14 +1,11 @@
 """bench/programs_climb.py at tiny settings: the producer works as one process for its budget, its best offer is checked
 by the lead rule against the non-random tetris founders, and the figures file holds what 65_llm_evolution quotes."""
-import importlib.util, json, sys
-from pathlib import Path
+import json
 from genome_lab.ecosystem.loop import climb_check
 from genome_lab.registry.store import Registry
 
-def test_programs_climb_bench_runs_with_tiny_settings(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location('bench_climb', Path(__file__).parents[1]/'bench'/'programs_climb.py')
-    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+def test_programs_climb_bench_runs_with_tiny_settings(tmp_path, monkeypatch, bench):
+    bench = bench('programs_climb')
     def small_rule(registry, genome):   # the lead rule at 2 games of 60 ticks a seed: its form, not its figures
         with Registry(registry) as reg: r = climb_check(reg, genome, games=2, given=dict(steps=60, agents=2))
         return {k: r[k] for k in ('checks', 'leads', 'reached')}

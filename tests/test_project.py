@@ -47,17 +47,16 @@ def test_cli_run_writes_run_folder(cli_run):
     assert not re.search(r'ERROR|Traceback|Warning', out + err), out + err   # a clean run's log: nothing went wrong
     assert rec['results']['01_arenas']['noise'] == [] and not (tmp_path/'r1'/'01_arenas.kernel.log').exists()   # nor in its kernel
 
-def test_cli_rejects_unknown_parameter(tmp_path):
-    r = subprocess.run([BIN/'genome-lab', 'run', '01_arenas', '-p', 'sead=3', '--runs-dir', tmp_path],
-                       capture_output=True, text=True)
+def test_cli_rejects_unknown_parameter(tmp_path, cli):
+    r = cli('run', '01_arenas', '-p', 'sead=3', '--runs-dir', tmp_path)
     assert r.returncode == 1 and "unknown parameter 'sead'" in r.stderr and 'seed' in r.stderr
     assert list(tmp_path.iterdir()) == []
 
-def test_cli_resume_skips_finished(cli_run):
+def test_cli_resume_skips_finished(cli_run, cli):
     runs, first = cli_run
     assert first.returncode == 0, first.stderr.decode()
     mtime = (runs/'r1'/'01_arenas.ipynb').stat().st_mtime_ns
-    r = subprocess.run([BIN/'genome-lab', 'run', '--runs-dir', runs, '--run-id', 'r1', '--resume'], capture_output=True, text=True)
+    r = cli('run', '--runs-dir', runs, '--run-id', 'r1', '--resume')
     assert r.returncode == 0, r.stderr
     assert (runs/'r1'/'01_arenas.ipynb').stat().st_mtime_ns == mtime
     assert json.loads((runs/'r1'/'run.json').read_text())['results']['01_arenas']['parameters'] == {'seed': 3}   # the record's parameters kept
@@ -303,11 +302,11 @@ def test_a_notebook_killed_half_way_is_resumed_from_the_registry_before_it(tmp_p
     with Registry(tmp_path/'r'/'registry') as reg: assert [reg.genome(g)['name'] for g in reg.ids()] == ['Founder']
     assert json.loads((tmp_path/'r'/'run.json').read_text())['results']['10_registry']['status'] == 'ok'
 
-def test_a_run_has_one_process(tmp_path):
+def test_a_run_has_one_process(tmp_path, cli):
     from genome_lab.core import run_lock
-    with run_lock(tmp_path/'r'/'.lock'):
+    with run_lock(tmp_path/'r'/'.lock'):   # held here: a second hold of the lock (flock) fails in this process as in another
         (tmp_path/'r'/'run.json').write_text(json.dumps(dict(notebooks=['10_registry'], preset='quick', overrides=[], results={})))
-        r = subprocess.run([BIN/'genome-lab', 'run', '--runs-dir', tmp_path, '--run-id', 'r', '--resume'], capture_output=True, text=True, timeout=120)
+        r = cli('run', '--runs-dir', tmp_path, '--run-id', 'r', '--resume')
     assert r.returncode == 1 and 'in use' in r.stderr, r.stderr
 
 def test_cli_help_lists_every_command_without_torch():

@@ -53,12 +53,12 @@ def season(root:Path)->subprocess.Popen:
     return subprocess.Popen([BIN/'genome-lab', 'season', '--registry', str(root), *FLAGS], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
 
-def test_schedule_refuses_an_unknown_command_and_a_missing_job(tmp_path):
+def test_schedule_refuses_an_unknown_command_and_a_missing_job(tmp_path, cli):
     "`schedule -- rnu` is refused with the commands there are (nothing stored); removing no job is a clear error, status 1."
     store = tmp_path/'schedule.sqlite'
-    run = lambda *a: subprocess.run([BIN/'genome-lab', 'schedule', '--store', str(store), *a], capture_output=True, text=True)
-    subprocess.run([BIN/'genome-lab', 'schedule', '--help'], capture_output=True)   # its usage cached: lines are checked
-    r = run('--cron', '0 4 * * 1', '--id', 'typo', '--', 'rnu')                   # against it before the import
+    run = lambda *a: cli('schedule', '--store', store, *a)
+    cli('schedule', '--help')                                     # its usage cached: lines are checked
+    r = run('--cron', '0 4 * * 1', '--id', 'typo', '--', 'rnu')   # against it before the import
     assert r.returncode == 2 and "unknown command 'rnu': did you mean 'run'?" in r.stderr, r.stderr
     assert 'typo' not in run('--list').stdout
     r = run('--remove', 'no-such-job')
@@ -270,14 +270,20 @@ def test_a_producer_between_seasons_stops_at_its_budget_or_when_it_has_nothing_n
     out = spawn_worker(root, 'clones', 120.0)
     assert (out['stopped'], out['steps'], out['offered']) == ('nothing new', 2, []), out
 
-def test_serve_runs_its_producers_and_stops_them_with_the_app(tmp_path, capsys):
+def test_serve_runs_its_producers_and_stops_them_with_the_app(tmp_path, capsys, monkeypatch):
     """Issue 29: a writable server given producers (`ProducerWorkers`, `genome-lab serve --producers ...`) runs them in
     the background: the creature producer's offer reaches the served registry's queue; the app's shutdown stops it
     (the round running is killed, its lock freed)."""
-    from genome_lab.core import run_lock
+    from dataclasses import replace
+    from genome_lab.core import run_lock, find_producer, PRODUCERS
     from genome_lab.ecosystem.schedule import ProducerWorkers
+    from genome_lab.evolution.creature_store import CreatureSettings
     from genome_lab.web.server import serve_cli, serve_options
     assert ProducerWorkers in serve_options()
+    small = CreatureSettings(creature_population=6, creature_ga_races=2, creature_offer_every=2, creature_finalists=2,
+                             creature_qualifier_races=4, creature_race_seconds=1.0, creature_compile=False, creature_device='cpu')
+    # the worker's flags (`spawn_worker`): an offer within seconds, where the defaults' first (generation 20) took half a minute
+    monkeypatch.setitem(PRODUCERS, 'creatures', replace(find_producer('creatures'), settings=lambda: small))
     assert serve_cli(['--registry', str(tmp_path/'none'), '--read-only', '--producers', 'nope']) == 2
     assert 'unknown producer' in capsys.readouterr().err and not (tmp_path/'none').exists()   # refused before serving
     with Registry(tmp_path/'reg') as reg: seed_founders(reg)

@@ -278,10 +278,17 @@ def test_a_running_job_can_be_cancelled_with_the_token(root):
 
 # --- the CLI
 
-def test_serve_refuses_to_start_writable_without_a_token(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != 'GENOME_LAB_TOKEN'}
-    r = subprocess.run([BIN/'genome-lab', 'serve', '--registry', tmp_path/'r', '--port', str(free_port())],
-                       capture_output=True, text=True, env=env, timeout=120)
+@pytest.fixture
+def refused_serve(cli, monkeypatch):
+    """`genome-lab serve ARGS` without GENOME_LAB_TOKEN in this process (`cli`), for a command line it refuses before it
+    serves: serving fails the test (where it would wait for ever)."""
+    import uvicorn
+    monkeypatch.delenv('GENOME_LAB_TOKEN', raising=False)
+    monkeypatch.setattr(uvicorn, 'run', lambda *a, **kw: pytest.fail('genome-lab serve served a command line it should refuse'))
+    return lambda *args: cli('serve', *args)
+
+def test_serve_refuses_to_start_writable_without_a_token(tmp_path, refused_serve):
+    r = refused_serve('--registry', tmp_path/'r', '--port', free_port())
     assert r.returncode == 2 and 'no token' in r.stderr
 
 def test_serve_cli_serves_and_guards_writes(tmp_path):
@@ -616,16 +623,14 @@ def test_a_token_holder_retires_a_genome(http, root):
     assert gid not in [g['id'] for g in http.get('/get_genome_manifest').json()['genomes']]
     assert http.get(f'/get_genome/{gid}').status_code == 200   # its file, results and lineage stay
 
-def test_read_only_never_writes_the_registry(tmp_path):
+def test_read_only_never_writes_the_registry(tmp_path, refused_serve):
     "An emptied registry.sqlite served --read-only is refused, and stays empty (before: a new schema was written into it)."
     (tmp_path/'r').mkdir(); (tmp_path/'r'/'registry.sqlite').write_bytes(b'')
-    env = {k: v for k, v in os.environ.items() if k != 'GENOME_LAB_TOKEN'}
-    r = subprocess.run([BIN/'genome-lab', 'serve', '--registry', tmp_path/'r', '--read-only', '--port', str(free_port())],
-                       capture_output=True, text=True, env=env, timeout=60)
+    r = refused_serve('--registry', tmp_path/'r', '--read-only', '--port', free_port())
     assert r.returncode == 2 and 'not a registry' in r.stderr, r.stderr
     assert sorted(p.name for p in (tmp_path/'r').iterdir()) == ['registry.sqlite'] and (tmp_path/'r'/'registry.sqlite').stat().st_size == 0
     (tmp_path/'file').write_text('x')
-    r = subprocess.run([BIN/'genome-lab', 'serve', '--registry', tmp_path/'file', '--read-only'], capture_output=True, text=True, env=env, timeout=60)
+    r = refused_serve('--registry', tmp_path/'file', '--read-only')
     assert r.returncode == 2 and 'is a file' in r.stderr, r.stderr
 
 def test_the_manifest_cache_is_never_stale(root):

@@ -1,18 +1,17 @@
 """bench/watching.py: a smoke run writes the figures file's keys (22_watching and 24_video_models cover the modules)."""
-import json, os, subprocess, sys
+import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 
-def test_bench_writes_the_issue_keys(tmp_path):
+def test_bench_writes_the_issue_keys(tmp_path, cli, bench):
     out = tmp_path/'watching.json'
     args = ['--seeds', '1', '--steps', '40', '--snakes', '5', '--label-frac', '0.2', '--idm-epochs', '1',
             '--clone-epochs', '1', '--eval-seeds', '10', '--window', '20', '60', '--tetris-seeds', '1', '2',
             '--tetris-test-games', '1', '--tetris-steps', '40', '--noise', '0', '0.5', '1', '--tetris-epochs', '1',
             '--trex-pairs', '16', '--segment', '20', '--latent-codes', '4', '--lam-epochs', '1', '--skill-codes', '2',
             '--skill-epochs', '1', '--parts', 'snake', 'tetris', '--json', out]  # the season: 1 s more, run by hand
-    subprocess.run([sys.executable, ROOT/'bench'/'watching.py', *args], capture_output=True, text=True, check=True,
-                   env=os.environ | {'OMP_NUM_THREADS': '1'})
+    ran = cli(*args, main=bench('watching').main)
+    assert ran.returncode == 0, ran.stderr
     r = json.loads(out.read_text())
     assert {'idm_accuracy', 'labelled_fraction', 'video_clone_ratio', 'reward_spearman', 'adapter_curve'} <= set(r)
     assert set(r['idm_accuracy']) == {'snake', 'tetris'} and set(r['adapter_curve']) == {'0.01', '0.03', '0.1'}
