@@ -29,8 +29,8 @@ def rate(arena, step_fn, seconds, cpu:bool=False):
     wall, used = time.perf_counter() - t0, time.process_time() - c0
     return (n * arena.num_agents / wall, n * arena.num_agents / used) if cpu else n * arena.num_agents / wall
 
-def main():
-    a = parse(ThroughputBench, doc=__doc__)
+def main(argv=None):
+    a = parse(ThroughputBench, doc=__doc__, argv=argv)
     torch.set_num_threads(a.threads)
     print(f"torch {torch.__version__}, {a.threads} thread(s), {a.agents} agents, {a.seconds} s per measurement")
     arenas = {'snake': lambda: SnakeArena(num_envs=max(1, a.agents // 256), num_snakes=min(256, a.agents)),

@@ -84,13 +84,13 @@ def search(s:Settings, seconds:float)->dict:
                 seconds=round(time.perf_counter() - t0, 1), evaluations=s.restarts * s.generations * s.popsize,
                 races=s.restarts * s.generations * s.popsize * s.courses)
 
-def main():
+def main(argv=None):
     from genome_lab.core import atomic_write_json, measured_dir, machine
     from kit import Memo, parse
     from genome_lab.arenas.physics import (CreatureArena, pellet_courses, simulate_races, GAIT_STREAM, gait_creature,
                                            creature_policy, random_population)
     from genome_lab.tournaments.tournament import lead_check
-    s = parse(Settings, doc=__doc__)
+    s = parse(Settings, doc=__doc__, argv=argv)
     import torch; torch.set_num_threads(1)
     seconds = s.seconds or CreatureArena.season.settings['seconds']
     memo = Memo(Path(s.root)/'bench_state.json', {k: v for k, v in asdict(s).items() if k not in ('root', 'out')})

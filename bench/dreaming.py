@@ -168,8 +168,8 @@ def significance(ratings:list)->dict:
                 t_p_value=float(ttest_1samp(gaps, 0).pvalue) if len(gaps) > 1 else None,
                 head_to_head=pooled, sign_p_value=sign_test(pooled['wins'], pooled['losses']))
 
-def main():
-    o = parse(DreamingOptions, doc=__doc__)
+def main(argv=None):
+    o = parse(DreamingOptions, doc=__doc__, argv=argv)
     torch.set_num_threads(1)
     print(f"machine: {json.dumps(machine())}", flush=True)
     styles, t0 = o.styles.split(','), time.perf_counter()

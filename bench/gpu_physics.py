@@ -70,8 +70,8 @@ class GpuPhysicsBench:
     ga_compile: Annotated[bool, "also the CPU's compiled GA generations (compiling takes a while)?"] = False
     ga_only: Annotated[bool, 'only the GA generations (no CUDA needed with --ga-devices cpu)?'] = False
 
-def main():
-    a = parse(GpuPhysicsBench, doc=__doc__, required=('out',))
+def main(argv=None):
+    a = parse(GpuPhysicsBench, doc=__doc__, argv=argv, required=('out',))
     torch.set_num_threads(1)
     out = dict(device=torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu', torch=torch.__version__,
                seed=a.seed)

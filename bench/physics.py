@@ -69,8 +69,8 @@ class PhysicsBench:
     skip_rates: Annotated[bool, 'only the turbo run?'] = False
     chunk: Annotated[int, 'physics steps per call in the rates (0: all --steps in one call)'] = 0
 
-def main():
-    a = parse(PhysicsBench, doc=__doc__)
+def main(argv=None):
+    a = parse(PhysicsBench, doc=__doc__, argv=argv)
     torch.set_num_threads(a.threads)
     course = pellet_course(0)
     modes = ['eager'] + ([] if not a.compile else ['compiled'])

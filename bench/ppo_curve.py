@@ -88,8 +88,8 @@ class BenchOptions:
 
 BASE = PPOConfig(total_timesteps=100_000_000, keep_every=5_000_000, checkpoint_every=1_000_000)
 
-def main():
-    a, b, out = start(BenchOptions, __doc__, 'ppo_curve')
+def main(argv=None):
+    a, b, out = start(BenchOptions, __doc__, 'ppo_curve', argv)
     cfg = config_from_args(PPOConfig, a, base=stored_config(b.run_dir) if b.resume else BASE)
     run = PPORun(cfg, b.run_dir, Registry(b.registry), resume=b.resume, display=None)
     run.run()

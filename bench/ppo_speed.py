@@ -36,8 +36,8 @@ SETTINGS = {'before': PPOConfig(hyper=PPOHyper(precision='float32')),
             'after': PPOConfig(hyper=PPOHyper(precision='bfloat16'))}
 KEYS = ('puffer_train', 'puffer_collect', 'policy_only', 'arena_random')
 
-def main():
-    s = parse(Settings, doc=__doc__)
+def main(argv=None):
+    s = parse(Settings, doc=__doc__, argv=argv)
     torch.set_num_threads(1)
     load0 = os.getloadavg()
     print(f"machine: {json.dumps(machine())}; torch {torch.__version__}, 1 thread, OMP_NUM_THREADS="

@@ -62,8 +62,8 @@ def parity(arena:str, pol, s:Settings, **kw)->dict:
                 censored=dict(fp32=ev[False].censored, quantised=ev[True].censored),
                 eval_seconds=dict(fp32=ev[False].seconds, quantised=ev[True].seconds))
 
-def main():
-    s = parse(Settings, doc=__doc__)
+def main(argv=None):
+    s = parse(Settings, doc=__doc__, argv=argv)
     torch.set_num_threads(s.threads)
     load0 = os.getloadavg()
     print(f"machine: {json.dumps(machine())}; torch {torch.__version__}, {s.threads} thread(s), "

@@ -29,8 +29,8 @@ def peak_masses(d, n=4000):
     x = d.sample(n, torch.Generator().manual_seed(7))
     return [float(((x - c).norm(dim=1) < 1.2).float().mean()) for c in (A, B)]
 
-def main():
-    a = parse(ReplicatorBench, doc=__doc__)
+def main(argv=None):
+    a = parse(ReplicatorBench, doc=__doc__, argv=argv)
     torch.set_num_threads(1)
     setups = {'particles (512)': ('particles', dict(particles=512)),
               'mixture (12, share_rate 0.1)': ('mixture', dict(components=12)),

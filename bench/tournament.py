@@ -57,8 +57,8 @@ def policy_bound_rate(puffer, steps)->float: # agent-steps/s of `evaluate` with 
     r = evaluate(puffer, 'snake', seed=0, max_steps=steps, progress=False, num_snakes=1024)
     return r.agent_steps / r.seconds
 
-def main():
-    a = parse(TournamentBench, doc=__doc__)
+def main(argv=None):
+    a = parse(TournamentBench, doc=__doc__, argv=argv)
     torch.set_num_threads(1)
     puffer = load_pufferlib_policy('snake')
     pols = entrants(puffer)

@@ -19,18 +19,18 @@ def install_entry_point(monkeypatch):
     return lambda group, name, value: added.append(metadata.EntryPoint(name=name, value=value, group=group))
 
 @pytest.fixture
-def cli(capsys):
+def cli(capfd):
     """`cli('COMMAND', *args)`: `genome-lab COMMAND ARGS` run in this process by the command's entry point
     (`genome_lab.pipeline.main`; `main=`: a script's `main(argv)`, a bench's), answered as a finished process (exit
-    status, stdout, stderr): a command's refusals and small runs without the seconds a new process spends importing
-    torch. A run that is killed needs a process of its own."""
+    status, and stdout and stderr as its file descriptors took them): a command's refusals and small runs without the
+    seconds a new process spends importing torch. A run that is killed needs a process of its own."""
     from genome_lab import pipeline
     def run(*args, main=None):
         try: code = (main or pipeline.main)([str(a) for a in args])
         except SystemExit as e:   # a usage error (argparse), or sys.exit(message)
             if isinstance(e.code, str): print(e.code, file=sys.stderr)
             code = e.code if isinstance(e.code, int) else int(e.code is not None)
-        out = capsys.readouterr()
+        out = capfd.readouterr()
         return subprocess.CompletedProcess(['genome-lab', *args], code if isinstance(code, int) else 0, out.out, out.err)
     return run
 

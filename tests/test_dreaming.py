@@ -1,13 +1,11 @@
 """70_dreaming: the dream envs against gymnasium's checker and its vector API, and a smoke run of bench/dreaming.py
 that writes the figures file's keys (the notebook covers training, accuracy and the planner's search)."""
-import json, os, subprocess, sys
-from pathlib import Path
+import json
 import numpy as np
 import torch
 from gymnasium.utils.env_checker import check_env
 from genome_lab.imagination.dreaming import WorldModel, DreamEnv, DreamBridgeEnv
 
-ROOT = Path(__file__).resolve().parent.parent
 
 def _dreams():
     torch.manual_seed(0)
@@ -49,15 +47,15 @@ def test_dreams_end_with_the_death_heads_probability_drawn_from_the_seed():
     one = [env.step(0)[2] for _ in range(1000)]
     assert abs(np.mean(one) - 0.2) < 0.05
 
-def test_bench_writes_the_issue_keys(tmp_path):
+def test_bench_writes_the_issue_keys(tmp_path, cli, bench):
     out = tmp_path/'dreaming.json'
     args = ['--styles', 'random,farmer', '--per-style', '1', '--steps', '30', '--train-seeds', '1', '--updates', '2',
             '--context', '2', '--horizon', '3', '--hidden', '16', '--embed', '16', '--roi-beams', '1',
             '--roi-horizons', '1', '--roi-gates', '0.5', '--roi-steps', '2', '--plan-beam', '1', '--plan-horizon', '1',
             '--snake-steps', '5', '--check-seeds', '4', '--max-meetings', '1', '--rounds', '1', '--snakes', '3',
             '--game-steps', '3', '--epochs', '1', '--bptt', '2', '--out', str(out)]
-    subprocess.run([sys.executable, ROOT/'bench'/'dreaming.py', *args], capture_output=True, text=True, check=True,
-                   env=os.environ | {'OMP_NUM_THREADS': '1'})
+    ran = cli(*args, main=bench('dreaming').main)
+    assert ran.returncode == 0, ran.stderr
     r = json.loads(out.read_text())
     assert set(r['world_model']) == {'1', '5', '15'}
     assert all(0 <= v[k] <= 1 for v in r['world_model'].values() for k in ('model', 'baseline'))

@@ -235,12 +235,9 @@ def test_cli(tmp_path, capsys):
     assert evolve_cli([str(tmp_path), '--env', 'cartpole', '--max-generations', '1', '--children-per-generation', '1', '--max-ticks', '50']) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])['stop_reason'] == 'completed'
 
-def test_bench_runs_with_tiny_settings(tmp_path):
-    import importlib.util, sys
+def test_bench_runs_with_tiny_settings(tmp_path, bench):
     from dataclasses import asdict
-    spec = importlib.util.spec_from_file_location('bench_llm', Path(__file__).parents[1]/'bench'/'llm_evolution.py')
-    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench   # registered, so `inspect` finds its source
-    spec.loader.exec_module(bench)
+    bench = bench('llm_evolution')
     res = bench.main(['--games', '1', '--heldout-ticks', '150', '--evals', '1', '--max-generations', '1', '--children-per-generation', '1',
                       '--max-ticks', '100', '--run-dir', str(tmp_path/'run'), '--out', str(tmp_path/'bench.json')])
     assert res['harness']['evals_per_s'] > 0 and {r['player'] for r in res['heldout']} >= {'pufferlib genome', 'best evolved', 'dellacherie', 'el-tetris'}
@@ -250,11 +247,8 @@ def test_bench_runs_with_tiny_settings(tmp_path):
     assert bench.PRESET_WHY in ' '.join(bench.parser().format_help().split())
     with pytest.raises(SystemExit): bench.main(['--env', 'cartpole'])
 
-def test_program_search_bench_runs_with_tiny_settings(tmp_path):
-    import importlib.util, sys
-    spec = importlib.util.spec_from_file_location('bench_ps', Path(__file__).parents[1]/'bench'/'program_search.py')
-    bench = importlib.util.module_from_spec(spec); sys.modules[spec.name] = bench   # registered, so `inspect` finds its source
-    spec.loader.exec_module(bench)
+def test_program_search_bench_runs_with_tiny_settings(tmp_path, bench):
+    bench = bench('program_search')
     res = bench.main(['--seeds', '3', '--batch', '2', '--max-generations', '1', '--children-per-generation', '2',
                       '--max-ticks', '100', '--heldout-games', '2', '--heldout-ticks', '150', '--cma-generations', '1',
                       '--cma-popsize', '2', '--out', str(tmp_path/'ps.json')])

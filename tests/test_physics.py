@@ -127,10 +127,9 @@ def test_cli_export_import_and_errors(tmp_path, cli):
     r = run('--resume', 'nope', '--store', str(tmp_path/'s.sqlite'))
     assert r.returncode == 1 and "no run 'nope'" in r.stderr
 
-def test_bench_runs_tiny():
-    r = subprocess.run([sys.executable, ROOT/'bench'/'physics.py', '--populations', '8,32', '--steps', '8', '--seq-creatures', '2',
-                        '--no-compile', '--generations', '2', '--ga-population', '4', '--seconds', '1'],
-                       capture_output=True, text=True, env=ENV, timeout=300)
+def test_bench_runs_tiny(cli, bench):
+    r = cli('--populations', '8,32', '--steps', '8', '--seq-creatures', '2', '--no-compile', '--generations', '2',
+            '--ga-population', '4', '--seconds', '1', main=bench('physics').main)
     assert r.returncode == 0, r.stderr
     assert 'ratio batched/sequential' in r.stdout and 'turbo run: 2 generations' in r.stdout
 
@@ -219,11 +218,10 @@ def test_the_producer_races_at_the_seasons_settings_and_continues_across_rounds(
     assert second['metrics']['generation'] == 4   # the second round went on from the first's checkpoint
     assert all(reg.genome(i)['type'] == 'creature' for i in reg.waiting_offers())
 
-def test_gpu_physics_ga_generations_run_on_the_cpu(tmp_path):
+def test_gpu_physics_ga_generations_run_on_the_cpu(tmp_path, cli, bench):
     "bench/gpu_physics.py's GA generations (the GPU check's part for the creatures producer) on the CPU alone."
-    r = subprocess.run([sys.executable, ROOT/'bench'/'gpu_physics.py', '--out', str(tmp_path/'g.json'), '--ga-only',
-                        '--ga-devices', 'cpu', '--ga-populations', '4,8', '--ga-races', '2', '--ga-seconds', '1'],
-                       capture_output=True, text=True, env=ENV, timeout=300)
+    r = cli('--out', tmp_path/'g.json', '--ga-only', '--ga-devices', 'cpu', '--ga-populations', '4,8', '--ga-races', '2',
+            '--ga-seconds', '1', main=bench('gpu_physics').main)
     assert r.returncode == 0, r.stderr[-3000:]
     gens = json.loads((tmp_path/'g.json').read_text())['ga_generations']
     assert [(g['device'], g['population'], g['repeat_equal']) for g in gens] == [('cpu', 4, True), ('cpu', 8, True)]
@@ -244,13 +242,12 @@ def test_creatures_climb_bench_runs_tiny(tmp_path):
     assert doc['baseline']['genome'] == 'old_round' and doc['producer']['offers'][0] == 'Creature-ga1'
     assert doc['agreement']['of'] == 3 and 'charts/fitness_best' in doc['curve']
 
-def test_creature_gait_bench_runs_tiny(tmp_path):
+def test_creature_gait_bench_runs_tiny(tmp_path, cli, bench):
     "bench/creature_gait.py at a smoke test's size: its gait lies inside the genes' ranges, and its rule's record is the rule's."
     from genome_lab.arenas.physics import gait_creature, RANGES
     out = tmp_path/'gait.json'
-    r = subprocess.run([sys.executable, ROOT/'bench'/'creature_gait.py', '--generations', '2', '--restarts', '2', '--popsize', '4',
-                        '--courses', '2', '--seconds', '1', '--no-compile', '--lead-games', '2', '--root', str(tmp_path/'root'),
-                        '--out', str(out)], capture_output=True, text=True, env=ENV, timeout=300)
+    r = cli('--generations', '2', '--restarts', '2', '--popsize', '4', '--courses', '2', '--seconds', '1', '--no-compile',
+            '--lead-games', '2', '--root', tmp_path/'root', '--out', out, main=bench('creature_gait').main)
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert len(doc['search']['runs']) == 2 and doc['search']['races'] == 2 * 2 * 4 * 2

@@ -1,11 +1,9 @@
 """PuffeRL's `precision` on the CPU and bench/ppo_speed.py at a tiny budget."""
-import json, os, subprocess, sys
-from pathlib import Path
+import json
 import pytest, torch
 from genome_lab.rl.training import PPOConfig, PPOHyper
 from genome_lab.rl.ppo_run import PPORun
 
-ROOT = Path(__file__).resolve().parent.parent
 TINY = dict(num_snakes=32, width=48, height=32, num_food=60)
 BF16 = torch.ops.mkldnn._is_mkldnn_bf16_supported()   # a CPU with native bfloat16 (AVX512-BF16 or AMX)
 
@@ -38,12 +36,10 @@ def test_bfloat16_refused_on_a_cpu_without_it(tmp_path, monkeypatch):
 def test_unknown_precision_refused():
     with pytest.raises(ValueError, match="precision must be one of"): PPOHyper(precision='float16')
 
-def test_bench_ppo_speed_tiny(tmp_path):
+def test_bench_ppo_speed_tiny(tmp_path, cli, bench):
     "bench/ppo_speed.py runs one short repeat of both settings and writes trainer and policy-only rates and fractions."
     out = tmp_path/'ppo_speed.json'
-    r = subprocess.run([sys.executable, ROOT/'bench'/'ppo_speed.py', '--speed-steps', '16384', '--repeats', '1',
-                        '--out', out], capture_output=True, text=True, timeout=600,
-                       env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    r = cli('--speed-steps', '16384', '--repeats', '1', '--out', out, main=bench('ppo_speed').main)
     assert r.returncode == 0, r.stderr[-2000:]
     rec = json.loads(out.read_text()); med = rec['median']
     assert set(med) == ({'before', 'after'} if BF16 else {'before'}) and ('after' in rec['skipped']) != BF16, rec['skipped']

@@ -177,9 +177,8 @@ def test_cellstats_names_the_cells_that_break_a_bar(tmp_path):
     assert 'cell 1 (id c1): f, g' in r.stdout and 'cell 2 (id c2): h, C' in r.stdout and 'c3' not in r.stdout, r.stdout
     assert 'c4' not in r.stdout and 'over 80 lines 2 (1 of them one class)' in r.stdout, r.stdout
 
-def test_arena_benchmark_runs():
-    r = subprocess.run([sys.executable, ROOT/'bench'/'arena_throughput.py', '--seconds', '0.2', '--agents', '256'],
-                       capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+def test_arena_benchmark_runs(cli, bench):
+    r = cli('--seconds', '0.2', '--agents', '256', main=bench('arena_throughput').main)
     assert r.returncode == 0, r.stderr
     for arena in ('snake', 'tetris'): assert f"{arena} ratio random/policy:" in r.stdout.replace('  ', ' ')
 

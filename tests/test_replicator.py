@@ -1,7 +1,6 @@
 """Replicator dynamics: convergence to a known optimum, two equal peaks kept, weights a distribution, state round trips,
 bad inputs, the fitness estimator's held-out R^2 and uncertainty, determinism."""
-import math, os, subprocess, sys
-from pathlib import Path
+import math
 import pytest
 import torch
 from safetensors.torch import save as st_save, load as st_load
@@ -9,7 +8,6 @@ from genome_lab.evolution.replicator import (LatentDistribution, GaussianMixture
                                    distribution_from_state_dict, evolve, replicate, standardise_fitness, systematic_resample)
 
 torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parent.parent
 KINDS = {'particles': dict(particles=512), 'mixture': dict(components=12)}
 OPT, A, B = torch.tensor([2.0, -1.5]), torch.tensor([-2.0, 0.0]), torch.tensor([2.0, 0.0])
 def quadratic(x): return -((x - OPT) ** 2).sum(1)
@@ -181,9 +179,8 @@ def test_estimator_buffer_and_bad_inputs(toy16):
     with pytest.raises(ValueError, match='config.hidden'): FitnessEstimator(16, hidden=8, capacity=100).load_state_dict(est.state_dict())
 
 
-def test_bench_runs_with_tiny_settings():
-    out = subprocess.run([sys.executable, str(ROOT/'bench'/'replicator.py'), '--seeds', '1', '--generations', '3'],
-                         capture_output=True, text=True, timeout=120, env=os.environ | {'OMP_NUM_THREADS': '1'})
+def test_bench_runs_with_tiny_settings(cli, bench):
+    out = cli('--seeds', '1', '--generations', '3', main=bench('replicator').main)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count('quadratic distance') == 4 and 'flow (NSF' in out.stdout and 'n = 1 seeds' in out.stdout
 

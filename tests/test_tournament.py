@@ -1,12 +1,10 @@
 """Tournament backends and benchmark."""
-import concurrent.futures, multiprocessing, os, subprocess, sys, threading
-from pathlib import Path
+import concurrent.futures, multiprocessing, sys, threading
 import numpy as np, pytest
 from genome_lab.arenas.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
 from genome_lab.tournaments.tournament import play_games
 from genome_lab.arenas.evaluation import evaluate
 
-ROOT = Path(__file__).resolve().parent.parent
 
 SNAKE_GAMES = [(0, 1, 2), (2, 0, 1), (1, 2, 0)]
 SNAKE_KW = dict(agents_per_genome=4, steps=100, settings=dict(width=40, height=30, num_food=60))
@@ -60,9 +58,8 @@ def test_a_game_is_a_function_of_its_seed():
     assert sum(here[f'game {k} deaths'].sum() for k in range(len(SNAKE_GAMES))) > 0
     assert set(here['tetris map']) == {0, 1} and len(here['tetris score']) >= 8
 
-def test_tournament_benchmark_runs():
-    r = subprocess.run([sys.executable, ROOT/'bench'/'tournament.py', '--ladder-games', '3', '--seeds', '1', '--steps', '30'],
-                       capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=600)
+def test_tournament_benchmark_runs(cli, bench):
+    r = cli('--ladder-games', '3', '--seeds', '1', '--steps', '30', main=bench('tournament').main)
     assert r.returncode == 0, r.stderr
     assert 'agent-steps/s' in r.stdout and 'ladder openskill: final tau' in r.stdout and 'ladder elo: final tau' in r.stdout
 

@@ -1,6 +1,5 @@
 "PPO training with PuffeRL: the `train-ppo` command (registration, lineage, resume), PBT with Ray Tune and the curve bench, at tiny budgets."
-import json, math, os, subprocess, sys
-from pathlib import Path
+import json, math
 import pytest, torch
 from dataclasses import replace
 from genome_lab.registry.store import Registry
@@ -67,14 +66,14 @@ def test_pbt_ranked_by_rated_games_logs_exploits_into_policy_ops_and_ranks_membe
     guard = reward_hacking_guard(res.rows)
     assert len(guard) == 2 and (guard.max_log_gap < 1e-3).all()
 
-def test_curve_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tmp_path):
-    out, env = tmp_path/'curve.json', {**os.environ, 'OMP_NUM_THREADS': '1'}
-    bench = [sys.executable, Path(__file__).resolve().parent.parent/'bench'/'ppo_curve.py', '--run-dir', tmp_path/'run',
-             '--registry', tmp_path/'registry', '--speed-steps', '2048', '--out', out]
+def test_curve_bench_runs_with_tiny_settings_and_resumes_with_the_runs_own_settings(tmp_path, cli, bench):
+    out = tmp_path/'curve.json'
+    run = lambda *a: cli('--run-dir', tmp_path/'run', '--registry', tmp_path/'registry', '--speed-steps', '2048', '--out', out, *a,
+                         main=bench('ppo_curve').main)
     tiny = [a for a in TINY if a not in ('--display', 'none')]
-    r = subprocess.run(bench + [*tiny, '--total-timesteps', '1024', '--keep-every', '512'], capture_output=True, text=True, env=env, timeout=300)
+    r = run(*tiny, '--total-timesteps', '1024', '--keep-every', '512')
     assert r.returncode == 0, r.stderr[-2000:]
-    r = subprocess.run(bench + ['--resume', '--total-timesteps', '1536'], capture_output=True, text=True, env=env, timeout=300)
+    r = run('--resume', '--total-timesteps', '1536')
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(out.read_text())
     assert [c['agent_steps'] for c in got['curve']] == [512, 1024, 1536] and got['config']['num_snakes'] == 32
