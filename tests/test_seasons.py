@@ -138,8 +138,11 @@ def test_restarted_server_keeps_its_schedule_and_runs_a_missed_season_once(tmp_p
                                                                     tetris=dict(steps=30, agents=2)))
     with TestClient(create_app(tmp_path/'reg', token='schedule-token')) as http:
         assert http.get('/schedule').json()['cron'] == '0 3 * * 1'   # weekly by default
-        fire = datetime.now(timezone.utc) + timedelta(seconds=3)
-        set_to = http.put('/schedule', headers=auth, json=dict(cron=fire_once_at(fire), config=config)).json()
+        for lead in (3, 10, 30):   # the schedule must be set before it fires: on a loaded host (a load of 7 on 2 cores) the
+            # PUT took over 3 s, and the cron's next match was a year on (2027-12-07)
+            fire = datetime.now(timezone.utc) + timedelta(seconds=lead)
+            set_to = http.put('/schedule', headers=auth, json=dict(cron=fire_once_at(fire), config=config)).json()
+            if datetime.now(timezone.utc) < fire: break
     assert datetime.fromisoformat(set_to['next_run']) == fire.replace(microsecond=0)
     time.sleep(max(0.0, (fire - datetime.now(timezone.utc)).total_seconds()) + 1.5)   # the server is down when the season is due
     seasons = lambda: sqlite3.connect(tmp_path/'reg'/'registry.sqlite').execute(

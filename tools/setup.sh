@@ -26,7 +26,19 @@ puffer=$(bash tools/build_pufferlib.sh --version)
 installed=$("$VENV/bin/python" -c 'from importlib.metadata import version; print(version("pufferlib"))' 2>/dev/null || true)
 if [ "$installed" != "$puffer" ] || ! "$VENV/bin/python" -c 'import torch, pufferlib._C, pufferlib.ocean.snake.binding, pufferlib.ocean.tetris.binding' 2>/dev/null; then
   [ -z "$installed" ] || echo "setup: replacing pufferlib $installed by the patched $puffer"
-  bash tools/build_pufferlib.sh "$VENV/bin/python" .cache/wheels
+  # the build (the compiler, one core) runs beside the install of the other requirements (pip: the index and unzipping)
+  bash tools/build_pufferlib.sh "$VENV/bin/python" .cache/wheels & build=$!
+  reqs=$(mktemp)   # the other requirements, this package's and its dev extras', read from pyproject.toml
+  "$VENV/bin/python" - "$reqs" <<'PY'
+import sys
+try: import tomllib
+except ImportError: from pip._vendor import tomli as tomllib   # Python 3.10
+p = tomllib.load(open('pyproject.toml', 'rb'))['project']
+open(sys.argv[1], 'w').write('\n'.join(d for d in p['dependencies'] + p['optional-dependencies']['dev'] if not d.startswith('pufferlib')))
+PY
+  pip install -r "$reqs" || { kill $build 2>/dev/null; fail "the requirements in pyproject.toml did not install"; }
+  rm -f "$reqs"
+  wait $build || fail "the PufferLib build failed"
   pip install --no-deps --force-reinstall .cache/wheels/pufferlib-"$puffer"-*.whl
 fi
 pip install --find-links .cache/wheels -e '.[dev]'
