@@ -16,7 +16,7 @@ from ..arenas.evaluation import torch_threads
 from ..arenas.physics import FPS, SELECTION_DEVICE, simulate, stack_policies, pellet_course
 from ..tournaments.tournament import play_side_by_side
 from .highlights import StoredGame, tournament_games, replay
-from .streaming import genome_colours
+from ..arenas.render import genome_colours
 from ..web.access import RegistryPool, registry_pool, retry_busy
 from ..web.server import page, page_part, json_script
 from .stream_server import stored_clips

@@ -15,7 +15,8 @@ from ..registry.store import Registry
 from ..registry.sqlite_store import SQLiteStore, utcnow
 from ..tournaments.tournament import play_game, SnakeGame, game_seed
 from ..tournaments.ranking import MODEL
-from .streaming import Canvas, Scene, SnakeFrame, snake_frame, render_snake, kill_events, genome_colours, write_clip
+from ..arenas.render import Canvas, genome_colours, write_clip
+from .streaming import Scene, SnakeFrame, snake_frame, render_snake, kill_events
 
 # %% auto #0
 __all__ = ['HIGHLIGHTS_SCHEMA', 'HIGHLIGHTS_DIR', 'StoredGame', 'tournament_games', 'GameRecord', 'replay', 'HighlightConfig',

@@ -14,8 +14,9 @@ import numpy as np
 from ..arenas.arena import SnakeArena
 from ..registry.store import Registry
 from ..tournaments.tournament import SnakeGame, load_ratings
-from .streaming import (Canvas, LiveEncoder, JpegEncoder, EncoderConfig, Scene, render_snake, snake_frame,
-                                  kill_events, genome_colours, draw_stamp, STAMP_COLS, STAMP_ROWS, STAMP_CELL, BACK, INK, DIM)
+from ..arenas.render import Canvas, genome_colours, BACK, INK, DIM
+from .streaming import (LiveEncoder, JpegEncoder, EncoderConfig, Scene, render_snake, snake_frame, kill_events,
+                                            draw_stamp, STAMP_COLS, STAMP_ROWS, STAMP_CELL)
 
 # %% auto #0
 __all__ = ['FORMATS', 'StreamConfig', 'active_snakes', 'LiveGame', 'waiting_card', 'Viewer', 'Broadcast']

@@ -6,151 +6,23 @@ Docs: https://genome-lab.github.io/genome_lab/streaming.html.md"""
 
 # %% ../../nbs/53_streaming.ipynb #42e666a7
 from __future__ import annotations
-import functools, math, time
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 import numpy as np
 import torch
 import av
-from PIL import Image, ImageDraw, ImageFont
-from ..arenas.arena import SNAKE_EMPTY, SNAKE_FOOD, SNAKE_CORPSE, SNAKE_WALL, SNAKE_VIEW, SNAKE_VISION
+from ..arenas.arena import SNAKE_WALL, SNAKE_VIEW, SNAKE_VISION
+from ..arenas.render import (rgb_to_yuv, yuv_of, text_mask, Canvas, MAP_COLOURS, INK, DIM, PANEL, BACK, HEADER,
+                                     genome_colours)
 from ..tournaments.tournament import SnakeGame, KILL_WALL, KILL_UNKNOWN, body_cells
 
 # %% auto #0
-__all__ = ['STAMP_COLS', 'STAMP_ROWS', 'STAMP_CELL', 'GENOME_COLOURS', 'MAP_COLOURS', 'INK', 'DIM', 'PANEL', 'BACK', 'MOVE_NAMES',
-           'HEADER', 'SIDEBAR', 'FEED', 'DREAM_WRONG', 'rgb_to_yuv', 'yuv_of', 'text_mask', 'Sprite', 'sprite',
-           'text_sprite', 'Canvas', 'fit_text', 'stamp_bits', 'draw_stamp', 'read_stamp', 'SnakeFrame', 'snake_mind',
-           'snake_frame', 'genome_colours', 'Scene', 'scene_of', 'longest_snakes', 'leaderboard_rows', 'view_colours',
-           'render_snake', 'kill_events', 'render_dream', 'tetris_boards', 'render_tetris', 'render_creatures',
-           'EncoderConfig', 'LiveEncoder', 'JpegEncoder', 'write_clip', 'video_html']
-
-# %% ../../nbs/53_streaming.ipynb #921d90e4
-def rgb_to_yuv(rgb)->np.ndarray: # (..., 3) uint8: Y, U (Cb), V (Cr)
-    "RGB (0-255) to Y'CbCr with the BT.709 coefficients in limited range (Y 16-235, Cb and Cr 16-240), as ITU-R BT.709-6 table 3."
-    c = np.asarray(rgb, np.float64) / 255
-    y = c @ np.array([0.2126, 0.7152, 0.0722])
-    cb, cr = (c[..., 2] - y) / 1.8556, (c[..., 0] - y) / 1.5748
-    return np.rint(np.stack([16 + 219*y, 128 + 224*cb, 128 + 224*cr], -1)).clip(0, 255).astype(np.uint8)
-
-# %% ../../nbs/53_streaming.ipynb #a664d7bc
-@functools.lru_cache(maxsize=4096)
-def _yuv(colour:tuple)->tuple: return tuple(int(v) for v in rgb_to_yuv(colour))
-
-# %% ../../nbs/53_streaming.ipynb #9ecc204c
-def yuv_of(colour)->tuple: # (Y, U, V) ints
-    "`rgb_to_yuv` of one RGB colour, cached (overlays draw a few colours many times a frame)."
-    return _yuv(tuple(int(c) for c in colour))
-
-# %% ../../nbs/53_streaming.ipynb #b575da38
-@functools.lru_cache(maxsize=None)
-def _font(size:int): return ImageFont.load_default(size=size)
-
-# %% ../../nbs/53_streaming.ipynb #9ff3902c
-@functools.lru_cache(maxsize=8192)
-def text_mask(text:str, size:int=16)->np.ndarray: # (h, w) uint8 coverage; h and w even
-    "Anti-aliased coverage of `text` in Pillow's default scalable font at `size` pixels (cached: overlays repeat)."
-    font = _font(size)
-    asc, desc = font.getmetrics()
-    w, h = max(2, math.ceil(font.getlength(text))), asc + desc
-    img = Image.new('L', (w + w % 2, h + h % 2))
-    ImageDraw.Draw(img).text((0, 0), text, fill=255, font=font)
-    return np.asarray(img)
-
-# %% ../../nbs/53_streaming.ipynb #2e879cce
-@dataclass(frozen=True)
-class Sprite:
-    "A coverage mask ready to paint: luma weights `a`, `inv` = 255 - `a`, and the same at chroma resolution (2x2 means)."
-    a: np.ndarray; inv: np.ndarray; a2: np.ndarray; inv2: np.ndarray
-
-# %% ../../nbs/53_streaming.ipynb #dbe68fa1
-def sprite(mask:np.ndarray)->Sprite: # mask (h, w) uint8 coverage, h and w even
-    a = mask.astype(np.uint16)
-    h, w = a.shape
-    a2 = a.reshape(h//2, 2, w//2, 2).sum((1, 3)).__iadd__(2).__ifloordiv__(4)
-    return Sprite(a, 255 - a, a2, 255 - a2)
-
-# %% ../../nbs/53_streaming.ipynb #dea50fa6
-@functools.lru_cache(maxsize=8192)
-def text_sprite(text:str, size:int=16)->Sprite: return sprite(text_mask(text, size))
-
-# %% ../../nbs/53_streaming.ipynb #ec07d026
-class Canvas:
-    """A `width` x `height` picture held in the YUV 4:2:0 planes of an `av.VideoFrame` (`frame`) and drawn in place;
-    coordinates are pixels from the top left, colours RGB (`cells` takes `rgb_to_yuv` colours, converted once per map)."""
-    def __init__(self, width:int=1280, height:int=720):
-        if width < 2 or height < 2 or width % 2 or height % 2: raise ValueError(f"width and height must be even and at least 2, not {width}x{height}")
-        self.width, self.height = width, height
-        self.frame = av.VideoFrame(width, height, 'yuv420p')
-        plane = lambda k, h, w: np.frombuffer(self.frame.planes[k], np.uint8).reshape(-1, self.frame.planes[k].line_size)[:h, :w]
-        self.y, self.u, self.v = plane(0, height, width), plane(1, height//2, width//2), plane(2, height//2, width//2)
-
-    def _box(self, x, y, w, h): # even-aligned, clipped: (x0, y0, x1, y1)
-        x0, y0 = max(0, int(x) & ~1), max(0, int(y) & ~1)
-        return x0, y0, min(self.width, int(x + w + 1) & ~1), min(self.height, int(y + h + 1) & ~1)
-
-    def fill(self, x:int, y:int, w:int, h:int, colour): # colour: RGB
-        "Fill a rectangle (rounded outward to even pixels, so the chroma planes line up)."
-        yuv = yuv_of(colour)
-        x0, y0, x1, y1 = self._box(x, y, w, h)
-        self.y[y0:y1, x0:x1] = yuv[0]
-        self.u[y0//2:y1//2, x0//2:x1//2] = yuv[1]; self.v[y0//2:y1//2, x0//2:x1//2] = yuv[2]
-
-    def cells(self, x:int, y:int, yuv:np.ndarray, # (rows, cols, 3) uint8 colours of the cells
-              scale:int, # pixels per cell side (even)
-              gap:int=0, gap_colour=(0, 0, 0)): # darker luma lines between cells
-        "Draw a grid of cells, each `scale` x `scale` pixels, with its top left at (`x`, `y`) (even)."
-        if scale % 2 or x % 2 or y % 2: raise ValueError("cells need an even scale and an even position")
-        rows, cols = yuv.shape[:2]
-        rows, cols = min(rows, (self.height - y) // scale), min(cols, (self.width - x) // scale)
-        yuv, s, h = yuv[:rows, :cols], scale, scale // 2
-        self.y[y:y+rows*s, x:x+cols*s].reshape(rows, s, cols, s)[:] = yuv[:, None, :, None, 0]
-        for k, p in ((1, self.u), (2, self.v)):
-            p[y//2:y//2+rows*h, x//2:x//2+cols*h].reshape(rows, h, cols, h)[:] = yuv[:, None, :, None, k]
-        if gap:
-            g = self.y[y:y+rows*s, x:x+cols*s].reshape(rows, s, cols, s)
-            g[:, s-gap:] = g[:, :, :, s-gap:] = yuv_of(gap_colour)[0]
-
-    def blend(self, x:int, y:int, spr:Sprite, colour):
-        "Paint `colour` through the coverage of `spr` with its top left at (`x`, `y`) (rounded down to even pixels)."
-        yuv = yuv_of(colour)
-        x, y = int(x) & ~1, int(y) & ~1
-        mx, my = max(0, -x), max(0, -y)
-        h, w = min(spr.a.shape[0], self.height - y) - my, min(spr.a.shape[1], self.width - x) - mx
-        if h <= 0 or w <= 0: return
-        x, y = x + mx, y + my
-        def mix(dst, a, inv, c): dst[:] = (dst * inv + c * a + 127) // 255
-        mix(self.y[y:y+h, x:x+w], spr.a[my:my+h, mx:mx+w], spr.inv[my:my+h, mx:mx+w], yuv[0])
-        cy, cx, h, w = my//2, mx//2, h//2, w//2
-        for p, c in ((self.u, yuv[1]), (self.v, yuv[2])):
-            mix(p[y//2:y//2+h, x//2:x//2+w], spr.a2[cy:cy+h, cx:cx+w], spr.inv2[cy:cy+h, cx:cx+w], c)
-
-    def text(self, x:int, y:int, text:str, size:int=16, colour=(255, 255, 255), align:str='left')->int: # width in pixels
-        "Draw `text` with its top at `y`; `align` 'left', 'right' or 'center' places it about `x`."
-        spr = text_sprite(str(text), size)
-        w = spr.a.shape[1]
-        self.blend(x - {'left': 0, 'right': w, 'center': w // 2}[align], y, spr, colour)
-        return w
-
-    def line(self, x0:float, y0:float, x1:float, y1:float, colour, width:int=2):
-        "A straight line `width` pixels thick."
-        yuv = yuv_of(colour)
-        n = int(max(abs(x1 - x0), abs(y1 - y0))) + 1
-        xs, ys = np.rint(np.linspace(x0, x1, n)).astype(int), np.rint(np.linspace(y0, y1, n)).astype(int)
-        d = np.arange(width) - width // 2
-        xs, ys = (xs[:, None, None] + d[None, :, None]).ravel(), (ys[:, None, None] + d[None, None, :]).ravel()
-        ok = (xs >= 0) & (xs < self.width) & (ys >= 0) & (ys < self.height)
-        xs, ys = xs[ok], ys[ok]
-        self.y[ys, xs] = yuv[0]; self.u[ys//2, xs//2] = yuv[1]; self.v[ys//2, xs//2] = yuv[2]
-
-    def rgb(self)->np.ndarray: # (height, width, 3) uint8
-        "The picture in RGB (for a PNG or a test; the stream never converts)."
-        return self.frame.reformat(format='rgb24', src_colorspace='ITU709', src_color_range='MPEG').to_ndarray()
-
-    def png(self)->bytes:
-        import io
-        buf = io.BytesIO(); Image.fromarray(self.rgb()).save(buf, format='PNG'); return buf.getvalue()
-    def _repr_png_(self): return self.png()
+__all__ = ['STAMP_COLS', 'STAMP_ROWS', 'STAMP_CELL', 'SIDEBAR', 'FEED', 'MOVE_NAMES', 'DREAM_WRONG', 'fit_text', 'stamp_bits',
+           'draw_stamp', 'read_stamp', 'SnakeFrame', 'snake_mind', 'snake_frame', 'Scene', 'scene_of', 'longest_snakes',
+           'leaderboard_rows', 'view_colours', 'render_snake', 'kill_events', 'render_dream', 'render_creatures',
+           'EncoderConfig', 'LiveEncoder', 'JpegEncoder', 'video_html']
 
 # %% ../../nbs/53_streaming.ipynb #867385fe
 def fit_text(text:str, width:int, # pixels the text may take
@@ -226,24 +98,6 @@ def snake_frame(game:SnakeGame)->SnakeFrame:
     return SnakeFrame(game.t, st.grid.copy(), owner, st.body[np.arange(len(st.length)), st.head_ptr].copy(),
                       st.length.copy(), game.obs.copy(), probs, value)
 
-# %% ../../nbs/53_streaming.ipynb #da944604
-GENOME_COLOURS = np.array([(230, 25, 75), (66, 212, 244), (255, 225, 25), (170, 110, 255), (60, 180, 75), (240, 50, 230),
-                           (245, 130, 49), (67, 99, 216), (191, 239, 69), (250, 190, 212), (70, 153, 144), (220, 190, 255)],
-                          np.uint8) # saturated colours of Sasha Trubetskoy's list of distinct colours, neighbours far apart
-MAP_COLOURS = {SNAKE_EMPTY: (16, 18, 24), SNAKE_FOOD: (205, 205, 205), SNAKE_CORPSE: (110, 70, 60), SNAKE_WALL: (72, 78, 92)}
-INK, DIM, PANEL, BACK = (235, 235, 235), (150, 155, 165), (28, 31, 40), (10, 11, 15)
-MOVE_NAMES = ('up', 'down', 'left', 'right')
-
-def genome_colours(ids:list)->np.ndarray: # (len(ids), 3) uint8 RGB
-    "A distinct colour per genome id, the same for an id in every game (a stable hash picks it; a clash takes the next free one)."
-    import zlib
-    used, out = set(), []
-    for i in ids:
-        k = zlib.crc32(str(i).encode()) % len(GENOME_COLOURS)
-        while k in used and len(used) < len(GENOME_COLOURS): k = (k + 1) % len(GENOME_COLOURS)
-        used.add(k); out.append(GENOME_COLOURS[k])
-    return np.array(out, np.uint8).reshape(-1, 3)
-
 # %% ../../nbs/53_streaming.ipynb #46fe2b54
 @dataclass
 class Scene:
@@ -265,7 +119,8 @@ def scene_of(game:SnakeGame, names:list, ids:list|None=None, **kw)->Scene:
     return Scene(list(names), genome_colours(ids or names), game.owner.copy(), **kw)
 
 # %% ../../nbs/53_streaming.ipynb #be62ddaa
-HEADER, SIDEBAR, FEED = 36, 320, 108 # pixels: header height, sidebar width, kill feed height
+SIDEBAR, FEED = 320, 108 # pixels: sidebar width, kill feed height (`HEADER`: the title bar)
+MOVE_NAMES = ('up', 'down', 'left', 'right')
 
 def _cell_colours(frame:SnakeFrame, scene:Scene)->np.ndarray: # (H, W, 3) uint8 YUV
     "Colour of every cell: the map's codes, snakes in their genome's colour (heads brighter)."
@@ -455,31 +310,6 @@ def render_dream(canvas:Canvas, real:np.ndarray, dream:np.ndarray, # (11, 11) in
     canvas.text(12, y + SNAKE_VIEW * s + 8, f'{right:.0%} of the cells dreamt right', 15, INK)
     return canvas
 
-# %% ../../nbs/53_streaming.ipynb #0c384873
-def tetris_boards(arena)->np.ndarray: # (num_envs, n_rows, n_cols) int: 0 empty, 1 fixed, 2 falling piece
-    "The boards of a `TetrisArena`, read from its observations."
-    c = arena.config
-    return np.rint(arena.obs[:, :c['n_rows']*c['n_cols']]).astype(int).reshape(-1, c['n_rows'], c['n_cols'])
-
-# %% ../../nbs/53_streaming.ipynb #da35da5f
-def render_tetris(canvas:Canvas, boards:np.ndarray, # (B, rows, cols) as `tetris_boards`
-                  names:list, colours:np.ndarray, # one per board: the genome playing it
-                  lines:list|None=None, title:str='genome_lab live · tetris', info:str='')->Canvas:
-    "Boards side by side, each under its genome's name, the falling piece in the genome's colour, lines cleared below."
-    B, R, C = boards.shape
-    canvas.fill(0, 0, canvas.width, canvas.height, BACK); canvas.fill(0, 0, canvas.width, HEADER, PANEL)
-    canvas.text(12, 8, title, 18, INK); canvas.text(canvas.width - 12, 10, info, 15, DIM, 'right')
-    s = max(2, min((canvas.height - HEADER - 90) // R, (canvas.width // B - 24) // C) & ~1)
-    fixed = rgb_to_yuv((110, 118, 140))
-    for b in range(B):
-        x, y = ((canvas.width // B) * b + (canvas.width // B - C*s) // 2) & ~1, HEADER + 40
-        yuv = np.broadcast_to(rgb_to_yuv(MAP_COLOURS[SNAKE_EMPTY]), (R, C, 3)).copy()
-        yuv[boards[b] == 1], yuv[boards[b] == 2] = fixed, rgb_to_yuv(colours[b])
-        canvas.text(x + C*s // 2, HEADER + 10, names[b], 18, colours[b], 'center')
-        canvas.cells(x, y, yuv, s, gap=1, gap_colour=BACK)
-        if lines is not None: canvas.text(x + C*s // 2, y + R*s + 10, f'lines {lines[b]}', 16, INK, 'center')
-    return canvas
-
 # %% ../../nbs/53_streaming.ipynb #160249f2
 def render_creatures(canvas:Canvas, pos:np.ndarray, # (P, N, 2) node positions in metres (x right, y up)
                      node_mask:np.ndarray, muscle_a:np.ndarray, muscle_b:np.ndarray, muscle_mask:np.ndarray, # (P, N), (P, M) x3
@@ -568,28 +398,6 @@ class JpegEncoder:
         data = b''.join(bytes(p) for p in self.ctx.encode(f))
         self.frames, self.seconds = self.frames + 1, self.seconds + time.perf_counter() - t0
         return data
-
-# %% ../../nbs/53_streaming.ipynb #18d5bdef
-def write_clip(path:str|Path, frames, # iterable of `av.VideoFrame` (a `Canvas.frame`, redrawn between frames, will do)
-               fps:int=30, width:int|None=None, height:int|None=None, # size of the clip; default the frames'
-               crf:int=28)->dict: # {'path', 'frames', 'seconds', 'bytes'}
-    "Encode `frames` into an MP4 file (H.264, yuv420p, constant quality `crf`, `+faststart`); written to a temporary name, then renamed."
-    path = Path(path); tmp = path.with_name(path.name + '.part')
-    n = 0
-    with av.open(str(tmp), 'w', format='mp4', options={'movflags': '+faststart'}) as out:
-        stream = None
-        for f in frames:
-            if stream is None:
-                stream = out.add_stream('libx264', rate=fps)
-                stream.width, stream.height, stream.pix_fmt = width or f.width, height or f.height, 'yuv420p'
-                stream.options = {'crf': str(crf), 'preset': 'veryfast', 'x264-params': 'colorprim=bt709:transfer=bt709:colormatrix=bt709'}
-            g = f if (f.width, f.height) == (stream.width, stream.height) else f.reformat(stream.width, stream.height)
-            g.pts = n; n += 1
-            out.mux(stream.encode(g))
-        if stream is None: raise ValueError("a clip needs at least one frame")
-        out.mux(stream.encode(None))
-    tmp.replace(path)
-    return dict(path=str(path), frames=n, seconds=n / fps, bytes=path.stat().st_size)
 
 # %% ../../nbs/53_streaming.ipynb #2a8efd32
 def video_html(path:str|Path, width:int=640)->str:

@@ -1,4 +1,4 @@
-"""The clock of the ecosystem: a writable server plays seasons on a cron expression kept in a persisted job store, shown and changed at `/schedule`, and runs producers in the background between them; `genome-lab schedule` keeps any `genome-lab` command on a cron schedule the same way.
+"""The clock of the ecosystem: seasons on a cron expression kept in a persisted job store, the producers a writable server runs in the background between them, and `genome-lab schedule`, which keeps any `genome-lab` command on a cron schedule the same way.
 
 Docs: https://genome-lab.github.io/genome_lab/schedule.html.md"""
 
@@ -7,24 +7,21 @@ Docs: https://genome-lab.github.io/genome_lab/schedule.html.md"""
 # %% ../../nbs/81_schedule.ipynb #3b564879
 from __future__ import annotations
 import argparse, contextlib, importlib, math, re, subprocess, sys, threading
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import ClassVar, Optional
+from typing import ClassVar
 from apscheduler.triggers.base import BaseTrigger
 from croniter import croniter, CroniterBadDateError
-from fastapi import APIRouter, Depends, HTTPException, Request
-from pydantic import BaseModel, ConfigDict, Field
 from ..core import check_config, producer_list, did_you_mean, CommandParser
 from ..registry.store import Registry
-from ..web.access import require_token, TokenRoute
 from .seasons import season_config, run_season
 from .workers import spawn_worker, console_script
 
 # %% auto #0
-__all__ = ['SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'SEASON_GAP_S', 'JOB_HOMES', 'router', 'CronSchedule', 'cron_trigger',
-           'migrate_job_refs', 'scheduler', 'scheduled_season', 'ScheduleIn', 'ScheduleOut', 'ProducerWorkers',
-           'producer_workers', 'get_schedule', 'put_schedule', 'run_command', 'schedule_cli']
+__all__ = ['SCHEDULE_FILE', 'SEASON_JOB', 'DEFAULT_CRON', 'SEASON_GAP_S', 'JOB_HOMES', 'CronSchedule', 'cron_trigger',
+           'migrate_job_refs', 'scheduler', 'scheduled_season', 'ProducerWorkers', 'producer_workers', 'run_command',
+           'schedule_cli']
 
 # %% ../../nbs/81_schedule.ipynb #cf39bf8f
 # the job store beside the registry; the season job, weekly, Mondays 03:00 UTC
@@ -101,24 +98,6 @@ def scheduled_season(registry_root:str, config:dict)->int: # the season played
     finished first)."""
     with Registry(registry_root) as reg: return run_season(reg, season_config(config))['id']
 
-# %% ../../nbs/81_schedule.ipynb #3e7b0212
-class ScheduleIn(BaseModel):
-    model_config = ConfigDict(extra='forbid')
-    cron: str = Field(max_length=100, description="cron expression: 5 fields, or 6 with seconds first; UTC")
-    config: dict = Field(default_factory=dict,
-                         description="the seasons' settings (`SeasonConfig` fields); missing ones take their defaults")
-
-# %% ../../nbs/81_schedule.ipynb #99ad442d
-class ScheduleOut(BaseModel):
-    job: str; cron: str; next_run: Optional[str] = None
-    config: dict
-
-# %% ../../nbs/81_schedule.ipynb #b55c7896
-def _describe(job)->ScheduleOut:
-    return ScheduleOut(job=job.id, cron=job.kwargs['cron'],
-                       next_run=job.next_run_time.isoformat() if job.next_run_time else None,
-                       config=job.kwargs['config'])
-
 # %% ../../nbs/81_schedule.ipynb #a4bca059
 @dataclass
 class ProducerWorkers:
@@ -150,63 +129,8 @@ def producer_workers(registry_root:str|Path, # the registry folder
         stop.set()
         for t in threads: t.join()
 
-# %% ../../nbs/81_schedule.ipynb #3f0b6dd2
-@contextlib.asynccontextmanager
-async def _season_schedule(app):
-    """With a writable server: start the season scheduler on the registry's job store (add the weekly job unless the
-    store has one), and the producers `genome-lab serve` was given (`ProducerWorkers`), stopped when the app stops.
-    `ValueError` for producers given to a read-only server (they would write candidates into its registry)."""
-    workers = app.state.options.get(ProducerWorkers) or ProducerWorkers()
-    if workers.names() and app.state.token is None:
-        raise ValueError(f"--producers {workers.producers}: producers run on a writable server only; give it a token "
-                         "(--token-file, or GENOME_LAB_TOKEN) or leave --producers out")
-    sch = None
-    if app.state.token is not None:
-        sch = scheduler(app.state.pool.root/SCHEDULE_FILE)
-        sch.start(paused=True)
-        if sch.get_job(SEASON_JOB) is None:
-            sch.add_job(_season_job, cron_trigger(DEFAULT_CRON), id=SEASON_JOB,
-                        kwargs=dict(root=str(app.state.pool.root), cron=DEFAULT_CRON, config={}))
-        sch.resume()
-    app.state.scheduler = sch
-    with producer_workers(app.state.pool.root, workers) as app.state.producers:
-        try: yield
-        finally:
-            if sch is not None: sch.shutdown(wait=False)
-
 # %% ../../nbs/81_schedule.ipynb #f2c01652
 def _season_job(root:str, cron:str, config:dict)->int: return scheduled_season(root, config)
-
-# %% ../../nbs/81_schedule.ipynb #d78a8345
-router = APIRouter(tags=['seasons'], lifespan=_season_schedule, route_class=TokenRoute)
-router.serve_options = ProducerWorkers   # `genome-lab serve --producers ... --producer-budget-s ...`
-
-def _scheduler(request:Request):
-    sch = getattr(request.app.state, 'scheduler', None)
-    if sch is None: raise HTTPException(409, "no season scheduler: it runs on a writable server (started with a "
-                                             "token), once the app has started")
-    return sch
-
-# %% ../../nbs/81_schedule.ipynb #4bf1ac33
-@router.get('/schedule', response_model=ScheduleOut, operation_id='season_schedule',
-            responses={409: {'description': 'no scheduler'}})
-def get_schedule(request:Request)->ScheduleOut:
-    "The season job: its cron expression, next run (UTC) and settings."
-    return _describe(_scheduler(request).get_job(SEASON_JOB))
-
-# %% ../../nbs/81_schedule.ipynb #63e8eedc
-@router.put('/schedule', response_model=ScheduleOut, operation_id='set_season_schedule',
-            dependencies=[Depends(require_token)],
-            responses={422: {'description': 'a cron expression that fails or never fires, or bad settings'}})
-def put_schedule(request:Request, body:ScheduleIn)->ScheduleOut:
-    """Change when seasons run and with which settings (checked as `SeasonConfig` fields, types and ranges); kept in
-    the job store across restarts."""
-    try: trigger, cfg = cron_trigger(body.cron, SEASON_GAP_S), season_config(body.config)
-    except ValueError as e: raise HTTPException(422, str(e)) from None
-    sch = _scheduler(request)
-    sch.modify_job(SEASON_JOB, kwargs=dict(root=str(request.app.state.pool.root), cron=body.cron, config=asdict(cfg)))
-    sch.reschedule_job(SEASON_JOB, trigger=trigger)
-    return _describe(sch.get_job(SEASON_JOB))
 
 # %% ../../nbs/81_schedule.ipynb #518a489a
 def run_command(argv:list)->int: # the command's exit status

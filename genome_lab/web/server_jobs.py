@@ -7,10 +7,11 @@ Docs: https://genome-lab.github.io/genome_lab/submission.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['jobs', 'TournamentRequest', 'JobOut', 'evaluation_job', 'JobCancelled', 'JobRunner', 'job_runner', 'run_tournament', 'cancel_job', 'tournament_status']
+__all__ = ['jobs', 'seasons', 'TournamentRequest', 'JobOut', 'evaluation_job', 'JobCancelled', 'JobRunner', 'job_runner', 'run_tournament', 'cancel_job', 'tournament_status', 'ScheduleIn', 'ScheduleOut', 'get_schedule', 'put_schedule']
 
 # %% ../../nbs/43_submission.ipynb #d0f9e479
 import contextlib, threading, uuid
+from dataclasses import asdict
 from typing import Annotated, Callable, Literal, Optional, Union
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Depends, Path as PathParam
 from pydantic import BaseModel, Field, ConfigDict, model_validator, StrictBool, StrictInt
@@ -18,6 +19,9 @@ from ..registry.store import Registry
 from ..registry.sqlite_store import utcnow
 from ..arenas.arena import find_arena
 from ..tournaments.selection import tournament_job
+from ..ecosystem.seasons import season_config
+from ..ecosystem.schedule import (SCHEDULE_FILE, SEASON_JOB, DEFAULT_CRON, SEASON_GAP_S, cron_trigger, scheduler,
+                                          ProducerWorkers, producer_workers, _season_job)
 from .access import RegistryPool, retry_busy, _finite, require_token, TokenRoute, ERRORS
 
 # %% ../../nbs/43_submission.ipynb #4aa0e208
@@ -178,3 +182,76 @@ def tournament_status(request:Request, job_id:str=PathParam(pattern=r'^[0-9a-f]{
     j = job_runner(request.app).get(job_id)
     if j is None: raise HTTPException(404, f"no job {job_id!r} (jobs are kept in memory until the server stops)")
     return j
+
+# %% ../../nbs/43_submission.ipynb #3e7b0212
+class ScheduleIn(BaseModel):
+    model_config = ConfigDict(extra='forbid')
+    cron: str = Field(max_length=100, description="cron expression: 5 fields, or 6 with seconds first; UTC")
+    config: dict = Field(default_factory=dict,
+                         description="the seasons' settings (`SeasonConfig` fields); missing ones take their defaults")
+
+# %% ../../nbs/43_submission.ipynb #99ad442d
+class ScheduleOut(BaseModel):
+    job: str; cron: str; next_run: Optional[str] = None
+    config: dict
+
+# %% ../../nbs/43_submission.ipynb #b55c7896
+def _describe(job)->ScheduleOut:
+    return ScheduleOut(job=job.id, cron=job.kwargs['cron'],
+                       next_run=job.next_run_time.isoformat() if job.next_run_time else None,
+                       config=job.kwargs['config'])
+
+# %% ../../nbs/43_submission.ipynb #3f0b6dd2
+@contextlib.asynccontextmanager
+async def _season_schedule(app):
+    """With a writable server: start the season scheduler on the registry's job store (add the weekly job unless the
+    store has one), and the producers `genome-lab serve` was given (`ProducerWorkers`), stopped when the app stops.
+    `ValueError` for producers given to a read-only server (they would write candidates into its registry)."""
+    workers = app.state.options.get(ProducerWorkers) or ProducerWorkers()
+    if workers.names() and app.state.token is None:
+        raise ValueError(f"--producers {workers.producers}: producers run on a writable server only; give it a token "
+                         "(--token-file, or GENOME_LAB_TOKEN) or leave --producers out")
+    sch = None
+    if app.state.token is not None:
+        sch = scheduler(app.state.pool.root/SCHEDULE_FILE)
+        sch.start(paused=True)
+        if sch.get_job(SEASON_JOB) is None:
+            sch.add_job(_season_job, cron_trigger(DEFAULT_CRON), id=SEASON_JOB,
+                        kwargs=dict(root=str(app.state.pool.root), cron=DEFAULT_CRON, config={}))
+        sch.resume()
+    app.state.scheduler = sch
+    with producer_workers(app.state.pool.root, workers) as app.state.producers:
+        try: yield
+        finally:
+            if sch is not None: sch.shutdown(wait=False)
+
+# %% ../../nbs/43_submission.ipynb #d78a8345
+seasons = APIRouter(tags=['seasons'], lifespan=_season_schedule, route_class=TokenRoute)
+seasons.serve_options = ProducerWorkers   # `genome-lab serve --producers ... --producer-budget-s ...`
+
+def _scheduler(request:Request):
+    sch = getattr(request.app.state, 'scheduler', None)
+    if sch is None: raise HTTPException(409, "no season scheduler: it runs on a writable server (started with a "
+                                             "token), once the app has started")
+    return sch
+
+# %% ../../nbs/43_submission.ipynb #4bf1ac33
+@seasons.get('/schedule', response_model=ScheduleOut, operation_id='season_schedule',
+            responses={409: {'description': 'no scheduler'}})
+def get_schedule(request:Request)->ScheduleOut:
+    "The season job: its cron expression, next run (UTC) and settings."
+    return _describe(_scheduler(request).get_job(SEASON_JOB))
+
+# %% ../../nbs/43_submission.ipynb #63e8eedc
+@seasons.put('/schedule', response_model=ScheduleOut, operation_id='set_season_schedule',
+            dependencies=[Depends(require_token)],
+            responses={422: {'description': 'a cron expression that fails or never fires, or bad settings'}})
+def put_schedule(request:Request, body:ScheduleIn)->ScheduleOut:
+    """Change when seasons run and with which settings (checked as `SeasonConfig` fields, types and ranges); kept in
+    the job store across restarts."""
+    try: trigger, cfg = cron_trigger(body.cron, SEASON_GAP_S), season_config(body.config)
+    except ValueError as e: raise HTTPException(422, str(e)) from None
+    sch = _scheduler(request)
+    sch.modify_job(SEASON_JOB, kwargs=dict(root=str(request.app.state.pool.root), cron=body.cron, config=asdict(cfg)))
+    sch.reschedule_job(SEASON_JOB, trigger=trigger)
+    return _describe(sch.get_job(SEASON_JOB))

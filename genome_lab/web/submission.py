@@ -1,4 +1,4 @@
-"""The server's writes beyond game results: genome files uploaded with the token, checked before anything is stored, and tournaments run as background jobs.
+"""The server's writes beyond game results: genome files uploaded with the token, checked before anything is stored, tournaments run as background jobs, and the season schedule.
 
 Docs: https://genome-lab.github.io/genome_lab/submission.html.md"""
 
