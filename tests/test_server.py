@@ -610,7 +610,7 @@ def test_a_program_is_checked_at_the_door(http, root):
     assert state(root) == before
     assert http.post('/submit_genome', content=up('Plain', good), headers=AUTH).status_code == 201
     from genome_lab.programs.tetris_players import tetris_baselines
-    with Registry(root.parent/'players') as reg:   # the reference players fit ten times over (43_submission's comment on the limit)
+    with Registry(root.parent/'players') as reg:   # the reference players fit ten times over (81_submission's comment on the limit)
         assert all(len(reg.genome(i)['config']['source'].encode()) * 10 < PROGRAM_MAX_BYTES for i in tetris_baselines(reg).values())
 
 def test_a_token_holder_retires_a_genome(http, root):
