@@ -17,7 +17,7 @@ Writes these keys of --out (default nbs/measured/climb.json; its other keys, ben
 `arenas` {snake|tetris|creatures: {reached, genome, made_by, season_ordinal, checks: [{founder, seed, games, wins,
 losses, draws, score_diff, score_diff_ci95, seconds}], leads: {founder: {wins, losses, p, lead, ...}}, rated_above}},
 `producers` {name: {agent_steps_per_s, standalone_per_s, unit, seconds, errors}}, `hours`, `device`, `seasons` (each
-season's top ordinals per arena, for 82_ecosystem's plot).
+season's top ordinals per arena, for 77_ecosystem's plot).
 Usage: OMP_NUM_THREADS=1 python bench/climb.py [--hours 2] [--work-s 600] [--workers ppo,programs,creatures,planner]
        [--device cpu|cuda|auto] [--registry runs/climb] [--check creatures,tetris]
 """

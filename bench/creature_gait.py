@@ -9,7 +9,7 @@ reference creatures.
    one core; `--restarts` such runs (the landscape has weaker optima a run can settle on), each ending in its search
    distribution's mean. The result is the fittest of those, rounded to 3 decimals (what `GAIT` holds).
 2. Held out: the rounded gait and the three random reference creatures on `--courses` courses of the seed `seed + 1`.
-3. The rule (`lead_check`, 40_tournament): the gait against each random reference creature, 40 races at each of the 3
+3. The rule (`lead_check`, 20_tournament): the gait against each random reference creature, 40 races at each of the 3
    held-out check seeds at the arena's season settings, ahead at each, pooled one-sided sign test p < 0.01.
 Writes --out (default nbs/measured/creature_gait.json); the search is kept in --root (a rerun with the same settings
 goes on to the checks).
@@ -98,7 +98,7 @@ def main(argv=None):
     found = memo.step('search', lambda: search(s, seconds))
     gait = rounded(found['gait'])
     print(f"search: fitness {found['fitness']} (restart {found['best']}) in {found['seconds']} s: {json.dumps(gait)}", flush=True)
-    refs = random_population(3, 0)   # the random reference creatures (`reference_creatures`, 33_creature_store)
+    refs = random_population(3, 0)   # the random reference creatures (`reference_creatures`, 43_creature_store)
     held = pellet_courses(s.seed + 1, 0, s.courses, stream=GAIT_STREAM)
     gait_held = scores([gait], held, seconds, compile=False)[:, 0]
     ref_held = simulate_races(refs, held, seconds).fitness

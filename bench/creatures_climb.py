@@ -18,7 +18,7 @@ at the season's creature settings, next to the producer's old round measured the
    of the same races (the GA's fitness) and between the ordinals and the GA's own fitness of the finalists.
 6. Progression: every offer, in the order offered, with the founders in one tournament of `--races` races at
    the season's settings: Kendall's tau between the order offered and the ordinals, and where the newest offer places.
-7. The rule (`lead_record`: `climb_check`, 82_ecosystem): the newest offer against every founder it must lead
+7. The rule (`lead_record`: `climb_check`, 77_ecosystem): the newest offer against every founder it must lead
    (`bars`: the gait), 40 races at each of the 3 held-out check seeds at the season's settings, ahead at each, pooled
    one-sided sign test p < 0.01: the file's `checks`, `leads` and `reached`.
 Resumable: the registry, the producer's run and a state file live in --root (a second call skips what is done).

@@ -35,7 +35,7 @@ from dreaming import DreamingOptions, ARENA, ints, world_model   # bench/dreamin
 @dataclass
 class DreamPolicyOptions:
     "The world model's games, the dream and real phases, the seeds and where the bench writes."
-    styles: Annotated[str, 'bot styles (20_sessions) recorded, comma-separated'] = \
+    styles: Annotated[str, 'bot styles (30_sessions) recorded, comma-separated'] = \
         'puffer_greedy,puffer_t1,farmer,survivor,hunter,random'
     per_style: Annotated[int, 'snakes of each style on a map'] = 4
     steps: Annotated[int, 'recorded steps per snake'] = 1000

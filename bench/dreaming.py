@@ -1,7 +1,7 @@
 """Dreaming and planning (70_dreaming, issue 33): a snake world model, its k-step open-loop accuracy on held-out games,
 the planner's return against compute, and one snake season tournament of the planner genome against PufferSnake.
 
-Games of the `--styles` bots (20_sessions), `--per-style` snakes each on one map of the season's size (80x48, 200
+Games of the `--styles` bots (30_sessions), `--per-style` snakes each on one map of the season's size (80x48, 200
 food), are recorded as sessions for every seed of `--train-seeds` and for `--heldout-seed` (a map never trained on).
 A `WorldModel` is trained on the training games (WorldConfig's flags) and scored by `open_loop_accuracy` at k = 1, 5,
 15 on the held-out games against copying the last frame. The planner (`DreamPlanner`, PufferSnake as its prior) and
@@ -52,7 +52,7 @@ from scipy.stats import ttest_1samp
 @dataclass
 class DreamingOptions:
     "What the bench records, trains, plans and rates, and where it writes."
-    styles: Annotated[str, 'bot styles (20_sessions) recorded, comma-separated'] = \
+    styles: Annotated[str, 'bot styles (30_sessions) recorded, comma-separated'] = \
         'puffer_greedy,puffer_t1,farmer,survivor,hunter,random'
     per_style: Annotated[int, 'snakes of each style on a map'] = 4
     steps: Annotated[int, 'recorded steps per snake'] = 1000

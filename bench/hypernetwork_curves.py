@@ -1,4 +1,4 @@
-"""Collects what stored replicator training runs measured while they trained, for the figures of `32_hypernetwork_report`.
+"""Collects what stored replicator training runs measured while they trained, for the figures of `42_hypernetwork_report`.
 
 Reads the checkpoint (`checkpoint.safetensors`) of each run folder given as LABEL=DIR and writes one JSON file:
 for each run its settings, the score-versus-evaluations curve (the distribution's mean genome read by `read_policy`:

@@ -2,7 +2,7 @@
 denoiser against the per-token MLP on full-size policies, 100 genomes decoded, and a fitness protocol whose
 test-retest reliability is measured, with the surrogate chosen by measurement (issue 38).
 
-1. Data: `--data` full-size snake policies on the teacher lines of `teacher_lines` (31_hypernetwork: from untrained
+1. Data: `--data` full-size snake policies on the teacher lines of `teacher_lines` (41_hypernetwork: from untrained
    policies to PufferLib's snake or the GPU fine-tune of bench/gpu_snake.py, the genome's z_0 the teacher's share, the
    sign of z_1 the teacher). Both backbones (`HypernetConfig.backbone`) are pretrained by `pretrain_decoder` on the
    same data, batches and steps (the transformer at these settings is the loop's decoder, `pretrained_decoder`);

@@ -2,7 +2,7 @@
 search over the arena's own simulator, the same kind of search over a learned world model, and the student distilled
 from the simulator's search by DAgger, which plays with no search at all.
 
-Every check is `lead_check` (40_tournament): head-to-head games at the snake arena's season settings (80x48, 1000
+Every check is `lead_check` (20_tournament): head-to-head games at the snake arena's season settings (80x48, 1000
 steps, 6 snakes each) at each of the 3 held-out `CHECK_SEEDS`, `--games` games a seed; a lead when the challenger
 places above the founder in more games than below at every seed and the pooled one-sided sign test gives p < 0.01.
 The simulator's planner is also checked against the shield (the baseline every search must lead). The world model

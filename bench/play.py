@@ -8,7 +8,7 @@ default game, next to the first version's default measured in the same run.
 2. Socket: frames per second a WebSocket client receives from `/play/socket` when the game is not throttled
    (`fps` set far above what it can make): the engine, the event loop and the transport together, the client in
    another thread of this process (it shares the cores).
-3. Baseline: the tournament's `SnakeGame` (40_tournament) on the same map with the same 51 snakes (3 founders of 17
+3. Baseline: the tournament's `SnakeGame` (20_tournament) on the same map with the same 51 snakes (3 founders of 17
    snakes), steps per second: what the arena and the genomes cost without the game around them.
 4. Browser: Debian's headless Chromium plays the default game at its own pace (`PlayConfig().fps` steps a second;
    spawn protection for the whole measurement, so that the person, steering in a square, lives through it): the

@@ -83,7 +83,7 @@ class BenchOptions:
     resume: Annotated[bool, 'continue the run in run_dir with its settings (only total_timesteps may change)'] = False
     speed_steps: Annotated[int, 'agent-steps of each speed measurement'] = 655_360
     replicator: Annotated[str, 'the replicator\'s runs file under nbs/measured'] = 'hypernetwork_runs_2026-11-23.json'
-    replicator_run: Annotated[str, 'the run of that file (31_hypernetwork\'s headline)'] = 'seed 0, drop at 1200'
+    replicator_run: Annotated[str, 'the run of that file (41_hypernetwork\'s headline)'] = 'seed 0, drop at 1200'
     out: Annotated[str, 'JSON to write (default nbs/measured/ppo_curve_DATE.json)'] = ''
 
 BASE = PPOConfig(total_timesteps=100_000_000, keep_every=5_000_000, checkpoint_every=1_000_000)

@@ -1,4 +1,4 @@
-"""Replicator dynamics on the 2-D toy landscapes of 30_replicator over seeds: distance to a known optimum, mass kept on two equal peaks.
+"""Replicator dynamics on the 2-D toy landscapes of 40_replicator over seeds: distance to a known optimum, mass kept on two equal peaks.
 
 Prints, per representation, mean ± std over seeds (n = seeds) of: the mean genome's distance to the quadratic's optimum,
 the smaller of the two peaks' masses on the bimodal landscape, the seeds that kept both peaks (each > 15%), and the

@@ -1,7 +1,7 @@
 """The replicator's bar measured as written: the design's loop against PPO over 3 seeds each, every policy read alike.
 
 The bar (DESIGN's replicator + hypernetwork; the plan's Phase 5: "> 0.5x PPO performance within 10x evaluations"),
-read by `replicator_bar` (31_hypernetwork): per replicator seed, its smoothed score at its last reading A against
+read by `replicator_bar` (41_hypernetwork): per replicator seed, its smoothed score at its last reading A against
 the mean of the PPO seeds' smoothed scores at A / 10; the mean ratio with a Student-t 95% interval; met, not met or
 undecided at 0.5.
 

@@ -7,7 +7,7 @@ budget from its checkpoint), one producer after another; season 2 trains
 nothing and plays the queue, each producer's newest 2 offers (`max_offers`; the older ones retired unplayed). The
 registry starts with the founders, the reference tetris players and the random reference creatures (added to a resumed
 registry that lacks them), so every arena has active genomes for the candidates to replace. Bot
-players (`45_player_loop`) upload sessions and report games before each season, as in `80_seasons`. Per season and
+players (`83_player_loop`) upload sessions and report games before each season, as in `75_seasons`. Per season and
 arena it writes: the candidates offered by producer, the tournament's games,
 split-half Kendall `tau` (and `top_tau`), the ratings' sigmas, the `replacements` with both genomes' ordinals, and
 whether an active genome was replaced by a better-rated candidate. Resumable: a killed run continues from its registry.

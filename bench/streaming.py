@@ -51,7 +51,8 @@ def rgb_baseline(frame, scene):
     "The same picture drawn in RGB (numpy cells, Pillow text), then converted to YUV 4:2:0 by swscale."
     import av
     from PIL import Image, ImageDraw
-    from genome_lab.broadcast.streaming import _cell_colours, _map_layout, leaderboard_rows, _font, SIDEBAR, HEADER, FEED, PANEL, BACK, INK, DIM
+    from genome_lab.arenas.render import _font, HEADER, PANEL, BACK, INK, DIM
+    from genome_lab.broadcast.streaming import _cell_colours, _map_layout, leaderboard_rows, SIDEBAR, FEED
     W, H = 1280, 720
     img = np.empty((H, W, 3), np.uint8); img[:] = BACK
     img[:HEADER] = PANEL; img[:, W-SIDEBAR:] = PANEL; img[H-FEED:, :W-SIDEBAR] = PANEL
@@ -84,7 +85,8 @@ def cpu_per_call(fn, items)->tuple: # (thread CPU seconds per call, wall seconds
 
 def render_and_encode(registry:Path, seconds:float, fps:int=30)->dict:
     import av
-    from genome_lab.broadcast.streaming import Canvas, render_snake, LiveEncoder, EncoderConfig
+    from genome_lab.arenas.render import Canvas
+    from genome_lab.broadcast.streaming import render_snake, LiveEncoder, EncoderConfig
     n = int(seconds * fps)
     ms = moments(registry, n)
     cv = Canvas()
@@ -130,7 +132,8 @@ def other_arenas(n:int, budget:float)->dict:
     "CPU per 1280x720 frame of 4 tetris boards (from `TetrisArena` stepped by random keys) and of 8 creatures (recorded frames)."
     from genome_lab.arenas.arena import TetrisArena
     from genome_lab.arenas.physics import random_population, simulate, pellet_course
-    from genome_lab.broadcast.streaming import Canvas, render_tetris, render_creatures, tetris_boards, genome_colours
+    from genome_lab.arenas.render import Canvas, render_tetris, tetris_boards, genome_colours
+    from genome_lab.broadcast.streaming import render_creatures
     cv, rng, names = Canvas(), np.random.default_rng(0), ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H']
     arena = TetrisArena(num_envs=4)
     boards = []
@@ -153,7 +156,8 @@ def per_viewer_app(registry:Path, fps:int=30):
     from aiortc.contrib.media import MediaRelay
     from genome_lab.registry.store import Registry
     from genome_lab.broadcast.live import LiveGame, StreamConfig, active_snakes
-    from genome_lab.broadcast.streaming import Canvas, render_snake
+    from genome_lab.arenas.render import Canvas
+    from genome_lab.broadcast.streaming import render_snake
     with Registry(registry) as reg: game = LiveGame(reg, active_snakes(reg, 8), 0, 1, StreamConfig())
     class Frames(VideoStreamTrack):
         k = 0

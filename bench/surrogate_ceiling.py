@@ -4,7 +4,7 @@ The replicator's fitness estimator is judged by its R^2 on genomes it has not se
 A genome's fitness is one noisy evaluation, and no predictor can explain more of its variance than the share that
 repeats when the same policies are evaluated again: for fitness = true value + independent noise, the best R^2
 against one evaluation equals the test-retest reliability r (the correlation of two evaluations of the same policies
-on two map seeds). This bench runs the replicator's training loop (`ReplicatorTrainingLoop`, 31_hypernetwork's
+on two map seeds). This bench runs the replicator's training loop (`ReplicatorTrainingLoop`, 41_hypernetwork's
 settings) and, every --retest-every generations, takes a fresh generation of genomes, evaluates each genome twice
 (developed anew, on two seeds; also the same policies on two seeds) and prints: the reliability r, the estimator's R^2 on those genomes against one evaluation (it has not
 seen them), their ratio (the share of the explainable variance that is explained), and how many evaluations per

@@ -1,7 +1,7 @@
 """How stable is a tournament's ranking in each arena, against game length, map size and number of games?
 
 For every arena (snake, tetris, creatures) a table of 5-7 real genomes of graded but partly close strength plays one
-tournament per setting and seed with every pair meeting up to `--max-meetings` times; `split_half` (40_tournament)
+tournament per setting and seed with every pair meeting up to `--max-meetings` times; `split_half` (20_tournament)
 of the first games that make 1, 2, 4, ... meetings gives the split-half Kendall tau of the whole ranking (`tau`), of
 its top 3 (`top_tau`), the mean OpenSkill sigma and the leader's lead in sigmas. Today's season settings are the
 first setting of each arena (the baseline), measured in the same run. A setting is called stable where the mean over

@@ -1,7 +1,7 @@
-"""Learning from watching (22_watching, issue 32): games of `--genomes` are filmed as H.264 clips (one per snake, its
+"""Learning from watching (32_watching, issue 32): games of `--genomes` are filmed as H.264 clips (one per snake, its
 head marked), `--label-frac` of the clips keep their true actions, an inverse dynamics model (IDM) is trained on those
 and scored on every other clip against the true actions (per genome, with a confusion matrix and failure modes). Then
-the first genome's unlabelled clips are pseudo-labelled by the IDM and cloned (21_cloning's `train_clone`); the
+the first genome's unlabelled clips are pseudo-labelled by the IDM and cloned (31_cloning's `train_clone`); the
 baseline is a clone of the true actions of the same snakes' games, trained with the same settings in the same run, and
 both are scored on `--eval-seeds` maps they never saw (`compare_scores`, greedy: first episodes from reset and every
 death in the `--window` of continuous play, as bench/cloning.py).
@@ -49,7 +49,7 @@ several = lambda *v: field(default_factory=lambda: list(v))   # a list field's d
 @dataclass
 class WatchingBench:
     "The watching bench's settings."
-    genomes: Annotated[list[str], 'bot styles (20_sessions) filmed; the first is cloned'] = several('puffer_greedy', 'farmer')
+    genomes: Annotated[list[str], 'bot styles (30_sessions) filmed; the first is cloned'] = several('puffer_greedy', 'farmer')
     seeds: Annotated[list[int], 'one filmed game per genome and seed'] = several(*range(1, 9))
     steps: Annotated[int, 'actions per filmed game'] = 400
     snakes: Annotated[int, 'snakes per filmed map'] = 8

@@ -237,7 +237,7 @@ def run_lock(path:str|Path, wait_s:float=0.0): # the lock file, e.g. `run_dir/'.
 @functools.cache
 def machine()->dict: # {'cpu': model name, family and model from /proc/cpuinfo, 'kernels': torch's CPU capability}
     """The kind of CPU a run is on: the same settings repeat a run exactly on the same kind only
-    (`32_hypernetwork_report`)."""
+    (`42_hypernetwork_report`)."""
     import torch
     try: first = Path('/proc/cpuinfo').read_text().split('\n\n')[0]   # the first processor's block
     except OSError: first = ''
@@ -575,9 +575,9 @@ def producer_list(text:str)->list: # the names in their order
     return names
 
 def after_season_hooks()->list: # [fn(registry, season)], in entry-point name order
-    """What runs at the end of each season, once its selections are made and before its row is written (80_seasons'
+    """What runs at the end of each season, once its selections are made and before its row is written (75_seasons'
     `run_season`, each hook a recorded step; one that raises is reported and passed over): the entry points of the
-    `genome_lab.after_season` group (55_highlights cuts the season's highlights), loaded."""
+    `genome_lab.after_season` group (92_highlights cuts the season's highlights), loaded."""
     return [e.load() for e in sorted(metadata.entry_points(group='genome_lab.after_season'), key=lambda e: e.name)]
 
 # %% ../nbs/00_core.ipynb #876d80de

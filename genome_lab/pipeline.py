@@ -61,7 +61,7 @@ BUDGETS = {'quick': 600.0} # wall-clock seconds of notebooks a preset's run keep
 
 def run_caches()->dict: # {name: folder}
     """The folders a run fills outside `runs/` that change its time, each settable by its variable: the pretrained
-    decoders (`decoder_cache`, 31_hypernetwork: `GENOME_LAB_CACHE`), matplotlib's font cache (`MPLCONFIGDIR`, else
+    decoders (`decoder_cache`, 41_hypernetwork: `GENOME_LAB_CACHE`), matplotlib's font cache (`MPLCONFIGDIR`, else
     `XDG_CACHE_HOME`) and torch inductor's compiled kernels (`TORCHINDUCTOR_CACHE_DIR`: the creatures' compiled
     physics). The commands' help (`help_cache`, beside the decoders) is written by the command itself before a run."""
     from genome_lab.evolution.hypernetwork import decoder_cache   # torch: not at the command line's start
@@ -176,9 +176,9 @@ def kernel_config(output:Path): # a traitlets `Config` for papermill's notebook 
 # %% ../nbs/99_pipeline.ipynb #f2d8a6b4
 RERUN_REFUSED = { # chapters `run_pipeline` does not run again on a finished run, and why
     '10_registry': "it founds the registry, on an empty one",
-    '40_tournament': "its tournaments would rate the finished run's genomes again, and its checks count the ratings 10-33 leave",
-    '41_selection': "its selection would replace active genomes the seasons chose, and its checks read the active set 40 leaves",
-    '45_player_loop': "its bots would report games on the finished run's genomes, and its checks count the reports from none"}
+    '20_tournament': "its tournaments would rate the finished run's genomes again, and its checks count the ratings 10_registry leaves",
+    '21_selection': "its selection would replace active genomes the seasons chose, and its checks read the active set 20 leaves",
+    '83_player_loop': "its bots would report more games on the finished run's genomes, changing their player engagement after the seasons"}
 
 # %% ../nbs/99_pipeline.ipynb #c6afe531
 def run_pipeline(notebooks:list|None=None, # names to run, in this order; None: all numbered notebooks (`resume`: those not done)
@@ -400,7 +400,7 @@ def run_summary(run_dir:str|Path)->str: # lines for the console
             best = f"{top['name']} ({top['ordinal']:.2f}, {top['type']})" if top else 'none active is rated'
             out.append(f"  {a:<10} {n:>5} {m:>8}  {best}")
             if a in lb['notes']: out.append(f"  {'':<26}{lb['notes'][a]}")
-    out.append(f"  figures: the executed notebooks in {run_dir}/ (10_registry first, then 40_tournament and 80_seasons);"
+    out.append(f"  figures: the executed notebooks in {run_dir}/ (10_registry first, then 20_tournament and 75_seasons);"
                f" as a site: bash tools/docs.sh --from-run {run_dir}")
     out.append(f"  look at it: genome-lab serve --registry {run_dir/'registry'} --read-only, then open http://127.0.0.1:8000/")
     return '\n'.join(out)
@@ -411,7 +411,7 @@ def run_cli(argv:list|None=None):
     ap = CommandParser('genome-lab run', "Execute the numbered notebooks with papermill into a run folder, "
                        "`runs/<run_id>/`; a failed notebook stops the run, and `--resume --run-id ID` continues it from "
                        "that notebook.", examples=[
-        'genome-lab run', 'genome-lab run 10_registry 40_tournament -p num_snakes=64',
+        'genome-lab run', 'genome-lab run 10_registry 20_tournament -p num_snakes=64',
         'genome-lab run --resume --run-id 20261128-031200-ab12cd'])
     ap.add_argument('notebooks', nargs='*', help='notebook names (default: all numbered notebooks, in order)')
     ap.add_argument('--preset', default='quick', choices=sorted(PRESETS), help='parameter preset')

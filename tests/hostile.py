@@ -1,5 +1,5 @@
-"""Hostile inputs for the tests of the producers (21_cloning, 22_watching, 23_clustering) and of the game socket
-(47_play): sessions as players who leave early upload them, and WebSocket handshakes sent by hand. (Imports are
+"""Hostile inputs for the tests of the producers (31_cloning, 32_watching, 33_clustering) and of the game socket
+(85_play): sessions as players who leave early upload them, and WebSocket handshakes sent by hand. (Imports are
 inside the functions: a storm of handshakes runs in a process of its own that imports nothing heavy.)"""
 
 def upload(registry_root, player:str, steps:int, started:str)->str: # the session id

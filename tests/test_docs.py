@@ -1,5 +1,5 @@
 """The docs site and JupyterLab, checked in headless Chromium. One small quick-preset run (`genome-lab run
-33_creature_store`: curves, a table and two replays) feeds both: the site is built from it with `tools/docs.py
+43_creature_store`: curves, a table and two replays) feeds both: the site is built from it with `tools/docs.py
 --from-run` (every other chapter is rendered from its source) and served on loopback; JupyterLab opens the run's
 executed notebook, which was never trusted. Screenshots are kept in the test's temporary folder."""
 import ast, contextlib, json, os, re, subprocess, sys, time
@@ -13,7 +13,7 @@ from genome_lab.pipeline import list_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-NOTEBOOK = '33_creature_store'
+NOTEBOOK = '43_creature_store'
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1'}
 
 @pytest.fixture(scope='module')

@@ -20,7 +20,7 @@ if stop == 'kill:restoring': pl._copy_over = lambda *a: (copy_over(*a), die())
 sys.exit(pl.run_cli(sys.argv[2:]))
 """
 
-# a notebook that trains into its kept folder `run_dir` as 50_training, 31_hypernetwork and 65_llm_evolution do: a
+# a notebook that trains into its kept folder `run_dir` as 50_training, 41_hypernetwork and 65_llm_evolution do: a
 # checkpoint it resumes, a genome registered at each step, then one registered from the finished run, then its checks;
 # GL_STOP=kill:POINT is a power cut of the pipeline at POINT, GL_STOP=fail:POINT an error there; GL_MORE_STEPS trains on
 TRAIN = ['''

@@ -89,8 +89,9 @@ def test_the_readme_quotes_the_measured_test_command():
     assert rec['within_budget'] == (rec['seconds'] <= rec['budget_s'] == 1200), rec
     assert sum(rec['phases'].values()) <= rec['seconds'] + 1, rec['phases']
 
-LAYERS = (('core',), ('arenas',), ('registry',), ('tournaments', 'players', 'programs', 'evolution'), ('rl', 'web'),
-          ('broadcast', 'ecosystem', 'pipeline'), ('imagination',)) # the package's sub-packages, lowest first (issue 59)
+LAYERS = (('core',), ('arenas',), ('registry',), ('tournaments',), ('players',), ('evolution',), ('rl',), ('programs',),
+          ('imagination',), ('ecosystem',), ('web',), ('broadcast',), ('pipeline',)) # the package's sub-packages, lowest first
+# and in the chapters' reading order (issue 59: foundations, the registry, tournaments; the producers; the web, the broadcast)
 
 def package_imports(pkg:Path=ROOT/'genome_lab')->set: # {(importer, imported)} between sub-packages (a module at the top: itself)
     "Every import of one of the package's sub-packages by another, at any depth of the importing module (lazy imports too)."
@@ -108,11 +109,12 @@ def package_imports(pkg:Path=ROOT/'genome_lab')->set: # {(importer, imported)} b
     return out
 
 def test_sub_packages_import_only_downward():
-    "Every sub-package imports only those of lower `LAYERS` (before issue 59: web imported ecosystem's `ratings_by_season`)."
+    """Every sub-package imports only those of lower `LAYERS` (before issue 59: web imported ecosystem's `ratings_by_season`;
+    then ecosystem imported web's token guard for its `/schedule` routes, imagination broadcast's canvas)."""
     layer = {p: k for k, ps in enumerate(LAYERS) for p in ps}
     edges = package_imports()
     assert {p for e in edges for p in e} <= set(layer), f"sub-packages in no layer: {({p for e in edges for p in e}) - set(layer)}"
-    assert ('web', 'registry') in edges and ('ecosystem', 'web') in edges   # the graph is read at all
+    assert ('web', 'registry') in edges and ('web', 'ecosystem') in edges   # the graph is read at all
     upward = sorted((p, q) for p, q in edges if layer[p] <= layer[q])
     assert not upward, f"imports that do not run downward: {upward}"
 
@@ -126,7 +128,7 @@ def notebook_modules()->dict: # {notebook name: sorted dotted modules it exports
 
 def test_chapters_export_two_modules_at_most_and_topics_run_in_order():
     """Issue 59: a notebook exports its own module plus at most one close companion, of one topic (a sub-package of
-    `genome_lab`), and every topic's notebooks are consecutive in reading (file name) order."""
+    `genome_lab`), and every topic's notebooks are consecutive in reading (file name) order, the topics in `LAYERS` order."""
     mods = notebook_modules()
     assert len(mods) >= 40 and mods['99_pipeline'] == ['pipeline'], sorted(mods)
     assert not (many := {n: m for n, m in mods.items() if len(m) > 2}), f"notebooks exporting more than two modules: {many}"
@@ -136,6 +138,7 @@ def test_chapters_export_two_modules_at_most_and_topics_run_in_order():
     runs = [t for k, (_, t) in enumerate(order) if k == 0 or t != order[k - 1][1]]
     split = {t: [n for n, u in order if u == t] for t in runs if runs.count(t) > 1}
     assert not split, f"topics whose notebooks are not consecutive: {split}"
+    assert runs == [p for ps in LAYERS for p in ps], f"topics not in `LAYERS` order: {runs}"   # each reads only earlier ones
 
 def test_registry_queries_live_in_the_registry():
     """Issue 59: no module outside genome_lab/registry/ names a registry table in SQL (the registry's classes hold its

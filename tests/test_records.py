@@ -1,5 +1,5 @@
 """Records say no more than their checks measured (issue 53): every lead flag in nbs/measured follows from the numbers
-beside it by the project's one rule (`lead_verdict`, 40_tournament), or reads "pending"."""
+beside it by the project's one rule (`lead_verdict`, 20_tournament), or reads "pending"."""
 import json
 import pytest
 from genome_lab.core import measured_dir

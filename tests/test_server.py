@@ -1,5 +1,6 @@
 """The genome server (genome_lab.web.server) and client (genome_lab.web.client): API, security, atomic writes, concurrency,
-tournament jobs, the CLI, the leaderboard page in headless Chromium, and smoke runs of the load and fuzz scripts."""
+tournament jobs, the season schedule's routes, the CLI, the leaderboard page in headless Chromium, and smoke runs of the
+load and fuzz scripts."""
 import hashlib, itertools, json, os, pickle, re, socket, subprocess, sys, tempfile, threading, time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -610,7 +611,7 @@ def test_a_program_is_checked_at_the_door(http, root):
     assert state(root) == before
     assert http.post('/submit_genome', content=up('Plain', good), headers=AUTH).status_code == 201
     from genome_lab.programs.tetris_players import tetris_baselines
-    with Registry(root.parent/'players') as reg:   # the reference players fit ten times over (43_submission's comment on the limit)
+    with Registry(root.parent/'players') as reg:   # the reference players fit ten times over (81_submission's comment on the limit)
         assert all(len(reg.genome(i)['config']['source'].encode()) * 10 < PROGRAM_MAX_BYTES for i in tetris_baselines(reg).values())
 
 def test_a_token_holder_retires_a_genome(http, root):
@@ -647,3 +648,37 @@ def test_the_manifest_cache_is_never_stale(root):
         assert b.get('/get_genome_manifest', headers={'If-None-Match': etag}).status_code == 200
         subprocess.run([sys.executable, '-c', f"from genome_lab.registry.store import Registry; Registry({str(root)!r}).set_status({gid!r}, 'retired')"], check=True)
         assert gid not in [g['id'] for g in b.get('/get_genome_manifest').json()['genomes']]
+
+BAD_SCHEDULES = {  # issue 30: each was stored by PUT /schedule; message expected in the 422
+    'steps as text': (dict(config=dict(arena_settings=dict(snake=dict(steps='abc')))), "steps='abc' is not an int"),
+    'negative steps': (dict(config=dict(arena_settings=dict(snake=dict(steps=-5)))), 'steps=-5 is not an int in [0, 1000000]'),
+    'fractional steps': (dict(config=dict(arena_settings=dict(snake=dict(steps=1.5)))), 'steps=1.5 is not an int'),
+    'unknown arena setting': (dict(config=dict(arena_settings=dict(snake=dict(stepz=5)))), "arena 'snake' has no season settings ['stepz']"),
+    'unknown arena': (dict(config=dict(arena_settings=dict(chess=dict(steps=5)))), "unknown arena 'chess'"),
+    'crowded map': (dict(config=dict(arena_settings=dict(snake=dict(width=16, height=16, num_food=500)))), 'crowd a 16x16 snake map'),
+    'huge seed': (dict(config=dict(seed=10**30)), 'seed=1000000000000000000000000000000 is outside'),
+    'zero batch': (dict(config=dict(batch=0)), 'batch=0 is outside'),
+    'cron that never fires': (dict(cron='0 0 31 2 *'), "'0 0 31 2 *' never fires"),
+    'unknown key': (dict(config=dict(snake_stepz=100)), "unknown season settings ['snake_stepz']"),
+    "an older genome_lab's field": (dict(config=dict(snake_steps=100)), "an arena's own go in arena_settings"),
+    'every second': (dict(cron='* * * * * *'), 'fires 1 s apart'),   # issue 45
+    'a season every 5 minutes': (dict(cron='*/5 * * * *'), 'fires 300 s apart'),   # issue 57: more often than a season lasts
+    'a step of 0': (dict(cron='0 0 * * 1/0'), 'not valid cron'),   # issue 57: accepted before
+    'producer twice': (dict(config=dict(producers='clones,clones')), "name ['clones'] more than once"),
+}
+
+@pytest.fixture(scope='module')
+def schedule_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp('sched')
+    with Registry(root) as reg: seed_founders(reg)
+    with TestClient(create_app(root, token='schedule-token')) as http:   # the `seasons` router (web.server_jobs) mounted
+        yield http, {'Authorization': 'Bearer schedule-token'}
+
+@pytest.mark.parametrize('fault', list(BAD_SCHEDULES))
+def test_put_schedule_refuses_bad_settings_before_storing_them(schedule_server, fault):
+    http, auth = schedule_server
+    body, message = BAD_SCHEDULES[fault]
+    before = http.get('/schedule').json()
+    r = http.put('/schedule', headers=auth, json=dict(cron='0 3 * * 1', config={}) | body)
+    assert r.status_code == 422 and message in r.json()['detail'], r.text
+    assert http.get('/schedule').json() == before   # nothing was stored

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from genome_lab.registry.store import Registry, seed_founders
 from genome_lab.web.server import create_app
 from genome_lab.broadcast.live import active_snakes, StreamConfig
-from genome_lab.broadcast.streaming import genome_colours, MAP_COLOURS
+from genome_lab.arenas.render import genome_colours, MAP_COLOURS
 from genome_lab.arenas.arena import SNAKE_EMPTY
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""bench/watching.py: a smoke run writes the figures file's keys (22_watching and 24_video_models cover the modules)."""
+"""bench/watching.py: a smoke run writes the figures file's keys (32_watching and 71_video_models cover the modules)."""
 import json
 from pathlib import Path
 

@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}  # torch with 2 threads beside another busy process ran 23_clustering 116 s instead of 15 s
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}  # torch with 2 threads beside another busy process ran 33_clustering 116 s instead of 15 s
 exec .venv/bin/genome-lab run "$@"

@@ -58,8 +58,8 @@ class Episodes:
 # %% ../../nbs/01_arenas.ipynb #631db4fd
 @dataclass(frozen=True)
 class ArenaSeason:
-    """How a season plays an arena (`80_seasons`' `arena_plan`), declared on the arena (`Arena.season`) with the settings
-    at which its ranking is stable (`40_tournament`); a season overrides any of them by name (`arena_season`). Its game
+    """How a season plays an arena (`75_seasons`' `arena_plan`), declared on the arena (`Arena.season`) with the settings
+    at which its ranking is stable (`20_tournament`); a season overrides any of them by name (`arena_season`). Its game
     arguments (the map, a race's seconds) are the arena's `game_settings` with `settings` over them."""
     steps: int = 200 # steps per game (0: the arena plays its own games, `Arena.game`)
     agents: int = 2 # agents of each genome in a game (snakes on the map, boards, carts)

@@ -227,7 +227,7 @@ def pellet_course(seed:int, generation:int=0, n:int=N_PELLETS,
                   stream:int=3)->torch.Tensor: # (n, 2) metres
     """Pellet positions of a generation in the order they appear: each 2.5-5 m left or right of the previous, 0.2-0.6 m
     up. `stream` names a family of courses: 3 those of the GA's generations and the arena's races, another one courses
-    that none of them uses (the offers' qualifier of `33_creature_store`)."""
+    that none of them uses (the offers' qualifier of `43_creature_store`)."""
     rng = np.random.default_rng([seed, generation, stream])
     steps = rng.uniform(2.5, 5.0, n) * rng.choice([-1.0, 1.0], n)
     return torch.tensor(np.stack([np.cumsum(steps), rng.uniform(0.2, 0.6, n)], -1), dtype=torch.float32)
@@ -490,7 +490,7 @@ class CreatureArena(Arena):
 # %% ../../nbs/04_physics.ipynb #15454e02
 def beaten_share(scores:np.ndarray)->np.ndarray: # (R, G) race scores, G >= 2 -> (G,) in [0, 1]
     """The share of the other `G - 1` creatures each creature beats in a race (a tie counts half), averaged over the
-    `R` races: the order of a tournament whose races rank every creature by score (`CreatureArena`, `40_tournament`)."""
+    `R` races: the order of a tournament whose races rank every creature by score (`CreatureArena`, `20_tournament`)."""
     from scipy.stats import rankdata
     s = np.asarray(scores, np.float64)
     if s.ndim != 2 or s.shape[1] < 2 or not np.isfinite(s).all():

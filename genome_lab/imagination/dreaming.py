@@ -50,8 +50,8 @@ class Trajectories:
 
 # %% ../../nbs/70_dreaming.ipynb #b778ed17
 def session_trajectories(sessions:list)->Trajectories:
-    "Stack recorded sessions (20_sessions) cut to their shortest length into `Trajectories`."
-    if not sessions: raise ValueError("no sessions: record some with `record_bot_sessions` (20_sessions)")
+    "Stack recorded sessions (30_sessions) cut to their shortest length into `Trajectories`."
+    if not sessions: raise ValueError("no sessions: record some with `record_bot_sessions` (30_sessions)")
     T = min(len(s) for s in sessions)
     col = lambda k, dt: np.stack([s.frame[k].to_numpy()[:T] for s in sessions]).astype(dt)
     return Trajectories(np.stack([s.obs()[:T] for s in sessions]), col('action', np.int64), col('reward', np.float32),

@@ -116,7 +116,7 @@ FOCUS_KNOBS = dict(wall=('width', 'height'), self=('num_food',), other=('num_sna
 DM_PROGRAM = SimpleNamespace(tunable_names=('SETTINGS',), focus_keys=FOCUS_KNOBS) # what the offline backend edits
 
 def offline_dungeon_master(sigma:float=0.15)->OfflineMutator:
-    "82's offline backend (AST mutation, not an LLM) set to edit `SETTINGS`, `sigma` its relative step."
+    "62's offline backend (AST mutation, not an LLM) set to edit `SETTINGS`, `sigma` its relative step."
     return OfflineMutator(DM_PROGRAM, sigma)
 
 # %% ../../nbs/73_dungeon_master.ipynb #914fb9ed
@@ -253,7 +253,7 @@ def register_curriculum(reg:Registry, policy:LinearLSTM, name:str, kind:str, sta
     return reg.add(g, policy.state_dict(), status=status)
 
 # %% ../../nbs/73_dungeon_master.ipynb #80e4ae00
-ROLES = ('farmer', 'survivor', 'hunter') # role bots of 20_sessions (`BOT_STYLES`) the specialists learn from
+ROLES = ('farmer', 'survivor', 'hunter') # role bots of 30_sessions (`BOT_STYLES`) the specialists learn from
 
 def role_trajectories(root:str|Path, roles=ROLES, per_role:int=8, steps:int=300, seed:int=0,
                       **arena_kwargs)->dict: # {role: Trajectories}
@@ -265,7 +265,7 @@ def role_trajectories(root:str|Path, roles=ROLES, per_role:int=8, steps:int=300,
 # %% ../../nbs/73_dungeon_master.ipynb #df969dce
 @torch.inference_mode()
 def bot_labels(bot:Policy, obs)->np.ndarray: # (...) int64
-    "`bot`'s most likely move for each view of `obs` (..., 11, 11) (bots of 20_sessions are memoryless)."
+    "`bot`'s most likely move for each view of `obs` (..., 11, 11) (bots of 30_sessions are memoryless)."
     o = np.asarray(obs)
     return bot(torch.as_tensor(o.reshape(-1, *o.shape[-2:])))[0].argmax(-1).numpy().reshape(o.shape[:-2])
 
@@ -332,7 +332,7 @@ def federate(reg:Registry, ids:list, # the specialists' genome ids (one base)
              density:float=0.2, lam:float=1.0, # TIES' kept share and scale
              status:str='candidate')->dict: # {'ties': genome id, 'average': genome id}
     """Merge the specialists `ids` into one genome by TIES (`density`, `lam`; with `status`) and by plain averaging (the
-    baseline, registered 'retired'), both by 21_cloning's `merge_genomes`."""
+    baseline, registered 'retired'), both by 31_cloning's `merge_genomes`."""
     return {m: merge_genomes(reg, ids, m, density=density, lam=lam, name=reg.genome_name('merge', ids[0]),
                              status=status if m == 'ties' else 'retired').id for m in ('ties', 'average')}
 

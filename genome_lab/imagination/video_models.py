@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from ..arenas.arena import TetrisArena
 from ..arenas.pufferlib_import import PUFFERLIB_VERSION
-from ..broadcast.streaming import Canvas, render_tetris, tetris_boards, write_clip, genome_colours
+from ..arenas.render import Canvas, render_tetris, tetris_boards, write_clip, genome_colours
 from ..programs.tetris_players import player_source, parse_tetris_obs, DELLACHERIE_WEIGHTS, NOOP, HOLD
 from ..players.watching import decode_clip
 from ..core import fit
@@ -44,7 +44,7 @@ TETRIS_ACTIONS = ('noop', 'left', 'right', 'rotate', 'soft drop', 'hard drop', '
 # %% ../../nbs/71_video_models.ipynb #c62b653a
 def tetris_frame(canvas:Canvas, board:np.ndarray, # (rows, cols) 0 empty, 1 fixed, 2 falling piece
                  name:str, colour)->Canvas:
-    "One board drawn by the stream's `render_tetris` (53_streaming) on `canvas`; no score, so reward must be seen."
+    "One board drawn by `render_tetris` (05_render) on `canvas`; no score, so reward must be seen."
     return render_tetris(canvas, board[None], [name], np.asarray(colour, np.uint8)[None], title='tetris')
 
 # %% ../../nbs/71_video_models.ipynb #ea9bbb0f

@@ -51,7 +51,7 @@ class RatingTables:
                                (evaluation,)).fetchone()['n']
 
     def rating_history(self, tag:str)->list: # [{tag, 'arena', 'version', 'genome', 'name', 'mu', 'sigma', 'game'}]
-        """Every rating update (`40_tournament`) of the tournaments whose settings carry tag `tag` (a season's), with the
+        """Every rating update (`20_tournament`) of the tournaments whose settings carry tag `tag` (a season's), with the
         tag's value, in the order played (evaluation, game)."""
         if not self.has_table('rating_history'): return []
         q = """SELECT json_extract(e.settings, '$.tags.' || ?) tagged, e.arena, e.version, h.genome, g.name, h.mu, h.sigma,

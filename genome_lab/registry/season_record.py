@@ -156,14 +156,14 @@ class SeasonTables:
                 db.execute('INSERT INTO replacements (created, evaluation, note) VALUES (?,?,?)', (now, evaluation, f'violation: {v}'))
 
     def replacements(self, evaluation:int)->list: # [{'removed', 'added', 'note'}] as written; [] before any
-        """The selection logged after tournament `evaluation` (`41_selection`): changes (no note), skipped candidates,
+        """The selection logged after tournament `evaluation` (`21_selection`): changes (no note), skipped candidates,
         violations."""
         if not self.has_table('replacements'): return []
         q = 'SELECT removed, added, note FROM replacements WHERE evaluation=? ORDER BY id'
         return [dict(r) for r in self.db.execute(q, (evaluation,))]
 
     def replacement_log(self)->list: # [{'season', 'arena', 'created', 'removed', 'removed_name', 'added', ...}], newest first
-        "Every change selection made (`41_selection`): the genome removed (None: a free place) and the one added, with names, ordinals, arena and season."
+        "Every change selection made (`21_selection`): the genome removed (None: a free place) and the one added, with names, ordinals, arena and season."
         if not self.has_table('replacements'): return []
         return [dict(r) for r in self.db.execute("""SELECT json_extract(e.settings, '$.tags.season') season, e.arena, r.created,
             r.removed, gr.name removed_name, r.added, ga.name added_name, r.removed_ordinal, r.added_ordinal

@@ -145,14 +145,14 @@ SCHEMA += ''.join(f"CREATE TRIGGER IF NOT EXISTS {t}_{op.lower()}_version AFTER 
 
 # %% ../../nbs/10_registry.ipynb #08a73c31
 METHODS = {'ppo': 'PPO fine-tune or self-play (50; producer `ppo`, 51)', 'pbt': 'population-based training (51)',
-           'league': 'a league learner\'s snapshot (52, `league`)', 'tune': 'fine-tuned on players\' sessions (21, `hybrids`)',
-           'merge': 'a merge of genomes: TIES, averaging (21 `hybrids`, 84)', 'clone': 'a player\'s behaviour clone (23, `clones`)',
-           'cluster': 'a behaviour cluster\'s clone (23, `clusters`)', 'video': 'cloned from video by an IDM (22, `videos`)',
-           'rep': 'developed by the replicator\'s hypernetwork (30, 31, `replicator`)', 'ga': 'the creature GA (33, `creatures`)',
+           'league': 'a league learner\'s snapshot (52, `league`)', 'tune': 'fine-tuned on players\' sessions (31, `hybrids`)',
+           'merge': 'a merge of genomes: TIES, averaging (31 `hybrids`, 73)', 'clone': 'a player\'s behaviour clone (33, `clones`)',
+           'cluster': 'a behaviour cluster\'s clone (33, `clusters`)', 'video': 'cloned from video by an IDM (32, `videos`)',
+           'rep': 'developed by the replicator\'s hypernetwork (40, 41, `replicator`)', 'ga': 'the creature GA (43, `creatures`)',
            'prog': 'program search (63, `programs`)', 'dm': 'the Dungeon Master\'s curriculum and students (73)',
            'plan': 'a planner over a world model (70) or the arena\'s own simulator (74)',
            'distil': 'a planner distilled into a policy (70, 74)', 'shield': 'a policy with a one-step safety shield (74)',
-           'mut': 'a mutation (41)'
+           'mut': 'a mutation (21)'
           } # method tag -> what makes the genomes that carry it
 NAMING = re.compile(rf"(?P<family>[A-Z][A-Za-z0-9]*)-(?P<method>{'|'.join(METHODS)})(?P<n>[1-9][0-9]*)") # a producer's genome name
 NAME_MAX = 24 # characters of a name: the longest built-in family (HeuristicSnake) with the longest method and n < 100
