@@ -14,10 +14,11 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = {0: 'Foundations: arenas, policies, evaluation', 1: 'The registry', 2: 'Players: sessions, cloning, clustering',
-            3: 'Evolution: replicator, hypernetwork, creatures', 4: 'Tournaments, the server, its site and game rendering',
-            5: 'Self-play RL', 6: 'Programs and LLM search', 7: 'Imagination: world models',
-            8: 'Seasons and the ecosystem', 9: 'Broadcast and the pipeline'}   # by the tens digit of a notebook's number
+CHAPTERS = {0: 'Foundations: arenas, policies, evaluation, rendering', 1: 'The registry',
+            2: 'Tournaments and the season contract', 3: 'Players: sessions, cloning, clustering',
+            4: 'Evolution: replicator, hypernetwork, creatures', 5: 'Self-play RL', 6: 'Programs and LLM search',
+            7: 'Imagination (world models), seasons and the ecosystem', 8: 'The web: server, clients, play and pages',
+            9: 'Broadcast and the pipeline'}   # by the tens digit of a notebook's number
 DIRECTIVE = re.compile(r'^#\|\s*(\w+)(.*)$')
 
 def directives(source:str)->dict: # {name: rest of the line} of a cell's leading `#|` lines
