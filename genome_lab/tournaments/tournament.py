@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from ..arenas.arena import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, arena_season, season_game, tqdm
+from ..arenas.arena import SnakeArena, SnakeState, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, arena_season, season_game, tqdm
 from ..arenas.policies import GenomeGroup, quantise
 from ..registry.store import Registry
 from ..registry.sqlite_store import utcnow
@@ -21,10 +21,10 @@ from .ranking import (MODEL, rate_game, elo_update, split_half, StopRule, fitnes
                                             CHECK_SEEDS, LEAD_GAMES, bootstrap_ci, lead_verdict, head_to_head)
 
 # %% auto #0
-__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'CAUSES', 'GENOMES_PER_GAME', 'QUALIFY_STEPS', 'body_cells', 'KillTracker',
-           'GameResult', 'game_generators', 'play_maps', 'plan_moves', 'play_game', 'SnakeGame', 'play_side_by_side',
-           'play_batch', 'play_solo_game', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
-           'run_tournament', 'rank_stability', 'check_pair', 'lead_check']
+__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'CAUSES', 'GENOMES_PER_GAME', 'QUALIFY_STEPS', 'body_cells', 'held_cells',
+           'KillTracker', 'GameResult', 'game_generators', 'play_maps', 'plan_moves', 'play_game', 'SnakeGame',
+           'play_side_by_side', 'play_batch', 'play_solo_game', 'game_seed', 'iter_games', 'play_games', 'load_ratings',
+           'TournamentResult', 'run_tournament', 'rank_stability', 'check_pair', 'lead_check']
 
 # %% ../../nbs/40_tournament.ipynb #a4e6971c
 KILL_NONE, KILL_WALL, KILL_UNKNOWN = -1, -2, -3
@@ -39,6 +39,17 @@ def body_cells(body, ptr, length): # (n, m, 2), (n,), (n,) -> cells (sum(length)
     mask = np.arange(L)[None] < length[:, None]
     return body[np.arange(n)[:, None], idx][mask], np.repeat(np.arange(n), length)
 
+# %% ../../nbs/40_tournament.ipynb #7c3d2a01
+def held_cells(st:SnakeState, # `SnakeArena.c_states()` of its maps
+               L:int)->np.ndarray: # (maps, num_snakes, L) int64
+    """The first `L` cells of every snake, head first, each (row, col) pair packed in an int64 (the body buffer's own
+    bytes: -1 for the C code's (-1, -1)); -1 past the snake's length."""
+    N, n, m = st.body.shape[:3]
+    idx = (st.head_ptr[..., None] - np.arange(L)) % m + (np.arange(N*n)*m).reshape(N, n, 1)
+    cells = st.body.view(np.int64).reshape(-1).take(idx)
+    cells[np.arange(L) >= st.length[..., None]] = -1
+    return cells
+
 # %% ../../nbs/40_tournament.ipynb #80821278
 class KillTracker:
     """Attributes every snake death on the maps of `arenas` (`SnakeArena`s whose maps have one size and snake count) to a
@@ -47,19 +58,23 @@ class KillTracker:
         shape = {tuple(a.config[k] for k in ('num_snakes', 'max_snake_length', 'width', 'height')) for a in arenas}
         if len(shape) != 1: raise ValueError("a KillTracker's maps need one size, snake count and max_snake_length")
         self.arenas, self._vecs = arenas, None
-        (self.n, self.max_len, _, _), = shape
+        (self.n, self.max_len, self.W, _), = shape
 
-    def _maps(self)->list: # every map's C state views, made again whenever an arena rebuilt its maps (`reset`)
+    def _maps(self)->list: # every arena's `c_states`, taken again whenever an arena rebuilt its maps (`reset`)
         vecs = [a._vec for a in self.arenas]
         if vecs != self._vecs:
-            self._views, self._vecs = [a.c_state(e) for a in self.arenas for e in range(a.config['num_envs'])], vecs
-            self._walls = np.stack([v.grid.reshape(-1) == SNAKE_WALL for v in self._views])   # walls never move
-        return self._views
+            self._states, self._vecs = [a.c_states() for a in self.arenas], vecs
+            self._walls = np.concatenate([s.grid.reshape(len(s.grid), -1) == SNAKE_WALL for s in self._states])   # walls never move
+        return self._states
+
+    def _all(self, f)->np.ndarray: # f(state) of every arena, maps stacked (no copy for one arena)
+        xs = [f(s) for s in self._maps()]
+        return xs[0] if len(xs) == 1 else np.concatenate(xs)
 
     def before(self):
-        "Copy every map's body buffers, head pointers and lengths: (maps, n, max_len, 2), (maps, n), (maps, n)."
-        v = self._maps()
-        self.pre = tuple(np.stack([getattr(s, k) for s in v]) for k in ('body', 'head_ptr', 'length'))
+        "Note every map's snake lengths (maps, n) and cells (maps, n, L) before the step (`held_cells`, L their longest)."
+        L = max(2, max(int(s.length.max()) for s in self._maps()))
+        self.pre_len, self.pre = self._all(lambda s: s.length.copy()), self._all(lambda s: held_cells(s, L))
 
     def after(self, actions, rewards)->tuple: # killer (num_agents,) and head_hit (num_agents,) bool, over all maps
         "Killer of each agent that died in the last step: agent index, `KILL_WALL`, `KILL_UNKNOWN`, or `KILL_NONE` if alive."
@@ -79,30 +94,24 @@ class KillTracker:
         return {k: int(h.sum()) for k, h in zip(CAUSES, hits)}
 
     def _attribute(self, actions, rewards, died)->tuple: # (killer, head_hit) of each death, map-major
-        "The rules above for every death of the step at once (cells as flat indices r*width + c)."
-        views, (body0, ptr0, len0) = self._maps(), self.pre
-        n, m, W = self.n, body0.shape[2], views[0].grid.shape[1]
-        flat = lambda rc: rc[..., 0]*W + rc[..., 1]
+        "The rules above for every death of the step at once (cells as packed (row, col) int64s, `held_cells`)."
+        held, len0, n = self.pre, self.pre_len, self.n
         M, D = np.nonzero(died)                                              # map and snake of each death
-        head, move = body0[M, D, ptr0[M, D]], _MOVES[actions[M, D]]
-        tgt = head + move
-        back = (flat(tgt) == flat(body0[M, D, (ptr0[M, D] - 1) % m])) & (len0[M, D] > 1)   # a move into the neck goes straight on
-        tgt[back] = head[back] - move[back]
-        T = flat(tgt)
-        wall = self._walls[M, T]
-        maps, row = np.unique(M, return_inverse=True)                      # the maps with deaths
-        ar, L = np.arange(n), int(len0[maps].max())
-        held = flat(body0[maps[:, None, None], ar[None, :, None], (ptr0[maps][:, :, None] - np.arange(L)) % m])   # (maps, n, L) cells before the step, head first
-        held[np.arange(L) >= len0[maps][:, :, None]] = -1
-        post_head = np.stack([flat(views[k].body[ar, views[k].head_ptr]) for k in maps])                  # (maps, n) after the step
-        race = (post_head[row] == T[:, None]) & (ar[None] < D[:, None])    # an earlier head got there in this step
-        occ = (held[row] == T[:, None, None]).any(2)                        # who held the target before the step
+        head, (dr, dc) = held[M, D, 0], _MOVES[actions[M, D]].T
+        r, c = head & 0xffffffff, head >> 32
+        back = r + dr + (c + dc << 32) == held[M, D, 1]                      # a move into the neck goes straight on
+        r, c = np.where(back, r - dr, r + dr), np.where(back, c - dc, c + dc)
+        T, wall = r + (c << 32), self._walls[M, r*self.W + c]
+        ar = np.arange(n)
+        post_head = self._all(lambda s: held_cells(s, 1)[..., 0])[M]         # (deaths, n) heads after the step
+        race = (post_head == T[:, None]) & (ar[None] < D[:, None])           # an earlier head got there in this step
+        occ = (held[M] == T[:, None, None]).any(2)                           # who held the target before the step
         j = occ.argmax(1)
         grew = (rewards[M, j] > 0) & (len0[M, j] < self.max_len - 1)
-        gone = ~occ.any(1) | ((j < D) & (died[M, j] | ((T == held[row, j, len0[M, j] - 1]) & ~grew)))   # died first, or a pulled-in tail
+        gone = ~occ.any(1) | ((j < D) & (died[M, j] | ((T == held[M, j, len0[M, j] - 1]) & ~grew)))   # died first, or a pulled-in tail
         killer = np.where(wall, KILL_WALL, np.where(race.any(1), race.argmax(1), np.where(gone, KILL_UNKNOWN, j)))
         killer = np.where(killer >= 0, killer + M*n, killer)
-        return killer, ~wall & (race.any(1) | (~gone & (T == held[row, j, 0])))
+        return killer, ~wall & (race.any(1) | (~gone & (T == held[M, j, 0])))
 
 # %% ../../nbs/40_tournament.ipynb #42761e5c
 @dataclass
@@ -129,12 +138,17 @@ def play_maps(games:list, # one list of policies per game (its genomes)
               seeds:list, # one seed per game
               snakes_per_genome:int|None=None, steps:int|None=None, greedy:bool=True, # None: the season's (`season_game`)
               **settings)->list: # `SnakeArena` arguments (map size, food) over the season's and `game_settings`. Returns [GameResult]
-    "Play several snake games as one batch: a map per game, all stepped together, every genome of every game in one `GenomeGroup`."
+    """Play several snake games as one batch: a map per game, all of them maps of one `SnakeArena` (each seeded with its
+    game's seed: a game plays as it would alone) stepped together, every genome of every game in one `GenomeGroup`. A
+    batch with a planner (`plan_moves`, which searches a one-map arena) has an arena per game instead."""
     snakes_per_genome, steps, settings = season_game('snake', snakes_per_genome, steps, settings)
-    maps = [SnakeArena(**{**SnakeArena.game_settings, **settings, 'num_snakes': len(g)*snakes_per_genome}) for g in games]
-    try: return _play_maps(games, seeds, maps, snakes_per_genome, steps, greedy)
+    if len({len(g) for g in games}) > 1: raise ValueError("the games of one batch need the same number of genomes")
+    kw = {**SnakeArena.game_settings, **settings, 'num_snakes': len(games[0])*snakes_per_genome}
+    planned = any(hasattr(p, 'search') for g in games for p in g)
+    arenas = [SnakeArena(**kw) for _ in games] if planned else [SnakeArena(**{**kw, 'num_envs': len(games)})]
+    try: return _play_maps(games, seeds, arenas, snakes_per_genome, steps, greedy)
     finally:
-        for m in maps: m.close()
+        for a in arenas: a.close()
 
 # %% ../../nbs/40_tournament.ipynb #380e43a3
 def _seating(G:int, n:int, seed:int)->tuple: # (slot, owner): agent index of genome-major position p is slot[p]; owner genome of each agent
@@ -153,46 +167,49 @@ def plan_moves(policies:list, # the genomes of one game
         if hasattr(p, 'search'): p.search(arena, np.flatnonzero(owner == j), acts)
 
 # %% ../../nbs/40_tournament.ipynb #9b4ea211
-def _play_maps(games, seeds, maps, n, steps, greedy)->list:
-    if len({len(g) for g in games}) > 1: raise ValueError("the games of one batch need the same number of genomes")
-    group, gens = GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
-    seats = [_seating(len(g), n, s) for g, s in zip(games, seeds)]
-    searching = [any(hasattr(p, 'search') for p in g) for g in games]   # games with a planner (`plan_moves`)
-    bounds = np.cumsum([0] + [len(g)*n for g in games])
-    counts = [{k: np.zeros(len(g), np.int64) for k in ('kills', 'team_kills', 'deaths')} for g in games]
-    obs, kt = [m.reset(s) for m, s in zip(maps, seeds)], KillTracker(*maps)
+def _play_maps(games, seeds, arenas, n, steps, greedy)->list:
+    B, G = len(games), len(games[0])
+    N, group, gens = G*n, GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)   # N: snakes on a map
+    seats = [_seating(G, n, s) for s in seeds]
+    slot = np.concatenate([sl + b*N for b, (sl, _) in enumerate(seats)])   # agent (over all maps) of each genome-major position
+    owner = np.concatenate([o + b*G for b, (_, o) in enumerate(seats)])    # genome (over all games) of each agent
+    planned = [b for b, g in enumerate(games) if any(hasattr(p, 'search') for p in g)]   # an arena per game then (`play_maps`)
+    first = np.cumsum([0] + [a.config['num_envs'] for a in arenas])       # the first map of each arena
+    for a, i, j in zip(arenas, first, first[1:]): a.reset(seeds[i:j])
+    every = (lambda xs: xs[0]) if len(arenas) == 1 else np.concatenate   # one array over all the arenas' agents
+    counts, kt = {k: np.zeros(B*G, np.int64) for k in ('kills', 'team_kills', 'deaths')}, KillTracker(*arenas)
     state, t0 = group.initial_state(), time.perf_counter()
     try:
         for _ in range(steps):
             kt.before()
-            a, state = group.act(np.concatenate([o[slot] for o, (slot, _) in zip(obs, seats)]), state, greedy, gens)
-            acts, rews, dead = np.empty_like(a), np.empty(len(a), np.float32), np.empty(len(a), bool)
-            for b, (m, (slot, _)) in enumerate(zip(maps, seats)):
-                s = slice(bounds[b], bounds[b+1])
-                acts[s][slot] = a[s]
-                if searching[b]: plan_moves(games[b], m, seats[b][1], acts[s])
-                obs[b], rews[s], dead[s] = m.step(acts[s])
-            if dead.any():
-                killer = kt.after(acts, rews)[0]
-                for b, (_, owner) in enumerate(seats):
-                    s = slice(bounds[b], bounds[b+1])
-                    if dead[s].any(): _count_deaths(np.where(killer[s] >= 0, killer[s] - bounds[b], killer[s]), dead[s], owner, counts[b])
+            a, state = group.act(every([x.obs for x in arenas])[slot], state, greedy, gens)
+            acts = np.empty_like(a); acts[slot] = a
+            for b in planned: plan_moves(games[b], arenas[b], seats[b][1], acts[b*N:(b+1)*N])
+            out = [x.step(acts[i*N:j*N]) for x, i, j in zip(arenas, first, first[1:])]
+            rews, dead = every([o[1] for o in out]), every([o[2] for o in out])
+            if dead.any(): _count_deaths(kt.after(acts, rews)[0], dead, owner, counts)
     finally: group.release(state)
-    seconds = (time.perf_counter() - t0) / len(games)
-    return [_map_result(m, len(g), s, owner, c, n, steps, seconds) for m, g, s, (_, owner), c in zip(maps, games, seeds, seats, counts)]
+    seconds, results = (time.perf_counter() - t0) / B, []
+    for x, i in zip(arenas, first):
+        eps = Episodes.concat([x.pop_episodes(), x.running()])
+        for b in range(i, i + x.config['num_envs']):
+            mine = eps.select(eps.agent // N == b - i); mine.agent = mine.agent % N   # map b's, in the order they ended
+            c = {k: v[b*G:(b+1)*G] for k, v in counts.items()}
+            results.append(_map_result(mine, G, seeds[b], seats[b][1], c, n, steps, seconds))
+    return results
 
 # %% ../../nbs/40_tournament.ipynb #13a1d53d
 def _count_deaths(killer, died, owner, c):
-    "Deaths of each genome's snakes, and kills of other genomes' (team) snakes by them."
-    for v in np.flatnonzero(died):
-        c['deaths'][owner[v]] += 1
-        k = killer[v]
-        if k >= 0 and k != v: c['kills' if owner[k] != owner[v] else 'team_kills'][owner[k]] += 1
+    "Deaths of each genome's snakes, and kills of other genomes' (team) snakes by them (`owner`: each agent's genome)."
+    v = np.flatnonzero(died); k = killer[v]
+    np.add.at(c['deaths'], owner[v], 1)
+    v, k = v[(k >= 0) & (k != v)], k[(k >= 0) & (k != v)]
+    team = owner[k] == owner[v]
+    np.add.at(c['kills'], owner[k[~team]], 1); np.add.at(c['team_kills'], owner[k[team]], 1)
 
 # %% ../../nbs/40_tournament.ipynb #8ecdde29
-def _map_result(arena, G, seed, owner, c, n, steps, seconds)->GameResult:
-    "Per-genome means over its snakes' episodes: the deaths, plus the snakes alive at the end (`running`)."
-    eps = Episodes.concat([arena.pop_episodes(), arena.running()])
+def _map_result(eps, G, seed, owner, c, n, steps, seconds)->GameResult:
+    "Per-genome means over its snakes' episodes `eps` (one map's): the deaths, plus the snakes alive at the end (`running`)."
     who = owner[eps.agent]
     mean = lambda x: np.bincount(who, x, G) / np.bincount(who, minlength=G)
     return GameResult(seed, mean(eps.score), mean(eps.length), c['kills'], c['deaths'], c['team_kills'], steps, steps*G*n, seconds)
@@ -249,7 +266,7 @@ class SnakeGame:
         return self
 
     def result(self, seconds:float=0.0)->GameResult: # the game so far (its arena's episodes are taken)
-        return _map_result(self.arena, len(self.policies), self.seed, self.owner, self.counts, self.n, self.t, seconds)
+        return _map_result(Episodes.concat([self.arena.pop_episodes(), self.arena.running()]), len(self.policies), self.seed, self.owner, self.counts, self.n, self.t, seconds)
 
     def close(self): self.group.release(self.state)   # the policies' states; the arena is the caller's
 
