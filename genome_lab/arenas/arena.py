@@ -295,8 +295,7 @@ class SnakeArena(PufferArena):
         one seed per map, map `i` plays exactly as the one map of an arena reset with `seed[i]` (a batch of games)."""
         if self.closed: raise RuntimeError(f"{self.name}: the arena is closed")
         seeds = None if np.ndim(seed) == 0 else [int(s) for s in seed]
-        if seeds is not None and len(seeds) != self.config['num_envs']:
-            raise ValueError(f"{len(seeds)} seeds for {self.config['num_envs']} maps")
+        if seeds is not None and len(seeds) != self.config['num_envs']: raise ValueError(f"{len(seeds)} seeds for {self.config['num_envs']} maps")
         self._close_maps()
         self._build(seeds)
         if seeds is None: return super().reset(seed)
@@ -305,9 +304,11 @@ class SnakeArena(PufferArena):
         return self.obs
 
     def _close_maps(self):
-        "Free the C maps (PufferLib's `vec_close`), their buffers given back first (`_own_state`)."
+        "Free the C maps (PufferLib's `vec_close`), pointed at PufferLib's own buffers again first (`_own_state`)."
         if self._vec is None: return
-        self._give_back(); self._binding.vec_close(self._vec); self._vec = None
+        for h, theirs in zip(self._handles, self._theirs):
+            for (k, t), addr in zip(_C_STATE, theirs): setattr(CSnakeStruct.from_address(h), k, ctypes.cast(addr, ctypes.POINTER(t)))
+        self._binding.vec_close(self._vec); self._vec = None
 
     def close(self):
         if not self.closed: self._close_maps()
@@ -325,7 +326,6 @@ def _build(self:SnakeArena, seeds:list|None=None): # one seed per map, each map'
                                       cell_size=1, **kw) for i in range(c['num_envs'])]
     self._handles, self._vec = handles, self._binding.vectorize(*handles)
     self._own_state()
-
 
 # %% ../../nbs/01_arenas.ipynb #9814dfdc
 @patch
@@ -403,22 +403,11 @@ def _own_state(self:SnakeArena):
         self._theirs.append([ctypes.cast(getattr(c, k), ctypes.c_void_p).value for k, _ in _C_STATE])
         for (k, t), a in zip(_C_STATE, self._state): setattr(c, k, a[e].ctypes.data_as(ctypes.POINTER(t)))
 
-
-# %% ../../nbs/01_arenas.ipynb #5e1a0c02
-@patch
-def _give_back(self:SnakeArena):
-    "Point the maps at PufferLib's own buffers again (`_own_state`), which its `vec_close` frees."
-    for h, theirs in zip(self._handles, self._theirs):
-        c = CSnakeStruct.from_address(h)
-        for (k, t), addr in zip(_C_STATE, theirs): setattr(c, k, ctypes.cast(addr, ctypes.POINTER(t)))
-
-
 # %% ../../nbs/01_arenas.ipynb #5e1a0c03
 @patch
 def c_states(self:SnakeArena)->SnakeState: # grid (maps, height, width), body (maps, num_snakes, max_len, 2), head_ptr and length (maps, num_snakes)
     "The C state of every map at once: the arrays the maps live in (valid until the next `reset`); `c_state(e)` is map `e` of them."
     return self._state
-
 
 # %% ../../nbs/01_arenas.ipynb #f261facc
 TETRIS_MAX_TICKS = 10_000 # `MAX_TICKS` of tetris.h: a game whose piece locks at this tick or later ends, not lost

@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from ..arenas.arena import SnakeArena, SnakeState, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, arena_season, season_game, tqdm
+from ..arenas.arena import SnakeArena, SnakeState, CSnakeStruct, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, arena_season, season_game, tqdm
 from ..arenas.policies import GenomeGroup, quantise
 from ..registry.store import Registry
 from ..registry.sqlite_store import utcnow
@@ -21,10 +21,10 @@ from .ranking import (MODEL, rate_game, elo_update, split_half, StopRule, fitnes
                                             CHECK_SEEDS, LEAD_GAMES, bootstrap_ci, lead_verdict, head_to_head)
 
 # %% auto #0
-__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'CAUSES', 'GENOMES_PER_GAME', 'QUALIFY_STEPS', 'body_cells', 'held_cells',
-           'KillTracker', 'GameResult', 'game_generators', 'play_maps', 'plan_moves', 'play_game', 'SnakeGame',
-           'play_side_by_side', 'play_batch', 'play_solo_game', 'game_seed', 'iter_games', 'play_games', 'load_ratings',
-           'TournamentResult', 'run_tournament', 'rank_stability', 'check_pair', 'lead_check']
+__all__ = ['KILL_NONE', 'KILL_WALL', 'KILL_UNKNOWN', 'CAUSES', 'GENOMES_PER_GAME', 'QUALIFY_STEPS', 'body_cells', 'KillTracker',
+           'GameResult', 'game_generators', 'play_maps', 'plan_moves', 'play_game', 'SnakeGame', 'play_side_by_side',
+           'play_batch', 'play_solo_game', 'game_seed', 'iter_games', 'play_games', 'load_ratings', 'TournamentResult',
+           'run_tournament', 'rank_stability', 'check_pair', 'lead_check']
 
 # %% ../../nbs/40_tournament.ipynb #a4e6971c
 KILL_NONE, KILL_WALL, KILL_UNKNOWN = -1, -2, -3
@@ -39,17 +39,6 @@ def body_cells(body, ptr, length): # (n, m, 2), (n,), (n,) -> cells (sum(length)
     mask = np.arange(L)[None] < length[:, None]
     return body[np.arange(n)[:, None], idx][mask], np.repeat(np.arange(n), length)
 
-# %% ../../nbs/40_tournament.ipynb #7c3d2a01
-def held_cells(st:SnakeState, # `SnakeArena.c_states()` of its maps
-               L:int)->np.ndarray: # (maps, num_snakes, L) int64
-    """The first `L` cells of every snake, head first, each (row, col) pair packed in an int64 (the body buffer's own
-    bytes: -1 for the C code's (-1, -1)); -1 past the snake's length."""
-    N, n, m = st.body.shape[:3]
-    idx = (st.head_ptr[..., None] - np.arange(L)) % m + (np.arange(N*n)*m).reshape(N, n, 1)
-    cells = st.body.view(np.int64).reshape(-1).take(idx)
-    cells[np.arange(L) >= st.length[..., None]] = -1
-    return cells
-
 # %% ../../nbs/40_tournament.ipynb #80821278
 class KillTracker:
     """Attributes every snake death on the maps of `arenas` (`SnakeArena`s whose maps have one size and snake count) to a
@@ -57,24 +46,33 @@ class KillTracker:
     def __init__(self, *arenas:SnakeArena):
         shape = {tuple(a.config[k] for k in ('num_snakes', 'max_snake_length', 'width', 'height')) for a in arenas}
         if len(shape) != 1: raise ValueError("a KillTracker's maps need one size, snake count and max_snake_length")
-        self.arenas, self._vecs = arenas, None
+        self.arenas, self._states = arenas, []
         (self.n, self.max_len, self.W, _), = shape
 
     def _maps(self)->list: # every arena's `c_states`, taken again whenever an arena rebuilt its maps (`reset`)
-        vecs = [a._vec for a in self.arenas]
-        if vecs != self._vecs:
-            self._states, self._vecs = [a.c_states() for a in self.arenas], vecs
+        if any(a.c_states() is not s for a, s in zip(self.arenas, self._states)) or not self._states:
+            self._states, self._tick = [a.c_states() for a in self.arenas], None
+            self._c = [CSnakeStruct.from_address(h) for a in self.arenas for h in a._handles]   # their ticks
             self._walls = np.concatenate([s.grid.reshape(len(s.grid), -1) == SNAKE_WALL for s in self._states])   # walls never move
         return self._states
 
-    def _all(self, f)->np.ndarray: # f(state) of every arena, maps stacked (no copy for one arena)
+    def _all(self, f)->np.ndarray: # f(state) of every arena, maps stacked (a copy)
         xs = [f(s) for s in self._maps()]
-        return xs[0] if len(xs) == 1 else np.concatenate(xs)
+        return xs[0].copy() if len(xs) == 1 else np.concatenate(xs)
+
+    @staticmethod
+    def _heads(st:SnakeState)->np.ndarray: # (maps, n) each head cell, (row, col) packed in an int64 (the C code's (-1, -1) is -1)
+        N, n, m = st.body.shape[:3]
+        return st.body.view(np.int64).reshape(-1).take(st.head_ptr + (np.arange(N*n)*m).reshape(N, n))
 
     def before(self):
-        "Note every map's snake lengths (maps, n) and cells (maps, n, L) before the step (`held_cells`, L their longest)."
-        L = max(2, max(int(s.length.max()) for s in self._maps()))
-        self.pre_len, self.pre = self._all(lambda s: s.length.copy()), self._all(lambda s: held_cells(s, L))
+        """Note every snake's head pointer and length (maps, n); keep `body`, the body buffers' packed cells (maps, n, max_len), up
+        to date: a step (the maps' ticks) writes only each snake's new head within its length; else all is copied (a new game)."""
+        self._maps(); ticks = [c.tick for c in self._c]
+        if self._tick is not None and all(t == u + 1 for t, u in zip(ticks, self._tick)):
+            self.body[np.arange(len(self.body))[:, None], np.arange(self.n), self._all(lambda s: s.head_ptr)] = self._all(self._heads)
+        else: self.body = self._all(lambda s: s.body.view(np.int64)[..., 0])
+        self._tick, self.pre_ptr, self.pre_len = ticks, self._all(lambda s: s.head_ptr), self._all(lambda s: s.length)
 
     def after(self, actions, rewards)->tuple: # killer (num_agents,) and head_hit (num_agents,) bool, over all maps
         "Killer of each agent that died in the last step: agent index, `KILL_WALL`, `KILL_UNKNOWN`, or `KILL_NONE` if alive."
@@ -94,24 +92,25 @@ class KillTracker:
         return {k: int(h.sum()) for k, h in zip(CAUSES, hits)}
 
     def _attribute(self, actions, rewards, died)->tuple: # (killer, head_hit) of each death, map-major
-        "The rules above for every death of the step at once (cells as packed (row, col) int64s, `held_cells`)."
-        held, len0, n = self.pre, self.pre_len, self.n
+        "The rules above for every death of the step at once (cells as packed (row, col) int64s, `before`)."
+        len0, n, m = self.pre_len, self.n, self.body.shape[2]
         M, D = np.nonzero(died)                                              # map and snake of each death
-        head, (dr, dc) = held[M, D, 0], _MOVES[actions[M, D]].T
-        r, c = head & 0xffffffff, head >> 32
-        back = r + dr + (c + dc << 32) == held[M, D, 1]                      # a move into the neck goes straight on
+        maps, row = np.unique(M, return_inverse=True)                      # the maps with deaths
+        ar, L = np.arange(n), max(2, int(len0[maps].max()))
+        held = self.body.reshape(-1).take(((maps[:, None]*n + ar)*m)[..., None] + (self.pre_ptr[maps][..., None] - np.arange(L)) % m)
+        held[np.arange(L) >= len0[maps][..., None]] = -1                   # (maps, n, L) cells before the step, head first
+        (dr, dc), r, c = _MOVES[actions[M, D]].T, held[row, D, 0] & 0xffffffff, held[row, D, 0] >> 32   # the dying heads
+        back = r + dr + (c + dc << 32) == held[row, D, 1]                    # a move into the neck goes straight on
         r, c = np.where(back, r - dr, r + dr), np.where(back, c - dc, c + dc)
         T, wall = r + (c << 32), self._walls[M, r*self.W + c]
-        ar = np.arange(n)
-        post_head = self._all(lambda s: held_cells(s, 1)[..., 0])[M]         # (deaths, n) heads after the step
-        race = (post_head == T[:, None]) & (ar[None] < D[:, None])           # an earlier head got there in this step
-        occ = (held[M] == T[:, None, None]).any(2)                           # who held the target before the step
+        race = (self._all(self._heads)[M] == T[:, None]) & (ar[None] < D[:, None])   # an earlier head got there in this step
+        occ = (held[row] == T[:, None, None]).any(2)                         # who held the target before the step
         j = occ.argmax(1)
         grew = (rewards[M, j] > 0) & (len0[M, j] < self.max_len - 1)
-        gone = ~occ.any(1) | ((j < D) & (died[M, j] | ((T == held[M, j, len0[M, j] - 1]) & ~grew)))   # died first, or a pulled-in tail
+        gone = ~occ.any(1) | ((j < D) & (died[M, j] | ((T == held[row, j, len0[M, j] - 1]) & ~grew)))   # died first, or a pulled-in tail
         killer = np.where(wall, KILL_WALL, np.where(race.any(1), race.argmax(1), np.where(gone, KILL_UNKNOWN, j)))
         killer = np.where(killer >= 0, killer + M*n, killer)
-        return killer, ~wall & (race.any(1) | (~gone & (T == held[M, j, 0])))
+        return killer, ~wall & (race.any(1) | (~gone & (T == held[row, j, 0])))
 
 # %% ../../nbs/40_tournament.ipynb #42761e5c
 @dataclass
@@ -138,9 +137,8 @@ def play_maps(games:list, # one list of policies per game (its genomes)
               seeds:list, # one seed per game
               snakes_per_genome:int|None=None, steps:int|None=None, greedy:bool=True, # None: the season's (`season_game`)
               **settings)->list: # `SnakeArena` arguments (map size, food) over the season's and `game_settings`. Returns [GameResult]
-    """Play several snake games as one batch: a map per game, all of them maps of one `SnakeArena` (each seeded with its
-    game's seed: a game plays as it would alone) stepped together, every genome of every game in one `GenomeGroup`. A
-    batch with a planner (`plan_moves`, which searches a one-map arena) has an arena per game instead."""
+    """Play several snake games as one batch: a map per game, all maps of one `SnakeArena` (each with its game's seed: a game
+    plays as alone) stepped together, every genome in one `GenomeGroup`; with a planner (`plan_moves`) an arena per game."""
     snakes_per_genome, steps, settings = season_game('snake', snakes_per_genome, steps, settings)
     if len({len(g) for g in games}) > 1: raise ValueError("the games of one batch need the same number of genomes")
     kw = {**SnakeArena.game_settings, **settings, 'num_snakes': len(games[0])*snakes_per_genome}
@@ -168,17 +166,15 @@ def plan_moves(policies:list, # the genomes of one game
 
 # %% ../../nbs/40_tournament.ipynb #9b4ea211
 def _play_maps(games, seeds, arenas, n, steps, greedy)->list:
-    B, G = len(games), len(games[0])
-    N, group, gens = G*n, GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)   # N: snakes on a map
-    seats = [_seating(G, n, s) for s in seeds]
+    (B, G), group, gens = (len(games), len(games[0])), GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
+    N, seats, counts = G*n, [_seating(G, n, s) for s in seeds], {k: np.zeros(B*G, np.int64) for k in ('kills', 'team_kills', 'deaths')}
     slot = np.concatenate([sl + b*N for b, (sl, _) in enumerate(seats)])   # agent (over all maps) of each genome-major position
     owner = np.concatenate([o + b*G for b, (_, o) in enumerate(seats)])    # genome (over all games) of each agent
     planned = [b for b, g in enumerate(games) if any(hasattr(p, 'search') for p in g)]   # an arena per game then (`play_maps`)
-    first = np.cumsum([0] + [a.config['num_envs'] for a in arenas])       # the first map of each arena
-    for a, i, j in zip(arenas, first, first[1:]): a.reset(seeds[i:j])
+    first = np.cumsum([0] + [a.config['num_envs'] for a in arenas])       # the first map of each arena (N snakes a map)
     every = (lambda xs: xs[0]) if len(arenas) == 1 else np.concatenate   # one array over all the arenas' agents
-    counts, kt = {k: np.zeros(B*G, np.int64) for k in ('kills', 'team_kills', 'deaths')}, KillTracker(*arenas)
-    state, t0 = group.initial_state(), time.perf_counter()
+    for a, i, j in zip(arenas, first, first[1:]): a.reset(seeds[i:j])
+    kt, state, t0 = KillTracker(*arenas), group.initial_state(), time.perf_counter()
     try:
         for _ in range(steps):
             kt.before()
@@ -194,17 +190,14 @@ def _play_maps(games, seeds, arenas, n, steps, greedy)->list:
         eps = Episodes.concat([x.pop_episodes(), x.running()])
         for b in range(i, i + x.config['num_envs']):
             mine = eps.select(eps.agent // N == b - i); mine.agent = mine.agent % N   # map b's, in the order they ended
-            c = {k: v[b*G:(b+1)*G] for k, v in counts.items()}
-            results.append(_map_result(mine, G, seeds[b], seats[b][1], c, n, steps, seconds))
+            results.append(_map_result(mine, G, seeds[b], seats[b][1], {k: v[b*G:(b+1)*G] for k, v in counts.items()}, n, steps, seconds))
     return results
 
 # %% ../../nbs/40_tournament.ipynb #13a1d53d
 def _count_deaths(killer, died, owner, c):
     "Deaths of each genome's snakes, and kills of other genomes' (team) snakes by them (`owner`: each agent's genome)."
-    v = np.flatnonzero(died); k = killer[v]
-    np.add.at(c['deaths'], owner[v], 1)
-    v, k = v[(k >= 0) & (k != v)], k[(k >= 0) & (k != v)]
-    team = owner[k] == owner[v]
+    v = np.flatnonzero(died); k = killer[v]; np.add.at(c['deaths'], owner[v], 1)
+    hit = (k >= 0) & (k != v); v, k = v[hit], k[hit]; team = owner[k] == owner[v]
     np.add.at(c['kills'], owner[k[~team]], 1); np.add.at(c['team_kills'], owner[k[team]], 1)
 
 # %% ../../nbs/40_tournament.ipynb #8ecdde29
