@@ -93,24 +93,25 @@ class KillTracker:
 
     def _attribute(self, actions, rewards, died)->tuple: # (killer, head_hit) of each death, map-major
         "The rules above for every death of the step at once (cells as packed (row, col) int64s, `before`)."
-        len0, n, m = self.pre_len, self.n, self.body.shape[2]
+        len0, ptr0, n, m, body = self.pre_len, self.pre_ptr.reshape(-1), self.n, self.body.shape[2], self.body.reshape(-1)
+        cell = lambda i, k: body[i*m + (ptr0[i] - k) % m]                      # k-th cell (0: head) of snake i (over all maps) before the step
         M, D = np.nonzero(died)                                              # map and snake of each death
-        maps, row = np.unique(M, return_inverse=True)                      # the maps with deaths
-        ar, L = np.arange(n), max(2, int(len0[maps].max()))
-        held = self.body.reshape(-1).take(((maps[:, None]*n + ar)*m)[..., None] + (self.pre_ptr[maps][..., None] - np.arange(L)) % m)
-        held[np.arange(L) >= len0[maps][..., None]] = -1                   # (maps, n, L) cells before the step, head first
-        (dr, dc), r, c = _MOVES[actions[M, D]].T, held[row, D, 0] & 0xffffffff, held[row, D, 0] >> 32   # the dying heads
-        back = r + dr + (c + dc << 32) == held[row, D, 1]                    # a move into the neck goes straight on
+        maps, row = np.unique(M, return_inverse=True)                      # the maps with deaths: who held which of their cells
+        lens = len0[maps].reshape(-1); snake = np.repeat((maps[:, None]*n + np.arange(n)).reshape(-1), lens)[::-1]
+        at = np.arange(len(snake))[::-1] - np.repeat(np.cumsum(lens) - lens, lens)[::-1]   # reversed: the lowest snake's index wins
+        held, x = np.full((len(maps), self._walls.shape[1]), -1), cell(snake, at)
+        held[np.repeat(np.arange(len(maps)), len0[maps].sum(1))[::-1], (x & 0xffffffff)*self.W + (x >> 32)] = snake % n
+        (dr, dc), r, c = _MOVES[actions[M, D]].T, cell(M*n + D, 0) & 0xffffffff, cell(M*n + D, 0) >> 32
+        back = (r + dr + (c + dc << 32) == cell(M*n + D, 1)) & (len0[M, D] > 1)   # a move into the neck goes straight on
         r, c = np.where(back, r - dr, r + dr), np.where(back, c - dc, c + dc)
-        T, wall = r + (c << 32), self._walls[M, r*self.W + c]
-        race = (self._all(self._heads)[M] == T[:, None]) & (ar[None] < D[:, None])   # an earlier head got there in this step
-        occ = (held[row] == T[:, None, None]).any(2)                         # who held the target before the step
-        j = occ.argmax(1)
+        T, wall, j = r + (c << 32), self._walls[M, r*self.W + c], held[row, r*self.W + c]   # j: who held the target before the step
+        race = (self._all(self._heads)[M] == T[:, None]) & (np.arange(n) < D[:, None])   # an earlier head got there in this step
+        occ, j = j >= 0, np.maximum(j, 0)
         grew = (rewards[M, j] > 0) & (len0[M, j] < self.max_len - 1)
-        gone = ~occ.any(1) | ((j < D) & (died[M, j] | ((T == held[row, j, len0[M, j] - 1]) & ~grew)))   # died first, or a pulled-in tail
+        gone = ~occ | ((j < D) & (died[M, j] | ((T == cell(M*n + j, len0[M, j] - 1)) & ~grew)))   # died first, or a pulled-in tail
         killer = np.where(wall, KILL_WALL, np.where(race.any(1), race.argmax(1), np.where(gone, KILL_UNKNOWN, j)))
         killer = np.where(killer >= 0, killer + M*n, killer)
-        return killer, ~wall & (race.any(1) | (~gone & (T == held[row, j, 0])))
+        return killer, ~wall & (race.any(1) | (~gone & (T == cell(M*n + j, 0))))
 
 # %% ../../nbs/40_tournament.ipynb #42761e5c
 @dataclass
