@@ -1,8 +1,8 @@
 """Tournament backends and benchmark."""
 import concurrent.futures, multiprocessing, sys, threading
 import numpy as np, pytest
-from genome_lab.arenas.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy
-from genome_lab.tournaments.tournament import play_games
+from genome_lab.arenas.policies import load_pufferlib_policy, SnakeHeuristic, RandomPolicy, EpsilonGreedy
+from genome_lab.tournaments.tournament import play_games, play_maps, play_game, game_seed
 from genome_lab.arenas.evaluation import evaluate
 
 
@@ -57,6 +57,20 @@ def test_a_game_is_a_function_of_its_seed():
         np.testing.assert_array_equal(here[k], spawned[k], err_msg=f'{k}: spawned process'); np.testing.assert_array_equal(here[k], in_ray[k], err_msg=f'{k}: ray')
     assert sum(here[f'game {k} deaths'].sum() for k in range(len(SNAKE_GAMES))) > 0
     assert set(here['tetris map']) == {0, 1} and len(here['tetris score']) >= 8
+
+def test_a_game_alone_is_the_same_game_in_a_batch_of_64():
+    """A batch's games are maps of one `SnakeArena`, each seeded with its game's seed (issue 59): a game plays the same
+    alone (`play_game`, or a batch of one), in a batch of 64 and in a batch of two beside another game."""
+    puffer = load_pufferlib_policy('snake')
+    pols, rng = [puffer, SnakeHeuristic(), RandomPolicy(4), EpsilonGreedy(puffer, 0.3)], np.random.default_rng(0)
+    games, seeds = [[pols[i] for i in rng.choice(4, 2, replace=False)] for _ in range(64)], [game_seed(5, k) for k in range(64)]
+    kw = dict(snakes_per_genome=3, steps=40, width=40, height=30, num_food=30)
+    batch = play_maps(games, seeds, **kw)
+    for k in (0, 17, 63):
+        for alone in (play_game(games[k], seeds[k], **kw), play_maps([games[k]], [seeds[k]], **kw)[0],
+                      play_maps([games[k - 1], games[k]], [seeds[k - 1], seeds[k]], **kw)[1]):
+            for f in ('score', 'survival', 'kills', 'deaths', 'team_kills'): np.testing.assert_array_equal(getattr(alone, f), getattr(batch[k], f), err_msg=f)
+    assert sum(r.deaths.sum() for r in batch) > 0 and len({tuple(r.score) for r in batch}) > 1   # games die, and differ
 
 def test_tournament_benchmark_runs(cli, bench):
     r = cli('--ladder-games', '3', '--seeds', '1', '--steps', '30', main=bench('tournament').main)

@@ -290,24 +290,42 @@ class SnakeArena(PufferArena):
                              f"at most {int(cls.max_occupancy * cells)} ({cls.max_occupancy:.0%} of its {cells} inner cells)")
         return settings
 
-    def reset(self, seed:int=0):
-        "Rebuild the maps and reset them with `seed` (PufferLib's `c_reset` keeps the last game's food and corpses)."
+    def reset(self, seed:int|list=0): # one seed (map `i` draws from the stream of (seed, i)), or a list of one per map
+        """Rebuild the maps and reset them with `seed` (PufferLib's `c_reset` keeps the last game's food and corpses); with
+        one seed per map, map `i` plays exactly as the one map of an arena reset with `seed[i]` (a batch of games)."""
         if self.closed: raise RuntimeError(f"{self.name}: the arena is closed")
-        if self._vec is not None: self._binding.vec_close(self._vec); self._vec = None
-        self._build()
-        return super().reset(seed)
+        seeds = None if np.ndim(seed) == 0 else [int(s) for s in seed]
+        if seeds is not None and len(seeds) != self.config['num_envs']: raise ValueError(f"{len(seeds)} seeds for {self.config['num_envs']} maps")
+        self._close_maps()
+        self._build(seeds)
+        if seeds is None: return super().reset(seed)
+        for h in self._handles: self._binding.env_reset(h, 0)   # `env_init` seeded each map's stream with its seed
+        self._reset_tracking(); self._finished = []
+        return self.obs
+
+    def _close_maps(self):
+        "Free the C maps (PufferLib's `vec_close`), pointed at PufferLib's own buffers again first (`_own_state`)."
+        if self._vec is None: return
+        for h, theirs in zip(self._handles, self._theirs):
+            for (k, t), addr in zip(_C_STATE, theirs): setattr(CSnakeStruct.from_address(h), k, ctypes.cast(addr, ctypes.POINTER(t)))
+        self._binding.vec_close(self._vec); self._vec = None
+
+    def close(self):
+        if not self.closed: self._close_maps()
+        self.closed = True
 
 # %% ../../nbs/01_arenas.ipynb #bd07b410
 @patch
-def _build(self:SnakeArena):
-    "Create the C envs on our buffers (PufferLib's `env_init` + `vectorize`)."
+def _build(self:SnakeArena, seeds:list|None=None): # one seed per map, each map's random stream (`reset`); None: the map's index
+    "Create the C envs on our buffers (PufferLib's `env_init` + `vectorize`), their maps' state in arrays of ours (`_own_state`)."
     c, n = self.config, self.config['num_snakes']
     kw = {k: c[k] for k in ('width', 'height', 'num_snakes', 'num_food', 'vision', 'leave_corpse_on_death',
                             'reward_food', 'reward_corpse', 'reward_death', 'max_snake_length')}
     handles = [self._binding.env_init(self.obs[i*n:(i+1)*n], self.actions[i*n:(i+1)*n], self.rewards[i*n:(i+1)*n],
-                                      self.terminals[i*n:(i+1)*n], self.truncations[i*n:(i+1)*n], i,
+                                      self.terminals[i*n:(i+1)*n], self.truncations[i*n:(i+1)*n], i if seeds is None else seeds[i],
                                       cell_size=1, **kw) for i in range(c['num_envs'])]
     self._handles, self._vec = handles, self._binding.vectorize(*handles)
+    self._own_state()
 
 # %% ../../nbs/01_arenas.ipynb #9814dfdc
 @patch
@@ -360,15 +378,36 @@ SnakeState = namedtuple('SnakeState', 'grid body head_ptr length')
 
 @patch
 def c_state(self:SnakeArena, env:int=0)->SnakeState: # views: grid (height, width) int8, body (num_snakes, max_len, 2) int32 rows/cols, head_ptr (num_snakes,), length (num_snakes,)
-    "Zero-copy views of map `env`'s C state; raises `RuntimeError` if the struct mirror disagrees with the config."
+    "Zero-copy views of map `env`'s C state (`c_states`); raises `RuntimeError` if the struct mirror disagrees with the config."
     c = CSnakeStruct.from_address(self._handles[env])
     cfg = self.config
     if (c.num_snakes, c.width, c.height, c.max_snake_length, c.vision) != (cfg['num_snakes'], cfg['width'], cfg['height'],
                                                                           cfg['max_snake_length'], cfg['vision']):
         raise RuntimeError("the CSnake mirror does not match this PufferLib build's struct layout")
-    n, m = c.num_snakes, c.max_snake_length
-    view = lambda ptr, shape: np.ctypeslib.as_array(ptr, shape)
-    return SnakeState(view(c.grid, (c.height, c.width)), view(c.snake, (n, m, 2)), view(c.snake_ptr, (n,)), view(c.snake_lengths, (n,)))
+    return SnakeState(*(a[env] for a in self._state))
+
+# %% ../../nbs/01_arenas.ipynb #5e1a0c01
+_C_STATE = (('grid', ctypes.c_int8), ('snake', ctypes.c_int), ('snake_ptr', ctypes.c_int), ('snake_lengths', ctypes.c_int))
+
+@patch
+def _own_state(self:SnakeArena):
+    """Point every map's grid, body buffers, head pointers and lengths into one array of each over all the maps (`c_states`,
+    read at once by a batch's kill attribution); PufferLib's own buffers are kept, to be given back before it frees them."""
+    cfg, N = self.config, self.config['num_envs']
+    n, m = cfg['num_snakes'], cfg['max_snake_length']
+    self._state = SnakeState(np.zeros((N, cfg['height'], cfg['width']), np.int8), np.zeros((N, n, m, 2), np.int32),
+                             np.zeros((N, n), np.int32), np.zeros((N, n), np.int32))   # PufferLib's are calloc'd: zeros too
+    self._theirs = []
+    for e, h in enumerate(self._handles):
+        c = CSnakeStruct.from_address(h)
+        self._theirs.append([ctypes.cast(getattr(c, k), ctypes.c_void_p).value for k, _ in _C_STATE])
+        for (k, t), a in zip(_C_STATE, self._state): setattr(c, k, a[e].ctypes.data_as(ctypes.POINTER(t)))
+
+# %% ../../nbs/01_arenas.ipynb #5e1a0c03
+@patch
+def c_states(self:SnakeArena)->SnakeState: # grid (maps, height, width), body (maps, num_snakes, max_len, 2), head_ptr and length (maps, num_snakes)
+    "The C state of every map at once: the arrays the maps live in (valid until the next `reset`); `c_state(e)` is map `e` of them."
+    return self._state
 
 # %% ../../nbs/01_arenas.ipynb #f261facc
 TETRIS_MAX_TICKS = 10_000 # `MAX_TICKS` of tetris.h: a game whose piece locks at this tick or later ends, not lost

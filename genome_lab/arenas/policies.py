@@ -279,6 +279,11 @@ class GenomeGroup:
         for i, p in enumerate(policies):
             if i not in self.plain: kinds.setdefault((type(p), json.dumps(p.config, sort_keys=True)), []).append(i)
         self.kinds = list(kinds.values())
+        lstms, self._stacks = {}, {}   # the units of plain one-hot `LinearLSTM`s by config: each config's run as one (`_fused`)
+        for k, u in enumerate(self.units):
+            if type(net := self.nets[u[0]]) is LinearLSTM and net.config['encoding'] == 'onehot8' and not net.low_precision:
+                lstms.setdefault(json.dumps(net.config, sort_keys=True), []).append(k)
+        self.fused = [g for g in lstms.values() if len(g) > 1]
 
     def initial_state(self)->list: return [self.nets[u[0]].initial_state(len(u)*self.n) for u in self.units]
 
@@ -287,12 +292,33 @@ class GenomeGroup:
         for u, s in zip(self.units, state): self.nets[u[0]].release_state(s)
 
     def _logits(self, obs, state)->torch.Tensor: # (G, n, A)
-        out = None
+        out, done = None, {k: l for g in self.fused for k, l in self._fused(g, obs, state).items()}
         for k, (u, rows) in enumerate(zip(self.units, self.rows)):
-            l, state[k] = self.nets[u[0]](obs[rows], state[k])
+            if k in done: l = done[k]
+            else: l, state[k] = self.nets[u[0]](obs[rows], state[k])
             if out is None: out = torch.empty(len(self.policies)*self.n, l.shape[-1], dtype=l.dtype)
             out[rows] = l
         return out.view(len(self.policies), self.n, -1)
+
+    def _fused(self, g:list, obs, state:list)->dict: # {unit: logits (rows, A)}; the units' states updated in `state`
+        """Units `g`, plain one-hot `LinearLSTM`s of one config, as `LinearLSTM.forward` but at once: one gather-sum over
+        their stacked encoder tables (cached while their weights stay), then each one's LSTM cell and actor."""
+        nets = [self.nets[self.units[k][0]] for k in g]
+        tables = [net._table() for net in nets]
+        key = [net._table_key + (net.encoder.bias.data_ptr(), net.encoder.bias._version) for net in nets]
+        if (s := self._stacks.get(tuple(g))) is None or s[0] != key:
+            sizes, D = [len(self.rows[k]) for k in g], nets[0].config['input_dim']
+            rep = lambda x: torch.repeat_interleave(x, torch.tensor(sizes), 0)
+            s = self._stacks[tuple(g)] = (key, torch.cat(tables), rep(torch.stack([n.encoder.bias for n in nets])),
+                                          torch.cat([self.rows[k] for k in g]), rep(torch.arange(len(g))*D)[:, None] + 8*torch.arange(D//8), sizes)
+        _, table, bias, rows, offset, sizes = s
+        codes = obs[rows].reshape(len(rows), -1).long()
+        if codes.shape[1] != offset.shape[1]: raise ValueError(f"expected {offset.shape[1]} cells per observation, got {codes.shape[1]}")
+        out, x = {}, F.gelu(F.embedding_bag(codes + offset, table, mode='sum') + bias)
+        for k, net, xk in zip(g, nets, x.split(sizes)):
+            state[k] = torch.lstm_cell(xk, state[k], net.lstm.weight_ih, net.lstm.weight_hh, net.lstm.bias_ih, net.lstm.bias_hh)
+            out[k] = F.linear(state[k][0], net.actor.weight, net.actor.bias)
+        return out
 
     @torch.inference_mode()
     def logits(self, obs, state:list)->tuple: # obs (G*n, ...) genome-major -> logits (G, n, A) after each wrapper's `adjust`, new state
@@ -317,13 +343,12 @@ class GenomeGroup:
             generator=None): # a `torch.Generator` shared by every sampled genome, or a list of one per genome (a genome's samples then do not depend on the others)
         "Actions (G*n,) int32 for obs (G*n, ...) in genome-major order, and the new state (`state` is updated in place too)."
         logits, state[:] = self.logits(obs, state)
-        actions = torch.empty(logits.shape[:2], dtype=torch.long)
-        if greedy and self.plain: actions[self.plain] = logits[self.plain].argmax(-1)
-        gens = list(generator) if isinstance(generator, (list, tuple)) else [generator] * len(self.policies)
-        for ix in self.kinds if greedy else self.kinds + [[i] for i in self.plain]:   # not greedy: every genome samples
-            p, l = self.policies[ix[0]], logits[ix]
-            if greedy and not p.stochastic: actions[ix] = l.argmax(-1); continue
+        actions = logits.argmax(-1)   # the greedy genomes' moves
+        ix = [i for k in self.kinds for i in k if not greedy or self.policies[i].stochastic] + ([] if greedy else self.plain)
+        if ix:   # the genomes that sample (not greedy: every one), all at once, kind by kind in the order of their draws
+            gens = list(generator) if isinstance(generator, (list, tuple)) else [generator] * len(self.policies)
             u = torch.stack([torch.rand(self.n, generator=gens[i]) for i in ix])   # inverse-CDF sampling: one uniform per agent, from its genome's stream
+            l = logits[ix]
             actions[ix] = (u[..., None] > torch.softmax(l.float(), -1).cumsum(-1)).sum(-1).clamp_max(l.shape[-1] - 1)
         return actions.reshape(-1).numpy().astype(np.int32), state
 

@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
-from ..arenas.arena import SnakeArena, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, arena_season, season_game, tqdm
+from ..arenas.arena import SnakeArena, SnakeState, CSnakeStruct, SNAKE_WALL, SNAKE_MOVES, Episodes, find_arena, make_arena, arena_version, arena_season, season_game, tqdm
 from ..arenas.policies import GenomeGroup, quantise
 from ..registry.store import Registry
 from ..registry.sqlite_store import utcnow
@@ -46,20 +46,33 @@ class KillTracker:
     def __init__(self, *arenas:SnakeArena):
         shape = {tuple(a.config[k] for k in ('num_snakes', 'max_snake_length', 'width', 'height')) for a in arenas}
         if len(shape) != 1: raise ValueError("a KillTracker's maps need one size, snake count and max_snake_length")
-        self.arenas, self._vecs = arenas, None
-        (self.n, self.max_len, _, _), = shape
+        self.arenas, self._states = arenas, []
+        (self.n, self.max_len, self.W, _), = shape
 
-    def _maps(self)->list: # every map's C state views, made again whenever an arena rebuilt its maps (`reset`)
-        vecs = [a._vec for a in self.arenas]
-        if vecs != self._vecs:
-            self._views, self._vecs = [a.c_state(e) for a in self.arenas for e in range(a.config['num_envs'])], vecs
-            self._walls = np.stack([v.grid.reshape(-1) == SNAKE_WALL for v in self._views])   # walls never move
-        return self._views
+    def _maps(self)->list: # every arena's `c_states`, taken again whenever an arena rebuilt its maps (`reset`)
+        if any(a.c_states() is not s for a, s in zip(self.arenas, self._states)) or not self._states:
+            self._states, self._tick = [a.c_states() for a in self.arenas], None
+            self._c = [CSnakeStruct.from_address(h) for a in self.arenas for h in a._handles]   # their ticks
+            self._walls = np.concatenate([s.grid.reshape(len(s.grid), -1) == SNAKE_WALL for s in self._states])   # walls never move
+        return self._states
+
+    def _all(self, f)->np.ndarray: # f(state) of every arena, maps stacked (a copy)
+        xs = [f(s) for s in self._maps()]
+        return xs[0].copy() if len(xs) == 1 else np.concatenate(xs)
+
+    @staticmethod
+    def _heads(st:SnakeState)->np.ndarray: # (maps, n) each head cell, (row, col) packed in an int64 (the C code's (-1, -1) is -1)
+        N, n, m = st.body.shape[:3]
+        return st.body.view(np.int64).reshape(-1).take(st.head_ptr + (np.arange(N*n)*m).reshape(N, n))
 
     def before(self):
-        "Copy every map's body buffers, head pointers and lengths: (maps, n, max_len, 2), (maps, n), (maps, n)."
-        v = self._maps()
-        self.pre = tuple(np.stack([getattr(s, k) for s in v]) for k in ('body', 'head_ptr', 'length'))
+        """Note every snake's head pointer and length (maps, n); keep `body`, the body buffers' packed cells (maps, n, max_len), up
+        to date: a step (the maps' ticks) writes only each snake's new head within its length; else all is copied (a new game)."""
+        self._maps(); ticks = [c.tick for c in self._c]
+        if self._tick is not None and all(t == u + 1 for t, u in zip(ticks, self._tick)):
+            self.body[np.arange(len(self.body))[:, None], np.arange(self.n), self._all(lambda s: s.head_ptr)] = self._all(self._heads)
+        else: self.body = self._all(lambda s: s.body.view(np.int64)[..., 0])
+        self._tick, self.pre_ptr, self.pre_len = ticks, self._all(lambda s: s.head_ptr), self._all(lambda s: s.length)
 
     def after(self, actions, rewards)->tuple: # killer (num_agents,) and head_hit (num_agents,) bool, over all maps
         "Killer of each agent that died in the last step: agent index, `KILL_WALL`, `KILL_UNKNOWN`, or `KILL_NONE` if alive."
@@ -79,30 +92,26 @@ class KillTracker:
         return {k: int(h.sum()) for k, h in zip(CAUSES, hits)}
 
     def _attribute(self, actions, rewards, died)->tuple: # (killer, head_hit) of each death, map-major
-        "The rules above for every death of the step at once (cells as flat indices r*width + c)."
-        views, (body0, ptr0, len0) = self._maps(), self.pre
-        n, m, W = self.n, body0.shape[2], views[0].grid.shape[1]
-        flat = lambda rc: rc[..., 0]*W + rc[..., 1]
+        "The rules above for every death of the step at once (cells as packed (row, col) int64s, `before`)."
+        len0, ptr0, n, m, body = self.pre_len, self.pre_ptr.reshape(-1), self.n, self.body.shape[2], self.body.reshape(-1)
+        cell = lambda i, k: body[i*m + (ptr0[i] - k) % m]                      # k-th cell (0: head) of snake i (over all maps) before the step
         M, D = np.nonzero(died)                                              # map and snake of each death
-        head, move = body0[M, D, ptr0[M, D]], _MOVES[actions[M, D]]
-        tgt = head + move
-        back = (flat(tgt) == flat(body0[M, D, (ptr0[M, D] - 1) % m])) & (len0[M, D] > 1)   # a move into the neck goes straight on
-        tgt[back] = head[back] - move[back]
-        T = flat(tgt)
-        wall = self._walls[M, T]
-        maps, row = np.unique(M, return_inverse=True)                      # the maps with deaths
-        ar, L = np.arange(n), int(len0[maps].max())
-        held = flat(body0[maps[:, None, None], ar[None, :, None], (ptr0[maps][:, :, None] - np.arange(L)) % m])   # (maps, n, L) cells before the step, head first
-        held[np.arange(L) >= len0[maps][:, :, None]] = -1
-        post_head = np.stack([flat(views[k].body[ar, views[k].head_ptr]) for k in maps])                  # (maps, n) after the step
-        race = (post_head[row] == T[:, None]) & (ar[None] < D[:, None])    # an earlier head got there in this step
-        occ = (held[row] == T[:, None, None]).any(2)                        # who held the target before the step
-        j = occ.argmax(1)
+        maps, row = np.unique(M, return_inverse=True)                      # the maps with deaths: who held which of their cells
+        lens = len0[maps].reshape(-1); snake = np.repeat((maps[:, None]*n + np.arange(n)).reshape(-1), lens)[::-1]
+        at = np.arange(len(snake))[::-1] - np.repeat(np.cumsum(lens) - lens, lens)[::-1]   # reversed: the lowest snake's index wins
+        held, x = np.full((len(maps), self._walls.shape[1]), -1), cell(snake, at)
+        held[np.repeat(np.arange(len(maps)), len0[maps].sum(1))[::-1], (x & 0xffffffff)*self.W + (x >> 32)] = snake % n
+        (dr, dc), r, c = _MOVES[actions[M, D]].T, cell(M*n + D, 0) & 0xffffffff, cell(M*n + D, 0) >> 32
+        back = (r + dr + (c + dc << 32) == cell(M*n + D, 1)) & (len0[M, D] > 1)   # a move into the neck goes straight on
+        r, c = np.where(back, r - dr, r + dr), np.where(back, c - dc, c + dc)
+        T, wall, j = r + (c << 32), self._walls[M, r*self.W + c], held[row, r*self.W + c]   # j: who held the target before the step
+        race = (self._all(self._heads)[M] == T[:, None]) & (np.arange(n) < D[:, None])   # an earlier head got there in this step
+        occ, j = j >= 0, np.maximum(j, 0)
         grew = (rewards[M, j] > 0) & (len0[M, j] < self.max_len - 1)
-        gone = ~occ.any(1) | ((j < D) & (died[M, j] | ((T == held[row, j, len0[M, j] - 1]) & ~grew)))   # died first, or a pulled-in tail
+        gone = ~occ | ((j < D) & (died[M, j] | ((T == cell(M*n + j, len0[M, j] - 1)) & ~grew)))   # died first, or a pulled-in tail
         killer = np.where(wall, KILL_WALL, np.where(race.any(1), race.argmax(1), np.where(gone, KILL_UNKNOWN, j)))
         killer = np.where(killer >= 0, killer + M*n, killer)
-        return killer, ~wall & (race.any(1) | (~gone & (T == held[row, j, 0])))
+        return killer, ~wall & (race.any(1) | (~gone & (T == cell(M*n + j, 0))))
 
 # %% ../../nbs/20_tournament.ipynb #42761e5c
 @dataclass
@@ -129,12 +138,16 @@ def play_maps(games:list, # one list of policies per game (its genomes)
               seeds:list, # one seed per game
               snakes_per_genome:int|None=None, steps:int|None=None, greedy:bool=True, # None: the season's (`season_game`)
               **settings)->list: # `SnakeArena` arguments (map size, food) over the season's and `game_settings`. Returns [GameResult]
-    "Play several snake games as one batch: a map per game, all stepped together, every genome of every game in one `GenomeGroup`."
+    """Play several snake games as one batch: a map per game, all maps of one `SnakeArena` (each with its game's seed: a game
+    plays as alone) stepped together, every genome in one `GenomeGroup`; with a planner (`plan_moves`) an arena per game."""
     snakes_per_genome, steps, settings = season_game('snake', snakes_per_genome, steps, settings)
-    maps = [SnakeArena(**{**SnakeArena.game_settings, **settings, 'num_snakes': len(g)*snakes_per_genome}) for g in games]
-    try: return _play_maps(games, seeds, maps, snakes_per_genome, steps, greedy)
+    if len({len(g) for g in games}) > 1: raise ValueError("the games of one batch need the same number of genomes")
+    kw = {**SnakeArena.game_settings, **settings, 'num_snakes': len(games[0])*snakes_per_genome}
+    planned = any(hasattr(p, 'search') for g in games for p in g)
+    arenas = [SnakeArena(**kw) for _ in games] if planned else [SnakeArena(**{**kw, 'num_envs': len(games)})]
+    try: return _play_maps(games, seeds, arenas, snakes_per_genome, steps, greedy)
     finally:
-        for m in maps: m.close()
+        for a in arenas: a.close()
 
 # %% ../../nbs/20_tournament.ipynb #380e43a3
 def _seating(G:int, n:int, seed:int)->tuple: # (slot, owner): agent index of genome-major position p is slot[p]; owner genome of each agent
@@ -153,46 +166,44 @@ def plan_moves(policies:list, # the genomes of one game
         if hasattr(p, 'search'): p.search(arena, np.flatnonzero(owner == j), acts)
 
 # %% ../../nbs/20_tournament.ipynb #9b4ea211
-def _play_maps(games, seeds, maps, n, steps, greedy)->list:
-    if len({len(g) for g in games}) > 1: raise ValueError("the games of one batch need the same number of genomes")
-    group, gens = GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
-    seats = [_seating(len(g), n, s) for g, s in zip(games, seeds)]
-    searching = [any(hasattr(p, 'search') for p in g) for g in games]   # games with a planner (`plan_moves`)
-    bounds = np.cumsum([0] + [len(g)*n for g in games])
-    counts = [{k: np.zeros(len(g), np.int64) for k in ('kills', 'team_kills', 'deaths')} for g in games]
-    obs, kt = [m.reset(s) for m, s in zip(maps, seeds)], KillTracker(*maps)
-    state, t0 = group.initial_state(), time.perf_counter()
+def _play_maps(games, seeds, arenas, n, steps, greedy)->list:
+    (B, G), group, gens = (len(games), len(games[0])), GenomeGroup([p for g in games for p in g], n), game_generators(games, seeds)
+    N, seats, counts = G*n, [_seating(G, n, s) for s in seeds], {k: np.zeros(B*G, np.int64) for k in ('kills', 'team_kills', 'deaths')}
+    slot = np.concatenate([sl + b*N for b, (sl, _) in enumerate(seats)])   # agent (over all maps) of each genome-major position
+    owner = np.concatenate([o + b*G for b, (_, o) in enumerate(seats)])    # genome (over all games) of each agent
+    planned = [b for b, g in enumerate(games) if any(hasattr(p, 'search') for p in g)]   # an arena per game then (`play_maps`)
+    first = np.cumsum([0] + [a.config['num_envs'] for a in arenas])       # the first map of each arena (N snakes a map)
+    every = (lambda xs: xs[0]) if len(arenas) == 1 else np.concatenate   # one array over all the arenas' agents
+    for a, i, j in zip(arenas, first, first[1:]): a.reset(seeds[i:j])
+    kt, state, t0 = KillTracker(*arenas), group.initial_state(), time.perf_counter()
     try:
         for _ in range(steps):
             kt.before()
-            a, state = group.act(np.concatenate([o[slot] for o, (slot, _) in zip(obs, seats)]), state, greedy, gens)
-            acts, rews, dead = np.empty_like(a), np.empty(len(a), np.float32), np.empty(len(a), bool)
-            for b, (m, (slot, _)) in enumerate(zip(maps, seats)):
-                s = slice(bounds[b], bounds[b+1])
-                acts[s][slot] = a[s]
-                if searching[b]: plan_moves(games[b], m, seats[b][1], acts[s])
-                obs[b], rews[s], dead[s] = m.step(acts[s])
-            if dead.any():
-                killer = kt.after(acts, rews)[0]
-                for b, (_, owner) in enumerate(seats):
-                    s = slice(bounds[b], bounds[b+1])
-                    if dead[s].any(): _count_deaths(np.where(killer[s] >= 0, killer[s] - bounds[b], killer[s]), dead[s], owner, counts[b])
+            a, state = group.act(every([x.obs for x in arenas])[slot], state, greedy, gens)
+            acts = np.empty_like(a); acts[slot] = a
+            for b in planned: plan_moves(games[b], arenas[b], seats[b][1], acts[b*N:(b+1)*N])
+            out = [x.step(acts[i*N:j*N]) for x, i, j in zip(arenas, first, first[1:])]
+            rews, dead = every([o[1] for o in out]), every([o[2] for o in out])
+            if dead.any(): _count_deaths(kt.after(acts, rews)[0], dead, owner, counts)
     finally: group.release(state)
-    seconds = (time.perf_counter() - t0) / len(games)
-    return [_map_result(m, len(g), s, owner, c, n, steps, seconds) for m, g, s, (_, owner), c in zip(maps, games, seeds, seats, counts)]
+    seconds, results = (time.perf_counter() - t0) / B, []
+    for x, i in zip(arenas, first):
+        eps = Episodes.concat([x.pop_episodes(), x.running()])
+        for b in range(i, i + x.config['num_envs']):
+            mine = eps.select(eps.agent // N == b - i); mine.agent = mine.agent % N   # map b's, in the order they ended
+            results.append(_map_result(mine, G, seeds[b], seats[b][1], {k: v[b*G:(b+1)*G] for k, v in counts.items()}, n, steps, seconds))
+    return results
 
 # %% ../../nbs/20_tournament.ipynb #13a1d53d
 def _count_deaths(killer, died, owner, c):
-    "Deaths of each genome's snakes, and kills of other genomes' (team) snakes by them."
-    for v in np.flatnonzero(died):
-        c['deaths'][owner[v]] += 1
-        k = killer[v]
-        if k >= 0 and k != v: c['kills' if owner[k] != owner[v] else 'team_kills'][owner[k]] += 1
+    "Deaths of each genome's snakes, and kills of other genomes' (team) snakes by them (`owner`: each agent's genome)."
+    v = np.flatnonzero(died); k = killer[v]; np.add.at(c['deaths'], owner[v], 1)
+    hit = (k >= 0) & (k != v); v, k = v[hit], k[hit]; team = owner[k] == owner[v]
+    np.add.at(c['kills'], owner[k[~team]], 1); np.add.at(c['team_kills'], owner[k[team]], 1)
 
 # %% ../../nbs/20_tournament.ipynb #8ecdde29
-def _map_result(arena, G, seed, owner, c, n, steps, seconds)->GameResult:
-    "Per-genome means over its snakes' episodes: the deaths, plus the snakes alive at the end (`running`)."
-    eps = Episodes.concat([arena.pop_episodes(), arena.running()])
+def _map_result(eps, G, seed, owner, c, n, steps, seconds)->GameResult:
+    "Per-genome means over its snakes' episodes `eps` (one map's): the deaths, plus the snakes alive at the end (`running`)."
     who = owner[eps.agent]
     mean = lambda x: np.bincount(who, x, G) / np.bincount(who, minlength=G)
     return GameResult(seed, mean(eps.score), mean(eps.length), c['kills'], c['deaths'], c['team_kills'], steps, steps*G*n, seconds)
@@ -249,7 +260,7 @@ class SnakeGame:
         return self
 
     def result(self, seconds:float=0.0)->GameResult: # the game so far (its arena's episodes are taken)
-        return _map_result(self.arena, len(self.policies), self.seed, self.owner, self.counts, self.n, self.t, seconds)
+        return _map_result(Episodes.concat([self.arena.pop_episodes(), self.arena.running()]), len(self.policies), self.seed, self.owner, self.counts, self.n, self.t, seconds)
 
     def close(self): self.group.release(self.state)   # the policies' states; the arena is the caller's
 
