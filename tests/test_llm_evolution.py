@@ -352,7 +352,7 @@ def test_cli_refuses_a_file_and_a_second_process(tmp_path, capsys):
     with run_lock(tmp_path/'r'/'.lock'):
         assert evolve_cli([str(tmp_path/'r'), '--env', 'cartpole']) == 2 and 'in use' in capsys.readouterr().err
 
-# --- the programs producer: chapter 63's search as a loop producer
+# --- the programs producer: chapter 65's search as a loop producer
 
 def test_the_programs_producer_offers_its_best_at_fixed_intervals(tmp_path):
     """Seeded with the reference players, it offers the qualifier's winner after each CMA-ES generation, named as a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The deployment from nothing (chapter 46, genome_lab.web.deploy): runs the blocks of docs/runbooks/deploy.md in order
+# The deployment from nothing (chapter 84_deploy, genome_lab.web.deploy): runs the blocks of docs/runbooks/deploy.md in order
 # (install Podman, write the settings, up, check, status, backup, restore, down) with a settings file of its own (free
 # loopback ports, a fresh token, names of its own), checks the restored registry against the lab's manifest, then
 # removes what it made (pod, secret, volumes, images; with --fresh also the base image, which it then builds first).

@@ -72,7 +72,7 @@ def register_programs(run:EvolutionRun, registry:Registry,
 # %% ../../nbs/65_llm_evolution.ipynb #bd7859db
 @dataclass
 class ProgramSettings:
-    """Settings of the programs producer: chapter 63's search of tetris players as `bench/program_search.py` measured
+    """Settings of the programs producer: chapter 65's search of tetris players as `bench/program_search.py` measured
     it (the reference players as seeds, islands, MAP-Elites, CMA-ES over the best program's constants), in generations,
     its training games and qualifier on a season's boards (`TetrisArena.season`: a board that tops out scores nothing)."""
     program_generations: int = 2 # generations between qualifiers: each follows a CMA-ES generation over the best program
