@@ -61,7 +61,7 @@ def walk(url:str, p:Page, shots)->dict: # {path: status} of every page opened
     def outside(r, failed:bool):   # offline: no request leaves for another host (one the page's policy blocks is never sent)
         u = urllib.parse.urlsplit(r.url)
         if u.scheme in ('http', 'https', 'ws', 'wss') and u.netloc != here and not (failed and 'csp' in (r.failure or '').lower()):
-            bad.append(('outside', r.url))
+            bad.append(('outside', r.url, r.failure))   # the failure text, if any, says why it was not excused
     p.page.on('requestfinished', lambda r: outside(r, False)); p.page.on('requestfailed', lambda r: outside(r, True))
     def visit(path:str, ready:str="document.readyState === 'complete'", shot:str|None=None):
         if path in seen: return
@@ -79,7 +79,10 @@ def walk(url:str, p:Page, shots)->dict: # {path: status} of every page opened
     for h in home:
         ready = {'/leaderboard': "document.body.dataset.rendered === 'yes'", '/dashboard': "Number(document.body.dataset.charts) > 0",
                  '/docs': "document.querySelectorAll('.opblock').length > 0", '/stream/playlist': "window.playlistStats && window.playlistStats.played.length > 0",
-                 '/stream': "window.streamStats && window.streamStats.connected"}.get(h, "document.readyState === 'complete'")
+                 '/stream': "window.streamStats && window.streamStats.connected",
+                 # ReDoc has drawn the API and its logo's request has failed (the policy refused it; the link is left as text):
+                 # moving on before that aborts the request, and an aborted request to another host is not excused
+                 '/redoc': "document.querySelector('.api-content') && [...document.querySelectorAll('a[href*=\"redocly.com\"]')].some(a => !a.querySelector('img'))"}.get(h, "document.readyState === 'complete'")
         visit(h, ready, {'/leaderboard': 'leaderboard.png', '/dashboard': 'dashboard.png', '/viewer': 'viewer-index.png',
                          '/stream/playlist': 'playlist.png'}.get(h))
         if h == '/leaderboard': genomes = links(p, 'table.top a')
