@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build a PufferLib 3.0.0 wheel from its PyPI sdist, offline apart from the package index.
 # The sdist's setup.py downloads raylib/box2d from GitHub; this script does what it needs without that:
-# fetch the sdist from the index's simple page (sha256 checked), drop impulse_wars (box2d), create the
+# fetch the sdist from the index's simple page (sha256 checked; curl retries a failed lookup, seen once while uv downloaded beside it), drop impulse_wars (box2d), create the
 # empty folders setup.py looks for, keep only the Ocean envs genome_lab uses, patch it (below), build the trainer's
 # torch extension `pufferlib._C` for the CPU (the 'trainer' step below). The wheel's version carries a local label,
 # LOCAL_VERSION, so setup.sh can tell a patched install with the trainer.
@@ -30,11 +30,11 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 index=${PIP_INDEX_URL:-$("$PY" -c 'from pip._internal.models.index import PyPI; print(PyPI.simple_url)')}
 index=${index%/}
 echo "build_pufferlib: looking up pufferlib $VERSION on $index"
-page=$(curl -fsSL "$index/pufferlib/") || fail "cannot read $index/pufferlib/ (is the package index reachable?)"
+page=$(curl -fsSL --retry 5 --retry-all-errors "$index/pufferlib/") || fail "cannot read $index/pufferlib/ (is the package index reachable?)"
 url=$(printf '%s' "$page" | grep -o "href=\"[^\"]*pufferlib-$VERSION\.tar\.gz[^\"]*\"" | head -1 | sed 's/^href="//; s/"$//; s/&amp;/\&/g')
 [ -n "$url" ] || fail "no pufferlib-$VERSION.tar.gz link on $index/pufferlib/"
 case "$url" in http*) ;; /*) url="${index%%/simple*}$url" ;; *) url="$index/pufferlib/$url" ;; esac
-curl -fsSL -o "$work/sdist.tar.gz" "${url%%#*}" || fail "download of ${url%%#*} failed"
+curl -fsSL --retry 5 --retry-all-errors -o "$work/sdist.tar.gz" "${url%%#*}" || fail "download of ${url%%#*} failed"
 got=$(sha256sum "$work/sdist.tar.gz" | cut -d' ' -f1)
 [ "$got" = "$SHA256" ] || fail "sha256 mismatch for the sdist: expected $SHA256, got $got"
 
