@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Annotated
 from genome_lab.core import atomic_write_json, measured_dir
 from kit import parse
-from genome_lab.registry.store import Genome, Registry, seed_founders
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome
 from genome_lab.ecosystem.seasons import SeasonConfig
 from genome_lab.tournaments.selection import arena_plan
 from genome_lab.tournaments.tournament import run_tournament

@@ -498,7 +498,7 @@ def fit(params, # the parameters to train: a module's `parameters()`, or a list 
 @dataclasses.dataclass
 class ProducerContext:
     "What a producer gets: the registry, the season its candidates are for, its settings, its own folder and its round."
-    registry: typing.Any # the `Registry` (10_registry) it registers candidates in
+    registry: typing.Any # the `Registry` (13_registry) it registers candidates in
     season: int # the season the candidates are for (1, 2, ...)
     settings: typing.Any # an instance of the producer's settings dataclass
     work_dir: Path # where its runs continue across seasons

@@ -175,8 +175,8 @@ def kernel_config(output:Path): # a traitlets `Config` for papermill's notebook 
 
 # %% ../nbs/99_pipeline.ipynb #f2d8a6b4
 RERUN_REFUSED = { # chapters `run_pipeline` does not run again on a finished run, and why
-    '10_registry': "it founds the registry, on an empty one",
-    '20_tournament': "its tournaments would rate the finished run's genomes again, and its checks count the ratings 10_registry leaves",
+    '13_registry': "it founds the registry, on an empty one",
+    '20_tournament': "its tournaments would rate the finished run's genomes again, and its checks count the ratings 13_registry leaves",
     '21_selection': "its selection would replace active genomes the seasons chose, and its checks read the active set 20 leaves",
     '83_player_loop': "its bots would report more games on the finished run's genomes, changing their player engagement after the seasons"}
 
@@ -400,7 +400,7 @@ def run_summary(run_dir:str|Path)->str: # lines for the console
             best = f"{top['name']} ({top['ordinal']:.2f}, {top['type']})" if top else 'none active is rated'
             out.append(f"  {a:<10} {n:>5} {m:>8}  {best}")
             if a in lb['notes']: out.append(f"  {'':<26}{lb['notes'][a]}")
-    out.append(f"  figures: the executed notebooks in {run_dir}/ (10_registry first, then 20_tournament and 75_seasons);"
+    out.append(f"  figures: the executed notebooks in {run_dir}/ (13_registry first, then 20_tournament and 75_seasons);"
                f" as a site: bash tools/docs.sh --from-run {run_dir}")
     out.append(f"  look at it: genome-lab serve --registry {run_dir/'registry'} --read-only, then open http://127.0.0.1:8000/")
     return '\n'.join(out)
@@ -411,7 +411,7 @@ def run_cli(argv:list|None=None):
     ap = CommandParser('genome-lab run', "Execute the numbered notebooks with papermill into a run folder, "
                        "`runs/<run_id>/`; a failed notebook stops the run, and `--resume --run-id ID` continues it from "
                        "that notebook.", examples=[
-        'genome-lab run', 'genome-lab run 10_registry 20_tournament -p num_snakes=64',
+        'genome-lab run', 'genome-lab run 13_registry 20_tournament -p num_snakes=64',
         'genome-lab run --resume --run-id 20261128-031200-ab12cd'])
     ap.add_argument('notebooks', nargs='*', help='notebook names (default: all numbered notebooks, in order)')
     ap.add_argument('--preset', default='quick', choices=sorted(PRESETS), help='parameter preset')

@@ -6,7 +6,8 @@ import pytest
 from genome_lab.arenas import arena
 from genome_lab.arenas.arena import Arena, ArenaSeason, Episodes, arena_names
 from genome_lab.arenas.policies import RandomPolicy
-from genome_lab.registry.store import Registry, Genome, seed_founders, genome_types
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome, genome_types
 from genome_lab.ecosystem.seasons import run_season, season_parser, season_config_from_args
 
 class CoinArena(Arena):

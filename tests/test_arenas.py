@@ -9,7 +9,8 @@ from fastapi.testclient import TestClient
 from genome_lab.arenas.arena import SnakeArena, Arena, Episodes, register_arena, find_arena, arena_names, make_arena, ARENAS
 from genome_lab.arenas.evaluation import evaluate
 from genome_lab.arenas.policies import RandomPolicy, Policy
-from genome_lab.registry.store import Registry, Genome
+from genome_lab.registry.store import Registry
+from genome_lab.registry.genomes import Genome
 from genome_lab.players.sessions import SessionWriter, uploaded_sessions, list_sessions
 from genome_lab.tournaments.tournament import run_tournament
 from genome_lab.web.server import create_app

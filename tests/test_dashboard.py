@@ -7,7 +7,8 @@ registry for a writer signed in at /login; the home page links the dashboard."""
 import math
 import httpx
 from genome_lab.core import log_scalars, producer_names
-from genome_lab.registry.store import Registry, Genome
+from genome_lab.registry.store import Registry
+from genome_lab.registry.genomes import Genome
 from genome_lab.arenas.policies import RandomPolicy
 from genome_lab.web.server import create_app, serve_in_thread
 from loopback import Page

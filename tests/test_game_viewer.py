@@ -8,7 +8,8 @@ and the replay (the arena's own simulator) ends on the stored results; an arena 
 import json, re
 import httpx
 import numpy as np
-from genome_lab.registry.store import Registry, Genome, seed_founders
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome
 from genome_lab.arenas.policies import RandomPolicy
 from genome_lab.programs.tetris_players import tetris_baselines
 from genome_lab.evolution.creature_store import creature_baselines

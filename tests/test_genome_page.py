@@ -2,7 +2,8 @@
 (tests/loopback.py): the leaderboard's tables sort and filter and link each name to its genome page, which shows the
 rating after each season's tournament, the games, the lineage and a working download link."""
 import httpx, pytest
-from genome_lab.registry.store import Registry, Genome, seed_founders, NAME_MAX
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome, NAME_MAX
 from genome_lab.arenas.policies import RandomPolicy
 from genome_lab.tournaments.tournament import run_tournament
 from genome_lab.web.server import create_app, serve_in_thread

@@ -11,7 +11,8 @@ from genome_lab.programs.llm_evolution import EvolutionConfig, EvolutionRun, CHE
 from genome_lab.programs.llm_backends import OfflineMutator, OFFLINE_ROOT_STRATEGY
 from genome_lab.programs.program_store import ProgramDatabase
 from genome_lab.programs.program_producer import evolve_cli, register_program
-from genome_lab.registry.store import Registry, NAMING, NAME_MAX
+from genome_lab.registry.store import Registry
+from genome_lab.registry.genomes import NAMING, NAME_MAX
 
 def cfg(**kw):
     d = dict(env='cartpole', max_generations=2, children_per_generation=2, games_per_eval=2, max_ticks=200, seed=1)

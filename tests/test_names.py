@@ -4,7 +4,8 @@ every built-in producer's module names its genomes through it. The names produce
 import ast, re, tomllib
 from pathlib import Path
 import pytest
-from genome_lab.registry.store import Registry, Genome, NAMING, NAME_MAX, METHODS, seed_founders
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome, NAMING, NAME_MAX, METHODS
 from genome_lab.arenas.policies import RandomPolicy
 
 ROOT = Path(__file__).resolve().parents[1]

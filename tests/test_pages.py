@@ -9,7 +9,8 @@ leaderboard, dashboard, viewer index, a game in the viewer, the game at /play, a
 import os, shutil, urllib.parse
 import httpx, pytest
 from genome_lab.core import log_scalars
-from genome_lab.registry.store import Registry, Genome, seed_founders
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome
 from genome_lab.arenas.policies import RandomPolicy
 from genome_lab.programs.tetris_players import tetris_baselines
 from genome_lab.evolution.creature_store import creature_baselines

@@ -6,7 +6,8 @@ import numpy as np, pytest, torch
 from genome_lab.arenas.physics import (random_population, simulate, pellet_course, physics_steps, prepare, next_generation,
                                 creature_policy, stack_policies, CreaturePolicy, DQ_REASONS)
 from genome_lab.arenas.policies import ARCHITECTURES
-from genome_lab.registry.store import Registry, Genome
+from genome_lab.registry.store import Registry
+from genome_lab.registry.genomes import Genome
 from genome_lab.evolution.creature_store import (CreatureStore, CreatureGA, CreatureSettings, evolve_run, export_run, import_run,
                                        evolve_creatures_cli, creature_baselines, REFERENCE_NAMES)
 

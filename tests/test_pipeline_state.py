@@ -26,7 +26,8 @@ sys.exit(pl.run_cli(sys.argv[2:]))
 TRAIN = ['''
 import json, os, signal, time
 from pathlib import Path
-from genome_lab.registry.store import Registry, Genome
+from genome_lab.registry.store import Registry
+from genome_lab.registry.genomes import Genome
 from genome_lab.arenas.policies import RandomPolicy
 def stop_at(point:str):
     how, _, at = os.environ.get('GL_STOP', '').partition(':')

@@ -4,7 +4,8 @@ hooks cut its highlights."""
 import dataclasses
 import pytest
 from genome_lab.core import Producer, PRODUCERS, producer_names
-from genome_lab.registry.store import Registry, Genome, seed_founders
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome
 from genome_lab.tournaments.selection import mutate
 from genome_lab.ecosystem.seasons import run_season, season_parser, season_config_from_args
 from genome_lab.broadcast.highlights import HighlightStore, HIGHLIGHTS_DIR

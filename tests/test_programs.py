@@ -3,7 +3,8 @@ evaluations and tournaments, only inside the sandbox: the harness never runs its
 syntax error before a child starts, which runs nothing)."""
 import builtins, hashlib, os, sys
 import numpy as np, pytest
-from genome_lab.registry.store import Registry, Genome, genome_from_bytes
+from genome_lab.registry.store import Registry
+from genome_lab.registry.genomes import Genome, genome_from_bytes
 from genome_lab.arenas.policies import RandomPolicy
 from genome_lab.programs.sandbox import SandboxFailure
 from genome_lab.programs.program_policy import PROGRAM_LIMITS, ProgramPolicy, program_genome

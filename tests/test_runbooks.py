@@ -4,7 +4,8 @@ files), and checks the outcome."""
 import json, os, re, signal, shlex, subprocess, sys, time
 from pathlib import Path
 import httpx, pytest
-from genome_lab.registry.store import Registry, Genome, genome_to_bytes, seed_founders
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome, genome_to_bytes
 from genome_lab.web.server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

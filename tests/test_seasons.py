@@ -6,7 +6,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 import pytest, torch
 from fastapi.testclient import TestClient
-from genome_lab.registry.store import Registry, Genome, seed_founders
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome
 from genome_lab.tournaments.selection import mutate
 from genome_lab.web.server import create_app
 

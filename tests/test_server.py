@@ -6,7 +6,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 import numpy as np, pytest, torch, httpx
 from fastapi.testclient import TestClient
-from genome_lab.registry.store import Registry, Genome, genome_to_bytes, seed_founders
+from genome_lab.registry.store import Registry, seed_founders
+from genome_lab.registry.genomes import Genome, genome_to_bytes
 from genome_lab.arenas.arena import arena_version
 from genome_lab.arenas.policies import build_policy, RandomPolicy
 from genome_lab.web.server import create_app, free_port, serve_in_thread
@@ -161,7 +162,7 @@ def test_submit_stores_a_candidate_with_lineage(http, root):
 
 def test_a_failing_write_leaves_nothing_half_written(http, root, monkeypatch):
     "A crash between the file write and the commit (naming the written file fails) leaves no file and no row."
-    import genome_lab.registry.store as R
+    import genome_lab.registry.genomes as R
     data, _ = genome_file(root)
     before = state(root)
     def boom(*a, **k): raise OSError("disk failed")

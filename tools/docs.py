@@ -7,7 +7,7 @@ one page per module (autodoc, with each parameter's docment), and the runbooks a
 Search is Sphinx's own (client-side, no server needed).
 
     python tools/docs.py                       # runs the quick pipeline into runs/<id>/ first (minutes), then builds
-    python tools/docs.py --from-run runs/ID    # builds from a finished run, e.g. `genome-lab run 10_registry`
+    python tools/docs.py --from-run runs/ID    # builds from a finished run, e.g. `genome-lab run 13_registry`
 """
 import argparse, ast, importlib, itertools, json, re, shutil, sys
 from pathlib import Path

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, then `genome-lab run` (all notebooks, quick preset) into runs/<run_id>/.
-# Arguments go to `genome-lab run` (e.g. --preset full, -p num_snakes=64, 10_registry).
+# Arguments go to `genome-lab run` (e.g. --preset full, -p num_snakes=64, 13_registry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh

@@ -22,7 +22,8 @@ from ..arenas.physics import (GAConfig, CreaturePolicy, random_population, next_
                                 EPISODE_SECONDS, INT_GENES, CreatureArena, gait_genes, to_torch)
 from ..core import (Producer, ProducerContext, advance, atomic_write, check_config, load_state, save_state,
                              settings_diff)
-from ..registry.store import Genome, Registry
+from ..registry.store import Registry
+from ..registry.genomes import Genome
 from ..registry.sqlite_store import SQLiteStore, utcnow
 
 # %% auto #0

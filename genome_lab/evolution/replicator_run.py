@@ -20,7 +20,8 @@ import torch
 from fastcore.basics import patch
 from ..arenas.arena import SnakeArena, tqdm
 from ..arenas.evaluation import evaluate, torch_threads
-from ..registry.store import Genome, Registry
+from ..registry.store import Registry
+from ..registry.genomes import Genome
 from .replicator import make_distribution, FitnessEstimator, GPSurrogate, DISTRIBUTIONS, kl_divergence
 from ..core import (Producer, ProducerContext, machine, checkpoint_header, STATE_FORMAT, advance,
                              settings_diff, config_parser, config_from_args, run_lock, RunLocked, CommandParser)

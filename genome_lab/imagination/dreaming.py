@@ -18,7 +18,8 @@ from ..arenas.arena import SnakeArena, SNAKE_VIEW, SNAKE_CELLS
 from ..arenas.pufferlib_import import import_gymnasium
 from ..arenas.policies import Policy, LinearLSTM, load_pufferlib_policy
 from ..players.sessions import record_bot_sessions, load_sessions
-from ..registry.store import Registry, Genome, seed_founders
+from ..registry.store import Registry, seed_founders
+from ..registry.genomes import Genome
 from ..core import fit
 from ..tournaments.ranking import sign_test, head_to_head
 gym = import_gymnasium()   # gymnasium, without the old gym's notice its shimmy plugin prints

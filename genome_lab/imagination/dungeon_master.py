@@ -14,7 +14,8 @@ import numpy as np
 import torch
 from ..arenas.arena import SnakeArena
 from ..arenas.policies import LinearLSTM, Policy
-from ..registry.store import Registry, Genome, seed_founders
+from ..registry.store import Registry, seed_founders
+from ..registry.genomes import Genome
 from ..players.sessions import record_bot_sessions, load_sessions, make_bot
 from .dreaming import (Trajectories, DreamBridgeEnv, DistillConfig, session_trajectories, imitate,
                                  greedy_moves)

@@ -13,7 +13,8 @@ import pandas as pd
 import torch
 from ..arenas.arena import SnakeArena, CSnakeStruct, SNAKE_WALL, SNAKE_VISION, SNAKE_MOVES
 from ..arenas.policies import Policy, LinearLSTM, load_pufferlib_policy, pufferlib_config
-from ..registry.store import Registry, Genome, seed_founders
+from ..registry.store import Registry, seed_founders
+from ..registry.genomes import Genome
 from .dreaming import DistillConfig, imitate, register_distilled
 from ..core import Producer, ProducerContext
 from ..rl.ppo_producer import best_snake

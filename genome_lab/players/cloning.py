@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 from ..arenas.arena import SnakeArena, SNAKE_CELLS, tqdm
 from ..arenas.policies import Policy, LinearLSTM, pufferlib_config, load_pufferlib_policy
-from ..registry.store import Registry, Genome, seed_founders
+from ..registry.store import Registry, seed_founders
+from ..registry.genomes import Genome
 from ..registry.sqlite_store import RegistryError
 from ..arenas.evaluation import evaluate, evaluate_continuous, between_map_sem
 from ..core import Producer, ProducerContext, log_scalars, atomic_write_json, fit

@@ -18,7 +18,8 @@ from sklearn.decomposition import PCA
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 from ..arenas.policies import LinearLSTM, pufferlib_config
-from ..registry.store import Registry, Genome, seed_founders, NAMING, family_word
+from ..registry.store import Registry, seed_founders
+from ..registry.genomes import Genome, NAMING, family_word
 from ..arenas.arena import SNAKE_VIEW, SNAKE_VISION, SNAKE_DR, SNAKE_DC, SNAKE_CENTER_DIST, SNAKE_WALL, other_snakes
 from ..core import Producer, ProducerContext
 from .sessions import player_sessions, Session, load_sessions, record_bot_sessions, BOT_STYLES

@@ -21,7 +21,8 @@ from ..arenas.policies import LinearLSTM, pufferlib_config
 from .sessions import PALETTE, make_bot, MixedDriver, DataRecorder
 from .cloning import CloneConfig, train_clone, session_sequences, split_by_session, SkipReport
 from ..core import atomic_write, fit, Producer, ProducerContext
-from ..registry.store import Registry, Genome
+from ..registry.store import Registry
+from ..registry.genomes import Genome
 
 # %% auto #0
 __all__ = ['HEAD_MARK', 'CLIP_COLOURS', 'MARK', 'CROP', 'JITTER', 'FAILURE_MODES', 'video_clones_producer', 'ClipConfig',

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from ..arenas.arena import find_arena, make_arena
 from ..arenas.policies import Policy
-from ..registry.store import Genome
+from ..registry.genomes import Genome
 from .sandbox import SandboxLimits, SandboxFailure, SandboxedPlayer, ALLOWED_IMPORTS
 
 # %% ../../nbs/60_sandbox.ipynb #5f2dc061

@@ -18,7 +18,8 @@ import pandas as pd
 from ..arenas.policies import LinearLSTM, pufferlib_config
 from ..arenas.evaluation import evaluate, summarize
 from ..tournaments.tournament import run_tournament
-from ..registry.store import Genome, Registry, founding_genomes
+from ..registry.store import Registry, founding_genomes
+from ..registry.genomes import Genome
 from ..registry.sqlite_store import utcnow
 from ..core import save_state, load_state
 from .training import PPOConfig, PUFFER_NAMES, CHECKPOINT_FILE, config_from_dict

@@ -18,7 +18,8 @@ from ..arenas.arena import SnakeArena, Episodes, EPISODE_FIELDS, SNAKE_CODES, SN
 from ..arenas.pufferlib_import import import_pufferlib_module
 from ..arenas.policies import LinearLSTM, GenomeGroup, pufferlib_config
 from ..tournaments.tournament import GENOMES_PER_GAME
-from ..registry.store import Genome, Registry, seed_founders, founding_genomes
+from ..registry.store import Registry, seed_founders, founding_genomes
+from ..registry.genomes import Genome
 from ..core import checkpoint_header, STATE_FORMAT, settings_diff
 
 # %% auto #0

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 import numpy as np
 import httpx
-from ..registry.store import genome_from_bytes, genome_to_bytes, Genome
+from ..registry.genomes import genome_from_bytes, genome_to_bytes, Genome
 from ..arenas.policies import Policy, build_policy
 from fastcore.basics import patch
 from ..core import atomic_write

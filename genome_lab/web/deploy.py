@@ -224,7 +224,7 @@ def down(self:Stack, purge:bool=False):
 
 @patch
 def backup(self:Stack)->dict:
-    "Back up the running lab's registry (`genome-lab backup` inside it, 13_backup) and copy it out to `work/backups/`: {'path', ...}."
+    "Back up the running lab's registry (`genome-lab backup` inside it, 14_backup) and copy it out to `work/backups/`: {'path', ...}."
     name = time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())
     r = self.podman('exec', f'{self.s.name}-lab', 'genome-lab', 'backup', '--registry', '/data/registry', '--to', f'/data/backups/{name}')
     out = self.work/'backups'; out.mkdir(parents=True, exist_ok=True)

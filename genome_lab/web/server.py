@@ -16,7 +16,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, ConfigDict, field_validator
 from starlette.concurrency import run_in_threadpool
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-from ..registry.store import Registry, GenomeFormatError, seed_founders
+from ..registry.store import Registry, seed_founders
+from ..registry.genomes import GenomeFormatError
 from ..registry.sqlite_store import RegistryError
 from ..tournaments.selection import tournament_job
 from .access import RegistryPool, retry_busy, _finite, ID_PATTERN, ERRORS, BINARY, registry_pool, require_token, TokenRoute

@@ -15,7 +15,7 @@ import numpy as np, torch
 from fastapi import APIRouter, HTTPException, Request, Depends
 from pydantic import BaseModel, Field, ConfigDict, field_validator, model_validator
 from starlette.concurrency import run_in_threadpool
-from ..registry.store import FORMAT, GenomeFormatError, genome_from_bytes, genome_types, RELATIONS, shape_mismatch
+from ..registry.genomes import FORMAT, GenomeFormatError, genome_from_bytes, genome_types, RELATIONS, shape_mismatch
 from ..registry.sqlite_store import RegistryError, utcnow
 from ..arenas.policies import build_policy, find_architecture
 from ..arenas.arena import find_arena, make_arena, arena_season
@@ -39,10 +39,10 @@ class ParentRef(BaseModel):
 
 # %% ../../nbs/81_submission.ipynb #b6df86de
 class GenomeMeta(BaseModel):
-    "The genome metadata inside a submitted safetensors header (the fields of `genome_lab.registry.store.Genome`)."
+    "The genome metadata inside a submitted safetensors header (the fields of `genome_lab.registry.genomes.Genome`)."
     model_config = ConfigDict(extra='forbid')
     name: str = Field(min_length=1, max_length=100)
-    type: str = Field(min_length=1, max_length=64, description="a genome type of its arena (`genome_lab.registry.store.genome_types`)")
+    type: str = Field(min_length=1, max_length=64, description="a genome type of its arena (`genome_lab.registry.genomes.genome_types`)")
     arena: str = Field(min_length=1, max_length=64, description="a registered arena (`genome_lab.arenas.arena.arena_names()`)")
     arch: str = Field(min_length=1, max_length=64)
     config: dict[str, Union[bool, int, float, str]]
