@@ -23,7 +23,7 @@ echo "setup: installing into $VENV (once; later calls reuse it)"
   || fail "pip could not install uv"
 links=()   # the wheel folders pip is configured with (a machine's own torch file): uv reads no pip configuration
 for l in $("$VENV/bin/python" -m pip config list 2>/dev/null | sed -n "s/^[^=]*find-links='\(.*\)'$/\1/p" | sort -u); do links+=(--find-links "$l"); done
-install() { "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" "${links[@]}" "$@"; }
+install() { "$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV/bin/python" "${links[@]}" "$@"; }
 # CPU torch first: a plain 'torch' requirement would pull the CUDA build.
 "$VENV/bin/python" -c 'import torch' 2>/dev/null || install 'torch==2.13.0'
 "$VENV/bin/python" -c 'import torch' 2>/dev/null || fail "torch did not install"
