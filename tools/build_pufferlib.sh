@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build a PufferLib 3.0.0 wheel from its PyPI sdist, offline apart from the package index.
 # The sdist's setup.py downloads raylib/box2d from GitHub; this script does what it needs without that:
-# fetch the sdist from the index's simple page (sha256 checked; curl retries a failed lookup, seen once while uv downloaded beside it), drop impulse_wars (box2d), create the
-# empty folders setup.py looks for, keep only the Ocean envs genome_lab uses, patch it (below), build the trainer's
+# fetch the sdist from the index's simple page (sha256 checked; curl retries a failed lookup), drop impulse_wars
+# (box2d), create the empty folders setup.py looks for, keep only the Ocean envs genome_lab uses, patch it (below), build the trainer's
 # torch extension `pufferlib._C` for the CPU (the 'trainer' step below). The wheel's version carries a local label,
 # LOCAL_VERSION, so setup.sh can tell a patched install with the trainer.
 # Usage: tools/build_pufferlib.sh PYTHON OUTDIR   (PYTHON must already have torch, numpy<2, setuptools)

@@ -2,9 +2,8 @@
 # Install everything genome_lab needs into .venv/ (idempotent: a second call reuses what is installed).
 # CPU torch 2.13.0, numpy<2, PufferLib 3.0.0 built and patched from its sdist with its trainer (tools/build_pufferlib.sh;
 # an installed PufferLib without the patch's version label is replaced), then this package with its dev extras,
-# editable; Debian's bubblewrap for the program sandbox (tools/setup_debian.sh). pip installs uv, and uv the rest:
-# the same packages (pip freeze identical), downloaded and unpacked in parallel (the requirements: 7.2 s against pip's
-# 128.0 s; torch from the machine's wheel folder: 5.2 s against 39.0 s).
+# editable; Debian's bubblewrap for the program sandbox (tools/setup_debian.sh). pip installs uv, and uv the rest: the
+# same requirements, downloaded and unpacked in parallel, and compiled to bytecode as pip does.
 # Set GENOME_LAB_PYTHON to choose the interpreter (default: python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +18,7 @@ fi
 fail() { echo "setup: $*" >&2; exit 1; }
 echo "setup: installing into $VENV (once; later calls reuse it)"
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV" || fail "cannot create a virtual environment with $PY"
-[ -x "$VENV/bin/uv" ] || "$VENV/bin/python" -m pip --disable-pip-version-check -q install uv 2> >(grep -v -E '^WARNING: Location .* is ignored' >&2) \
+[ -x "$VENV/bin/uv" ] || "$VENV/bin/python" -m pip --disable-pip-version-check -q install 'uv==0.13.10' 2> >(grep -v -E '^WARNING: Location .* is ignored' >&2) \
   || fail "pip could not install uv"
 links=()   # the wheel folders pip is configured with (a machine's own torch file): uv reads no pip configuration
 for l in $("$VENV/bin/python" -m pip config list 2>/dev/null | sed -n "s/^[^=]*find-links='\(.*\)'$/\1/p" | sort -u); do links+=(--find-links "$l"); done

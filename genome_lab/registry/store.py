@@ -80,6 +80,7 @@ def founding_genomes()->list: # [(Genome, Policy)]
 # %% ../../nbs/13_registry.ipynb #035244f9
 def seed_founders(registry:Registry, status:str='active')->dict: # {name: id}
     "Add the founding genomes that `registry` lacks (matched by name) with `status`; returns all their ids."
-    for genome, policy in founding_genomes():
+    founders = founding_genomes()   # once: each loads PufferLib's trained weights
+    for genome, policy in founders:
         if registry.by_name(genome.name) is None: registry.add(genome, policy.state_dict(), status=status)
-    return {g.name: registry.by_name(g.name) for g, _ in founding_genomes()}
+    return {g.name: registry.by_name(g.name) for g, _ in founders}
