@@ -120,7 +120,8 @@ def test_play_on_a_phone(root, tmp_path):
         p.goto(f'{url}/play?seed=5')
         start = p.js("(() => { const r = document.getElementById('start').getBoundingClientRect(); return [r.top, r.bottom]; })()")
         p.page.fill('#player', 'kim'); p.page.click('#start')
-        p.wait("document.getElementById('status').textContent.startsWith('press')"); p.page.keyboard.press('ArrowUp')   # the game starts on a move
+        p.wait('window.play.frames >= 1')   # the first frame came over the socket, so it is open: a key sent before was lost
+        p.page.keyboard.press('ArrowUp')   # the game starts on a move
         p.wait('window.play.frames >= 2')
         canvas = p.js("(() => { const r = document.getElementById('map').getBoundingClientRect(); return [r.left, r.right, r.width, r.height]; })()")
         p.screenshot(tmp_path/'phone.png')
