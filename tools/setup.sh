@@ -3,7 +3,8 @@
 # CPU torch 2.13.0, numpy<2, PufferLib 3.0.0 built and patched from its sdist with its trainer (tools/build_pufferlib.sh;
 # an installed PufferLib without the patch's version label is replaced), then this package with its dev extras,
 # editable; Debian's bubblewrap for the program sandbox (tools/setup_debian.sh). pip installs uv, and uv the rest: the
-# same requirements, downloaded and unpacked in parallel, and compiled to bytecode as pip does.
+# same requirements, downloaded and unpacked in parallel, and compiled to bytecode as pip does, less those that
+# tools/uv_excludes.txt leaves out.
 # Set GENOME_LAB_PYTHON to choose the interpreter (default: python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,7 @@ PY=${GENOME_LAB_PYTHON:-python3}
 VENV=.venv
 # the program sandbox runs player programs inside bubblewrap (Debian's package; apt-get as root or with sudo)
 bash tools/setup_debian.sh bwrap:bubblewrap
-stamp_src=$(cat pyproject.toml tools/setup.sh tools/build_pufferlib.sh tools/pufferlib_patch/* | sha256sum | cut -d' ' -f1)
+stamp_src=$(cat pyproject.toml tools/setup.sh tools/uv_excludes.txt tools/build_pufferlib.sh tools/pufferlib_patch/* | sha256sum | cut -d' ' -f1)
 if [ -f "$VENV/.genome_lab_installed" ] && [ "$(cat "$VENV/.genome_lab_installed")" = "$stamp_src" ]; then
   exit 0
 fi
@@ -22,7 +23,7 @@ echo "setup: installing into $VENV (once; later calls reuse it)"
   || fail "pip could not install uv"
 links=()   # the wheel folders pip is configured with (a machine's own torch file): uv reads no pip configuration
 for l in $("$VENV/bin/python" -m pip config list 2>/dev/null | sed -n "s/^[^=]*find-links='\(.*\)'$/\1/p" | sort -u); do links+=(--find-links "$l"); done
-install() { "$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV/bin/python" "${links[@]}" "$@"; }
+install() { "$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV/bin/python" --excludes tools/uv_excludes.txt "${links[@]}" "$@"; }
 # CPU torch first: a plain 'torch' requirement would pull the CUDA build.
 "$VENV/bin/python" -c 'import torch' 2>/dev/null || install 'torch==2.13.0'
 "$VENV/bin/python" -c 'import torch' 2>/dev/null || fail "torch did not install"
@@ -47,6 +48,7 @@ PY
   install --no-deps --reinstall .cache/wheels/pufferlib-"$puffer"-*.whl
 fi
 install --find-links .cache/wheels -e '.[dev]'
+"$VENV/bin/uv" pip uninstall -q --python "$VENV/bin/python" $(grep -v '^#' tools/uv_excludes.txt)   # from an older .venv
 root=$(pwd)
 mpl=$(mktemp -d)   # matplotlib's font cache kept apart: the install leaves the run's caches empty (run.json's `caches`)
 (cd /tmp && MPLCONFIGDIR="$mpl" "$root/$VENV/bin/python" -c 'import genome_lab.registry.store, pufferlib.ocean.snake.binding, pufferlib._C') \

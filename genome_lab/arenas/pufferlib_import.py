@@ -14,7 +14,7 @@ import ast, contextlib, importlib, importlib.machinery, importlib.util, io, sys,
 from importlib import metadata
 
 # %% ../../nbs/01_arenas.ipynb #65f62f9c
-PUFFERLIB_VERSION = '3.0.0+genomelab.2' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
+PUFFERLIB_VERSION = '3.0.0+genomelab.3' # PufferLib 3.0.0 as built and patched by tools/build_pufferlib.sh (`--version`)
 
 _IMPORTING = threading.RLock()   # `sys.stderr` belongs to the process (gym and PufferLib write to it on import): imports take turns
 
