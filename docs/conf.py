@@ -6,7 +6,7 @@ from fastcore.docments import docments
 
 # Python 3.11's `inspect.findsource` parses a class's whole module again on every call, and autodoc and the docments
 # ask for the same classes' source hundreds of times a build: each class's answer is kept for the build (the files do
-# not change under it; the site is the same, byte for byte, in a seventh less time).
+# not change under it, and the site is the same, byte for byte).
 _findsource, _class_source = inspect.findsource, functools.cache(inspect.findsource)
 inspect.findsource = lambda obj: _class_source(obj) if inspect.isclass(obj) else _findsource(obj)
 

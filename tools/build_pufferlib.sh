@@ -49,7 +49,7 @@ for b in "$src"/pufferlib/ocean/*/binding.c; do
   case " $KEEP_ENVS " in *" $env "*) ;; *) rm -f "$b" ;; esac
 done
 # the trained weights of the kept envs only (genome_lab.arenas.policies reads resources/ENV/ENV_weights.bin): the other
-# envs' 70 MB made the wheel ten times larger, and zipping it a fifth of the build's time
+# envs' weights only made the wheel larger and the build slower
 for r in "$src"/pufferlib/resources/*/; do
   case " $KEEP_ENVS " in *" $(basename "$r") "*) ;; *) rm -rf "$r" ;; esac
 done
